@@ -1,0 +1,242 @@
+//! The JSON documents that cross the boundary, shaped like pi's extension API
+//! (camelCase field names, as in pi's `docs/extensions.md`).
+//!
+//! Every call document carries `v` ([`PROTOCOL_VERSION`]). Readers ignore
+//! unknown fields so either side can add fields in a minor version.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Version of the JSON documents in this module.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+fn protocol_version() -> u32 {
+    PROTOCOL_VERSION
+}
+
+/// The events a plugin may subscribe to (a subset of pi's).
+pub const EVENTS: &[&str] = &["session_start", "input", "before_agent_start", "agent_end", "session_shutdown"];
+
+/// pi's `ExtensionContext`, reduced to plain data.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionContext {
+    /// Absolute path of the session's JSONL file; `None` for ephemeral sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The directory holding this project's session files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_dir: Option<String>,
+    /// Current leaf entry id; `None` means the last entry in file order (pi's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaf_id: Option<String>,
+    #[serde(default)]
+    pub cwd: String,
+    /// pi's agent directory (`~/.pi/agent` or `PI_CODING_AGENT_DIR`).
+    #[serde(default)]
+    pub agent_dir: String,
+    #[serde(default)]
+    pub has_ui: bool,
+    /// The model pi is using, as `provider/id`, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// An event delivered to [`crate::Plugin::on_event`].
+#[derive(Serialize, Deserialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct EventCall {
+    #[serde(default = "protocol_version")]
+    pub v: u32,
+    /// pi's event name, e.g. `before_agent_start`.
+    pub event: String,
+    /// pi's event object, e.g. `{prompt, systemPrompt}`.
+    #[serde(default)]
+    pub payload: Value,
+    #[serde(default)]
+    pub ctx: SessionContext,
+}
+
+/// Result of the `input` event (pi's `{action, text}`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "action", rename_all = "camelCase")]
+pub enum InputResult {
+    Continue,
+    Transform { text: String },
+    Handled,
+}
+
+/// A message injected by `before_agent_start`; pi persists it as a `custom_message` entry.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomMessage {
+    pub custom_type: String,
+    pub content: String,
+    #[serde(default)]
+    pub display: bool,
+    #[serde(default)]
+    pub details: Value,
+}
+
+/// Result of `before_agent_start` (pi's `{message?, systemPrompt?}`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BeforeAgentStartResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<CustomMessage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+}
+
+/// A command the plugin registers (pi's `pi.registerCommand(name, {description})`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandSpec {
+    pub name: String,
+    pub description: String,
+}
+
+/// A tool the plugin registers (pi's `pi.registerTool`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    /// JSON schema of the parameters object.
+    pub parameters: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_snippet: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompt_guidelines: Vec<String>,
+}
+
+/// Everything a plugin registers, returned by [`crate::Plugin::registrations`].
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Registrations {
+    /// Events the plugin wants delivered (names from [`EVENTS`]).
+    pub events: Vec<String>,
+    pub commands: Vec<CommandSpec>,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// A tool invocation.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    #[serde(default = "protocol_version")]
+    pub v: u32,
+    pub tool: String,
+    #[serde(default)]
+    pub tool_call_id: String,
+    pub params: Value,
+    #[serde(default)]
+    pub ctx: SessionContext,
+}
+
+/// One content part of a tool result (pi's `{type: "text", text}`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ContentPart {
+    Text { text: String },
+}
+
+/// A tool result (pi's `{content, details, isError}`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    pub content: Vec<ContentPart>,
+    #[serde(default)]
+    pub details: Value,
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    pub fn text(text: impl Into<String>, details: Value, is_error: bool) -> Self {
+        ToolResult { content: vec![ContentPart::Text { text: text.into() }], details, is_error }
+    }
+}
+
+/// A command invocation (`/name args`).
+#[derive(Serialize, Deserialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandCall {
+    #[serde(default = "protocol_version")]
+    pub v: u32,
+    pub command: String,
+    #[serde(default)]
+    pub args: String,
+    #[serde(default)]
+    pub ctx: SessionContext,
+}
+
+/// Outcome of a command; the plugin also reports through Host callbacks.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandResult {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub details: Value,
+}
+
+/// State of background work after [`crate::Plugin::flush`] or `shutdown`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FlushReport {
+    /// Background jobs still running or queued.
+    pub pending: u32,
+    /// True when nothing is pending.
+    pub idle: bool,
+}
+
+/// One chat message of a [`CompletionRequest`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatMessage {
+    /// `user` or `assistant`.
+    pub role: String,
+    pub content: String,
+}
+
+/// A model completion the plugin asks the host to run ([`crate::Host::complete`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CompletionRequest {
+    /// `provider/id`; `None` lets the host choose its cheapest suitable model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub system: String,
+    pub messages: Vec<ChatMessage>,
+    pub max_tokens: u32,
+    /// When set, the answer must be a JSON object matching this schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_schema: Option<Value>,
+    pub timeout_ms: u64,
+}
+
+/// Token usage of a completion.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// The host's answer to a [`CompletionRequest`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CompletionResponse {
+    pub text: String,
+    /// The model that answered, as `provider/id`.
+    pub model: String,
+    #[serde(default)]
+    pub usage: Usage,
+}

@@ -1,0 +1,73 @@
+//! Plugin-wide state shared by every feature: host handle, config, runtime,
+//! background jobs, the session catalog and per-run counters.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+
+use pi_ext_abi::protocol::SessionContext;
+
+use crate::catalog::Catalog;
+use crate::config::Config;
+use crate::host::Host;
+use crate::jobs::Jobs;
+use crate::runtime::Runtime;
+
+pub struct App {
+    pub host: Host,
+    /// The effective config (the default when the file was invalid).
+    pub config: Config,
+    /// Problems found in the config file (`path: message`); non-empty disables indexing.
+    pub config_problems: Vec<String>,
+    /// Directory of the plugin's `plugin.toml`.
+    pub plugin_dir: PathBuf,
+    pub runtime: Runtime,
+    pub jobs: Jobs,
+    /// In-memory index of sessions and meta files, shared by `@@` references and query_session.
+    pub catalog: Catalog,
+    /// `query_session` calls made in the current agent run.
+    pub query_calls_this_run: AtomicU32,
+}
+
+impl App {
+    pub fn new(host: Host, plugin_dir: PathBuf, config_json: &str) -> Result<Arc<App>, String> {
+        let (config, config_problems) = match crate::config::parse(config_json) {
+            Ok(config) => (config, Vec::new()),
+            Err(problems) => (Config::default(), problems),
+        };
+        Ok(Arc::new(App {
+            host,
+            config,
+            config_problems,
+            plugin_dir,
+            runtime: Runtime::new()?,
+            jobs: Jobs::new(),
+            catalog: Catalog::new(),
+            query_calls_this_run: AtomicU32::new(0),
+        }))
+    }
+
+    /// True when the config file was valid (features that write must check this).
+    pub fn config_ok(&self) -> bool {
+        self.config_problems.is_empty()
+    }
+
+    /// The agent directory of a context, falling back to the host's current one.
+    pub fn agent_dir(&self, ctx: &SessionContext) -> PathBuf {
+        if ctx.agent_dir.is_empty() {
+            PathBuf::from(self.host.context().agent_dir)
+        } else {
+            PathBuf::from(&ctx.agent_dir)
+        }
+    }
+
+    /// `<agent dir>/sessions`: the only tree session references may read.
+    pub fn sessions_dir(&self, ctx: &SessionContext) -> PathBuf {
+        self.agent_dir(ctx).join("sessions")
+    }
+
+    /// `<agent dir>/sessions-meta`: where meta files live.
+    pub fn meta_dir(&self, ctx: &SessionContext) -> PathBuf {
+        self.agent_dir(ctx).join("sessions-meta")
+    }
+}

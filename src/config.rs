@@ -1,0 +1,235 @@
+//! `session-index.config.json`: strict (unknown keys are errors) and validated
+//! with garde. A broken config never stops the plugin from loading: the
+//! problems are reported once and the features that need a config do nothing.
+
+use std::collections::BTreeMap;
+
+use garde::Validate;
+use serde::{Deserialize, Serialize};
+
+/// The whole config file. Every field has a default, so `{}` is valid.
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Config {
+    /// Name of the manual indexing command (`/index-session`).
+    #[garde(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9-]*$"))]
+    pub command_name: String,
+    /// Status-line key used for all of this plugin's status updates.
+    #[garde(length(min = 1, max = 64))]
+    pub status_key: String,
+    /// User messages after `lastIndexedLeafId` needed before `agent_end` re-indexes.
+    #[garde(range(min = 1, max = 10_000))]
+    pub min_new_user_messages: u32,
+    /// How long a final status ("indexed ($0.0012)") stays before it is cleared.
+    #[garde(range(min = 0, max = 3_600_000))]
+    pub notification_auto_clear_ms: u64,
+    /// Models to try, in order, as `provider/model`. The first available wins.
+    #[garde(length(max = 32), inner(length(min = 3, max = 200), pattern(r"^[A-Za-z0-9._-]+/.+$")))]
+    pub model_keys: Vec<String>,
+    /// Use the offline `local/extractive` model when no configured model is available.
+    #[garde(skip)]
+    pub offline_fallback: bool,
+    /// Let the host serve model calls (e.g. pi's model registry) before our own providers.
+    #[garde(skip)]
+    pub use_host_models: bool,
+    /// Per-request timeout for model calls.
+    #[garde(range(min = 100, max = 600_000))]
+    pub timeout_ms: u64,
+    /// Largest model response body accepted, in bytes.
+    #[garde(range(min = 1024, max = 16_777_216))]
+    pub max_response_bytes: usize,
+    /// Provider endpoints; built-in `openai`, `anthropic`, `google` may be overridden
+    /// and any other name defines an OpenAI-compatible (or other `kind`) endpoint.
+    #[garde(dive)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// USD prices per million tokens, keyed `provider/model`.
+    #[garde(dive)]
+    pub prices: BTreeMap<String, Price>,
+    #[garde(dive)]
+    pub indexing: IndexingConfig,
+    #[garde(dive)]
+    pub references: ReferencesConfig,
+    #[garde(dive)]
+    pub query: QueryConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            command_name: "index-session".into(),
+            status_key: "session-index".into(),
+            min_new_user_messages: 5,
+            notification_auto_clear_ms: 8000,
+            model_keys: vec![
+                "anthropic/claude-haiku-4-5".into(),
+                "openai/gpt-4.1-mini".into(),
+                "google/gemini-2.5-flash".into(),
+            ],
+            offline_fallback: true,
+            use_host_models: true,
+            timeout_ms: 60_000,
+            max_response_bytes: 1_048_576,
+            providers: BTreeMap::new(),
+            prices: BTreeMap::new(),
+            indexing: IndexingConfig::default(),
+            references: ReferencesConfig::default(),
+            query: QueryConfig::default(),
+        }
+    }
+}
+
+/// Wire format a provider endpoint speaks.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI chat completions (also OpenRouter, Ollama, vLLM, LM Studio).
+    Openai,
+    /// Anthropic messages.
+    Anthropic,
+    /// Google Gemini generateContent.
+    Google,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Defaults to the provider name's kind for built-ins, else `openai`.
+    #[serde(default)]
+    #[garde(skip)]
+    pub kind: Option<ProviderKind>,
+    /// Base URL, e.g. `http://localhost:11434/v1` for Ollama.
+    #[serde(default)]
+    #[garde(inner(length(min = 8, max = 2048), pattern(r"^https?://")))]
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key (never the key itself).
+    #[serde(default)]
+    #[garde(inner(length(min = 1, max = 128)))]
+    pub api_key_env: Option<String>,
+    /// Endpoints such as local Ollama need no key.
+    #[serde(default)]
+    #[garde(skip)]
+    pub no_api_key: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Price {
+    #[garde(range(min = 0.0, max = 10_000.0))]
+    pub input_per_mtok: f64,
+    #[garde(range(min = 0.0, max = 10_000.0))]
+    pub output_per_mtok: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct IndexingConfig {
+    /// Index on `agent_end` at all.
+    #[garde(skip)]
+    pub auto: bool,
+    /// Bytes of the newest conversation sent on a first (full) index.
+    #[garde(range(min = 1024, max = 2_000_000))]
+    pub max_input_bytes: usize,
+    /// Bytes of new messages sent on an incremental re-index.
+    #[garde(range(min = 1024, max = 2_000_000))]
+    pub incremental_max_bytes: usize,
+    #[garde(range(min = 64, max = 32_000))]
+    pub max_output_tokens: u32,
+}
+
+impl Default for IndexingConfig {
+    fn default() -> Self {
+        IndexingConfig { auto: true, max_input_bytes: 51_200, incremental_max_bytes: 24_000, max_output_tokens: 1500 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ReferencesConfig {
+    #[garde(skip)]
+    pub enabled: bool,
+    #[garde(range(min = 1, max = 20))]
+    pub max_refs_per_prompt: usize,
+    #[garde(range(min = 512, max = 1_000_000))]
+    pub max_injected_bytes: usize,
+    /// Show the injected message in pi's TUI.
+    #[garde(skip)]
+    pub display: bool,
+    /// Largest `~N` ancestor depth honoured.
+    #[garde(range(min = 0, max = 10))]
+    pub max_depth: u32,
+    /// Minimum fuzzy score (0–1) for a fuzzy match to resolve.
+    #[garde(range(min = 0.0, max = 1.0))]
+    pub fuzzy_threshold: f64,
+}
+
+impl Default for ReferencesConfig {
+    fn default() -> Self {
+        ReferencesConfig {
+            enabled: true,
+            max_refs_per_prompt: 3,
+            max_injected_bytes: 12_000,
+            display: false,
+            max_depth: 3,
+            fuzzy_threshold: 0.6,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct QueryConfig {
+    #[garde(skip)]
+    pub enabled: bool,
+    /// Token budget of the assembled context (chars/4, as pi estimates).
+    #[garde(range(min = 500, max = 200_000))]
+    pub max_context_tokens: usize,
+    /// `query_session` calls allowed per agent run.
+    #[garde(range(min = 1, max = 100))]
+    pub max_calls_per_turn: u32,
+    #[garde(range(min = 64, max = 32_000))]
+    pub max_output_tokens: u32,
+}
+
+impl Default for QueryConfig {
+    fn default() -> Self {
+        QueryConfig { enabled: true, max_context_tokens: 8000, max_calls_per_turn: 1, max_output_tokens: 1200 }
+    }
+}
+
+/// Parse and validate a config document. On failure, returns every problem
+/// as `path: message`, one per entry.
+pub fn parse(json: &str) -> Result<Config, Vec<String>> {
+    let trimmed = json.trim();
+    if trimmed.is_empty() || trimmed == "null" {
+        return Ok(Config::default());
+    }
+    let config: Config = serde_json::from_str(trimmed).map_err(|e| vec![format!("config: {e}")])?;
+    config
+        .validate()
+        .map_err(|report| report.iter().map(|(path, error)| format!("{path}: {error}")).collect::<Vec<_>>())?;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_document_is_the_default() {
+        assert_eq!(parse("{}").unwrap(), Config::default());
+        assert_eq!(parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let errors = parse(r#"{"commandName":"x","bogus":1}"#).unwrap_err();
+        assert!(errors[0].contains("bogus"), "{errors:?}");
+    }
+
+    #[test]
+    fn every_invalid_field_is_named() {
+        let errors = parse(r#"{"minNewUserMessages":0,"query":{"maxContextTokens":1}}"#).unwrap_err();
+        assert!(errors.iter().any(|e| e.starts_with("min_new_user_messages")), "{errors:?}");
+        assert!(errors.iter().any(|e| e.starts_with("query.max_context_tokens")), "{errors:?}");
+    }
+}

@@ -1,0 +1,29 @@
+//! session-index: session memory for the pi coding agent, as a dynamically
+//! loaded `pi-ext-abi` plugin.
+//!
+//! Data flows one way through the modules:
+//! session file → [`session`] (parsed branch) → [`views`] (index text, query
+//! windows) → [`model`] (cheap model or offline extractive) → validated result
+//! → [`meta`] (atomic store) → host effects via [`host`].
+//! [`indexing`], [`references`] and [`query`] are the three features built on
+//! that flow; [`plugin`] routes host calls to them and [`ffi`] is the boundary.
+
+pub mod app;
+pub mod catalog;
+pub mod config;
+mod ffi;
+pub mod host;
+pub mod indexing;
+pub mod jobs;
+pub mod logging;
+pub mod meta;
+pub mod model;
+pub mod plugin;
+pub mod query;
+pub mod redact;
+pub mod references;
+pub mod runtime;
+pub mod session;
+pub mod views;
+
+pub use ffi::get_library;

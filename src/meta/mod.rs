@@ -1,0 +1,2 @@
+//! The meta store: `<agent dir>/sessions-meta/<id>.meta.json`, written atomically
+//! under a lock file.

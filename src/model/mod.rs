@@ -1,0 +1,2 @@
+//! Model providers (OpenAI-compatible, Anthropic, Gemini, host-served) and the
+//! offline extractive model, behind one interface returning validated JSON.

@@ -1,0 +1,128 @@
+//! The plugin object: routes host calls to the feature modules.
+//!
+//! Everything here speaks Rust types; [`crate::ffi`] owns the boundary.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pi_ext_abi::protocol::{
+    BeforeAgentStartResult, CommandCall, CommandResult, EventCall, FlushReport, InputResult, Registrations, ToolCall,
+    ToolResult, EVENTS,
+};
+use serde_json::Value;
+
+use crate::app::App;
+use crate::host::NotifyLevel;
+
+/// Environment variable naming a handler (`event:<name>`, `tool:<name>`,
+/// `command:<name>`) that must panic: used by tests to prove that a panic
+/// never crosses the boundary.
+pub const PANIC_ON_ENV: &str = "SESSION_INDEX_PANIC_ON";
+
+pub struct SessionIndexPlugin {
+    pub app: Arc<App>,
+}
+
+fn panic_if_requested(handler: &str) {
+    if std::env::var(PANIC_ON_ENV).is_ok_and(|v| v == handler) {
+        panic!("deliberate panic in {handler} ({PANIC_ON_ENV})");
+    }
+}
+
+impl SessionIndexPlugin {
+    pub fn new(app: Arc<App>) -> Self {
+        if !app.config_problems.is_empty() {
+            tracing::warn!("session-index config is invalid, indexing is off: {}", app.config_problems.join("; "));
+        }
+        SessionIndexPlugin { app }
+    }
+
+    pub fn registrations(&self) -> Registrations {
+        let config = &self.app.config;
+        let mut tools = Vec::new();
+        if config.query.enabled {
+            tools.push(crate::query::tool_spec());
+        }
+        Registrations {
+            events: EVENTS.iter().map(|e| e.to_string()).collect(),
+            commands: vec![pi_ext_abi::protocol::CommandSpec {
+                name: config.command_name.clone(),
+                description: "Index this session now: name, description, summary and tags in sessions-meta".into(),
+            }],
+            tools,
+        }
+    }
+
+    /// Returns the event's result document (`null` when it has none).
+    pub fn on_event(&self, call: EventCall) -> Result<Value, String> {
+        panic_if_requested(&format!("event:{}", call.event));
+        let app = &self.app;
+        match call.event.as_str() {
+            "session_start" => {
+                if !app.config_problems.is_empty() {
+                    let text = format!("session-index config is invalid: {}", app.config_problems.join("; "));
+                    app.host.notify(&text, NotifyLevel::Warning);
+                }
+                Ok(Value::Null)
+            }
+            "input" => to_value(&InputResult::Continue),
+            "before_agent_start" => {
+                app.query_calls_this_run.store(0, Ordering::SeqCst);
+                let prompt = call.payload.get("prompt").and_then(Value::as_str).unwrap_or_default();
+                let message = crate::references::before_agent_start(app, &call.ctx, prompt);
+                match message {
+                    Some(message) => to_value(&BeforeAgentStartResult { message: Some(message), system_prompt: None }),
+                    None => Ok(Value::Null),
+                }
+            }
+            "agent_end" => {
+                crate::indexing::on_agent_end(app, &call.ctx);
+                Ok(Value::Null)
+            }
+            "session_shutdown" => {
+                // Give in-flight indexing a moment; the host's own shutdown waits longer.
+                app.jobs.flush(Duration::from_millis(200));
+                Ok(Value::Null)
+            }
+            other => Err(format!("unknown event '{other}'")),
+        }
+    }
+
+    pub fn call_tool(&self, call: ToolCall) -> Result<ToolResult, String> {
+        panic_if_requested(&format!("tool:{}", call.tool));
+        match call.tool.as_str() {
+            "query_session" if self.app.config.query.enabled => Ok(crate::query::call_tool(&self.app, &call)),
+            other => Err(format!("unknown tool '{other}'")),
+        }
+    }
+
+    pub fn run_command(&self, call: CommandCall) -> Result<CommandResult, String> {
+        panic_if_requested(&format!("command:{}", call.command));
+        if call.command == self.app.config.command_name {
+            Ok(crate::indexing::run_command(&self.app, &call))
+        } else {
+            Err(format!("unknown command '{}'", call.command))
+        }
+    }
+
+    pub fn request(&self, method: &str, payload: Value) -> Result<Value, String> {
+        panic_if_requested(&format!("request:{method}"));
+        match method {
+            "references.complete" => Ok(crate::references::complete(&self.app, &payload)),
+            other => Err(format!("unknown request '{other}'")),
+        }
+    }
+
+    pub fn flush(&self, timeout: Duration) -> FlushReport {
+        self.app.jobs.flush(timeout)
+    }
+
+    pub fn shutdown(&self, timeout: Duration) -> FlushReport {
+        self.app.jobs.shutdown(timeout)
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, String> {
+    serde_json::to_value(value).map_err(|e| e.to_string())
+}

@@ -1,0 +1,1 @@
+//! Redaction of secret-looking strings before any text goes to a model.
