@@ -8,13 +8,14 @@
 
 mod index;
 mod matching;
+mod quick;
 mod root;
 mod scan;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -134,8 +135,10 @@ pub enum Ancestor {
 
 type RootKey = (PathBuf, PathBuf);
 
+type Roots = Arc<RwLock<HashMap<RootKey, Root>>>;
+
 pub struct Catalog {
-    roots: RwLock<HashMap<RootKey, Root>>,
+    roots: Roots,
     fuzzy_threshold: AtomicU64,
 }
 
@@ -147,7 +150,7 @@ impl Default for Catalog {
 
 /// A miss triggers a full sweep (a file may have changed without its
 /// directory), but not again within this window.
-const MISS_SWEEP_GAP: Duration = Duration::from_millis(500);
+const MISS_SWEEP_GAP: Duration = Duration::from_secs(2);
 
 impl Catalog {
     pub fn new() -> Self {
@@ -155,7 +158,7 @@ impl Catalog {
     }
 
     pub fn with_fuzzy_threshold(threshold: f64) -> Self {
-        Catalog { roots: RwLock::new(HashMap::new()), fuzzy_threshold: AtomicU64::new(threshold.to_bits()) }
+        Catalog { roots: Arc::new(RwLock::new(HashMap::new())), fuzzy_threshold: AtomicU64::new(threshold.to_bits()) }
     }
 
     pub fn fuzzy_threshold(&self) -> f64 {
@@ -169,12 +172,26 @@ impl Catalog {
     /// Run `f` on an up-to-date root. Refreshing needs the write lock; it is
     /// held only as long as the (usually tiny) incremental refresh plus `f`.
     fn with_root<T>(&self, sessions_dir: &Path, meta_dir: &Path, full: bool, f: impl FnOnce(&Root) -> T) -> T {
-        let mut roots = self.roots.write().unwrap_or_else(PoisonError::into_inner);
-        let root = roots
-            .entry((sessions_dir.to_path_buf(), meta_dir.to_path_buf()))
-            .or_insert_with(|| Root::new(sessions_dir, meta_dir));
-        root.refresh(full);
-        f(root)
+        with_root(&self.roots, sessions_dir, meta_dir, full, f)
+    }
+
+    fn root_state(&self, sessions_dir: &Path, meta_dir: &Path, check: impl FnOnce(&Root) -> bool) -> bool {
+        let roots = self.roots.read().unwrap_or_else(PoisonError::into_inner);
+        roots.get(&(sessions_dir.to_path_buf(), meta_dir.to_path_buf())).is_some_and(check)
+    }
+
+    /// True once the agent directory has been fully read.
+    pub fn is_warm(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
+        self.root_state(sessions_dir, meta_dir, Root::scanned)
+    }
+
+    /// Work that builds (or refreshes) the catalog of an agent directory, for
+    /// a background job at session start so the first `@@` finds it warm.
+    /// Lookups running meanwhile wait for it rather than scanning twice.
+    pub fn prewarm_task(&self, sessions_dir: &Path, meta_dir: &Path) -> impl Fn() + Send + Sync + 'static {
+        let roots = Arc::clone(&self.roots);
+        let (s, m) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
+        move || with_root(&roots, &s, &m, false, |_| ())
     }
 
     /// Number of sessions (and orphan meta files) indexed.
@@ -195,17 +212,17 @@ impl Catalog {
         reference: &str,
     ) -> Result<CatalogEntry, ResolveError> {
         let threshold = self.fuzzy_threshold();
+        if !self.root_state(sessions_dir, meta_dir, Root::scanned) {
+            if let Some(entry) = quick::quick_id(sessions_dir, meta_dir, reference) {
+                return Ok(entry);
+            }
+        }
         let attempt = |root: &Root| to_result(root, current_cwd, reference, threshold);
         let first = self.with_root(sessions_dir, meta_dir, false, attempt);
         match first {
             Ok(entry) => Ok(entry),
             Err(_) => {
-                let swept = {
-                    let roots = self.roots.read().unwrap_or_else(PoisonError::into_inner);
-                    roots
-                        .get(&(sessions_dir.to_path_buf(), meta_dir.to_path_buf()))
-                        .is_some_and(|r| r.swept_within(MISS_SWEEP_GAP))
-                };
+                let swept = self.root_state(sessions_dir, meta_dir, |r| r.swept_within(MISS_SWEEP_GAP));
                 if swept {
                     first
                 } else {
@@ -272,6 +289,15 @@ impl Catalog {
             out
         })
     }
+}
+
+fn with_root<T>(roots: &Roots, sessions_dir: &Path, meta_dir: &Path, full: bool, f: impl FnOnce(&Root) -> T) -> T {
+    let mut roots = roots.write().unwrap_or_else(PoisonError::into_inner);
+    let root = roots
+        .entry((sessions_dir.to_path_buf(), meta_dir.to_path_buf()))
+        .or_insert_with(|| Root::new(sessions_dir, meta_dir));
+    root.refresh(full);
+    f(root)
 }
 
 fn to_result(root: &Root, cwd: &str, reference: &str, threshold: f64) -> Result<CatalogEntry, ResolveError> {
