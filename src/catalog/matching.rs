@@ -154,7 +154,7 @@ impl Fuzzy {
     /// Like [`Fuzzy::score`], over fields weighing at least `min_weight`.
     pub fn score_fields(&self, item: &Item, matcher: &mut Matcher, min_weight: f64) -> f64 {
         let mut best = 0.0f64;
-        for f in &item.fields {
+        for f in item.fields() {
             if self.mask & !f.mask != 0 || f.weight <= best || f.weight < min_weight {
                 continue;
             }

@@ -27,6 +27,15 @@ const META_SUFFIX: &str = ".meta.json";
 /// Below this many files a refresh reads on the calling thread.
 const PARALLEL_MIN: usize = 128;
 
+/// How hard a refresh looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refresh {
+    /// Directories, hot files and the rotation.
+    Incremental,
+    /// Re-stat every known file too.
+    Full,
+}
+
 struct DirState {
     mtime: SystemTime,
     files: Vec<PathBuf>,
@@ -101,10 +110,9 @@ impl Root {
         self.last_full.is_some()
     }
 
-    /// Bring the catalog up to date. `full` re-stats every known file (the
-    /// first refresh reads everything anyway).
-    pub fn refresh(&mut self, full: bool) {
-        let full = full || self.last_full.is_none();
+    /// Bring the catalog up to date (the first refresh reads everything).
+    pub fn refresh(&mut self, mode: Refresh) {
+        let full = mode == Refresh::Full || self.last_full.is_none();
         if full {
             self.last_full = Some(Instant::now());
         }
