@@ -184,6 +184,17 @@ fn gemini_happy_path_uses_response_json_schema_and_header_key() {
     assert!(req.json.get("tools").is_none());
 }
 
+#[test]
+fn works_from_a_background_job_thread() {
+    // Jobs run on the runtime's blocking pool; complete_json blocks on the same runtime there.
+    let mock = MockProvider::start(Wire::OpenAi);
+    mock.push(Reply::answer(VALID));
+    let app = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
+    let job_app = app.clone();
+    let job = app.runtime.spawn_blocking(move || run(&job_app, "from a job").map(|o| o.value));
+    assert_eq!(app.runtime.block_on(job).unwrap().unwrap(), expected_summary());
+}
+
 // ---------------------------------------------------------------- invalid output
 
 #[test]
@@ -422,6 +433,7 @@ fn error_messages_never_carry_the_api_key() {
     let error = run(&app, "x").unwrap_err();
     let text = error.to_string();
     assert!(matches!(error, ModelError::Http { status: 401, .. }), "{error:?}");
+    assert_eq!(error.kind(), "http");
     assert!(!text.contains("0123456789abcdef"), "{text}");
     assert!(text.contains("[REDACTED]"), "{text}");
     let selected = select_model(&app).unwrap();
