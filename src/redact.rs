@@ -49,6 +49,10 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", REDACTED),
         rule(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", REDACTED),
         rule(r"\bglpat-[A-Za-z0-9_\-]{20,}", REDACTED),
+        rule(
+            r"\b(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36,}|ya29\.[A-Za-z0-9_\-]{20,})",
+            REDACTED,
+        ),
         // JWT-like: three base64url parts, the first two starting as JSON objects.
         rule(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", REDACTED),
         // `password=...`, `API_KEY: ...`, `"secret": "..."`: the identifier must END in the keyword,
@@ -98,6 +102,10 @@ mod tests {
         assert_redacted("xoxp-1234567890-abcdef", "xoxp-1234567890");
         assert_redacted("aws AKIAIOSFODNN7EXAMPLE id", "AKIAIOSFODNN7EXAMPLE");
         assert_redacted("gitlab glpat-abcdefghij0123456789", "glpat-abcdefghij0123456789");
+        assert_redacted("stripe sk_live_51H8abcdefghijklmnop", "51H8abcdefghijklmnop");
+        assert_redacted("hf_abcdefghijklmnopqrstuvwxyzABCDEF", "hf_abcdefghijklmnopqrstuvwxyz");
+        assert_redacted("npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_abcdefghijklmnopqrstuvwxyz");
+        assert_redacted("ya29.a0AfH6SMBabcdefghijklmnopqrstu", "a0AfH6SMBabcdefghijklmnop");
     }
 
     #[test]

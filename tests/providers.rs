@@ -308,6 +308,16 @@ fn rate_limit_is_retried_only_once() {
 }
 
 #[test]
+fn anthropic_overloaded_529_is_retried_once() {
+    let mock = MockProvider::start(Wire::Anthropic);
+    mock.push(Reply::error(529, "Overloaded"));
+    mock.push(Reply::answer(VALID));
+    let app = app_for(&mock, "anthropic/claude-haiku-4-5", json!({}));
+    assert_eq!(run(&app, "x").unwrap().value, expected_summary());
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[test]
 fn retry_after_beyond_the_timeout_is_not_waited_for() {
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::error(429, "come back tomorrow").header("retry-after", "86400"));
