@@ -7,16 +7,15 @@ mod mock_provider;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mock_provider::{MockProvider, Reply, Wire};
-use pi_ext_abi::protocol::{CompletionRequest, CompletionResponse, SessionContext, Usage};
-use pi_ext_abi::LogLevel;
+use mock_provider::{MockProvider, Reply, ServingHost, Wire};
+use pi_ext_abi::protocol::{SessionContext, Usage};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use session_index::app::App;
-use session_index::host::{Host, HostApi, NotifyLevel, RecordingHost};
+use session_index::host::{Host, RecordingHost};
 use session_index::model::{select_model, select_model_with_env, JsonTask, ModelError, ModelOutcome};
 
 #[derive(Debug, Deserialize, garde::Validate, PartialEq)]
@@ -560,58 +559,9 @@ fn custom_api_key_env_and_keyless_local_endpoints() {
     assert_eq!(req.json["model"], "anthropic/claude-haiku-4.5");
 }
 
-/// A host that serves completions itself, scripted with answers.
-#[derive(Default)]
-struct ServingHost {
-    inner: Arc<RecordingHost>,
-    answers: Mutex<Vec<String>>,
-    requests: Mutex<Vec<CompletionRequest>>,
-}
-
-impl HostApi for ServingHost {
-    fn context(&self) -> SessionContext {
-        self.inner.context()
-    }
-    fn set_status(&self, key: &str, text: Option<&str>) {
-        self.inner.set_status(key, text)
-    }
-    fn notify(&self, text: &str, level: NotifyLevel) {
-        self.inner.notify(text, level)
-    }
-    fn append_entry(&self, custom_type: &str, data: &Value) {
-        self.inner.append_entry(custom_type, data)
-    }
-    fn set_session_name(&self, name: &str) {
-        self.inner.set_session_name(name)
-    }
-    fn api_key(&self, provider: &str) -> Option<String> {
-        self.inner.api_key(provider)
-    }
-    fn can_complete(&self) -> bool {
-        true
-    }
-    fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, String> {
-        self.requests.lock().unwrap().push(request.clone());
-        let mut answers = self.answers.lock().unwrap();
-        if answers.is_empty() {
-            return Err("no model".into());
-        }
-        let text = answers.remove(0);
-        let usage = Usage { input_tokens: 10, output_tokens: 5, cost_usd: Some(0.001) };
-        Ok(CompletionResponse { text, model: request.model.clone().unwrap_or_default(), usage })
-    }
-    fn log(&self, level: LogLevel, target: &str, message: &str) {
-        self.inner.log(level, target, message)
-    }
-    fn wait_for_idle(&self, timeout: Duration) -> bool {
-        self.inner.wait_for_idle(timeout)
-    }
-}
-
 #[test]
 fn host_served_models_come_first_and_get_the_schema() {
-    let host = Arc::new(ServingHost::default());
-    host.answers.lock().unwrap().extend(["{\"name\": 1}".to_string(), VALID.to_string()]);
+    let host = ServingHost::new(&["{\"name\": 1}", VALID]);
     let config = json!({"modelKeys": ["anthropic/claude-haiku-4-5"], "timeoutMs": 1234});
     let app = make_app(host.clone(), config);
     let selected = select_model_with_env(&app, env_of(&[])).unwrap();
@@ -620,7 +570,7 @@ fn host_served_models_come_first_and_get_the_schema() {
     assert_eq!(outcome.value, expected_summary());
     assert_eq!(outcome.attempts, 2);
     assert_eq!(outcome.usage, Usage { input_tokens: 20, output_tokens: 10, cost_usd: Some(0.002) });
-    let requests = host.requests.lock().unwrap();
+    let requests = host.requests();
     assert_eq!(requests[0].model.as_deref(), Some("anthropic/claude-haiku-4-5"));
     assert_eq!(requests[0].json_schema.as_ref().unwrap()["required"], json!(["name", "tags"]));
     assert_eq!((requests[0].max_tokens, requests[0].timeout_ms), (500, 1234));

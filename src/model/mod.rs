@@ -183,23 +183,23 @@ impl SelectedModel {
         let mut turns = vec![Turn { role: Role::User, text: redact(&task.user).into_owned() }];
         let mut input_tokens = 0u64;
         let mut output_tokens = 0u64;
-        let mut host_cost: Option<f64> = None;
+        let mut cost = 0.0f64;
         let mut model = self.key.clone();
         let mut last_error = String::new();
         for attempt in 1..=MAX_ATTEMPTS {
             let answer = self.call(app, &system, &turns, task)?;
-            input_tokens += answer.input_tokens;
-            output_tokens += answer.output_tokens;
-            if let Some(cost) = answer.cost_usd {
-                host_cost = Some(host_cost.unwrap_or(0.0) + cost);
-            }
             if let Some(answered_by) = answer.model.filter(|m| m.contains('/')) {
                 model = answered_by;
             }
+            input_tokens += answer.input_tokens;
+            output_tokens += answer.output_tokens;
+            // A host may price the call itself; otherwise our price table does.
+            cost += answer
+                .cost_usd
+                .unwrap_or_else(|| cost_usd(&app.config, &model, answer.input_tokens, answer.output_tokens));
             let text = answer.text.unwrap_or_default();
             match parse_and_validate::<T>(&text, answer.problem.as_deref(), answer.truncated) {
                 Ok(value) => {
-                    let cost = host_cost.unwrap_or_else(|| cost_usd(&app.config, &model, input_tokens, output_tokens));
                     let usage = Usage { input_tokens, output_tokens, cost_usd: Some(cost) };
                     return Ok(ModelOutcome { value, model, usage, attempts: attempt });
                 }
