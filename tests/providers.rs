@@ -376,6 +376,19 @@ fn unexpected_success_body_is_a_transport_error() {
 }
 
 #[test]
+fn redirects_are_not_followed_so_keys_stay_put() {
+    let mock = MockProvider::start(Wire::Gemini);
+    let elsewhere = MockProvider::start(Wire::Gemini);
+    let target = format!("{}/models/gemini-2.5-flash:generateContent", elsewhere.base_url());
+    mock.push(Reply::raw(307, "").header("location", &target));
+    elsewhere.push(Reply::answer(VALID));
+    let app = app_for(&mock, "google/gemini-2.5-flash", json!({}));
+    let error = run(&app, "x").unwrap_err();
+    assert!(matches!(error, ModelError::Http { status: 307, .. }), "{error:?}");
+    assert!(elsewhere.requests().is_empty(), "the x-goog-api-key followed a redirect");
+}
+
+#[test]
 fn connection_refused_is_a_transport_error() {
     let mock = MockProvider::start(Wire::OpenAi);
     let app = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
