@@ -525,6 +525,24 @@ fn no_available_model_is_unavailable_and_names_each_key() {
 }
 
 #[test]
+fn built_in_local_endpoints_need_no_key() {
+    let ollama = MockProvider::start(Wire::OpenAi);
+    ollama.push(Reply::answer(VALID));
+    let config = json!({
+        "modelKeys": ["ollama/llama3.2"],
+        "providers": {"ollama": {"baseUrl": ollama.base_url()}},
+        "timeoutMs": TIMEOUT_MS,
+        "useHostModels": false,
+    });
+    let app = make_app(recording_host(&[]), config);
+    let selected = select_model_with_env(&app, env_of(&[])).unwrap();
+    selected.complete_json::<Summary>(&app, &task("x")).unwrap();
+    assert!(ollama.requests()[0].header("authorization").is_none());
+    // Without any config it is known too (default http://localhost:11434/v1).
+    assert!(select_model_with_env(&app_with_keys(&["ollama/llama3.2"]), env_of(&[])).is_ok());
+}
+
+#[test]
 fn offline_model_first_stops_selection() {
     let app = app_with_keys(&["local/extractive", "openai/gpt-4.1-mini"]);
     let error = select_model_with_env(&app, env_of(&[("OPENAI_API_KEY", "sk-openai-env")])).unwrap_err();
