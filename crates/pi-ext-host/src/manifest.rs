@@ -6,7 +6,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use pi_ext_abi::protocol::EVENTS;
+use pi_ext_abi::protocol::{Registrations, EVENTS};
 use serde::{Deserialize, Serialize, Serializer};
 use toml::Spanned;
 
@@ -224,7 +224,26 @@ impl Manifest {
             location,
             host: pi_ext_abi::ABI_VERSION.to_string(),
             plugin: self.abi.to_string(),
+            how: "declares",
         })
+    }
+
+    /// Differences between what this manifest declares and what the plugin
+    /// registered (one message each); a host may show them as warnings.
+    pub fn registration_mismatches(&self, registered: &Registrations) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut compare = |kind: &str, declared: &[String], registered: Vec<&str>| {
+            for name in declared.iter().filter(|d| !registered.contains(&d.as_str())) {
+                problems.push(format!("{kind} '{name}' is declared in plugin.toml but not registered"));
+            }
+            for name in registered.iter().filter(|r| !declared.iter().any(|d| d == *r)) {
+                problems.push(format!("{kind} '{name}' is registered but not declared in plugin.toml"));
+            }
+        };
+        compare("event", &self.events, registered.events.iter().map(String::as_str).collect());
+        compare("command", &self.commands, registered.commands.iter().map(|c| c.name.as_str()).collect());
+        compare("tool", &self.tools, registered.tools.iter().map(|t| t.name.as_str()).collect());
+        problems
     }
 
     /// The config text to hand the plugin: `override_path` if given, else
@@ -305,6 +324,24 @@ mod tests {
         assert!(err.contains("plugin.toml:4:7: plugin.abi must be"), "{err}");
         let err = parse(&GOOD.replace("agent_end", "agent_ended")).unwrap_err().to_string();
         assert!(err.contains(":7:11: unknown event 'agent_ended'"), "{err}");
+    }
+
+    #[test]
+    fn registration_mismatches_are_listed_both_ways() {
+        let m = parse(GOOD).unwrap();
+        let regs: Registrations = serde_json::from_value(serde_json::json!({
+            "events": ["agent_end", "input"],
+            "commands": [{"name": "go", "description": ""}],
+            "tools": []
+        }))
+        .unwrap();
+        assert_eq!(
+            m.registration_mismatches(&regs),
+            vec![
+                "event 'input' is registered but not declared in plugin.toml",
+                "tool 't' is declared in plugin.toml but not registered",
+            ]
+        );
     }
 
     #[test]

@@ -56,6 +56,7 @@ fn info_lists_the_manifest_and_registrations() {
     assert_eq!(tool["parameters"]["type"], "object");
     assert!(tool["parameters"]["properties"].is_object());
     assert_eq!(doc["effects"], Value::Array(vec![]));
+    assert_eq!(doc["warnings"], Value::Array(vec![]));
 }
 
 #[cfg(unix)]
