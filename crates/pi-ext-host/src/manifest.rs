@@ -123,7 +123,10 @@ impl Manifest {
     /// declared ABI major against this host's before anything is loaded.
     pub fn load(path: impl AsRef<Path>) -> Result<Manifest, HostError> {
         let path = path.as_ref();
-        let file = if path.is_dir() { path.join(MANIFEST_FILE) } else { path.to_path_buf() };
+        // A path that does not exist and is not a .toml file is taken as a directory, so the
+        // message names the plugin.toml that was expected there.
+        let names_dir = path.is_dir() || (!path.exists() && path.extension().is_none_or(|e| e != "toml"));
+        let file = if names_dir { path.join(MANIFEST_FILE) } else { path.to_path_buf() };
         // Absolute, so messages and the plugin directory handed to the plugin do not depend on the cwd.
         let file = std::path::absolute(&file).unwrap_or(file);
         let text = std::fs::read_to_string(&file).map_err(|e| {
