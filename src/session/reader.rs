@@ -48,10 +48,11 @@ pub(crate) struct LineReader<R> {
 }
 
 const READ_CHUNK: usize = 1 << 20;
+const INITIAL_BUFFER: usize = 4 << 20;
 
 impl<R: Read> LineReader<R> {
     pub fn new(inner: R) -> Self {
-        LineReader { inner, buf: vec![0; READ_CHUNK], start: 0, end: 0, scanned: 0, eof: false, number: 0 }
+        LineReader { inner, buf: vec![0; INITIAL_BUFFER], start: 0, end: 0, scanned: 0, eof: false, number: 0 }
     }
 
     pub fn next_line(&mut self) -> std::io::Result<Option<Line<'_>>> {
@@ -68,15 +69,19 @@ impl<R: Read> LineReader<R> {
                 let end = self.end;
                 return Ok(Some(self.take(end, false)));
             }
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.scanned -= self.start;
-                self.start = 0;
-            }
-            if self.buf.len() - self.end < READ_CHUNK / 2 {
-                let grown = (self.buf.len() * 2).max(self.end + READ_CHUNK);
-                self.buf.resize(grown, 0);
+            // Compact only when the free tail runs short, so a long line is
+            // moved at most once per buffer-full rather than once per read.
+            if self.buf.len() - self.end < READ_CHUNK {
+                if self.start > 0 {
+                    self.buf.copy_within(self.start..self.end, 0);
+                    self.end -= self.start;
+                    self.scanned -= self.start;
+                    self.start = 0;
+                }
+                if self.buf.len() - self.end < READ_CHUNK {
+                    let grown = (self.buf.len() * 2).max(self.end + READ_CHUNK);
+                    self.buf.resize(grown, 0);
+                }
             }
             let n = loop {
                 match self.inner.read(&mut self.buf[self.end..]) {
