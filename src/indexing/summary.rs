@@ -50,9 +50,7 @@ fn single_line(value: &str, _ctx: &()) -> garde::Result {
 
 /// JSON schema of [`IndexSummary`] sent to providers' structured-output modes.
 pub fn json_schema() -> Value {
-    let list = |description: &str| {
-        json!({"type": "array", "description": description, "items": {"type": "string", "maxLength": MAX_ITEM_CHARS}, "maxItems": MAX_LIST_ITEMS})
-    };
+    let list = |description: &str| json!({"type": "array", "description": description, "items": {"type": "string", "maxLength": MAX_ITEM_CHARS}, "maxItems": MAX_LIST_ITEMS});
     json!({
         "type": "object",
         "properties": {
@@ -103,7 +101,12 @@ pub fn incremental_prompt(previous: &SessionMeta, files: &str, new_messages: &st
     let mut out = String::new();
     out.push_str(&format!("Project directory: {}\n", previous.cwd));
     out.push_str("This session was indexed before. Previous index:\n<previous-index>\n");
-    out.push_str(&format!("name: {}\ndescription: {}\ntags: {}\n", previous.name, previous.description, previous.tags.join(", ")));
+    out.push_str(&format!(
+        "name: {}\ndescription: {}\ntags: {}\n",
+        previous.name,
+        previous.description,
+        previous.tags.join(", ")
+    ));
     if !previous.decisions.is_empty() {
         out.push_str(&format!("decisions:\n- {}\n", previous.decisions.join("\n- ")));
     }

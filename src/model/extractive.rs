@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::indexing::summary::{
-    IndexSummary, MAX_DESCRIPTION_CHARS, MAX_ITEM_CHARS, MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_SUMMARY_CHARS,
-    MAX_TAGS, MAX_TAG_CHARS, MIN_TAGS,
+    IndexSummary, MAX_DESCRIPTION_CHARS, MAX_ITEM_CHARS, MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_SUMMARY_CHARS, MAX_TAGS,
+    MAX_TAG_CHARS, MIN_TAGS,
 };
 use crate::session::{AgentMessage, Block, Content, Entry, EntryKind};
 use crate::views::FilesTouched;
@@ -43,29 +43,195 @@ const DECISION_MARKERS: &[&str] = &[
     "opted for",
 ];
 
-const TASK_MARKERS: &[&str] =
-    &["todo", "to do:", "next step", "next:", "still need", "remaining", "follow up", "follow-up", "not yet", "left to do"];
+const TASK_MARKERS: &[&str] = &[
+    "todo",
+    "to do:",
+    "next step",
+    "next:",
+    "still need",
+    "remaining",
+    "follow up",
+    "follow-up",
+    "not yet",
+    "left to do",
+];
 
 const FILLERS: &[&str] = &[
-    "please", "can you", "could you", "would you", "i want to", "i'd like to", "i would like to", "i need to",
-    "we need to", "help me", "let's", "lets", "hey", "hi", "ok", "okay", "now",
+    "please",
+    "can you",
+    "could you",
+    "would you",
+    "i want to",
+    "i'd like to",
+    "i would like to",
+    "i need to",
+    "we need to",
+    "help me",
+    "let's",
+    "lets",
+    "hey",
+    "hi",
+    "ok",
+    "okay",
+    "now",
 ];
 
 /// Words too common to say what a session is about.
 const STOPWORDS: &[&str] = &[
-    "about", "above", "after", "again", "also", "always", "another", "anything", "around", "because", "been",
-    "before", "being", "below", "best", "better", "between", "both", "call", "called", "came", "cannot", "change",
-    "changes", "check", "code", "come", "could", "didn't", "does", "doesn't", "doing", "done", "don't", "down",
-    "each", "else", "even", "every", "example", "explain", "file", "files", "first", "fine", "from", "full", "get",
-    "gets", "give", "going", "good", "great", "have", "having", "here", "it's", "just", "keep", "know", "last",
-    "least", "lets", "let's", "like", "line", "lines", "look", "looked", "looks", "made", "make", "makes", "many",
-    "maybe", "more", "most", "much", "must", "need", "needs", "never", "next", "nothing", "okay", "once", "only",
-    "other", "ours", "over", "please", "really", "reply", "request", "right", "same", "see", "seems", "should",
-    "show", "since", "some", "something", "still", "such", "sure", "take", "than", "thank", "thanks", "that",
-    "that's", "their", "them", "then", "there", "these", "they", "thing", "things", "think", "this", "those",
-    "through", "time", "under", "until", "upon", "used", "uses", "using", "very", "want", "wants", "well", "we'll",
-    "were", "what", "when", "where", "which", "while", "will", "with", "within", "without", "work", "works",
-    "would", "write", "yeah", "your", "you're", "yours",
+    "about",
+    "above",
+    "after",
+    "again",
+    "also",
+    "always",
+    "another",
+    "anything",
+    "around",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "best",
+    "better",
+    "between",
+    "both",
+    "call",
+    "called",
+    "came",
+    "cannot",
+    "change",
+    "changes",
+    "check",
+    "code",
+    "come",
+    "could",
+    "didn't",
+    "does",
+    "doesn't",
+    "doing",
+    "done",
+    "don't",
+    "down",
+    "each",
+    "else",
+    "even",
+    "every",
+    "example",
+    "explain",
+    "file",
+    "files",
+    "first",
+    "fine",
+    "from",
+    "full",
+    "get",
+    "gets",
+    "give",
+    "going",
+    "good",
+    "great",
+    "have",
+    "having",
+    "here",
+    "it's",
+    "just",
+    "keep",
+    "know",
+    "last",
+    "least",
+    "lets",
+    "let's",
+    "like",
+    "line",
+    "lines",
+    "look",
+    "looked",
+    "looks",
+    "made",
+    "make",
+    "makes",
+    "many",
+    "maybe",
+    "more",
+    "most",
+    "much",
+    "must",
+    "need",
+    "needs",
+    "never",
+    "next",
+    "nothing",
+    "okay",
+    "once",
+    "only",
+    "other",
+    "ours",
+    "over",
+    "please",
+    "really",
+    "reply",
+    "request",
+    "right",
+    "same",
+    "see",
+    "seems",
+    "should",
+    "show",
+    "since",
+    "some",
+    "something",
+    "still",
+    "such",
+    "sure",
+    "take",
+    "than",
+    "thank",
+    "thanks",
+    "that",
+    "that's",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "thing",
+    "things",
+    "think",
+    "this",
+    "those",
+    "through",
+    "time",
+    "under",
+    "until",
+    "upon",
+    "used",
+    "uses",
+    "using",
+    "very",
+    "want",
+    "wants",
+    "well",
+    "we'll",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "will",
+    "with",
+    "within",
+    "without",
+    "work",
+    "works",
+    "would",
+    "write",
+    "yeah",
+    "your",
+    "you're",
+    "yours",
 ];
 
 /// Build the index document for a session.
@@ -205,9 +371,10 @@ fn make_name(session_name: Option<&str>, first_request: &str, project: &str) -> 
     let mut rest = first_request.trim();
     loop {
         let lower = rest.to_lowercase();
-        let Some(filler) = FILLERS.iter().find(|f| {
-            lower.starts_with(**f) && lower[f.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric())
-        }) else {
+        let Some(filler) = FILLERS
+            .iter()
+            .find(|f| lower.starts_with(**f) && lower[f.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric()))
+        else {
             break;
         };
         rest = rest[filler.len()..].trim_start_matches([',', ' ', ':']);
@@ -235,9 +402,18 @@ fn make_name(session_name: Option<&str>, first_request: &str, project: &str) -> 
     clip(&cased, MAX_NAME_CHARS)
 }
 
-fn make_description(first_request: &str, outcome: &str, user_messages: usize, files: &FilesTouched, project: &str) -> String {
+fn make_description(
+    first_request: &str,
+    outcome: &str,
+    user_messages: usize,
+    files: &FilesTouched,
+    project: &str,
+) -> String {
     let mut out = if first_request.is_empty() {
-        format!("A session in {} with no user request yet.", if project.is_empty() { "an unknown project" } else { project })
+        format!(
+            "A session in {} with no user request yet.",
+            if project.is_empty() { "an unknown project" } else { project }
+        )
     } else {
         format!("Asked: {}", end_sentence(&clip(first_request, 240)))
     };
@@ -366,7 +542,9 @@ impl Tags {
 /// Ticket-like entities: `ABC-123`, `#123`, GitHub pull request and issue links.
 pub(crate) fn entities(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for raw in text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '[' | ']' | '<' | '>' | '"' | '\'' | '`')) {
+    for raw in text.split(|c: char| {
+        c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '[' | ']' | '<' | '>' | '"' | '\'' | '`')
+    }) {
         let word = raw.trim_end_matches(['.', ':', '!', '?']);
         if let Some(tag) = github_link(word) {
             out.push(tag);
@@ -437,13 +615,17 @@ mod tests {
 
     #[test]
     fn entities_are_found() {
-        let text = "Fix ABC-123 and #42 (see https://github.com/o/r/pull/7, https://github.com/o/r/issues/9). UTF-8 is fine.";
+        let text =
+            "Fix ABC-123 and #42 (see https://github.com/o/r/pull/7, https://github.com/o/r/issues/9). UTF-8 is fine.";
         assert_eq!(entities(text), vec!["ticket:ABC-123", "issue:#42", "pr:o/r#7", "issue:o/r#9"]);
     }
 
     #[test]
     fn names_drop_fillers_and_use_sentence_case() {
-        assert_eq!(make_name(None, "Please add a token bucket rate limiter to the API gateway now", "gw"), "Add a token bucket rate limiter to the");
+        assert_eq!(
+            make_name(None, "Please add a token bucket rate limiter to the API gateway now", "gw"),
+            "Add a token bucket rate limiter to the"
+        );
         assert_eq!(make_name(None, "can you fix login", "shop"), "Fix login in shop");
         assert_eq!(make_name(Some("My  name"), "x", "p"), "My name");
     }
