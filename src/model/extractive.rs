@@ -38,7 +38,6 @@ const DECISION_MARKERS: &[&str] = &[
     "going with",
     "we chose",
     "chose to",
-    "agreed",
     "settled on",
     "opted for",
 ];
@@ -232,6 +231,12 @@ const STOPWORDS: &[&str] = &[
     "your",
     "you're",
     "yours",
+    "left",
+    "back",
+    "else",
+    "what's",
+    "can't",
+    "ahead",
 ];
 
 /// Build the index document for a session.
@@ -246,7 +251,7 @@ pub fn summarize(input: &ExtractiveInput<'_>) -> IndexSummary {
     let decisions = collect_sentences(messages.iter().map(|(_, t)| t.as_str()), DECISION_MARKERS, 8);
     let recent_start = messages.len().saturating_sub(8);
     let open_tasks = collect_sentences(messages[recent_start..].iter().map(|(_, t)| t.as_str()), TASK_MARKERS, 6);
-    let outcome = assistant.last().map(|t| leading_sentences(t, 2)).unwrap_or_default();
+    let outcome = outcome(&assistant);
 
     let name = make_name(input.session_name, &first_request, &project);
     let description = make_description(&first_request, &outcome, user.len(), input.files, &project);
@@ -337,15 +342,30 @@ fn sentences(text: &str) -> Vec<String> {
     out
 }
 
+/// Keeps real sentences: a fragment ending in `:` only introduces a list.
 fn push_sentence(out: &mut Vec<String>, text: &str) {
     let text = collapse(text.trim_start_matches(['-', '*', '#', '>', ' ']));
-    if text.chars().any(char::is_alphanumeric) {
+    if text.chars().any(char::is_alphanumeric) && !text.ends_with(':') {
         out.push(text);
     }
 }
 
-fn leading_sentences(text: &str, n: usize) -> String {
-    sentences(text).into_iter().take(n).collect::<Vec<_>>().join(" ")
+/// The newest assistant statement that is not a to-do (those go to Next Steps).
+fn outcome(assistant: &[&str]) -> String {
+    for text in assistant.iter().rev() {
+        let done: Vec<String> = sentences(text)
+            .into_iter()
+            .filter(|s| {
+                let lower = s.to_lowercase();
+                !TASK_MARKERS.iter().any(|m| lower.contains(m))
+            })
+            .take(2)
+            .collect();
+        if !done.is_empty() {
+            return done.join(" ");
+        }
+    }
+    String::new()
 }
 
 /// Sentences containing one of `markers`, deduplicated, newest last, at most `max`.
@@ -379,13 +399,25 @@ fn make_name(session_name: Option<&str>, first_request: &str, project: &str) -> 
         };
         rest = rest[filler.len()..].trim_start_matches([',', ' ', ':']);
     }
-    let mut words: Vec<String> = rest
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '.' | '!' | '?' | '"' | '\'' | '(' | ')')))
-        .filter(|w| !w.is_empty())
-        .take(8)
-        .map(str::to_string)
-        .collect();
+    let mut words: Vec<String> = Vec::new();
+    for raw in rest.split_whitespace() {
+        let word = raw.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '.' | '!' | '?' | '"' | '\'' | '(' | ')'));
+        if raw.starts_with('(') && words.len() >= 5 {
+            break;
+        }
+        if !word.is_empty() {
+            words.push(word.to_string());
+        }
+        // A clause ends here: stop if the name is already long enough.
+        if words.len() >= 8 || (words.len() >= 5 && raw.ends_with([',', ';', ':', '.', '!', '?'])) {
+            break;
+        }
+    }
+    const DANGLING: &[&str] =
+        &["a", "an", "the", "in", "of", "to", "for", "and", "or", "with", "on", "at", "by", "from"];
+    while words.len() > 3 && words.last().is_some_and(|w| DANGLING.contains(&w.to_lowercase().as_str())) {
+        words.pop();
+    }
     if words.is_empty() {
         words = vec!["Session".into()];
     }
@@ -507,7 +539,10 @@ fn make_tags(messages: &[(Role, String)], files: &FilesTouched, project: &str) -
         if tags.len() >= MAX_TAGS {
             break;
         }
-        tags.push(term);
+        // `gw-142` next to `ticket:GW-142` says nothing new.
+        if !tags.seen.iter().any(|t| t.ends_with(&format!(":{term}")) || t.ends_with(&format!("#{term}"))) {
+            tags.push(term);
+        }
     }
     for fallback in ["pi-session", "coding", "session"] {
         if tags.len() >= MIN_TAGS {
@@ -604,6 +639,17 @@ fn salient_terms(messages: &[(Role, String)]) -> Vec<String> {
             *counts.entry(word).or_default() += weight;
         }
     }
+    // Count a plural with its singular when both occur.
+    let plurals: Vec<String> = counts
+        .keys()
+        .filter(|w| w.len() > 4 && w.ends_with('s') && counts.contains_key(&w[..w.len() - 1]))
+        .cloned()
+        .collect();
+    for plural in plurals {
+        if let Some(n) = counts.remove(&plural) {
+            *counts.entry(plural[..plural.len() - 1].to_string()).or_default() += n;
+        }
+    }
     let mut ranked: Vec<(String, usize)> = counts.into_iter().filter(|(_, n)| *n >= 2).collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     ranked.into_iter().take(MAX_TAGS).map(|(w, _)| w).collect()
@@ -624,7 +670,7 @@ mod tests {
     fn names_drop_fillers_and_use_sentence_case() {
         assert_eq!(
             make_name(None, "Please add a token bucket rate limiter to the API gateway now", "gw"),
-            "Add a token bucket rate limiter to the"
+            "Add a token bucket rate limiter"
         );
         assert_eq!(make_name(None, "can you fix login", "shop"), "Fix login in shop");
         assert_eq!(make_name(Some("My  name"), "x", "p"), "My name");

@@ -4,7 +4,6 @@
 //! the environment), exactly as the plugin would, and prints a JSON summary.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,23 +34,8 @@ pub struct IndexArgs {
     pub files: Vec<PathBuf>,
 }
 
-pub fn run(args: IndexArgs) -> ExitCode {
-    match run_inner(args) {
-        Ok(ok) => {
-            if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        Err(message) => {
-            eprintln!("session-index index: {message}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-fn run_inner(args: IndexArgs) -> Result<bool, String> {
+/// Prints the JSON summary; fails when any session could not be indexed.
+pub fn run(args: IndexArgs) -> Result<(), String> {
     let agent_dir = args.agent_dir.clone().or_else(default_agent_dir).ok_or("cannot find the agent directory")?;
     let config_json = match &args.config {
         Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?,
@@ -114,7 +98,10 @@ fn run_inner(args: IndexArgs) -> Result<bool, String> {
         "costUsd": cost,
     });
     println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
-    Ok(summary["failed"].as_array().is_none_or(Vec::is_empty))
+    match summary["failed"].as_array().map_or(0, Vec::len) {
+        0 => Ok(()),
+        n => Err(format!("{n} of {} session(s) could not be indexed", files.len())),
+    }
 }
 
 fn default_agent_dir() -> Option<PathBuf> {

@@ -1,6 +1,9 @@
-//! `session-index`: command-line tools over pi sessions and their meta files.
+//! `session-index`: user-facing commands that need no host.
+//! One module per subcommand; this file only parses and dispatches.
 
 mod index;
+mod inspect;
+mod list;
 
 use std::process::ExitCode;
 
@@ -15,12 +18,26 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Index sessions: write <agent dir>/sessions-meta/<id>.meta.json (offline model unless one is available).
+    /// Print what the reader sees in one session file, as one JSON document.
+    Inspect(inspect::Args),
+    /// List sessions (one project, or all) as JSON.
+    List(list::Args),
+    /// Index sessions into <agent dir>/sessions-meta (offline model unless one is available); prints JSON.
     Index(index::IndexArgs),
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect(args) => inspect::run(args),
+        Command::List(args) => list::run(args),
         Command::Index(args) => index::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("session-index: {message}");
+            ExitCode::FAILURE
+        }
     }
 }
