@@ -116,6 +116,7 @@ fn write_unlocked(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaEr
     let mut json = serde_json::to_vec_pretty(meta)
         .map_err(|e| MetaError::Invalid { path: target.clone(), reason: e.to_string() })?;
     json.push(b'\n');
+    remove_stale_temps(meta_dir, &meta.session_id);
     let temp = temp_path(meta_dir, &meta.session_id);
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -140,6 +141,21 @@ fn temp_path(meta_dir: &Path, session_id: &str) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     meta_dir.join(format!(".{session_id}.meta.json.{}.{n}{TEMP_SUFFIX}", std::process::id()))
+}
+
+/// Temp files of this session left by writers that died mid-write. Writers
+/// only create them while holding the lock, which the caller holds now, so
+/// none of them can belong to a live writer.
+fn remove_stale_temps(meta_dir: &Path, session_id: &str) {
+    let prefix = format!(".{session_id}.meta.json.");
+    let Ok(entries) = std::fs::read_dir(meta_dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&prefix) && name.ends_with(TEMP_SUFFIX) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 #[cfg(unix)]
@@ -225,6 +241,18 @@ mod tests {
         })
         .unwrap();
         assert_eq!(crate::meta::read(dir.path(), "k").unwrap().unwrap().name, "One two");
+    }
+
+    #[test]
+    fn a_write_removes_temp_files_left_by_dead_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(".s.meta.json.999.0.tmp");
+        let other = dir.path().join(".t.meta.json.999.0.tmp");
+        std::fs::write(&stale, "{\"partial").unwrap();
+        std::fs::write(&other, "{\"partial").unwrap();
+        write(dir.path(), &sample("s", "x")).unwrap();
+        assert!(!stale.exists());
+        assert!(other.exists(), "another session's temp file may belong to a live writer");
     }
 
     #[test]
