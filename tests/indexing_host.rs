@@ -109,3 +109,55 @@ fn index_command_through_the_host_uses_the_mock_provider() {
     assert!(of_type(&effects, "setStatus").iter().any(|e| e["text"] == "indexed ($0.0030)"), "{effects:?}");
     h.instance.shutdown(Duration::from_secs(5));
 }
+
+/// The `pi-ext-host` binary cargo built for the workspace (`cargo test --workspace`
+/// builds it for pi-ext-host's own tests).
+fn host_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let binary = profile_dir.join(format!("pi-ext-host{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        binary.is_file(),
+        "{} missing: run `cargo build -p pi-ext-host` (or `cargo test --workspace`)",
+        binary.display()
+    );
+    binary
+}
+
+#[test]
+fn pi_ext_host_binary_agent_end_wait_writes_a_meta_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent_dir = dir.path().join("agent");
+    let project = agent_dir.join("sessions/--home-user-demo--");
+    std::fs::create_dir_all(&project).unwrap();
+    let session = project.join(JWT);
+    std::fs::copy(examples_dir().join(JWT), &session).unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"modelKeys": ["local/extractive"]}"#).unwrap();
+
+    let output = std::process::Command::new(host_binary())
+        .arg("--plugin")
+        .arg(host_common::repo_root())
+        .arg("--lib")
+        .arg(host_common::plugin_library())
+        .arg("--agent-dir")
+        .arg(&agent_dir)
+        .arg("--config")
+        .arg(&config)
+        .args(["event", "agent_end", "--wait", "--session"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["flush"]["idle"], true);
+    let effects = report["effects"].as_array().unwrap();
+    let entry = of_type(effects, "appendEntry")[0];
+    assert_eq!(entry["data"]["success"], true);
+
+    let id = "01a200f2-9f17-727b-b6a3-41610f73ac8c";
+    let meta = meta::read(&agent_dir.join("sessions-meta"), id).unwrap().expect("meta file written");
+    assert_eq!(meta.name, "JWT expiry and refresh tokens");
+    assert_eq!(meta.session_file, session.to_string_lossy());
+    assert!(meta.decisions.iter().any(|d| d.contains("30 seconds of clock skew")), "{:?}", meta.decisions);
+}
