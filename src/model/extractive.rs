@@ -231,6 +231,9 @@ const STOPWORDS: &[&str] = &[
     "your",
     "you're",
     "yours",
+    "https",
+    "http",
+    "www",
     "left",
     "back",
     "else",
@@ -277,7 +280,8 @@ fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
             _ => continue,
         };
         if !text.trim().is_empty() {
-            out.push((role, text));
+            // Meta files are shown to users and injected into prompts: no pasted secret may land there.
+            out.push((role, crate::redact::redact(&text).into_owned()));
         }
     }
     out
@@ -357,7 +361,8 @@ fn outcome(assistant: &[&str]) -> String {
             .into_iter()
             .filter(|s| {
                 let lower = s.to_lowercase();
-                !TASK_MARKERS.iter().any(|m| lower.contains(m))
+                // "Done." or a list number says nothing about the outcome.
+                s.split_whitespace().count() >= 4 && !TASK_MARKERS.iter().any(|m| lower.contains(m))
             })
             .take(2)
             .collect();
@@ -679,6 +684,30 @@ mod tests {
     #[test]
     fn sentences_split_on_terminators_only_before_space() {
         assert_eq!(sentences("We decided. Use v1.2 now! ok"), vec!["We decided.", "Use v1.2 now!", "ok"]);
+    }
+
+    #[test]
+    fn secrets_in_the_session_never_reach_the_index() {
+        let key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789";
+        let entries = [Entry {
+            id: "u1".into(),
+            parent_id: None,
+            timestamp: String::new(),
+            line: 2,
+            kind: EntryKind::Message(AgentMessage::User {
+                content: Content::Text(format!(
+                    "Use the key {key} for the deploy script. We decided to use Bearer abcdefgh12345678."
+                )),
+                timestamp: 0,
+            }),
+        }];
+        let branch: Vec<&Entry> = entries.iter().collect();
+        let files = FilesTouched::default();
+        let out = summarize(&ExtractiveInput { branch: &branch, session_name: None, cwd: "/p/demo", files: &files });
+        let all =
+            serde_json::to_string(&(&out.name, &out.description, &out.summary, &out.tags, &out.decisions)).unwrap();
+        assert!(!all.contains("abcdefghijklmnop") && !all.contains("abcdefgh1234"), "{all}");
+        assert!(all.contains("[REDACTED]"), "{all}");
     }
 
     #[test]
