@@ -15,7 +15,6 @@
 //! (`--turns` user messages, default 200).
 
 #[path = "../tests/support/mock_provider.rs"]
-#[allow(dead_code)]
 mod mock_provider;
 
 use std::io::Write;
