@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::meta::SessionMeta;
+use crate::model::extractive::clip;
 
 pub const SCHEMA_NAME: &str = "session_index";
 pub const MAX_NAME_CHARS: usize = 120;
@@ -97,23 +98,34 @@ pub fn full_prompt(session_name: Option<&str>, cwd: &str, files: &str, conversat
 }
 
 /// Prompt of an incremental re-index: the previous index plus only what is new.
+/// The previous document is clipped to the limits a valid answer has: a meta
+/// file written by another tool must not blow up the prompt.
 pub fn incremental_prompt(previous: &SessionMeta, files: &str, new_messages: &str, truncated: bool) -> String {
+    let list = |items: &[String]| {
+        items
+            .iter()
+            .take(MAX_LIST_ITEMS)
+            .map(|i| format!("- {}", clip(i, MAX_ITEM_CHARS)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let tags: Vec<String> = previous.tags.iter().take(MAX_TAGS).map(|t| clip(t, MAX_TAG_CHARS)).collect();
     let mut out = String::new();
-    out.push_str(&format!("Project directory: {}\n", previous.cwd));
+    out.push_str(&format!("Project directory: {}\n", clip(&previous.cwd, 1000)));
     out.push_str("This session was indexed before. Previous index:\n<previous-index>\n");
     out.push_str(&format!(
         "name: {}\ndescription: {}\ntags: {}\n",
-        previous.name,
-        previous.description,
-        previous.tags.join(", ")
+        clip(&previous.name, MAX_NAME_CHARS),
+        clip(&previous.description, MAX_DESCRIPTION_CHARS),
+        tags.join(", ")
     ));
     if !previous.decisions.is_empty() {
-        out.push_str(&format!("decisions:\n- {}\n", previous.decisions.join("\n- ")));
+        out.push_str(&format!("decisions:\n{}\n", list(&previous.decisions)));
     }
     if !previous.open_tasks.is_empty() {
-        out.push_str(&format!("openTasks:\n- {}\n", previous.open_tasks.join("\n- ")));
+        out.push_str(&format!("openTasks:\n{}\n", list(&previous.open_tasks)));
     }
-    out.push_str(&format!("summary:\n{}\n</previous-index>\n", previous.summary));
+    out.push_str(&format!("summary:\n{}\n</previous-index>\n", clip(&previous.summary, MAX_SUMMARY_CHARS)));
     if !files.is_empty() {
         out.push_str(&format!("Files touched so far:\n{files}\n"));
     }
