@@ -6,6 +6,10 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+mod entities;
+
+use entities::entities;
+
 use crate::indexing::summary::{
     IndexSummary, MAX_DESCRIPTION_CHARS, MAX_ITEM_CHARS, MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_SUMMARY_CHARS, MAX_TAGS,
     MAX_TAG_CHARS, MIN_TAGS,
@@ -76,171 +80,17 @@ const FILLERS: &[&str] = &[
 ];
 
 /// Words too common to say what a session is about.
-const STOPWORDS: &[&str] = &[
-    "about",
-    "above",
-    "after",
-    "again",
-    "also",
-    "always",
-    "another",
-    "anything",
-    "around",
-    "because",
-    "been",
-    "before",
-    "being",
-    "below",
-    "best",
-    "better",
-    "between",
-    "both",
-    "call",
-    "called",
-    "came",
-    "cannot",
-    "change",
-    "changes",
-    "check",
-    "code",
-    "come",
-    "could",
-    "didn't",
-    "does",
-    "doesn't",
-    "doing",
-    "done",
-    "don't",
-    "down",
-    "each",
-    "else",
-    "even",
-    "every",
-    "example",
-    "explain",
-    "file",
-    "files",
-    "first",
-    "fine",
-    "from",
-    "full",
-    "get",
-    "gets",
-    "give",
-    "going",
-    "good",
-    "great",
-    "have",
-    "having",
-    "here",
-    "it's",
-    "just",
-    "keep",
-    "know",
-    "last",
-    "least",
-    "lets",
-    "let's",
-    "like",
-    "line",
-    "lines",
-    "look",
-    "looked",
-    "looks",
-    "made",
-    "make",
-    "makes",
-    "many",
-    "maybe",
-    "more",
-    "most",
-    "much",
-    "must",
-    "need",
-    "needs",
-    "never",
-    "next",
-    "nothing",
-    "okay",
-    "once",
-    "only",
-    "other",
-    "ours",
-    "over",
-    "please",
-    "really",
-    "reply",
-    "request",
-    "right",
-    "same",
-    "see",
-    "seems",
-    "should",
-    "show",
-    "since",
-    "some",
-    "something",
-    "still",
-    "such",
-    "sure",
-    "take",
-    "than",
-    "thank",
-    "thanks",
-    "that",
-    "that's",
-    "their",
-    "them",
-    "then",
-    "there",
-    "these",
-    "they",
-    "thing",
-    "things",
-    "think",
-    "this",
-    "those",
-    "through",
-    "time",
-    "under",
-    "until",
-    "upon",
-    "used",
-    "uses",
-    "using",
-    "very",
-    "want",
-    "wants",
-    "well",
-    "we'll",
-    "were",
-    "what",
-    "when",
-    "where",
-    "which",
-    "while",
-    "will",
-    "with",
-    "within",
-    "without",
-    "work",
-    "works",
-    "would",
-    "write",
-    "yeah",
-    "your",
-    "you're",
-    "yours",
-    "https",
-    "http",
-    "www",
-    "left",
-    "back",
-    "else",
-    "what's",
-    "can't",
-    "ahead",
-];
+const STOPWORDS: &str = "\
+    about above after again also always another anything around because been before being below best \
+    better between both call called came cannot change changes check code come could didn't does doesn't \
+    doing done don't down each else even every example explain file files first fine from full get gets \
+    give going good great have having here it's just keep know last least lets let's like line lines \
+    look looked looks made make makes many maybe more most much must need needs never next nothing okay \
+    once only other ours over please really reply request right same see seems should show since some \
+    something still such sure take than thank thanks that that's their them then there these they thing \
+    things think this those through time under until upon used uses using very want wants well we'll \
+    were what when where which while will with within without work works would write yeah your you're \
+    yours https http www left back else what's can't ahead ";
 
 /// Build the index document for a session.
 pub fn summarize(input: &ExtractiveInput<'_>) -> IndexSummary {
@@ -579,56 +429,9 @@ impl Tags {
     }
 }
 
-/// Ticket-like entities: `ABC-123`, `#123`, GitHub pull request and issue links.
-pub(crate) fn entities(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for raw in text.split(|c: char| {
-        c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '[' | ']' | '<' | '>' | '"' | '\'' | '`')
-    }) {
-        let word = raw.trim_end_matches(['.', ':', '!', '?']);
-        if let Some(tag) = github_link(word) {
-            out.push(tag);
-        } else if let Some(number) = word.strip_prefix('#') {
-            if (1..=6).contains(&number.len()) && number.bytes().all(|b| b.is_ascii_digit()) {
-                out.push(format!("issue:#{number}"));
-            }
-        } else if is_ticket(word) {
-            out.push(format!("ticket:{word}"));
-        }
-    }
-    out
-}
-
-fn is_ticket(word: &str) -> bool {
-    const NOT_TICKETS: &[&str] = &["UTF", "SHA", "ISO", "MD", "AES", "HTTP", "TLS", "GPT", "RFC", "CVE", "TODO"];
-    let Some((project, number)) = word.split_once('-') else { return false };
-    (2..=10).contains(&project.len())
-        && project.starts_with(|c: char| c.is_ascii_uppercase())
-        && project.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-        && (1..=6).contains(&number.len())
-        && number.bytes().all(|b| b.is_ascii_digit())
-        && !NOT_TICKETS.contains(&project)
-}
-
-fn github_link(word: &str) -> Option<String> {
-    let start = word.find("github.com/")?;
-    let parts: Vec<&str> = word[start + "github.com/".len()..].split('/').collect();
-    let [owner, repo, kind, number, ..] = parts[..] else { return None };
-    let number: String = number.chars().take_while(char::is_ascii_digit).collect();
-    if number.is_empty() || owner.is_empty() || repo.is_empty() {
-        return None;
-    }
-    let prefix = match kind {
-        "pull" => "pr",
-        "issues" => "issue",
-        _ => return None,
-    };
-    Some(format!("{prefix}:{owner}/{repo}#{number}"))
-}
-
 /// Frequent content words, user text counting double; ties broken alphabetically.
 fn salient_terms(messages: &[(Role, String)]) -> Vec<String> {
-    let stop: HashSet<&str> = STOPWORDS.iter().copied().collect();
+    let stop: HashSet<&str> = STOPWORDS.split_whitespace().collect();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for (role, text) in messages {
         let weight = if *role == Role::User { 2 } else { 1 };
@@ -663,13 +466,6 @@ fn salient_terms(messages: &[(Role, String)]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn entities_are_found() {
-        let text =
-            "Fix ABC-123 and #42 (see https://github.com/o/r/pull/7, https://github.com/o/r/issues/9). UTF-8 is fine.";
-        assert_eq!(entities(text), vec!["ticket:ABC-123", "issue:#42", "pr:o/r#7", "issue:o/r#9"]);
-    }
 
     #[test]
     fn names_drop_fillers_and_use_sentence_case() {
