@@ -27,12 +27,7 @@ struct Hosted {
 }
 
 fn hosted(example: &str, config: Value) -> Hosted {
-    let dir = tempfile::tempdir().unwrap();
-    let agent_dir = dir.path().join("agent");
-    let project = agent_dir.join("sessions/--home-user-demo--");
-    std::fs::create_dir_all(&project).unwrap();
-    let session = project.join(example);
-    std::fs::copy(examples_dir().join(example), &session).unwrap();
+    let Scratch { dir, agent_dir, session_file: session } = Scratch::new(example);
     let manifest = Manifest::load(host_common::repo_root()).unwrap();
     let module = pi_ext_host::loader::load_module(&manifest, Some(&host_common::plugin_library())).unwrap();
     let ctx = pi_ext_host::session_context(&session, None, &agent_dir, None).unwrap();
@@ -126,12 +121,7 @@ fn host_binary() -> PathBuf {
 
 #[test]
 fn pi_ext_host_binary_agent_end_wait_writes_a_meta_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let agent_dir = dir.path().join("agent");
-    let project = agent_dir.join("sessions/--home-user-demo--");
-    std::fs::create_dir_all(&project).unwrap();
-    let session = project.join(JWT);
-    std::fs::copy(examples_dir().join(JWT), &session).unwrap();
+    let Scratch { dir, agent_dir, session_file: session } = Scratch::new(JWT);
     let config = dir.path().join("config.json");
     std::fs::write(&config, r#"{"modelKeys": ["local/extractive"]}"#).unwrap();
 

@@ -1,6 +1,8 @@
 //! The offline model over every real and pi-generated session available:
 //! deterministic, and always valid under the same garde rules as a model's answer.
 
+#[path = "support/host_common.rs"]
+mod host_common;
 mod indexing_common;
 
 use std::path::PathBuf;
@@ -9,19 +11,8 @@ use garde::Validate;
 use indexing_common::examples_dir;
 use session_index::model::extractive::{summarize, ExtractiveInput};
 
-/// `shared/fixtures/pi-sessions` beside the repo (CI), else /work/shared.
-fn shared_fixtures() -> PathBuf {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [repo.join("../shared/fixtures/pi-sessions"), PathBuf::from("/work/shared/fixtures/pi-sessions")];
-    candidates
-        .iter()
-        .find(|p| p.is_dir())
-        .cloned()
-        .unwrap_or_else(|| panic!("fixtures not found; tried {candidates:?}"))
-}
-
 fn sessions() -> Vec<PathBuf> {
-    let shared = shared_fixtures();
+    let shared = host_common::fixtures_dir();
     let mut files = Vec::new();
     for dir in [examples_dir(), shared.join("real"), shared.join("generated")] {
         for entry in std::fs::read_dir(&dir).unwrap() {

@@ -3,7 +3,7 @@
 
 mod indexing_common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,20 +12,8 @@ use session_index::meta::{self, is_meta_file_name, MetaLock};
 
 const BIN: &str = env!("CARGO_BIN_EXE_session-index");
 
-struct Scratch {
-    _dir: tempfile::TempDir,
-    agent_dir: PathBuf,
-    session_file: PathBuf,
-}
-
 fn scratch() -> Scratch {
-    let dir = tempfile::tempdir().unwrap();
-    let agent_dir = dir.path().join("agent");
-    let project = agent_dir.join("sessions/--home-user-demo--");
-    std::fs::create_dir_all(&project).unwrap();
-    let session_file = project.join(RATE_LIMITER);
-    std::fs::copy(examples_dir().join(RATE_LIMITER), &session_file).unwrap();
-    Scratch { _dir: dir, agent_dir, session_file }
+    Scratch::new(RATE_LIMITER)
 }
 
 fn spawn_index(s: &Scratch) -> Child {

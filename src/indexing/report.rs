@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::job::{index_session, iso_now, Failure, IndexOutcome, IndexRequest, Indexed};
 use crate::app::App;
 use crate::host::NotifyLevel;
-use crate::model::extractive::clip;
+use crate::model::one_line;
 
 /// Custom entry type recorded for every attempt.
 pub const ENTRY_TYPE: &str = "session-index:index";
@@ -102,10 +102,6 @@ fn warn_offline_once(app: &Arc<App>, reason: &str) {
             NotifyLevel::Warning,
         );
     }
-}
-
-pub(crate) fn one_line(text: &str, max: usize) -> String {
-    clip(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
 }
 
 /// Status generations per App: a delayed clear only fires if no newer status was shown since.

@@ -26,6 +26,25 @@ pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent/sessions/--home-user-demo--")
 }
 
+/// A fresh agent dir holding a copy of one example session, as pi lays it out.
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+    pub agent_dir: PathBuf,
+    pub session_file: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(example: &str) -> Scratch {
+        let dir = tempfile::tempdir().unwrap();
+        let agent_dir = dir.path().join("agent");
+        let project = agent_dir.join("sessions/--home-user-demo--");
+        std::fs::create_dir_all(&project).unwrap();
+        let session_file = project.join(example);
+        std::fs::copy(examples_dir().join(example), &session_file).unwrap();
+        Scratch { dir, agent_dir, session_file }
+    }
+}
+
 pub struct Fixture {
     pub dir: tempfile::TempDir,
     pub agent_dir: PathBuf,
@@ -42,12 +61,8 @@ impl Fixture {
     }
 
     pub fn with_keys(example: &str, config: Value, keys: &[(&str, &str)]) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let agent_dir = dir.path().join("agent");
-        let project = agent_dir.join("sessions/--home-user-demo--");
-        std::fs::create_dir_all(&project).unwrap();
-        let session_file = project.join(example);
-        std::fs::copy(examples_dir().join(example), &session_file).unwrap();
+        let Scratch { dir, agent_dir, session_file } = Scratch::new(example);
+        let project = session_file.parent().unwrap().to_path_buf();
         let header: Value =
             serde_json::from_str(std::fs::read_to_string(&session_file).unwrap().lines().next().unwrap()).unwrap();
         let session_id = header["id"].as_str().unwrap().to_string();
