@@ -50,8 +50,7 @@ pub struct Indexed {
     /// The name of the previous meta document, if any.
     pub previous_meta_name: Option<String>,
     pub incremental: bool,
-    /// Bytes of the user prompt sent to the model (0 offline).
-    pub prompt_bytes: usize,
+    /// Answers requested from the model (1 offline).
     pub attempts: u32,
     /// Why the offline model served instead of a configured one.
     pub fallback_reason: Option<String>,
@@ -78,6 +77,17 @@ pub struct Failure {
     pub session_id: Option<String>,
     /// `provider/model` that was tried, if one was chosen.
     pub model: Option<String>,
+}
+
+/// What the model (or the offline model) produced.
+struct Generated {
+    summary: IndexSummary,
+    /// `provider/model` that answered.
+    model: String,
+    usage: MetaUsage,
+    attempts: u32,
+    incremental: bool,
+    fallback_reason: Option<String>,
 }
 
 /// Where the answer comes from.
@@ -117,12 +127,18 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
     let files = views::files_touched(&branch);
     let session_name = session.session_name(&branch);
     let cwd = session.header.cwd.clone();
-    let (result, model_key, usage, attempts, prompt_bytes, incremental, fallback_reason) = match chosen {
+    let generated = match chosen {
         Chosen::Offline { reason } => {
             let input =
                 ExtractiveInput { branch: &branch, session_name: session_name.as_deref(), cwd: &cwd, files: &files };
-            let value = extractive::summarize(&input);
-            (value, extractive::MODEL_KEY.to_string(), MetaUsage::default(), 1, 0, false, reason)
+            Generated {
+                summary: extractive::summarize(&input),
+                model: extractive::MODEL_KEY.to_string(),
+                usage: MetaUsage::default(),
+                attempts: 1,
+                incremental: false,
+                fallback_reason: reason,
+            }
         }
         Chosen::Remote(selected) => {
             let key = selected.key().to_string();
@@ -153,9 +169,17 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                 output_tokens: outcome.usage.output_tokens,
                 cost_usd: outcome.usage.cost_usd.unwrap_or(0.0),
             };
-            (outcome.value, outcome.model, usage, outcome.attempts, task.user.len(), incremental.is_some(), None)
+            Generated {
+                summary: outcome.value,
+                model: outcome.model,
+                usage,
+                attempts: outcome.attempts,
+                incremental: incremental.is_some(),
+                fallback_reason: None,
+            }
         }
     };
+    let Generated { summary: result, model: model_key, usage, attempts, incremental, fallback_reason } = generated;
 
     let previous_meta_name = previous.as_ref().map(|m| m.name.clone());
     let session_file = absolute(&request.session_file);
@@ -191,7 +215,6 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
         previous_session_name: session_name,
         previous_meta_name,
         incremental,
-        prompt_bytes,
         attempts,
         fallback_reason,
     })))
