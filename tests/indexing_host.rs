@@ -105,18 +105,26 @@ fn index_command_through_the_host_uses_the_mock_provider() {
     h.instance.shutdown(Duration::from_secs(5));
 }
 
-/// The `pi-ext-host` binary cargo built for the workspace (`cargo test --workspace`
-/// builds it for pi-ext-host's own tests).
+/// The `pi-ext-host` binary: the one cargo built for the workspace (`cargo test
+/// --workspace` builds it for pi-ext-host's own tests), else built here into a
+/// target dir of its own (the outer cargo may still hold the main one's lock).
 fn host_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
-    let binary = profile_dir.join(format!("pi-ext-host{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        binary.is_file(),
-        "{} missing: run `cargo build -p pi-ext-host` (or `cargo test --workspace`)",
-        binary.display()
-    );
-    binary
+    let name = format!("pi-ext-host{}", std::env::consts::EXE_SUFFIX);
+    let built = profile_dir.join(&name);
+    if built.is_file() {
+        return built;
+    }
+    let target_dir = profile_dir.parent().unwrap().join("indexing-e2e-host");
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "pi-ext-host", "--bin", "pi-ext-host", "--target-dir"])
+        .arg(&target_dir)
+        .current_dir(host_common::repo_root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "building pi-ext-host failed");
+    target_dir.join("debug").join(name)
 }
 
 #[test]
