@@ -166,3 +166,14 @@ fn a_stale_status_clear_never_hides_a_newer_status() {
     std::thread::sleep(Duration::from_millis(800));
     assert_eq!(f.statuses().last().unwrap(), &None, "the newest status is cleared after notificationAutoClearMs");
 }
+
+#[test]
+fn an_unknown_leaf_fails_with_a_reason_and_writes_nothing() {
+    let f = Fixture::new(RATE_LIMITER, offline(json!({})));
+    f.set_leaf(Some("deadbeef"));
+    let result = f.command();
+    assert!(!result.ok);
+    assert!(result.message.unwrap().contains("no entry \"deadbeef\""));
+    assert!(!f.meta_file().exists());
+    assert_eq!(f.index_entries()[0]["success"], false);
+}

@@ -68,6 +68,8 @@ pub enum IndexError {
     NoModel(String),
     #[error("{0}: the session has no entries")]
     Empty(PathBuf),
+    #[error("{0}: no entry {1:?} (the active leaf) in the session")]
+    UnknownLeaf(PathBuf, String),
 }
 
 /// A failed run, with what the failure entry needs.
@@ -109,7 +111,11 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
     let sid = Some(session_id.as_str());
     let branch = session.branch(request.leaf_id.as_deref());
     let Some(leaf) = branch.last() else {
-        return Err(fail(IndexError::Empty(request.session_file.clone()), sid, None));
+        let error = match &request.leaf_id {
+            Some(leaf) => IndexError::UnknownLeaf(request.session_file.clone(), leaf.clone()),
+            None => IndexError::Empty(request.session_file.clone()),
+        };
+        return Err(fail(error, sid, None));
     };
     let leaf_id = leaf.id.clone();
     let previous = meta::read_or_missing(&request.meta_dir, &session_id).map_err(|e| fail(e.into(), sid, None))?;
