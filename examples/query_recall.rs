@@ -30,16 +30,8 @@ fn main() {
     let mean = |f: &dyn Fn(&qa::Scored) -> usize| results.iter().map(f).sum::<usize>() as f64 / n;
     println!();
     println!("questions: {}", results.len());
-    println!(
-        "{:<44} {:>14} {:>18}",
-        "", format!("budget {budget} tok"), format!("tail {} KB", qa::TAIL_BYTES / 1024)
-    );
-    println!(
-        "{:<44} {:>13.1}% {:>17.1}%",
-        "evidence recall",
-        hits as f64 * 100.0 / n,
-        tail_hits as f64 * 100.0 / n
-    );
+    println!("{:<44} {:>14} {:>18}", "", format!("budget {budget} tok"), format!("tail {} KB", qa::TAIL_BYTES / 1024));
+    println!("{:<44} {:>13.1}% {:>17.1}%", "evidence recall", hits as f64 * 100.0 / n, tail_hits as f64 * 100.0 / n);
     println!(
         "{:<44} {:>14.0} {:>18.0}",
         "mean context tokens (chars/4)",

@@ -202,7 +202,8 @@ mod tests {
 
     #[test]
     fn citations_outside_the_context_are_rejected_only_while_answering() {
-        let raw = r#"{"answerMarkdown":"x","confidence":"high","citations":[{"entryId":"zz","role":"user","excerpt":"q"}]}"#;
+        let raw =
+            r#"{"answerMarkdown":"x","confidence":"high","citations":[{"entryId":"zz","role":"user","excerpt":"q"}]}"#;
         let parsed: ModelAnswer = serde_json::from_str(raw).unwrap();
         let ids: BTreeSet<String> = ["aa".to_string()].into_iter().collect();
         {
@@ -216,7 +217,8 @@ mod tests {
     #[test]
     fn long_excerpts_and_too_many_citations_are_rejected() {
         let long = "x".repeat(MAX_EXCERPT_CHARS + 1);
-        let raw = json!({"answerMarkdown":"x","confidence":"low","citations":[{"entryId":"a","role":"user","excerpt":long}]});
+        let raw =
+            json!({"answerMarkdown":"x","confidence":"low","citations":[{"entryId":"a","role":"user","excerpt":long}]});
         assert!(serde_json::from_value::<ModelAnswer>(raw).unwrap().validate().is_err());
         let many: Vec<Value> =
             (0..9).map(|i| json!({"entryId": format!("e{i}"), "role":"user","excerpt":"q"})).collect();

@@ -129,13 +129,40 @@ impl Rng {
 }
 
 const FILES: &[&str] = &[
-    "src/db/pool.rs", "src/api/search.rs", "src/export/csv.rs", "src/billing/invoice.rs", "src/auth/session.rs",
-    "src/jobs/email.rs", "src/config/mod.rs", "tests/integration/orders.rs", "src/storage/s3.rs", "src/flags.rs",
-    "deploy/ci.yml", "src/runtime/shutdown.rs",
+    "src/db/pool.rs",
+    "src/api/search.rs",
+    "src/export/csv.rs",
+    "src/billing/invoice.rs",
+    "src/auth/session.rs",
+    "src/jobs/email.rs",
+    "src/config/mod.rs",
+    "tests/integration/orders.rs",
+    "src/storage/s3.rs",
+    "src/flags.rs",
+    "deploy/ci.yml",
+    "src/runtime/shutdown.rs",
 ];
 const NOUNS: &[&str] = &[
-    "database", "connection pool", "latency", "export", "email", "deploy", "feature flag", "bucket", "test",
-    "retry", "index", "migration", "cache", "queue", "timeout", "rows", "vault", "runtime", "checkout", "search",
+    "database",
+    "connection pool",
+    "latency",
+    "export",
+    "email",
+    "deploy",
+    "feature flag",
+    "bucket",
+    "test",
+    "retry",
+    "index",
+    "migration",
+    "cache",
+    "queue",
+    "timeout",
+    "rows",
+    "vault",
+    "runtime",
+    "checkout",
+    "search",
 ];
 const VERBS: &[&str] = &["refactor", "review", "tighten", "document", "simplify", "benchmark", "fix", "test"];
 
@@ -164,12 +191,22 @@ pub fn write_synthetic(dir: &Path, spec: &SyntheticSpec) -> PathBuf {
             Some(f) if f.r#in.is_none() => f.text.clone(),
             _ => format!("Please {verb} the {noun} handling in {file} and keep the {} behaviour.", rng.pick(NOUNS)),
         };
-        push(&mut lines, synthetic_id(turn, 1), json!({"role": "user", "content": [{"type": "text", "text": user_text}], "timestamp": ts}), &mut parent);
+        push(
+            &mut lines,
+            synthetic_id(turn, 1),
+            json!({"role": "user", "content": [{"type": "text", "text": user_text}], "timestamp": ts}),
+            &mut parent,
+        );
         let call_id = format!("call_{turn}");
-        push(&mut lines, synthetic_id(turn, 2), json!({"role": "assistant", "content": [
+        push(
+            &mut lines,
+            synthetic_id(turn, 2),
+            json!({"role": "assistant", "content": [
             {"type": "text", "text": format!("Let me read {file}.")},
             {"type": "toolCall", "id": call_id, "name": "read", "arguments": {"path": file}}],
-            "api": "openai-completions", "provider": "mock", "model": "mock-1", "usage": usage, "stopReason": "toolUse", "timestamp": ts}), &mut parent);
+            "api": "openai-completions", "provider": "mock", "model": "mock-1", "usage": usage, "stopReason": "toolUse", "timestamp": ts}),
+            &mut parent,
+        );
         let mut body = String::new();
         if let Some(f) = fact.filter(|f| f.r#in.as_deref() == Some("toolResult")) {
             body.push_str(&f.text);
@@ -182,15 +219,28 @@ pub fn write_synthetic(dir: &Path, spec: &SyntheticSpec) -> PathBuf {
                 "pub fn {v}_{n}_{k}(ctx: &Context) -> Result<(), Error> {{ ctx.{n}.{v}()?; Ok(()) }} // {v} {n}\n"
             ));
         }
-        push(&mut lines, synthetic_id(turn, 3), json!({"role": "toolResult", "toolCallId": call_id, "toolName": "read",
-            "content": [{"type": "text", "text": body}], "isError": false, "timestamp": ts}), &mut parent);
+        push(
+            &mut lines,
+            synthetic_id(turn, 3),
+            json!({"role": "toolResult", "toolCallId": call_id, "toolName": "read",
+            "content": [{"type": "text", "text": body}], "isError": false, "timestamp": ts}),
+            &mut parent,
+        );
         let reply = format!(
             "I {verb}ed the {noun} code in {file}: the {} path now handles the {} case and the {} tests pass. \
              Next I would look at the {} module.",
-            rng.pick(NOUNS), rng.pick(NOUNS), rng.pick(NOUNS), rng.pick(NOUNS)
+            rng.pick(NOUNS),
+            rng.pick(NOUNS),
+            rng.pick(NOUNS),
+            rng.pick(NOUNS)
         );
-        push(&mut lines, synthetic_id(turn, 4), json!({"role": "assistant", "content": [{"type": "text", "text": reply}],
-            "api": "openai-completions", "provider": "mock", "model": "mock-1", "usage": usage, "stopReason": "stop", "timestamp": ts}), &mut parent);
+        push(
+            &mut lines,
+            synthetic_id(turn, 4),
+            json!({"role": "assistant", "content": [{"type": "text", "text": reply}],
+            "api": "openai-completions", "provider": "mock", "model": "mock-1", "usage": usage, "stopReason": "stop", "timestamp": ts}),
+            &mut parent,
+        );
     }
     let path = dir.join(format!("{}.jsonl", spec.name));
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
@@ -227,9 +277,11 @@ fn branch_messages(session: &Session) -> Vec<ContextMessage> {
                 display: *display,
                 timestamp: 0,
             },
-            EntryKind::Compaction { summary, tokens_before, .. } => {
-                AgentMessage::CompactionSummary { summary: summary.clone(), tokens_before: *tokens_before, timestamp: 0 }
-            }
+            EntryKind::Compaction { summary, tokens_before, .. } => AgentMessage::CompactionSummary {
+                summary: summary.clone(),
+                tokens_before: *tokens_before,
+                timestamp: 0,
+            },
             EntryKind::BranchSummary { summary, from_id, .. } => {
                 AgentMessage::BranchSummary { summary: summary.clone(), from_id: from_id.clone(), timestamp: 0 }
             }
@@ -272,11 +324,11 @@ pub struct Scored {
     pub offline_cites_unknown: Vec<String>,
 }
 
-pub fn score(q: &Question, session: &Session, budget: usize) -> (Scored, Prepared) {
+pub fn score(q: &Question, session: &Session, tail: &(BTreeSet<String>, usize), budget: usize) -> (Scored, Prepared) {
     let prepared = query::prepare(session, None, None, &q.question, budget).expect("prepare");
     let evidence: Vec<String> = q.evidence.iter().map(|e| resolve_evidence(e)).collect();
     let ids = &prepared.assembled.entry_ids;
-    let (tail, tail_bytes) = tail_entry_ids(session, TAIL_BYTES);
+    let (tail, tail_bytes) = (&tail.0, tail.1);
     let offline = query::offline_answer(&prepared);
     let cited: Vec<&str> = offline.citations.iter().map(|c| c.entry_id.as_str()).collect();
     let scored = Scored {
@@ -296,17 +348,21 @@ pub fn score(q: &Question, session: &Session, budget: usize) -> (Scored, Prepare
 /// Score every question of the fixture at `budget` tokens.
 pub fn run_all(budget: usize) -> Vec<Scored> {
     let (questions, specs) = load_fixture();
-    let tmp = std::env::temp_dir().join(format!("session-index-qa-{}", std::process::id()));
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let tmp = std::env::temp_dir().join(format!("session-index-qa-{}-{run}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("tmp dir");
     let paths = session_paths(&specs, &tmp);
-    let mut cache: HashMap<String, Session> = HashMap::new();
+    let mut cache: HashMap<String, (Session, (BTreeSet<String>, usize))> = HashMap::new();
     let mut out = Vec::new();
     for q in &questions {
         let path = &paths[&q.session];
-        let session = cache
-            .entry(q.session.clone())
-            .or_insert_with(|| session::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())));
-        out.push(score(q, session, budget).0);
+        let (session, tail) = cache.entry(q.session.clone()).or_insert_with(|| {
+            let session = session::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let tail = tail_entry_ids(&session, TAIL_BYTES);
+            (session, tail)
+        });
+        out.push(score(q, session, tail, budget).0);
     }
     let _ = std::fs::remove_dir_all(&tmp);
     out
