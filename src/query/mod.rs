@@ -264,3 +264,40 @@ pub fn offline_answer(prepared: &Prepared) -> QueryAnswer {
 pub(crate) fn one_line(text: &str) -> String {
     windows::shorten(text.lines().next().unwrap_or_default().trim(), 300)
 }
+
+// --- Minimal stand-in for the answer API that lands on wt/query; the
+// `@@name: question?` form of session references calls it. Replace wholesale
+// with the real implementation when merging. ---
+
+/// A cited entry of the queried session.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Citation {
+    pub entry_id: String,
+    pub role: String,
+    pub excerpt: String,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryAnswer {
+    pub answer_markdown: String,
+    pub confidence: String,
+    pub citations: Vec<Citation>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("query_session answers are not available yet")]
+    Unavailable,
+}
+
+/// Answer `question` about `entry`'s session (stub until wt/query lands).
+pub fn answer(
+    _app: &App,
+    _ctx: &pi_ext_abi::protocol::SessionContext,
+    _entry: &crate::catalog::CatalogEntry,
+    _question: &str,
+) -> Result<QueryAnswer, QueryError> {
+    Err(QueryError::Unavailable)
+}
