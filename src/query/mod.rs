@@ -17,11 +17,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use pi_ext_abi::protocol::{ToolCall, ToolResult, ToolSpec, Usage};
+use pi_ext_abi::protocol::{SessionContext, ToolCall, ToolResult, ToolSpec, Usage};
 use serde::Serialize;
 use serde_json::json;
 
 use crate::app::App;
+use crate::catalog::{Candidate, CatalogEntry};
 use crate::meta::SessionMeta;
 use crate::session::{Session, SessionError};
 pub use context::{assemble, estimate_tokens, Assembled, SessionHead};
@@ -112,8 +113,9 @@ pub struct Citation {
 pub struct QueryAnswer {
     pub session_id: String,
     pub name: String,
-    /// Markdown.
-    pub answer: String,
+    /// Markdown (`answer` in tool details).
+    #[serde(rename = "answer")]
+    pub answer_markdown: String,
     pub confidence: Confidence,
     pub citations: Vec<Citation>,
     /// `provider/model`, or [`OFFLINE_MODEL`].
@@ -136,10 +138,10 @@ pub enum QueryError {
     InvalidArgs(String),
     #[error("query_session may be called at most {limit} time(s) per turn; answer with what you have")]
     CallLimitExceeded { limit: u32 },
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
-    Ambiguous(String),
+    #[error("{message}")]
+    NotFound { message: String, suggestions: Vec<String> },
+    #[error("{message}")]
+    Ambiguous { message: String, candidates: Vec<Candidate> },
     #[error("{0}")]
     FileMissing(String),
     #[error("{0}")]
@@ -155,12 +157,24 @@ pub enum QueryError {
 }
 
 impl QueryError {
+    /// Tool-result `details`: the code, the message and what helps to retry.
+    pub fn details(&self) -> serde_json::Value {
+        let mut details = json!({"code": self.code(), "message": self.to_string()});
+        match self {
+            QueryError::NotFound { suggestions, .. } => details["suggestions"] = json!(suggestions),
+            QueryError::Ambiguous { candidates, .. } => details["candidates"] = json!(candidates),
+            QueryError::CallLimitExceeded { limit } => details["limit"] = json!(limit),
+            _ => {}
+        }
+        details
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             QueryError::InvalidArgs(_) => "INVALID_ARGS",
             QueryError::CallLimitExceeded { .. } => "CALL_LIMIT_EXCEEDED",
-            QueryError::NotFound(_) => "SESSION_NOT_FOUND",
-            QueryError::Ambiguous(_) => "SESSION_AMBIGUOUS",
+            QueryError::NotFound { .. } => "SESSION_NOT_FOUND",
+            QueryError::Ambiguous { .. } => "SESSION_AMBIGUOUS",
             QueryError::FileMissing(_) => "SESSION_FILE_MISSING",
             QueryError::ParseFailed(_) => "SESSION_PARSE_FAILED",
             QueryError::Empty(_) => "SESSION_EMPTY",
@@ -209,6 +223,23 @@ pub fn prepare(
     Ok(Prepared { head, assembled })
 }
 
+/// Answer `question` about a resolved session (also used by `@@name: question?`).
+pub fn answer(
+    app: &App,
+    ctx: &SessionContext,
+    entry: &CatalogEntry,
+    question: &str,
+) -> Result<QueryAnswer, QueryError> {
+    if !entry.path.is_file() {
+        return Err(QueryError::FileMissing(format!(
+            "session {}: its file is missing ({})",
+            entry.id,
+            entry.path.display()
+        )));
+    }
+    answer_path(app, &entry.path, &app.meta_dir(ctx), entry.name.as_deref(), question)
+}
+
 /// Answer `question` about the session file at `path`.
 pub fn answer_path(
     app: &App,
@@ -243,11 +274,11 @@ pub fn answer_path(
 
 /// The extractive answer of a prepared context.
 pub fn offline_answer(prepared: &Prepared) -> QueryAnswer {
-    let (answer, confidence, citations) = extract::answer(&prepared.head.name, &prepared.assembled);
+    let (answer_markdown, confidence, citations) = extract::answer(&prepared.head.name, &prepared.assembled);
     QueryAnswer {
         session_id: prepared.head.id.clone(),
         name: prepared.head.name.clone(),
-        answer,
+        answer_markdown,
         confidence,
         citations,
         model: OFFLINE_MODEL.into(),
@@ -263,41 +294,4 @@ pub fn offline_answer(prepared: &Prepared) -> QueryAnswer {
 /// First line, bounded: error texts end up in tool results and status lines.
 pub(crate) fn one_line(text: &str) -> String {
     windows::shorten(text.lines().next().unwrap_or_default().trim(), 300)
-}
-
-// --- Minimal stand-in for the answer API that lands on wt/query; the
-// `@@name: question?` form of session references calls it. Replace wholesale
-// with the real implementation when merging. ---
-
-/// A cited entry of the queried session.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Citation {
-    pub entry_id: String,
-    pub role: String,
-    pub excerpt: String,
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct QueryAnswer {
-    pub answer_markdown: String,
-    pub confidence: String,
-    pub citations: Vec<Citation>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum QueryError {
-    #[error("query_session answers are not available yet")]
-    Unavailable,
-}
-
-/// Answer `question` about `entry`'s session (stub until wt/query lands).
-pub fn answer(
-    _app: &App,
-    _ctx: &pi_ext_abi::protocol::SessionContext,
-    _entry: &crate::catalog::CatalogEntry,
-    _question: &str,
-) -> Result<QueryAnswer, QueryError> {
-    Err(QueryError::Unavailable)
 }

@@ -160,7 +160,7 @@ pub fn answer(app: &App, prepared: &Prepared, question: &str) -> Result<Option<Q
     Ok(Some(QueryAnswer {
         session_id: prepared.head.id.clone(),
         name: prepared.head.name.clone(),
-        answer: outcome.value.answer_markdown.trim().to_string(),
+        answer_markdown: outcome.value.answer_markdown.trim().to_string(),
         confidence: outcome.value.confidence,
         citations,
         model: outcome.model,

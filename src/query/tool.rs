@@ -1,7 +1,6 @@
 //! The tool call around [`super::answer_path`]: arguments, the per-run call
 //! limit, resolution, the result document, telemetry and the status line.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -12,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::{one_line, QueryAnswer, QueryError};
 use crate::app::App;
+use crate::catalog::{CatalogEntry, ResolveError};
 
 /// Custom entry type of the telemetry record.
 pub const TELEMETRY_TYPE: &str = "session-query:query";
@@ -69,11 +69,7 @@ pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
                 "timestamp": now_ms(),
             });
             app.host.append_entry(TELEMETRY_TYPE, &telemetry);
-            ToolResult::text(
-                format!("query_session failed ({code}): {message}"),
-                json!({"code": code, "message": message}),
-                true,
-            )
+            ToolResult::text(format!("query_session failed ({code}): {message}"), error.details(), true)
         }
     }
 }
@@ -85,37 +81,22 @@ fn run(app: &Arc<App>, call: &ToolCall) -> Result<QueryAnswer, QueryError> {
     if previous >= limit {
         return Err(QueryError::CallLimitExceeded { limit });
     }
-    let path = resolve(app, &call.ctx, &args.session)?;
-    super::answer_path(app, &path, &app.meta_dir(&call.ctx), None, &args.question)
+    let entry = resolve(app, &call.ctx, &args.session)?;
+    super::answer(app, &call.ctx, &entry, &args.question)
 }
 
-/// Interim resolution by id or unique id prefix over session file names,
-/// until the shared catalog lands.
-fn resolve(app: &App, ctx: &SessionContext, reference: &str) -> Result<PathBuf, QueryError> {
-    if reference.contains(['/', '\\']) || reference.contains("..") {
-        return Err(QueryError::NotFound(format!("no session matches {reference:?} (paths are not accepted)")));
-    }
-    let sessions_dir = app.sessions_dir(ctx);
-    let mut matches = Vec::new();
-    let projects = std::fs::read_dir(&sessions_dir).into_iter().flatten().flatten();
-    for project in projects {
-        for file in std::fs::read_dir(project.path()).into_iter().flatten().flatten() {
-            let name = file.file_name().to_string_lossy().into_owned();
-            let Some(stem) = name.strip_suffix(".jsonl") else { continue };
-            let id = stem.rsplit_once('_').map(|(_, id)| id).unwrap_or(stem);
-            if id == reference {
-                return Ok(file.path());
-            }
-            if reference.len() >= 6 && id.starts_with(reference) {
-                matches.push(file.path());
-            }
+/// The same resolver as `@@` references: id, id prefix, name, slug, fuzzy.
+fn resolve(app: &App, ctx: &SessionContext, reference: &str) -> Result<CatalogEntry, QueryError> {
+    let cwd = if ctx.cwd.is_empty() { app.host.context().cwd } else { ctx.cwd.clone() };
+    app.catalog.resolve(&app.sessions_dir(ctx), &app.meta_dir(ctx), &cwd, reference).map_err(|e| {
+        let message = one_line(&e.to_string());
+        match e {
+            ResolveError::NotFound { suggestions, .. } => QueryError::NotFound { message, suggestions },
+            ResolveError::Outside { .. } => QueryError::NotFound { message, suggestions: Vec::new() },
+            ResolveError::Ambiguous { candidates, .. } => QueryError::Ambiguous { message, candidates },
+            ResolveError::FileMissing { .. } => QueryError::FileMissing(message),
         }
-    }
-    match matches.len() {
-        0 => Err(QueryError::NotFound(format!("no session matches {reference:?}"))),
-        1 => Ok(matches.remove(0)),
-        n => Err(QueryError::Ambiguous(format!("{n} sessions match {reference:?}; use a longer id prefix"))),
-    }
+    })
 }
 
 fn result_text(answer: &QueryAnswer) -> String {
@@ -129,7 +110,7 @@ fn result_text(answer: &QueryAnswer) -> String {
         answer.name,
         answer.session_id,
         answer.confidence.as_str(),
-        answer.answer.trim()
+        answer.answer_markdown.trim()
     );
     if !answer.offline && !answer.citations.is_empty() {
         text.push_str("\n\nCitations:");
