@@ -310,6 +310,27 @@ pub fn tail_entry_ids(session: &Session, max_bytes: usize) -> (BTreeSet<String>,
     (ids, used.min(max_bytes))
 }
 
+/// Entry ids whose JSONL line is (at least partly) in the newest `max_bytes`
+/// of the raw file: the plainest tail, blind to branches.
+pub fn file_tail_entry_ids(path: &Path, max_bytes: usize) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut ids = BTreeSet::new();
+    let mut used = 0;
+    for line in text.lines().rev() {
+        if used >= max_bytes {
+            break;
+        }
+        used += line.len() + 1;
+        if let Some(id) = serde_json::from_str::<Value>(line)
+            .ok()
+            .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string))
+        {
+            ids.insert(id);
+        }
+    }
+    ids
+}
+
 /// Outcome of one question.
 #[derive(Debug, Clone)]
 pub struct Scored {
@@ -318,13 +339,21 @@ pub struct Scored {
     pub tail_hit: bool,
     pub forbidden_in_context: Vec<String>,
     pub forbidden_in_tail: Vec<String>,
+    pub file_tail_hit: bool,
+    pub forbidden_in_file_tail: Vec<String>,
     pub context_tokens: usize,
     pub tail_tokens: usize,
     pub offline_cites_evidence: bool,
     pub offline_cites_unknown: Vec<String>,
 }
 
-pub fn score(q: &Question, session: &Session, tail: &(BTreeSet<String>, usize), budget: usize) -> (Scored, Prepared) {
+pub fn score(
+    q: &Question,
+    session: &Session,
+    tail: &(BTreeSet<String>, usize),
+    file_tail: &BTreeSet<String>,
+    budget: usize,
+) -> (Scored, Prepared) {
     let prepared = query::prepare(session, None, None, &q.question, budget).expect("prepare");
     let evidence: Vec<String> = q.evidence.iter().map(|e| resolve_evidence(e)).collect();
     let ids = &prepared.assembled.entry_ids;
@@ -337,6 +366,8 @@ pub fn score(q: &Question, session: &Session, tail: &(BTreeSet<String>, usize), 
         tail_hit: evidence.iter().any(|e| tail.contains(e)),
         forbidden_in_context: q.forbidden.iter().filter(|f| ids.contains(*f)).cloned().collect(),
         forbidden_in_tail: q.forbidden.iter().filter(|f| tail.contains(*f)).cloned().collect(),
+        file_tail_hit: evidence.iter().any(|e| file_tail.contains(e)),
+        forbidden_in_file_tail: q.forbidden.iter().filter(|f| file_tail.contains(*f)).cloned().collect(),
         context_tokens: prepared.assembled.tokens,
         tail_tokens: tail_bytes.div_ceil(4),
         offline_cites_evidence: evidence.iter().any(|e| cited.contains(&e.as_str())),
@@ -353,16 +384,17 @@ pub fn run_all(budget: usize) -> Vec<Scored> {
     let tmp = std::env::temp_dir().join(format!("session-index-qa-{}-{run}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("tmp dir");
     let paths = session_paths(&specs, &tmp);
-    let mut cache: HashMap<String, (Session, (BTreeSet<String>, usize))> = HashMap::new();
+    type Cached = (Session, (BTreeSet<String>, usize), BTreeSet<String>);
+    let mut cache: HashMap<String, Cached> = HashMap::new();
     let mut out = Vec::new();
     for q in &questions {
         let path = &paths[&q.session];
-        let (session, tail) = cache.entry(q.session.clone()).or_insert_with(|| {
+        let (session, tail, file_tail) = cache.entry(q.session.clone()).or_insert_with(|| {
             let session = session::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let tail = tail_entry_ids(&session, TAIL_BYTES);
-            (session, tail)
+            (session, tail, file_tail_entry_ids(path, TAIL_BYTES))
         });
-        out.push(score(q, session, tail, budget).0);
+        out.push(score(q, session, tail, file_tail, budget).0);
     }
     let _ = std::fs::remove_dir_all(&tmp);
     out
