@@ -133,7 +133,7 @@ pub fn excerpt_weighted(text: &str, weights: &HashMap<&str, f64>) -> String {
     // ASCII lower-casing keeps byte offsets, so positions map back to `text`.
     let lower = text.to_ascii_lowercase();
     let mut hits: Vec<(usize, &str)> = Vec::new();
-    for q in weights.keys().filter(|q| q.chars().count() > 1 || q.chars().any(|c| !c.is_ascii())) {
+    for q in weights.keys().filter(|q| q.chars().count() > 1 || !q.is_ascii()) {
         hits.extend(lower.match_indices(*q).take(200).map(|(pos, _)| (pos, *q)));
     }
     hits.sort_unstable();
