@@ -81,7 +81,10 @@ fn run(app: &Arc<App>, call: &ToolCall) -> Result<QueryAnswer, QueryError> {
     if previous >= limit {
         return Err(QueryError::CallLimitExceeded { limit });
     }
-    let entry = resolve(app, &call.ctx, &args.session)?;
+    // A reference that does not resolve costs nothing, so it does not use up the allowance.
+    let entry = resolve(app, &call.ctx, &args.session).inspect_err(|_| {
+        app.query_calls_this_run.fetch_sub(1, Ordering::SeqCst);
+    })?;
     super::answer(app, &call.ctx, &entry, &args.question)
 }
 
