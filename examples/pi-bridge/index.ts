@@ -80,7 +80,7 @@ function log(level: string, message: string): void {
 
 /** pi-ext-abi `SessionContext` from pi's context. */
 function sessionContext(ctx: ExtensionContext | undefined): Record<string, unknown> {
-	const base = { cwd: process.cwd(), agentDir: getAgentDir(), hasUI: false };
+	const base = { cwd: process.cwd(), agentDir: getAgentDir(), hasUi: false };
 	if (!ctx) return base;
 	const sm = ctx.sessionManager;
 	return {
@@ -90,7 +90,7 @@ function sessionContext(ctx: ExtensionContext | undefined): Record<string, unkno
 		leafId: sm.getLeafId() ?? undefined,
 		cwd: ctx.cwd,
 		agentDir: getAgentDir(),
-		hasUI: ctx.hasUI,
+		hasUi: ctx.hasUI,
 		model: modelKey(ctx.model),
 	};
 }
