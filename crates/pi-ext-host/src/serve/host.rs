@@ -187,7 +187,8 @@ impl Host for ServeHost {
 
     fn append_entry(&self, custom_type: RStr<'_>, data_json: RStr<'_>) {
         // The plugin promises JSON; anything else is kept as a string rather than dropped.
-        let data = serde_json::from_str::<Value>(data_json.as_str()).unwrap_or_else(|_| Value::from(data_json.as_str()));
+        let data =
+            serde_json::from_str::<Value>(data_json.as_str()).unwrap_or_else(|_| Value::from(data_json.as_str()));
         self.notify_bridge("appendEntry", json!({"customType": custom_type.as_str(), "data": data}));
     }
 

@@ -11,7 +11,7 @@ use pi_ext_abi::protocol::{CommandCall, EventCall, ToolCall};
 use pi_ext_abi::{HostBox, Host_TO, LogLevel, PluginBox, PluginModRef};
 use serde_json::{json, Value};
 
-use super::{Backend, HostTimeouts, Output, Server, ServerOptions, ServeHost};
+use super::{Backend, HostTimeouts, Output, ServeHost, Server, ServerOptions};
 
 /// Options of the `serve` subcommand (the plugin comes from the global `--plugin`).
 #[derive(clap::Args, Debug, Clone)]
@@ -80,8 +80,8 @@ struct Loaded {
 fn load(plugin: &Path, args: &ServeArgs) -> Result<Loaded, String> {
     let manifest_path = if plugin.is_dir() { plugin.join("plugin.toml") } else { plugin.to_path_buf() };
     let dir = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let text = std::fs::read_to_string(&manifest_path)
-        .map_err(|e| format!("cannot read {}: {e}", manifest_path.display()))?;
+    let text =
+        std::fs::read_to_string(&manifest_path).map_err(|e| format!("cannot read {}: {e}", manifest_path.display()))?;
     let manifest: toml::Table = text.parse().map_err(|e| format!("{}: {e}", manifest_path.display()))?;
     let section = manifest.get("plugin").and_then(|p| p.as_table()).ok_or("plugin.toml: missing [plugin]")?;
     let field = |name: &str| section.get(name).and_then(|v| v.as_str()).unwrap_or_default().to_string();
@@ -89,7 +89,8 @@ fn load(plugin: &Path, args: &ServeArgs) -> Result<Loaded, String> {
         Some(lib) => lib.clone(),
         None => find_library(&dir, &field("library"))?,
     };
-    let config_path = args.config.clone().or_else(|| Some(dir.join(field("config"))).filter(|_| !field("config").is_empty()));
+    let config_path =
+        args.config.clone().or_else(|| Some(dir.join(field("config"))).filter(|_| !field("config").is_empty()));
     let config = match config_path {
         Some(path) => std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
         None => "null".into(),
@@ -103,7 +104,11 @@ fn load(plugin: &Path, args: &ServeArgs) -> Result<Loaded, String> {
 fn find_library(dir: &Path, stem: &str) -> Result<PathBuf, String> {
     let file = format!("{}{stem}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
     let candidates = [dir.join(&file), dir.join("target/release").join(&file), dir.join("target/debug").join(&file)];
-    candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| format!("library {file} not found in {}", dir.display()))
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| format!("library {file} not found in {}", dir.display()))
 }
 
 /// Calls straight into the plugin object.
@@ -113,7 +118,9 @@ struct DirectBackend {
 
 fn document(result: RResult<abi_stable::std_types::RString, abi_stable::std_types::RString>) -> Result<Value, String> {
     match result {
-        RResult::ROk(text) => serde_json::from_str(text.as_str()).map_err(|e| format!("plugin returned invalid JSON: {e}")),
+        RResult::ROk(text) => {
+            serde_json::from_str(text.as_str()).map_err(|e| format!("plugin returned invalid JSON: {e}"))
+        }
         RResult::RErr(e) => Err(e.into_string()),
     }
 }

@@ -106,9 +106,8 @@ impl Harness {
         let out = Arc::new(Output::new(Box::new(LineSink(out_tx))));
         let host = ServeHost::new(Arc::clone(&out), LogLevel::Info, timeouts);
         let counter = Arc::clone(&shutdowns);
-        let factory: BackendFactory = Box::new(move |host| {
-            Ok(Arc::new(Scripted { host, shutdowns: Arc::clone(&counter) }) as Arc<dyn Backend>)
-        });
+        let factory: BackendFactory =
+            Box::new(move |host| Ok(Arc::new(Scripted { host, shutdowns: Arc::clone(&counter) }) as Arc<dyn Backend>));
         let options = ServerOptions {
             plugin_info: json!({"plugin": "scripted@0"}),
             shutdown_timeout: Duration::from_millis(500),
@@ -143,7 +142,9 @@ impl Harness {
     }
 
     fn init(&self) -> Value {
-        self.send(json!({"id": 1, "method": "init", "params": {"canComplete": true, "ctx": {"cwd": "/w", "agentDir": "/a"}}}));
+        self.send(
+            json!({"id": 1, "method": "init", "params": {"canComplete": true, "ctx": {"cwd": "/w", "agentDir": "/a"}}}),
+        );
         self.next()
     }
 }
@@ -261,7 +262,7 @@ fn calls_sent_with_init_wait_for_it_and_eof_lets_them_answer() {
     h.send(json!({"id": 2, "method": "flush", "params": {"timeoutMs": 1}}));
     h.input = None; // EOF right away: both replies must still go out
     h.done.recv_timeout(Duration::from_secs(5)).expect("serve returns after EOF");
-    let mut replies = vec![h.next(), h.next()];
+    let mut replies = [h.next(), h.next()];
     replies.sort_by_key(|r| r["id"].as_u64());
     assert_eq!(replies[0]["result"]["plugin"], "scripted@0");
     assert_eq!(replies[1], json!({"id": 2, "result": {"pending": 0, "idle": true}}));
