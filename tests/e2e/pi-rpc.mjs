@@ -12,7 +12,19 @@ export class PiRpc {
 		this.waiters = [];
 		this.nextId = 1;
 		this.child = spawn(process.execPath, [cli, "--mode", "rpc", ...args], { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
-		this.exited = new Promise((resolve) => this.child.once("exit", (code, signal) => resolve({ code, signal })));
+		this.exit = undefined;
+		this.exited = new Promise((resolve) =>
+			this.child.once("exit", (code, signal) => {
+				this.exit = { code, signal };
+				// Nothing more will arrive: fail every waiter now instead of at its deadline.
+				for (const w of this.waiters) {
+					clearTimeout(w.timer);
+					w.reject(new Error(`pi exited (${JSON.stringify(this.exit)}) while waiting for ${w.what}\n--- pi stderr ---\n${this.stderr.slice(-3000)}`));
+				}
+				this.waiters = [];
+				resolve(this.exit);
+			}),
+		);
 		const decoder = new StringDecoder("utf8");
 		let buffer = "";
 		this.child.stdout.on("data", (chunk) => {
@@ -51,12 +63,13 @@ export class PiRpc {
 	waitFor(match, what, timeoutMs = 60_000, from = 0) {
 		const seen = this.events.slice(from).find(match);
 		if (seen) return Promise.resolve(seen);
+		if (this.exit) return Promise.reject(new Error(`pi already exited (${JSON.stringify(this.exit)}); wanted ${what}\n${this.stderr.slice(-3000)}`));
 		return new Promise((resolve, reject) => {
 			const timer = setTimeout(() => {
 				this.waiters = this.waiters.filter((w) => w.timer !== timer);
 				reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n--- pi stderr ---\n${this.stderr.slice(-3000)}`));
 			}, timeoutMs);
-			this.waiters.push({ match, resolve, timer });
+			this.waiters.push({ match, resolve, reject, timer, what });
 		});
 	}
 

@@ -9,7 +9,7 @@
 // PI_E2E_NODE_DIR points at any directory that already holds the pinned pi.
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { installedPiVersion, PI_VERSION, REPO } from "./setup.mjs";
 
 function fail(message) {
@@ -22,9 +22,10 @@ if (major < 20) fail(`node >= 20 is required (pi ${PI_VERSION}), found ${process
 
 function ensurePi() {
 	if (process.env.PI_E2E_NODE_DIR) {
-		const found = installedPiVersion(process.env.PI_E2E_NODE_DIR);
+		const dir = resolve(process.env.PI_E2E_NODE_DIR);
+		const found = installedPiVersion(dir);
 		if (found !== PI_VERSION) fail(`PI_E2E_NODE_DIR has pi ${found ?? "(none)"}, need ${PI_VERSION}`);
-		return process.env.PI_E2E_NODE_DIR;
+		return dir;
 	}
 	const pinned = join(REPO, "tools/pi-ref");
 	if (installedPiVersion(pinned) === PI_VERSION) return pinned;

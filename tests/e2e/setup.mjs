@@ -11,7 +11,7 @@ export const BRIDGE = join(REPO, "examples/pi-bridge/index.ts");
 
 /** Directory holding node_modules/@mariozechner/pi-coding-agent (installed by run.mjs). */
 export function nodeDir() {
-	return process.env.PI_E2E_NODE_DIR ?? join(REPO, "target/e2e-node");
+	return process.env.PI_E2E_NODE_DIR ? resolve(process.env.PI_E2E_NODE_DIR) : join(REPO, "target/e2e-node");
 }
 
 export function piPackageDir(dir = nodeDir()) {
