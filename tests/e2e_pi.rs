@@ -17,14 +17,15 @@ fn profile_dir() -> PathBuf {
     exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
 }
 
+/// `name` in `target/<profile>` (or its `deps/`, where cargo may leave the cdylib).
 fn artifact(dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(name);
-    assert!(
-        path.is_file(),
-        "{} is missing: build the workspace first (`cargo test --workspace` builds it, or `cargo build --workspace`)",
-        path.display()
-    );
-    path
+    let candidates = [dir.join(name), dir.join("deps").join(name)];
+    candidates.iter().find(|p| p.is_file()).cloned().unwrap_or_else(|| {
+        panic!(
+            "{name} is not in {}: build the workspace first (`cargo test --workspace` builds it, or `cargo build --workspace`)",
+            dir.display()
+        )
+    })
 }
 
 #[test]

@@ -10,7 +10,9 @@
  *
  * Environment: PI_EXT_HOST (host binary), PI_EXT_PLUGIN (plugin directory),
  * PI_EXT_CONFIG / PI_EXT_LIB (config file / library overrides), PI_EXT_LOG
- * (append the bridge's and the plugin's log to this file).
+ * (append the bridge's and the plugin's log to this file), PI_EXT_SHUTDOWN_MS
+ * (background-work deadline at session end), PI_EXT_CALL_TIMEOUT_MS (cap on
+ * every call's deadline).
  */
 import { appendFileSync, existsSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
@@ -20,13 +22,16 @@ import { getAgentDir, VERSION } from "@mariozechner/pi-coding-agent";
 import { errorText, HostClient } from "./host-client.js";
 import { apiKey, type CompletionRequest, complete, modelKey } from "./models.js";
 
+/** PI_EXT_CALL_TIMEOUT_MS caps every call deadline below (tests use it to prove pi never hangs). */
+const cap = (ms: number) => Math.min(ms, Number(process.env.PI_EXT_CALL_TIMEOUT_MS) || ms);
+
 /** Deadlines (ms) for each kind of request: pi must never hang on the host. */
 const TIMEOUTS = {
 	init: 20_000,
-	event: 10_000,
-	beforeAgentStart: 30_000,
-	tool: 180_000,
-	command: 300_000,
+	event: cap(10_000),
+	beforeAgentStart: cap(30_000),
+	tool: cap(180_000),
+	command: cap(300_000),
 	shutdown: Number(process.env.PI_EXT_SHUTDOWN_MS ?? 5_000),
 };
 

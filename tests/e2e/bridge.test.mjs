@@ -2,7 +2,7 @@
 // (fake-host.mjs) that exercises every effect and host request. Independent of
 // what the session-index plugin implements, so it pins the bridge's contract.
 import assert from "node:assert/strict";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { startMockServer } from "./mock-llm.mjs";
@@ -22,7 +22,7 @@ before(async () => {
 		cli: piCli(),
 		args: PI_ARGS,
 		cwd: world.project,
-		env: piEnv(world, { PI_EXT_HOST: FAKE_HOST, PI_EXT_PLUGIN: world.project, PI_EXT_LOG: join(world.root, "bridge.log") }),
+		env: piEnv(world, { PI_EXT_HOST: FAKE_HOST, PI_EXT_PLUGIN: world.project, PI_EXT_LOG: join(world.root, "bridge.log"), PI_EXT_CALL_TIMEOUT_MS: "2000" }),
 	});
 });
 
@@ -124,4 +124,15 @@ test("the tool executes through the host and its result lands in the session", a
 	assert.equal(result.message.isError, false);
 	assert.equal(result.message.content[0].text, "echo: ping-42");
 	assert.deepEqual(result.message.details, { echoed: true });
+});
+
+test("a host that never answers cannot hang pi: the event times out and the prompt goes on", async () => {
+	const started = Date.now();
+	await pi.prompt("HANG and then answer anyway");
+	const waited = Date.now() - started;
+	assert.ok(waited >= 2000, `before_agent_start waited for its 2 s deadline (took ${waited} ms)`);
+	const reply = mock.requests.filter((r) => r.reply.kind === "agent").at(-1);
+	assert.match(reply.reply.text, /HANG and then answer anyway/, "the model still got the prompt");
+	const log = readFileSync(join(world.root, "bridge.log"), "utf8");
+	assert.match(log, /before_agent_start: pi-ext-host did not answer event within 2000 ms/);
 });

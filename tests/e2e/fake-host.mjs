@@ -59,6 +59,7 @@ async function event(call) {
 		case "input":
 			return call.payload.text.startsWith("REWRITE ") ? { action: "transform", text: call.payload.text.slice(8) } : { action: "continue" };
 		case "before_agent_start":
+			if (call.payload.prompt.includes("HANG")) return new Promise(() => {}); // never answers
 			if (!call.payload.prompt.includes("INJECT")) return null;
 			return { message: { customType: "fake-ref", content: "injected by the fake host", display: false, details: { ok: 1 } } };
 		case "agent_end": {
