@@ -36,14 +36,16 @@ fn serves_the_real_plugin_and_exits_cleanly_on_eof() {
             let _ = tx.send(line);
         }
     });
-    let mut next = || -> Value {
+    let next = || -> Value {
         let line = rx.recv_timeout(Duration::from_secs(30)).expect("a protocol line within 30 s");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
     };
     let ctx = json!({"cwd": dir.path(), "agentDir": dir.path(), "hasUi": false});
-    let mut send = |msg: Value| writeln!(stdin, "{msg}").and_then(|()| stdin.flush()).expect("write to serve");
+    let send = |stdin: &mut std::process::ChildStdin, msg: Value| {
+        writeln!(stdin, "{msg}").and_then(|()| stdin.flush()).expect("write to serve")
+    };
 
-    send(json!({"id": 1, "method": "init", "params": {"ctx": ctx, "canComplete": true}}));
+    send(&mut stdin, json!({"id": 1, "method": "init", "params": {"ctx": ctx, "canComplete": true}}));
     let init = next();
     assert_eq!(init["id"], 1, "{init}");
     assert_eq!(init["result"]["plugin"], "session-index@0.1.0");
@@ -59,16 +61,15 @@ fn serves_the_real_plugin_and_exits_cleanly_on_eof() {
     );
     assert_eq!(next(), json!({"id": 2, "result": {"action": "continue"}}));
 
-    send(json!({"id": 3, "method": "event", "params": {"v": 1, "event": "no_such_event", "ctx": ctx}}));
+    send(&mut stdin, json!({"id": 3, "method": "event", "params": {"v": 1, "event": "no_such_event", "ctx": ctx}}));
     let reply = next();
     assert_eq!(reply["id"], 3);
     assert!(reply["error"]["message"].as_str().is_some_and(|m| m.contains("no_such_event")), "{reply}");
 
-    send(json!({"id": 4, "method": "tool", "params": {"v": 1, "tool": "nope", "params": {}, "ctx": ctx}}));
+    send(&mut stdin, json!({"id": 4, "method": "tool", "params": {"v": 1, "tool": "nope", "params": {}, "ctx": ctx}}));
     let reply = next();
     assert!(reply["error"]["message"].as_str().is_some_and(|m| m.contains("nope")), "{reply}");
 
-    drop(send);
     drop(stdin); // EOF: shut down within the deadline, exit 0
     let started = Instant::now();
     let status = loop {
