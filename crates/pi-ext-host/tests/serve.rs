@@ -57,6 +57,7 @@ fn serves_the_real_plugin_and_exits_cleanly_on_eof() {
     assert!(commands.as_array().expect("commands").iter().any(|c| c["name"] == "index-session"));
 
     send(
+        &mut stdin,
         json!({"id": 2, "method": "event", "params": {"v": 1, "event": "input", "payload": {"text": "hi"}, "ctx": ctx}}),
     );
     assert_eq!(next(), json!({"id": 2, "result": {"action": "continue"}}));
