@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Captures, Regex};
 
 /// What every secret is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
@@ -49,23 +49,45 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", REDACTED),
         rule(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", REDACTED),
         rule(r"\bglpat-[A-Za-z0-9_\-]{20,}", REDACTED),
+        rule(
+            r"\b(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36,}|ya29\.[A-Za-z0-9_\-]{20,})",
+            REDACTED,
+        ),
         // JWT-like: three base64url parts, the first two starting as JSON objects.
         rule(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", REDACTED),
         // `password=...`, `API_KEY: ...`, `"secret": "..."`: the identifier must END in the keyword,
         // so `max_tokens=1500` or `tokenizer = x` are left alone; `==` comparisons are not assignments.
         rule(
-            r#"(?i)\b(?P<pre>[A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)["']?\s*[:=]\s*["']?)[^\s"'&,;}=][^\s"'&,;}]*"#,
+            r#"(?i)\b(?P<pre>[A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)["']?\s*[:=]\s*["']?)(?P<value>[^\s"'&,;}=\\][^\s"'&,;}\\]*)"#,
             "${pre}[REDACTED]",
         ),
     ]
 });
+
+/// Assigned values that are references or settings, not secrets:
+/// `${{ secrets.X }}`, `$VAR`, `<your key>`, `id-token: write`, `***`.
+fn is_placeholder(value: &str) -> bool {
+    const WORDS: &[&str] =
+        &["write", "read", "none", "true", "false", "null", "undefined", "required", "optional", "string"];
+    value.starts_with(['$', '<', '{', '%'])
+        || WORDS.iter().any(|w| value.eq_ignore_ascii_case(w))
+        || value.chars().all(|c| matches!(c, '.' | '*' | 'x' | 'X'))
+}
 
 /// `text` with every secret-looking string replaced by `[REDACTED]`.
 /// Borrows when nothing matched.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let mut out: Cow<'_, str> = Cow::Borrowed(text);
     for rule in RULES.iter() {
-        let replaced = match rule.re.replace_all(&out, rule.with) {
+        let replace = |caps: &Captures<'_>| {
+            let mut dst = String::new();
+            match caps.name("value") {
+                Some(value) if is_placeholder(value.as_str()) => dst.push_str(&caps[0]),
+                _ => caps.expand(rule.with, &mut dst),
+            }
+            dst
+        };
+        let replaced = match rule.re.replace_all(&out, replace) {
             Cow::Owned(s) => Some(s),
             Cow::Borrowed(_) => None,
         };
@@ -98,6 +120,10 @@ mod tests {
         assert_redacted("xoxp-1234567890-abcdef", "xoxp-1234567890");
         assert_redacted("aws AKIAIOSFODNN7EXAMPLE id", "AKIAIOSFODNN7EXAMPLE");
         assert_redacted("gitlab glpat-abcdefghij0123456789", "glpat-abcdefghij0123456789");
+        assert_redacted("stripe sk_live_51H8abcdefghijklmnop", "51H8abcdefghijklmnop");
+        assert_redacted("hf_abcdefghijklmnopqrstuvwxyzABCDEF", "hf_abcdefghijklmnopqrstuvwxyz");
+        assert_redacted("npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_abcdefghijklmnopqrstuvwxyz");
+        assert_redacted("ya29.a0AfH6SMBabcdefghijklmnopqrstu", "a0AfH6SMBabcdefghijklmnop");
     }
 
     #[test]
@@ -137,6 +163,21 @@ mod tests {
         assert_eq!(redact("aws_secret_access_key = wJalrXUtnFEMI"), "aws_secret_access_key = [REDACTED]");
         assert_eq!(redact("export OPENAI_API_KEY='xyz789'"), "export OPENAI_API_KEY='[REDACTED]'");
         assert_eq!(redact("db?user=a&password=p4ss&x=1"), "db?user=a&password=[REDACTED]&x=1");
+    }
+
+    #[test]
+    fn references_and_settings_are_not_secrets() {
+        for text in [
+            "GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}",
+            "permissions:\n  id-token: write",
+            "password=<your password>",
+            "api_key = $OPENAI_API_KEY",
+            "token: ***",
+        ] {
+            assert_eq!(redact(text), text);
+        }
+        // Escaped newlines end the value (text that went through JSON).
+        assert_eq!(redact(r"GEMINI_API_KEY=abc123\nNEXT=1"), r"GEMINI_API_KEY=[REDACTED]\nNEXT=1");
     }
 
     #[test]

@@ -22,6 +22,8 @@ fn registers_its_events_command_and_tool_with_a_schema() {
     assert_eq!(tool.parameters["type"], "object");
     assert!(tool.parameters["properties"].is_object(), "{}", tool.parameters);
     assert!(!tool.description.is_empty() && !tool.label.is_empty());
+    let manifest = pi_ext_host::Manifest::load(host_common::repo_root()).unwrap();
+    assert_eq!(manifest.registration_mismatches(&regs), Vec::<String>::new(), "plugin.toml and the plugin disagree");
 }
 
 #[test]

@@ -7,16 +7,15 @@ mod mock_provider;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mock_provider::{MockProvider, Reply, Wire};
-use pi_ext_abi::protocol::{CompletionRequest, CompletionResponse, SessionContext, Usage};
-use pi_ext_abi::LogLevel;
+use mock_provider::{MockProvider, Reply, ServingHost, Wire};
+use pi_ext_abi::protocol::{SessionContext, Usage};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use session_index::app::App;
-use session_index::host::{Host, HostApi, NotifyLevel, RecordingHost};
+use session_index::host::{Host, RecordingHost};
 use session_index::model::{select_model, select_model_with_env, JsonTask, ModelError, ModelOutcome};
 
 #[derive(Debug, Deserialize, garde::Validate, PartialEq)]
@@ -308,6 +307,16 @@ fn rate_limit_is_retried_only_once() {
 }
 
 #[test]
+fn anthropic_overloaded_529_is_retried_once() {
+    let mock = MockProvider::start(Wire::Anthropic);
+    mock.push(Reply::error(529, "Overloaded"));
+    mock.push(Reply::answer(VALID));
+    let app = app_for(&mock, "anthropic/claude-haiku-4-5", json!({}));
+    assert_eq!(run(&app, "x").unwrap().value, expected_summary());
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[test]
 fn retry_after_beyond_the_timeout_is_not_waited_for() {
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::error(429, "come back tomorrow").header("retry-after", "86400"));
@@ -364,6 +373,19 @@ fn unexpected_success_body_is_a_transport_error() {
     let error = run(&app, "x").unwrap_err();
     assert!(matches!(error, ModelError::Transport(_)), "{error:?}");
     assert_eq!(mock.requests().len(), 1);
+}
+
+#[test]
+fn redirects_are_not_followed_so_keys_stay_put() {
+    let mock = MockProvider::start(Wire::Gemini);
+    let elsewhere = MockProvider::start(Wire::Gemini);
+    let target = format!("{}/models/gemini-2.5-flash:generateContent", elsewhere.base_url());
+    mock.push(Reply::raw(307, "").header("location", &target));
+    elsewhere.push(Reply::answer(VALID));
+    let app = app_for(&mock, "google/gemini-2.5-flash", json!({}));
+    let error = run(&app, "x").unwrap_err();
+    assert!(matches!(error, ModelError::Http { status: 307, .. }), "{error:?}");
+    assert!(elsewhere.requests().is_empty(), "the x-goog-api-key followed a redirect");
 }
 
 #[test]
@@ -503,6 +525,24 @@ fn no_available_model_is_unavailable_and_names_each_key() {
 }
 
 #[test]
+fn built_in_local_endpoints_need_no_key() {
+    let ollama = MockProvider::start(Wire::OpenAi);
+    ollama.push(Reply::answer(VALID));
+    let config = json!({
+        "modelKeys": ["ollama/llama3.2"],
+        "providers": {"ollama": {"baseUrl": ollama.base_url()}},
+        "timeoutMs": TIMEOUT_MS,
+        "useHostModels": false,
+    });
+    let app = make_app(recording_host(&[]), config);
+    let selected = select_model_with_env(&app, env_of(&[])).unwrap();
+    selected.complete_json::<Summary>(&app, &task("x")).unwrap();
+    assert!(ollama.requests()[0].header("authorization").is_none());
+    // Without any config it is known too (default http://localhost:11434/v1).
+    assert!(select_model_with_env(&app_with_keys(&["ollama/llama3.2"]), env_of(&[])).is_ok());
+}
+
+#[test]
 fn offline_model_first_stops_selection() {
     let app = app_with_keys(&["local/extractive", "openai/gpt-4.1-mini"]);
     let error = select_model_with_env(&app, env_of(&[("OPENAI_API_KEY", "sk-openai-env")])).unwrap_err();
@@ -550,58 +590,9 @@ fn custom_api_key_env_and_keyless_local_endpoints() {
     assert_eq!(req.json["model"], "anthropic/claude-haiku-4.5");
 }
 
-/// A host that serves completions itself, scripted with answers.
-#[derive(Default)]
-struct ServingHost {
-    inner: Arc<RecordingHost>,
-    answers: Mutex<Vec<String>>,
-    requests: Mutex<Vec<CompletionRequest>>,
-}
-
-impl HostApi for ServingHost {
-    fn context(&self) -> SessionContext {
-        self.inner.context()
-    }
-    fn set_status(&self, key: &str, text: Option<&str>) {
-        self.inner.set_status(key, text)
-    }
-    fn notify(&self, text: &str, level: NotifyLevel) {
-        self.inner.notify(text, level)
-    }
-    fn append_entry(&self, custom_type: &str, data: &Value) {
-        self.inner.append_entry(custom_type, data)
-    }
-    fn set_session_name(&self, name: &str) {
-        self.inner.set_session_name(name)
-    }
-    fn api_key(&self, provider: &str) -> Option<String> {
-        self.inner.api_key(provider)
-    }
-    fn can_complete(&self) -> bool {
-        true
-    }
-    fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, String> {
-        self.requests.lock().unwrap().push(request.clone());
-        let mut answers = self.answers.lock().unwrap();
-        if answers.is_empty() {
-            return Err("no model".into());
-        }
-        let text = answers.remove(0);
-        let usage = Usage { input_tokens: 10, output_tokens: 5, cost_usd: Some(0.001) };
-        Ok(CompletionResponse { text, model: request.model.clone().unwrap_or_default(), usage })
-    }
-    fn log(&self, level: LogLevel, target: &str, message: &str) {
-        self.inner.log(level, target, message)
-    }
-    fn wait_for_idle(&self, timeout: Duration) -> bool {
-        self.inner.wait_for_idle(timeout)
-    }
-}
-
 #[test]
 fn host_served_models_come_first_and_get_the_schema() {
-    let host = Arc::new(ServingHost::default());
-    host.answers.lock().unwrap().extend(["{\"name\": 1}".to_string(), VALID.to_string()]);
+    let host = ServingHost::new(&["{\"name\": 1}", VALID]);
     let config = json!({"modelKeys": ["anthropic/claude-haiku-4-5"], "timeoutMs": 1234});
     let app = make_app(host.clone(), config);
     let selected = select_model_with_env(&app, env_of(&[])).unwrap();
@@ -610,7 +601,7 @@ fn host_served_models_come_first_and_get_the_schema() {
     assert_eq!(outcome.value, expected_summary());
     assert_eq!(outcome.attempts, 2);
     assert_eq!(outcome.usage, Usage { input_tokens: 20, output_tokens: 10, cost_usd: Some(0.002) });
-    let requests = host.requests.lock().unwrap();
+    let requests = host.requests();
     assert_eq!(requests[0].model.as_deref(), Some("anthropic/claude-haiku-4-5"));
     assert_eq!(requests[0].json_schema.as_ref().unwrap()["required"], json!(["name", "tags"]));
     assert_eq!((requests[0].max_tokens, requests[0].timeout_ms), (500, 1234));

@@ -1,5 +1,5 @@
 //! One provider request over the shared reqwest client: timeout, size-limited
-//! streaming read, and the single 429/503 retry that honours `Retry-After`.
+//! streaming read, and the single 429/503/529 retry that honours `Retry-After`.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -54,7 +54,8 @@ pub(super) async fn execute(
         if (200..300).contains(&reply.status) {
             return Ok(reply.body);
         }
-        if matches!(reply.status, 429 | 503) && !retried {
+        // 529 is Anthropic's "overloaded", its 503.
+        if matches!(reply.status, 429 | 503 | 529) && !retried {
             let wait = reply.retry_after.unwrap_or(DEFAULT_RETRY_WAIT);
             // A wait longer than the whole request budget would only delay a failure.
             if wait <= limits.timeout {

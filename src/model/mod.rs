@@ -8,8 +8,8 @@
 //! - each provider's native JSON mode is used, no tools are ever sent;
 //! - malformed or garde-invalid answers are retried with the error fed back,
 //!   at most [`MAX_ATTEMPTS`] answers in total;
-//! - transport errors are not retried, except one retry on 429/503 when the
-//!   `Retry-After` fits within the timeout;
+//! - transport errors are not retried, except one retry on 429/503 (and
+//!   Anthropic's 529) when the `Retry-After` fits within the timeout;
 //! - response bodies are size-limited while streaming;
 //! - usage is summed over attempts and priced in USD.
 
@@ -59,7 +59,7 @@ pub struct ModelOutcome<T> {
     pub model: String,
     /// Summed over all attempts, with `cost_usd` (0 when the price is unknown).
     pub usage: Usage,
-    /// Answers requested (1..=[`MAX_ATTEMPTS`]); a 429/503 retry is not an answer.
+    /// Answers requested (1..=[`MAX_ATTEMPTS`]); a 429/503/529 retry is not an answer.
     pub attempts: u32,
 }
 
@@ -183,23 +183,23 @@ impl SelectedModel {
         let mut turns = vec![Turn { role: Role::User, text: redact(&task.user).into_owned() }];
         let mut input_tokens = 0u64;
         let mut output_tokens = 0u64;
-        let mut host_cost: Option<f64> = None;
+        let mut cost = 0.0f64;
         let mut model = self.key.clone();
         let mut last_error = String::new();
         for attempt in 1..=MAX_ATTEMPTS {
             let answer = self.call(app, &system, &turns, task)?;
-            input_tokens += answer.input_tokens;
-            output_tokens += answer.output_tokens;
-            if let Some(cost) = answer.cost_usd {
-                host_cost = Some(host_cost.unwrap_or(0.0) + cost);
-            }
             if let Some(answered_by) = answer.model.filter(|m| m.contains('/')) {
                 model = answered_by;
             }
+            input_tokens += answer.input_tokens;
+            output_tokens += answer.output_tokens;
+            // A host may price the call itself; otherwise our price table does.
+            cost += answer
+                .cost_usd
+                .unwrap_or_else(|| cost_usd(&app.config, &model, answer.input_tokens, answer.output_tokens));
             let text = answer.text.unwrap_or_default();
             match parse_and_validate::<T>(&text, answer.problem.as_deref(), answer.truncated) {
                 Ok(value) => {
-                    let cost = host_cost.unwrap_or_else(|| cost_usd(&app.config, &model, input_tokens, output_tokens));
                     let usage = Usage { input_tokens, output_tokens, cost_usd: Some(cost) };
                     return Ok(ModelOutcome { value, model, usage, attempts: attempt });
                 }
@@ -247,7 +247,7 @@ where
     if let Some(problem) = problem {
         return Err(problem.to_string());
     }
-    let json = strip_code_fence(text);
+    let json = json_object_text(text);
     if json.is_empty() {
         return Err("the answer was empty".into());
     }
@@ -265,11 +265,22 @@ where
     Ok(value)
 }
 
-fn strip_code_fence(text: &str) -> &str {
-    let trimmed = text.trim();
-    let Some(rest) = trimmed.strip_prefix("```") else { return trimmed };
-    let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
-    rest.strip_suffix("```").unwrap_or(rest).trim()
+/// The JSON object in an answer. Models without a native JSON mode (some
+/// local OpenAI-compatible servers) wrap it in a code fence or a sentence.
+fn json_object_text(text: &str) -> &str {
+    let mut trimmed = text.trim();
+    if let Some(rest) = trimmed.strip_prefix("```") {
+        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
+        trimmed = rest.strip_suffix("```").unwrap_or(rest).trim();
+    }
+    if !trimmed.starts_with('{') {
+        if let (Some(start), Some(end)) = (trimmed.find('{'), trimmed.rfind('}')) {
+            if start < end {
+                return &trimmed[start..=end];
+            }
+        }
+    }
+    trimmed
 }
 
 /// The message that asks the model to fix its previous answer.
@@ -324,6 +335,8 @@ mod tests {
         let v: Named = parse_and_validate("```json\n{\"name\":\"ab\"}\n```", None, false).unwrap();
         assert_eq!(v.name, "ab");
         let v: Named = parse_and_validate(" {\"name\":\"ab\"} ", None, false).unwrap();
+        assert_eq!(v.name, "ab");
+        let v: Named = parse_and_validate("Here it is: {\"name\":\"ab\"}. Done", None, false).unwrap();
         assert_eq!(v.name, "ab");
     }
 

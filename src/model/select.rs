@@ -92,8 +92,9 @@ fn endpoint(app: &App, provider: &str, model: &str, env: &impl Fn(&str) -> Optio
         .and_then(|c| c.base_url.clone())
         .or(built_in.map(|b| b.base_url.to_string()))
         .ok_or_else(|| "no baseUrl configured".to_string())?;
-    let no_key = configured.map(|c| c.no_api_key).unwrap_or(false)
-        || (configured.is_none() && built_in.is_some_and(|b| b.env.is_none()));
+    // Built-in local endpoints stay keyless when only their baseUrl is overridden.
+    let no_key = configured.is_some_and(|c| c.no_api_key)
+        || (built_in.is_some_and(|b| b.env.is_none()) && configured.and_then(|c| c.api_key_env.as_ref()).is_none());
     let api_key = if no_key {
         None
     } else {

@@ -33,6 +33,11 @@
 //! - [`MockProvider::oversized_aborted`] tells whether the client hung up
 //!   before an oversized body was fully written.
 //!
+//! - [`ServingHost`]: a `HostApi` that serves completions itself (for the
+//!   host-served route): `ServingHost::new(&[answer texts])`, then
+//!   `requests()` gives the `CompletionRequest`s it received. Usage per
+//!   answer is 10 in, 5 out, $0.001; with no answer left it returns an error.
+//!
 //! Every connection serves one request (`Connection: close`), in its own
 //! thread, so a delayed reply never blocks other requests. Dropping the
 //! [`MockProvider`] stops the server.
@@ -46,7 +51,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use pi_ext_abi::protocol::{CompletionRequest, CompletionResponse, SessionContext, Usage};
+use pi_ext_abi::LogLevel;
 use serde_json::{json, Value};
+use session_index::host::{HostApi, NotifyLevel, RecordingHost};
 
 /// The API a [`MockProvider`] speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -470,5 +478,63 @@ fn reason(status: u16) -> &'static str {
         503 => "Service Unavailable",
         529 => "Overloaded",
         _ => "Status",
+    }
+}
+
+/// A host that serves model completions itself, from scripted answer texts,
+/// recording every request; other calls go to a [`RecordingHost`].
+pub struct ServingHost {
+    pub inner: Arc<RecordingHost>,
+    answers: Mutex<VecDeque<String>>,
+    requests: Mutex<Vec<CompletionRequest>>,
+}
+
+impl ServingHost {
+    pub fn new(answers: &[&str]) -> Arc<Self> {
+        Arc::new(ServingHost {
+            inner: RecordingHost::new(SessionContext::default()),
+            answers: Mutex::new(answers.iter().map(|a| a.to_string()).collect()),
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn requests(&self) -> Vec<CompletionRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl HostApi for ServingHost {
+    fn context(&self) -> SessionContext {
+        self.inner.context()
+    }
+    fn set_status(&self, key: &str, text: Option<&str>) {
+        self.inner.set_status(key, text)
+    }
+    fn notify(&self, text: &str, level: NotifyLevel) {
+        self.inner.notify(text, level)
+    }
+    fn append_entry(&self, custom_type: &str, data: &Value) {
+        self.inner.append_entry(custom_type, data)
+    }
+    fn set_session_name(&self, name: &str) {
+        self.inner.set_session_name(name)
+    }
+    fn api_key(&self, provider: &str) -> Option<String> {
+        self.inner.api_key(provider)
+    }
+    fn can_complete(&self) -> bool {
+        true
+    }
+    fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, String> {
+        self.requests.lock().unwrap().push(request.clone());
+        let text = self.answers.lock().unwrap().pop_front().ok_or("mock host: no scripted answer")?;
+        let usage = Usage { input_tokens: 10, output_tokens: 5, cost_usd: Some(0.001) };
+        Ok(CompletionResponse { text, model: request.model.clone().unwrap_or_default(), usage })
+    }
+    fn log(&self, level: LogLevel, target: &str, message: &str) {
+        self.inner.log(level, target, message)
+    }
+    fn wait_for_idle(&self, timeout: Duration) -> bool {
+        self.inner.wait_for_idle(timeout)
     }
 }

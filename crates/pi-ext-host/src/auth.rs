@@ -129,6 +129,25 @@ mod tests {
     }
 
     #[test]
+    fn auth_file_wins_over_the_environment_as_in_pi() {
+        // Variable names unique to this test: no other test reads them.
+        std::env::set_var("ZZ_TEST_ENV_ONLY_API_KEY", "from-env");
+        std::env::set_var("ZZ_TEST_BOTH_API_KEY", "from-env");
+        std::env::set_var("ZZ_TEST_INDIRECT_VALUE", "from-named-var");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("auth.json"),
+            r#"{"zz-test-both": {"type": "api_key", "key": "from-file"},
+                "zz-test-indirect": {"type": "api_key", "key": "ZZ_TEST_INDIRECT_VALUE"}}"#,
+        )
+        .unwrap();
+        let env_source = KeySource::Env("ZZ_TEST_ENV_ONLY_API_KEY".into());
+        assert_eq!(lookup("zz-test-env-only", dir.path()).0, Some(("from-env".to_string(), env_source)));
+        assert_eq!(lookup("zz-test-both", dir.path()).0, Some(("from-file".to_string(), KeySource::AuthFile)));
+        assert_eq!(lookup("zz-test-indirect", dir.path()).0, Some(("from-named-var".to_string(), KeySource::AuthFile)));
+    }
+
+    #[test]
     fn malformed_auth_file_is_a_note_without_its_content() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("auth.json"), "{\"p\": {\"key\": \"sk-secret\"").unwrap();

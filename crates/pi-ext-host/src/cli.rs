@@ -199,6 +199,7 @@ fn info(cli: &Cli) -> Result<Value, HostError> {
         "library": loaded.library,
         "abi": {"host": pi_ext_abi::ABI_VERSION, "declared": loaded.manifest.abi},
         "registrations": loaded.instance.registrations(),
+        "warnings": loaded.manifest.registration_mismatches(&loaded.instance.registrations()),
     });
     finish_doc(&mut doc, &flush, &loaded.host);
     Ok(doc)

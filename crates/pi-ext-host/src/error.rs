@@ -10,8 +10,16 @@ pub enum HostError {
     Manifest(String),
 
     /// The plugin declares (or was built against) another major version of pi-ext-abi.
-    #[error("{location}: ABI version mismatch: this host speaks pi-ext-abi {host}, the plugin was built against pi-ext-abi {plugin}")]
-    AbiMismatch { location: String, host: String, plugin: String },
+    #[error(
+        "{location}: ABI version mismatch: this host speaks pi-ext-abi {host}, the plugin {how} pi-ext-abi {plugin}"
+    )]
+    AbiMismatch {
+        location: String,
+        host: String,
+        plugin: String,
+        /// "declares" (plugin.toml) or "was built against" (the library).
+        how: &'static str,
+    },
 
     /// No library file was found at any candidate path.
     #[error("plugin library not found; tried: {}", display_paths(.tried))]

@@ -267,3 +267,27 @@ fn json_kind(value: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_past_its_deadline_is_abandoned_with_an_error() {
+        let started = std::time::Instant::now();
+        let result = with_deadline("event agent_end", Duration::from_millis(50), || {
+            std::thread::sleep(Duration::from_secs(5));
+            1
+        });
+        assert_eq!(result, Err("event agent_end did not return within 50 ms".to_string()));
+        assert!(started.elapsed() < Duration::from_secs(4));
+        assert_eq!(with_deadline("x", Duration::from_secs(5), || 7), Ok(7));
+    }
+
+    #[test]
+    fn plugin_errors_are_one_line() {
+        let err = plugin_result("tool t", RResult::RErr(RString::from("bad\nthing"))).unwrap_err();
+        assert_eq!(err, "tool t failed: bad thing");
+        assert_eq!(json_kind(&Value::Null), "null");
+    }
+}

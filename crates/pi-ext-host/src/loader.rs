@@ -98,6 +98,7 @@ fn map_library_error(path: &Path, error: LibraryError) -> HostError {
             location: path.display().to_string(),
             host: expected_version.to_string(),
             plugin: actual_version.to_string(),
+            how: "was built against",
         },
         LibraryError::AbiInstability(e) => {
             incompatible(format!("type layouts differ from the host's: {}", one_line(&e.to_string())))

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use pi_ext_abi::protocol::EVENTS;
+use pi_ext_abi::protocol::{Registrations, EVENTS};
 use serde::{Deserialize, Serialize, Serializer};
 use toml::Spanned;
 
@@ -123,7 +123,10 @@ impl Manifest {
     /// declared ABI major against this host's before anything is loaded.
     pub fn load(path: impl AsRef<Path>) -> Result<Manifest, HostError> {
         let path = path.as_ref();
-        let file = if path.is_dir() { path.join(MANIFEST_FILE) } else { path.to_path_buf() };
+        // A path that does not exist and is not a .toml file is taken as a directory, so the
+        // message names the plugin.toml that was expected there.
+        let names_dir = path.is_dir() || (!path.exists() && path.extension().is_none_or(|e| e != "toml"));
+        let file = if names_dir { path.join(MANIFEST_FILE) } else { path.to_path_buf() };
         // Absolute, so messages and the plugin directory handed to the plugin do not depend on the cwd.
         let file = std::path::absolute(&file).unwrap_or(file);
         let text = std::fs::read_to_string(&file).map_err(|e| {
@@ -224,7 +227,26 @@ impl Manifest {
             location,
             host: pi_ext_abi::ABI_VERSION.to_string(),
             plugin: self.abi.to_string(),
+            how: "declares",
         })
+    }
+
+    /// Differences between what this manifest declares and what the plugin
+    /// registered (one message each); a host may show them as warnings.
+    pub fn registration_mismatches(&self, registered: &Registrations) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut compare = |kind: &str, declared: &[String], registered: Vec<&str>| {
+            for name in declared.iter().filter(|d| !registered.contains(&d.as_str())) {
+                problems.push(format!("{kind} '{name}' is declared in plugin.toml but not registered"));
+            }
+            for name in registered.iter().filter(|r| !declared.iter().any(|d| d == *r)) {
+                problems.push(format!("{kind} '{name}' is registered but not declared in plugin.toml"));
+            }
+        };
+        compare("event", &self.events, registered.events.iter().map(String::as_str).collect());
+        compare("command", &self.commands, registered.commands.iter().map(|c| c.name.as_str()).collect());
+        compare("tool", &self.tools, registered.tools.iter().map(|t| t.name.as_str()).collect());
+        problems
     }
 
     /// The config text to hand the plugin: `override_path` if given, else
@@ -305,6 +327,24 @@ mod tests {
         assert!(err.contains("plugin.toml:4:7: plugin.abi must be"), "{err}");
         let err = parse(&GOOD.replace("agent_end", "agent_ended")).unwrap_err().to_string();
         assert!(err.contains(":7:11: unknown event 'agent_ended'"), "{err}");
+    }
+
+    #[test]
+    fn registration_mismatches_are_listed_both_ways() {
+        let m = parse(GOOD).unwrap();
+        let regs: Registrations = serde_json::from_value(serde_json::json!({
+            "events": ["agent_end", "input"],
+            "commands": [{"name": "go", "description": ""}],
+            "tools": []
+        }))
+        .unwrap();
+        assert_eq!(
+            m.registration_mismatches(&regs),
+            vec![
+                "event 'input' is registered but not declared in plugin.toml",
+                "tool 't' is declared in plugin.toml but not registered",
+            ]
+        );
     }
 
     #[test]

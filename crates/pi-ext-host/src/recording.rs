@@ -101,10 +101,10 @@ impl RecordingHost {
         self.state().effects.push(effect);
     }
 
-    fn print_log(&self, level: LogLevel, target: &str, message: &str) {
+    fn print_log(&self, source: &str, level: LogLevel, target: &str, message: &str) {
         if self.shared.stderr_level.is_some_and(|threshold| level >= threshold) {
             // Ignoring a failed write: there is nowhere else to report it.
-            let _ = writeln!(std::io::stderr().lock(), "[plugin {}] {target}: {}", level.as_str(), one_line(message));
+            let _ = writeln!(std::io::stderr().lock(), "[{source} {}] {target}: {}", level.as_str(), one_line(message));
         }
     }
 }
@@ -158,7 +158,7 @@ impl Host for RecordingHost {
             let provider = provider.as_str();
             let (found, note) = crate::auth::lookup(provider, &self.agent_dir());
             if let Some(note) = note {
-                self.print_log(LogLevel::Warn, "pi-ext-host", &note);
+                self.print_log("host", LogLevel::Warn, "auth", &note);
             }
             let source = found.as_ref().map(|(_, source)| source.describe());
             self.record(json!({"type": "apiKey", "provider": provider, "found": found.is_some(), "source": source}));
@@ -194,7 +194,7 @@ impl Host for RecordingHost {
 
     fn log(&self, level: LogLevel, target: RStr<'_>, message: RStr<'_>) {
         guard((), || {
-            self.print_log(level, target.as_str(), message.as_str());
+            self.print_log("plugin", level, target.as_str(), message.as_str());
             self.record(json!({
                 "type": "log",
                 "level": level.as_str(),

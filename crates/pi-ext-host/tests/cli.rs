@@ -56,6 +56,7 @@ fn info_lists_the_manifest_and_registrations() {
     assert_eq!(tool["parameters"]["type"], "object");
     assert!(tool["parameters"]["properties"].is_object());
     assert_eq!(doc["effects"], Value::Array(vec![]));
+    assert_eq!(doc["warnings"], Value::Array(vec![]));
 }
 
 #[cfg(unix)]
@@ -139,6 +140,8 @@ fn missing_and_malformed_manifests_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let line = run(&["--plugin", &s(dir.path()), "info"]).failure();
     assert!(line.contains("plugin.toml") && line.contains("not found"), "{line}");
+    let line = run(&["--plugin", &s(&dir.path().join("no-such-dir")), "info"]).failure();
+    assert!(line.contains("no-such-dir/plugin.toml: plugin manifest not found"), "{line}");
 
     let toml = dir.path().join("plugin.toml");
     std::fs::write(&toml, "[plugin]\nname = \"x\"\nversion = 0.1.0\n").unwrap();
