@@ -84,7 +84,8 @@ function hintsFrom(messages) {
 	const text = messages.map((m) => textOf(m.content)).join("\n");
 	return {
 		topic: TOPIC_RE.exec(text)?.[1] ?? "mock",
-		ids: [...new Set(text.match(ENTRY_ID_RE) ?? [])],
+		// Ids shown as [abcd1234] (how excerpts cite entries) first, then any id-like token.
+		ids: [...new Set([...[...text.matchAll(/\[([0-9a-f]{8})\]/g)].map((m) => m[1]), ...(text.match(ENTRY_ID_RE) ?? [])])],
 		text,
 	};
 }

@@ -166,7 +166,7 @@ test("@@<session name> injects a session-reference custom_message with the refer
 	const { sessionId } = await pi.command({ type: "get_state" });
 	assert.notEqual(sessionId, state.alphaId);
 	state.betaId = sessionId;
-	await pi.prompt(`TOPIC:beta What did we decide in @@${state.alphaMeta.name}?`);
+	await pi.prompt(`TOPIC:beta What did we decide in @@"${state.alphaMeta.name}"?`);
 	const { entries } = await sessionEntries();
 	const ref = entries.find((e) => e.type === "custom_message" && e.customType === "session-reference");
 	assert.ok(ref, `no session-reference custom_message in ${entries.map((e) => e.customType ?? e.type)}\n${bridgeLog()}`);
