@@ -35,7 +35,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<(), HostError> {
     let library = crate::loader::find_library(&manifest, cli.lib.as_deref())?;
     let module = crate::loader::load_module_from_path(&library)?;
 
-    let out = Arc::new(Output::new(Box::new(std::io::stdout())));
+    let out = Arc::new(Output::new(protocol_stdout()));
     let host = ServeHost::new(Arc::clone(&out), log_level, HostTimeouts::default());
     let plugin_info = json!({
         "plugin": format!("{}@{}", manifest.name, manifest.version),
@@ -56,6 +56,28 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<(), HostError> {
     };
     Server::new(out, host, factory, options).serve(std::io::stdin().lock());
     Ok(())
+}
+
+/// The protocol's stdout. On unix the original fd 1 is kept privately and fd 1
+/// is pointed at stderr, so a stray print from the plugin (or a library it
+/// uses) lands in the log instead of corrupting the protocol.
+fn protocol_stdout() -> Box<dyn std::io::Write + Send> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::FromRawFd;
+        // SAFETY: dup/dup2/close on this process's own standard descriptors
+        // before any other thread writes to them; the duplicate is owned by the File.
+        unsafe {
+            let fd = libc::dup(1);
+            if fd >= 0 {
+                if libc::dup2(2, 1) >= 0 {
+                    return Box::new(std::fs::File::from_raw_fd(fd));
+                }
+                libc::close(fd);
+            }
+        }
+    }
+    Box::new(std::io::stdout())
 }
 
 fn parse_level(level: &str) -> Result<LogLevel, HostError> {
