@@ -20,6 +20,9 @@ function fail(message) {
 const [major] = process.versions.node.split(".").map(Number);
 if (major < 20) fail(`node >= 20 is required (pi ${PI_VERSION}), found ${process.versions.node}`);
 
+const npm = spawnSync("npm", ["--version"], { encoding: "utf8", shell: process.platform === "win32" });
+if (npm.status !== 0) fail("npm is required by the end-to-end test (it installs pi): install Node.js with npm");
+
 function ensurePi() {
 	if (process.env.PI_E2E_NODE_DIR) {
 		const dir = resolve(process.env.PI_E2E_NODE_DIR);
@@ -32,8 +35,6 @@ function ensurePi() {
 	const cache = join(REPO, "target/e2e-node");
 	if (installedPiVersion(cache) === PI_VERSION) return cache;
 
-	const npm = spawnSync("npm", ["--version"], { encoding: "utf8", shell: process.platform === "win32" });
-	if (npm.status !== 0) fail("npm is required to install pi for the end-to-end test (install Node.js with npm)");
 	mkdirSync(cache, { recursive: true });
 	copyFileSync(join(pinned, "package.json"), join(cache, "package.json"));
 	copyFileSync(join(pinned, "package-lock.json"), join(cache, "package-lock.json"));
