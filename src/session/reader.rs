@@ -1,0 +1,435 @@
+//! Streaming a session file line by line into entries, as pi's
+//! `loadEntriesFromFile` + `migrateToCurrentVersion` would see them.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use super::convert;
+use super::model::*;
+use super::raw::RawLine;
+use super::SessionError;
+
+/// Entry types pi writes; a headerless file whose first record has one of
+/// these is a damaged pi session, anything else is not a pi session.
+const PI_ENTRY_TYPES: &[&str] = &[
+    "message",
+    "thinking_level_change",
+    "model_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+];
+
+/// One physical line of a file, without its newline.
+pub(crate) struct Line<'b> {
+    pub number: u64,
+    pub text: &'b [u8],
+    pub terminated: bool,
+}
+
+/// Reads lines into one growing buffer: no copy per line, memory bounded by
+/// the longest line (plus one read chunk).
+pub(crate) struct LineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// Start of the unconsumed bytes.
+    start: usize,
+    /// End of the bytes read so far.
+    end: usize,
+    /// Where to resume looking for a newline (bytes before it have none).
+    scanned: usize,
+    eof: bool,
+    number: u64,
+}
+
+const READ_CHUNK: usize = 1 << 20;
+const INITIAL_BUFFER: usize = 4 << 20;
+
+impl<R: Read> LineReader<R> {
+    pub fn new(inner: R) -> Self {
+        LineReader { inner, buf: vec![0; INITIAL_BUFFER], start: 0, end: 0, scanned: 0, eof: false, number: 0 }
+    }
+
+    pub fn next_line(&mut self) -> std::io::Result<Option<Line<'_>>> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
+                let nl = self.scanned + i;
+                return Ok(Some(self.take(nl, true)));
+            }
+            self.scanned = self.end;
+            if self.eof {
+                if self.start == self.end {
+                    return Ok(None);
+                }
+                let end = self.end;
+                return Ok(Some(self.take(end, false)));
+            }
+            // Compact only when the free tail runs short, so a long line is
+            // moved at most once per buffer-full rather than once per read.
+            if self.buf.len() - self.end < READ_CHUNK {
+                if self.start > 0 {
+                    self.buf.copy_within(self.start..self.end, 0);
+                    self.end -= self.start;
+                    self.scanned -= self.start;
+                    self.start = 0;
+                }
+                if self.buf.len() - self.end < READ_CHUNK {
+                    let grown = (self.buf.len() * 2).max(self.end + READ_CHUNK);
+                    self.buf.resize(grown, 0);
+                }
+            }
+            let n = loop {
+                match self.inner.read(&mut self.buf[self.end..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            if n == 0 {
+                self.eof = true;
+            }
+            self.end += n;
+        }
+    }
+
+    fn take(&mut self, line_end: usize, terminated: bool) -> Line<'_> {
+        let from = self.start;
+        self.start = if terminated { line_end + 1 } else { line_end };
+        self.scanned = self.start;
+        self.number += 1;
+        let mut text = &self.buf[from..line_end];
+        if self.number == 1 {
+            // JavaScript's trim() drops a leading BOM, so pi reads such files.
+            text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+        }
+        Line { number: self.number, text, terminated }
+    }
+}
+
+/// Parse one line. pi decodes the file as UTF-8 with replacement characters,
+/// so invalid bytes damage only the strings they are in: on a parse failure
+/// caused by them, the line is repaired the same way and parsed again. (Bytes
+/// in fields nobody reads, such as image data, are never validated.)
+pub(crate) fn parse_line<'b, T: serde::Deserialize<'b>>(
+    text: &'b [u8],
+    repaired: &'b mut Option<String>,
+) -> (Result<T, serde_json::Error>, bool) {
+    match serde_json::from_slice::<T>(text) {
+        Ok(v) => (Ok(v), false),
+        Err(e) => {
+            if std::str::from_utf8(text).is_ok() {
+                return (Err(e), false);
+            }
+            let fixed = repaired.insert(String::from_utf8_lossy(text).into_owned());
+            (serde_json::from_str::<T>(fixed), true)
+        }
+    }
+}
+
+pub(crate) fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> SessionError {
+    SessionError::Io { path: path.to_path_buf(), source }
+}
+
+/// The id pi's file naming (`<timestamp>_<id>.jsonl`) gives a headerless file.
+fn id_from_file_name(path: &Path) -> String {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    match stem.rsplit_once('_') {
+        Some((_, id)) if !id.is_empty() => id.to_string(),
+        _ => stem,
+    }
+}
+
+fn header_from(raw: &RawLine<'_>) -> SessionHeader {
+    let version = match raw.version.0 {
+        Some(v) if v.is_finite() && v >= 1.0 => v.min(u32::MAX as f64) as u32,
+        Some(_) => 1,
+        None => 1,
+    };
+    SessionHeader {
+        version,
+        id: raw.id.string(),
+        timestamp: raw.timestamp.string(),
+        cwd: raw.cwd.string(),
+        parent_session: raw.parent_session.owned(),
+    }
+}
+
+/// State of the v1 → v2 migration (linear ids, parent = previous entry).
+#[derive(Default)]
+struct V1Ids {
+    /// Id given to each parsed record, by pi's `entries` index (`None` for the header).
+    by_index: Vec<Option<String>>,
+    prev: Option<String>,
+}
+
+pub(crate) struct Parsed {
+    pub header: SessionHeader,
+    pub entries: Vec<Entry>,
+    pub warnings: Warnings,
+}
+
+/// Read only the header (the first JSON record); `Ok(None)` when the file has
+/// no header but looks like a damaged pi session.
+pub(crate) fn header_only(path: &Path) -> Result<Option<SessionHeader>, SessionError> {
+    let file = File::open(path).map_err(|e| io_err(path, e))?;
+    let mut lines = LineReader::new(file);
+    while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
+        if is_blank(line.text) {
+            continue;
+        }
+        let mut repaired = None;
+        let Ok(raw) = parse_line::<RawLine<'_>>(line.text, &mut repaired).0 else {
+            continue;
+        };
+        return match raw.ty.as_str() {
+            Some("session") if raw.id.0.is_some() => Ok(Some(header_from(&raw))),
+            Some("session") => Ok(None),
+            Some(t) if PI_ENTRY_TYPES.contains(&t) => Ok(None),
+            _ => Err(not_a_session(path, "its first record is not a session header")),
+        };
+    }
+    Err(not_a_session(path, "no JSON records"))
+}
+
+pub(crate) fn not_a_session(path: &Path, reason: &str) -> SessionError {
+    SessionError::NotASession { path: path.to_path_buf(), reason: reason.to_string() }
+}
+
+pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
+    let file = File::open(path).map_err(|e| io_err(path, e))?;
+    let mut lines = LineReader::new(file);
+    let mut warnings = Warnings::default();
+    let mut header: Option<SessionHeader> = None;
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut v1 = V1Ids::default();
+    // Index of the next parsed record in pi's `entries` array (header = 0).
+    let mut record_index = 0usize;
+
+    while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
+        if is_blank(line.text) {
+            if line.terminated {
+                warnings.blank_lines += 1;
+            }
+            continue;
+        }
+        let mut repaired = None;
+        let (parsed, was_repaired) = parse_line::<RawLine<'_>>(line.text, &mut repaired);
+        if was_repaired {
+            warnings.invalid_utf8_lines += 1;
+        }
+        let raw = match parsed {
+            Ok(raw) => raw,
+            Err(_) => {
+                if line.terminated {
+                    warnings.malformed_lines += 1;
+                } else {
+                    warnings.truncated_final_line += 1;
+                }
+                continue;
+            }
+        };
+        let ty = raw.ty.as_str().unwrap_or_default();
+        if header.is_none() {
+            if ty == "session" && raw.id.0.is_some() {
+                header = Some(header_from(&raw));
+                v1.by_index.push(None);
+                record_index += 1;
+                continue;
+            }
+            if ty != "session" && !PI_ENTRY_TYPES.contains(&ty) {
+                return Err(not_a_session(path, "its first record is not a session header"));
+            }
+            // A damaged pi session: keep its entries under a synthesized header.
+            warnings.missing_header += 1;
+            let mut synthesized = header_from(&raw);
+            synthesized.id = id_from_file_name(path);
+            synthesized.version = if ty != "session" && raw.id.0.is_none() { 1 } else { 3 };
+            header = Some(synthesized);
+            if ty == "session" {
+                v1.by_index.push(None);
+                record_index += 1;
+                continue;
+            }
+        }
+        let version = header.as_ref().map_or(3, |h| h.version);
+        let this_index = record_index;
+        record_index += 1;
+        if ty == "session" {
+            // pi skips further headers everywhere (`getEntries` filters them).
+            if version < 2 {
+                v1.by_index.push(None);
+            }
+            continue;
+        }
+
+        let (id, parent_id) = if version < 2 {
+            let id = format!("{:08x}", this_index);
+            let parent = v1.prev.replace(id.clone());
+            v1.by_index.push(Some(id.clone()));
+            (id, parent)
+        } else {
+            match raw.id.owned() {
+                Some(id) => (id, raw.parent_id.owned()),
+                None => {
+                    // pi would index it under `undefined`; nothing can reference it.
+                    warnings.malformed_lines += 1;
+                    continue;
+                }
+            }
+        };
+
+        let mut kind = match convert::kind(&raw, ty, version) {
+            Ok(kind @ EntryKind::Unknown { .. }) => {
+                warnings.unknown_entry_types += 1;
+                kind
+            }
+            Ok(kind) => kind,
+            Err(()) => {
+                // A message without a message object or with a role pi's context
+                // code does not know: kept so the tree stays connected.
+                warnings.unknown_entry_types += 1;
+                EntryKind::Unknown { entry_type: ty.to_string() }
+            }
+        };
+        if version < 2 {
+            if let EntryKind::Compaction { first_kept_entry_id, .. } = &mut kind {
+                if let Some(index) = raw.first_kept_entry_index.0 {
+                    *first_kept_entry_id = v1_first_kept(&v1, index, this_index, &id);
+                }
+            }
+        }
+        entries.push(Entry { id, parent_id, timestamp: raw.timestamp.string(), line: line.number, kind });
+    }
+
+    let header = header.ok_or_else(|| not_a_session(path, "no JSON records"))?;
+    Ok(Parsed { header, entries, warnings })
+}
+
+/// pi's `firstKeptEntryIndex` → `firstKeptEntryId`: an index into its parsed
+/// records, resolved while ids are being assigned (later records have none yet).
+fn v1_first_kept(v1: &V1Ids, index: f64, this_index: usize, own_id: &str) -> String {
+    if index.fract() != 0.0 || index < 0.0 {
+        return String::new();
+    }
+    let index = index as usize;
+    if index == this_index {
+        return own_id.to_string();
+    }
+    v1.by_index.get(index).cloned().flatten().unwrap_or_default()
+}
+
+/// Index by id (later duplicates win, as in pi's `byId` map) and the tree problems.
+pub(crate) fn index_and_check(entries: &[Entry], warnings: &mut Warnings) -> HashMap<String, usize> {
+    let mut by_id: HashMap<String, usize> = HashMap::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        if by_id.insert(e.id.clone(), i).is_some() {
+            warnings.duplicate_ids += 1;
+        }
+    }
+    let parent = |i: usize| -> Option<usize> { entries[i].parent_id.as_ref().and_then(|p| by_id.get(p).copied()) };
+    for e in entries {
+        if let Some(p) = &e.parent_id {
+            if !by_id.contains_key(p) {
+                warnings.dangling_parents += 1;
+            }
+        }
+    }
+    // 0 = unvisited, 1 = on the current walk, 2 = done.
+    let mut state = vec![0u8; entries.len()];
+    let mut walk = Vec::new();
+    for start in 0..entries.len() {
+        walk.clear();
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            match state[i] {
+                0 => {
+                    state[i] = 1;
+                    walk.push(i);
+                    cur = parent(i);
+                }
+                1 => {
+                    warnings.cyclic_parents += 1;
+                    break;
+                }
+                _ => break,
+            }
+        }
+        for &i in &walk {
+            state[i] = 2;
+        }
+    }
+    by_id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hands out at most `step` bytes per read, to cross every buffer boundary.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(out.len()).min(self.data.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn lines(data: &[u8], step: usize) -> Vec<(Vec<u8>, bool)> {
+        let mut r = LineReader::new(Trickle { data, step });
+        let mut out = Vec::new();
+        while let Some(l) = r.next_line().unwrap() {
+            out.push((l.text.to_vec(), l.terminated));
+        }
+        out
+    }
+
+    #[test]
+    fn lines_survive_any_read_size() {
+        let long = vec![b'x'; READ_CHUNK * 3 + 17];
+        let mut data = b"\xEF\xBB\xBFfirst\n\nsecond\n".to_vec();
+        data.extend_from_slice(&long);
+        data.extend_from_slice(b"\nlast-unterminated");
+        let want = vec![
+            (b"first".to_vec(), true),
+            (Vec::new(), true),
+            (b"second".to_vec(), true),
+            (long.clone(), true),
+            (b"last-unterminated".to_vec(), false),
+        ];
+        for step in [1, 7, 4096, usize::MAX] {
+            if step == 1 {
+                // One byte per read over 3 MiB is slow in debug builds; the small
+                // steps are covered on the short prefix.
+                assert_eq!(lines(&data[..17], step), want[..3].to_vec());
+                continue;
+            }
+            assert_eq!(lines(&data, step), want, "step {step}");
+        }
+        assert!(lines(b"", 10).is_empty());
+        assert_eq!(lines(b"a\n", 10), vec![(b"a".to_vec(), true)]);
+    }
+
+    #[test]
+    fn invalid_utf8_is_repaired_like_javascript() {
+        let line = b"{\"type\":\"x\",\"name\":\"a\xffb\"}";
+        let mut repaired = None;
+        let (parsed, was_repaired) = parse_line::<RawLine<'_>>(line, &mut repaired);
+        assert!(was_repaired);
+        assert_eq!(parsed.ok().and_then(|l| l.name.owned()).as_deref(), Some("a\u{FFFD}b"));
+    }
+}
