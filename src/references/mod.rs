@@ -115,9 +115,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
         if out.session_ids.contains(&entry.id) {
             // Already injected by an earlier reference: only its answer is new.
             if let (Some(a), Some(b)) = (answered, out.blocks.iter_mut().find(|b| b.id == entry.id)) {
-                let text = describe::body(&sessions_dir, &meta_dir, &entry, Some(&a));
-                let answer_part = text.split("\ndate: ").next().unwrap_or_default();
-                b.body = format!("{answer_part}\n{}", b.body);
+                b.body = format!("{}\n{}", describe::answer_text(&a), b.body);
             }
             continue;
         }
@@ -187,8 +185,7 @@ fn add_ancestors(
 fn ask(app: &App, ctx: &SessionContext, entry: &CatalogEntry, question: &str) -> describe::Answered {
     let result = crate::query::answer(app, ctx, entry, question)
         .map(|a| {
-            // The confidence's type belongs to the query module; its Debug form names the level.
-            let confidence = format!("{:?}", a.confidence).trim_matches('"').to_lowercase();
+            let confidence = a.confidence.as_str().to_string();
             let citations =
                 a.citations.iter().map(|c| format!("[{} {}] {}", c.entry_id, c.role, clip(&c.excerpt, 280))).collect();
             (a.answer_markdown.clone(), confidence, citations)
