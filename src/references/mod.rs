@@ -10,6 +10,7 @@ pub mod extract;
 pub mod parse;
 pub mod render;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pi_ext_abi::protocol::{CustomMessage, SessionContext};
@@ -217,9 +218,18 @@ fn ask(app: &App, ctx: &SessionContext, entry: &CatalogEntry, question: &str) ->
     describe::Answered { question: question.to_string(), result }
 }
 
+/// Whether this plugin's last status line is an unresolved-references warning.
+static WARNING_SHOWN: AtomicBool = AtomicBool::new(false);
+
 fn report(app: &App, built: &Built, rendered: &render::Rendered) {
     let host = &app.host;
-    if !built.unresolved.is_empty() {
+    if built.unresolved.is_empty() {
+        // Clear only our own earlier warning, never another feature's status.
+        if WARNING_SHOWN.swap(false, Ordering::Relaxed) {
+            host.set_status(&app.config.status_key, None);
+        }
+    } else {
+        WARNING_SHOWN.store(true, Ordering::Relaxed);
         let list: Vec<String> =
             built.unresolved.iter().map(|u| format!("{}: {}", clip(&u.reference, 80), clip(&u.reason, 300))).collect();
         host.notify(&format!("Session reference not resolved — {}", list.join(" | ")), NotifyLevel::Warning);

@@ -22,9 +22,10 @@ pub struct Reference {
 /// Largest depth parsed; the config caps it further.
 const MAX_PARSED_DEPTH: u32 = 99;
 /// Characters that end an unquoted reference.
-const STOP: &[char] = &['"', '\'', '`', '<', '>', '(', ')', '[', ']', '{', '}', ',', ';', '|', ':', '*'];
-/// Sentence punctuation trimmed from the end of an unquoted reference.
-const TRAILING: &[char] = &['.', '!', '?'];
+const STOP: &[char] = &['"', '`', '<', '>', '(', ')', '[', ']', '{', '}', ',', ';', '|', ':', '*'];
+/// Sentence punctuation (and a closing single quote) trimmed from the end of
+/// an unquoted reference; an apostrophe inside one (`bob's-notes`) stays.
+const TRAILING: &[char] = &['.', '!', '?', '\''];
 
 /// Every reference in `prompt`, deduplicated (case-insensitively on the
 /// target and question; the largest depth wins), in first-seen order.
@@ -214,6 +215,8 @@ mod tests {
         assert_eq!(targets("@@\"A b\": why\n"), vec![("A b".into(), 0, Some("why".into()))]);
         assert_eq!(targets("@@../../etc/passwd"), vec![("../../etc/passwd".into(), 0, None)]);
         assert_eq!(targets("@@~/x"), vec![("~/x".into(), 0, None)]);
+        assert_eq!(targets("'@@bob's-notes'?"), vec![("bob's-notes".into(), 0, None)]);
+        assert_eq!(targets("**@@auth~3**"), vec![("auth".into(), 3, None)]);
     }
 
     #[test]
