@@ -43,7 +43,9 @@ pub fn on_session_start(app: &Arc<App>, ctx: &SessionContext) {
     }
     let (sessions_dir, meta_dir) = (app.sessions_dir(ctx), app.meta_dir(ctx));
     if !app.catalog.is_warm(&sessions_dir, &meta_dir) {
-        app.jobs.submit(&app.runtime, "catalog-prewarm", app.catalog.prewarm_task(&sessions_dir, &meta_dir));
+        // Keyed by directory: a coalesced re-run repeats the first submission's work.
+        let key = format!("catalog-prewarm:{}", sessions_dir.display());
+        app.jobs.submit(&app.runtime, &key, app.catalog.prewarm_task(&sessions_dir, &meta_dir));
     }
 }
 
