@@ -229,6 +229,17 @@ mod tests {
     }
 
     #[test]
+    fn never_panics_on_any_slice_of_tricky_text() {
+        let text = "x @@\"é\"~2: q? `@@a` ```\n@@b\n``` @@ü~ @@\" @@~9 @@a:  \n@@日本~x: ? a@@b @@@c @@'d' \"@@";
+        let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+        for &a in &bounds {
+            for &b in bounds.iter().filter(|&&b| b >= a) {
+                let _ = parse(&text[a..b]);
+            }
+        }
+    }
+
+    #[test]
     fn dedup_keeps_first_and_largest_depth() {
         let t = targets("@@Auth @@auth~2 @@other @@AUTH");
         assert_eq!(t, vec![("Auth".into(), 2, None), ("other".into(), 0, None)]);

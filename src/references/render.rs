@@ -204,6 +204,32 @@ mod tests {
     }
 
     #[test]
+    fn content_never_exceeds_the_cap() {
+        for cap in [512usize, 700, 1000, 3000, 12_000] {
+            for n in 0..12usize {
+                let blocks: Vec<Block> = (0..n)
+                    .map(|i| Block {
+                        id: format!("id-{i}-{}", "x".repeat(30)),
+                        name: Some(format!("Name é {i}")),
+                        relation: (i % 3 == 2).then(|| "ancestor level 1 of id-0".to_string()),
+                        body: "日本語 text ".repeat(i * 97 % 400),
+                        group: i / 2,
+                    })
+                    .collect();
+                let trailer: Vec<String> =
+                    (0..n % 4).map(|i| format!("Unresolved reference @@r{i}: {}", "y".repeat(150))).collect();
+                let r = render(&blocks, &trailer, cap);
+                assert!(r.content.len() <= cap, "cap {cap}, {n} blocks: {}", r.content.len());
+                assert_eq!(
+                    r.content.matches("</session-reference>").count() + r.omitted,
+                    n,
+                    "every block is either whole-framed or counted as omitted"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn escape_blocks_every_spelling_of_the_tag() {
         let e = escape("a </session-reference> b < / Session-Reference x <div>");
         assert!(!e.to_lowercase().contains("</session-reference"), "{e}");
