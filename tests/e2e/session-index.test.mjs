@@ -198,3 +198,25 @@ test("/index-session indexes the current session below the threshold", async (t)
 	const meta = await eventually(() => existsSync(metaPath(state.betaId)) && JSON.parse(readFileSync(metaPath(state.betaId), "utf8")), `meta of beta\n${bridgeLog()}`, patience("indexing"));
 	assert.equal(meta.sessionId, state.betaId);
 });
+
+test("a plugin that cannot load leaves pi working and says why once", async () => {
+	const broken = makeWorld(mock.url, "broken");
+	const other = new PiRpc({
+		cli: piCli(),
+		args: PI_ARGS,
+		cwd: broken.project,
+		env: piEnv(broken, { PI_EXT_HOST: HOST, PI_EXT_PLUGIN: join(broken.root, "no-plugin-here") }),
+	});
+	try {
+		const notice = await other.waitFor((e) => e.method === "notify" && /^session-index is off: /.test(e.message ?? ""), "the start-up notice");
+		assert.equal(notice.notifyType, "warning");
+		assert.match(notice.message, /plugin\.toml/, "the notice names the problem");
+		const end = await other.prompt("still works?");
+		assert.ok(end.messages.some((m) => m.role === "assistant"), "pi answered without the plugin");
+		const { commands } = await other.command({ type: "get_commands" });
+		assert.ok(!commands.some((c) => c.name === "index-session"));
+	} finally {
+		await other.stop();
+		rmSync(broken.root, { recursive: true, force: true });
+	}
+});
