@@ -168,9 +168,12 @@ export default async function piBridge(pi: ExtensionAPI) {
 	async function waitForIdle(timeoutMs: number): Promise<boolean> {
 		const deadline = Date.now() + timeoutMs;
 		if (commandCtx) {
+			let timer: NodeJS.Timeout | undefined;
+			const late = new Promise<boolean>((resolve) => {
+				timer = setTimeout(() => resolve(false), timeoutMs);
+			});
 			const done = commandCtx.waitForIdle().then(() => true);
-			const late = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), timeoutMs));
-			return Promise.race([done, late]);
+			return Promise.race([done, late]).finally(() => clearTimeout(timer));
 		}
 		while (current && !current.isIdle()) {
 			if (Date.now() >= deadline) return false;
