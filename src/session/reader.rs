@@ -151,9 +151,7 @@ fn hex4(b: &[u8]) -> Option<u16> {
 /// `None` when there is none.
 pub(crate) fn replace_lone_surrogates(text: &str) -> Option<String> {
     let b = text.as_bytes();
-    if memchr::memmem::find(b, b"\\u").is_none() {
-        return None;
-    }
+    memchr::memmem::find(b, b"\\u")?;
     let mut out: Option<String> = None;
     let mut copied = 0;
     let mut i = 0;
