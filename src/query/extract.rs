@@ -61,7 +61,7 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
         citations.push(Citation {
             entry_id: item.entry_id.clone(),
             role: base_role(&item.role),
-            excerpt: excerpt_weighted(&item.text, &weights),
+            excerpt: excerpt_weighted(quotable(item), &weights),
         });
     }
     let found = !citations.is_empty();
@@ -78,7 +78,7 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
             citations.push(Citation {
                 entry_id: item.entry_id.clone(),
                 role: base_role(&item.role),
-                excerpt: excerpt_weighted(&item.text, &weights),
+                excerpt: excerpt_weighted(quotable(item), &weights),
             });
         }
     }
@@ -97,6 +97,16 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
         md.push_str(&format!("\n- [{}] {}: {}", c.entry_id, c.role, c.excerpt.replace('\n', " ")));
     }
     (md, confidence, citations)
+}
+
+/// The entry's own text: tool results lose the `(tool) ` label the context adds.
+fn quotable(item: &Item) -> &str {
+    if item.role == "toolResult" && item.text.starts_with('(') {
+        if let Some((_, rest)) = item.text.split_once(") ") {
+            return rest;
+        }
+    }
+    &item.text
 }
 
 /// `assistant (part 2/3)` → `assistant`.
