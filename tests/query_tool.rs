@@ -252,7 +252,8 @@ fn model_answer_through_openai_wire_is_validated_and_priced() {
     mock.push(Reply::answer_json(&model_answer("5044597e", "Use LRU eviction with 10k entries")).usage(2000, 100));
     mock.push(Reply::answer_json(&model_answer("83ceaa8d", "Actually use LFU eviction instead")).usage(2100, 90));
     let agent = Agent::new();
-    agent.copy_fixture(BRANCH);
+    let path = agent.copy_fixture(BRANCH);
+    agent.meta(BRANCH_ID, "Cache layer design", "Designing the cache", &["cache"], "SUMMARY-MARKER-42: sharded", &path);
     let (app, rec) = agent.app("/p", &mock_config(&mock, json!({})));
     let result = call(&app, &agent, ask(BRANCH_ID, "Which eviction policy did we settle on?"));
     assert!(!result.is_error, "{}", text(&result));
@@ -278,6 +279,8 @@ fn model_answer_through_openai_wire_is_validated_and_priced() {
     let prompt = first.texts();
     assert!(prompt.contains("[83ceaa8d] user: Actually use LFU eviction instead"), "{prompt}");
     assert!(prompt.contains("Which eviction policy did we settle on?"));
+    assert!(prompt.contains("## Index of the session") && prompt.contains("SUMMARY-MARKER-42"), "meta missing");
+    assert!(prompt.contains("[abd28777] branchSummary:"), "branch summary missing");
     for id in ABANDONED {
         assert!(!prompt.contains(id), "abandoned entry {id} sent to the model");
     }
