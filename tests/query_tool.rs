@@ -118,6 +118,8 @@ fn offline_answer_cites_the_right_entries_and_reports() {
     assert_eq!(d["offline"], true);
     assert_eq!(d["costUsd"], 0.0);
     assert!(d["contextTokens"].as_u64().unwrap() > 0);
+    let in_context: Vec<&str> = d["contextEntryIds"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(in_context.contains(&"05aaa15d") && in_context.contains(&"88cd5147"), "{in_context:?}");
     assert!(d["latencyMs"].is_u64());
     assert!(d["usage"].is_object());
     assert!(d["answer"].as_str().unwrap().contains("No model was used"));
