@@ -172,6 +172,12 @@ fn path_like_references_and_outside_symlinks_never_resolve() {
     let proj = a.sessions().join(support::encode_cwd("/p"));
     std::os::unix::fs::symlink(&secret, proj.join("link.jsonl")).unwrap();
     std::os::unix::fs::symlink(secret.parent().unwrap(), a.sessions().join("--linked-dir--")).unwrap();
+    // Named the pi way, so even the first-use fast path (file names) sees it.
+    std::os::unix::fs::symlink(
+        &secret,
+        proj.join("2026-01-01T00-00-00-000Z_5ec7e700-0000-4000-8000-000000000001.jsonl"),
+    )
+    .unwrap();
     let c = catalog();
     for r in ["5ec7e700-0000-4000-8000-000000000001", "secret", "5ec7e700"] {
         assert!(resolve(&c, &a, "/p", r).is_err(), "{r} resolved through a symlink pointing outside");
@@ -257,4 +263,24 @@ fn ancestors_follow_parent_session_and_note_missing_parents() {
     std::fs::remove_file(&root).unwrap();
     let chain = c.ancestors(&a.sessions(), &a.meta_dir(), &e, 5);
     assert!(matches!(chain.last(), Some(session_index::catalog::Ancestor::Missing { .. })), "{chain:?}");
+}
+
+#[test]
+fn first_lookup_by_id_uses_file_names_and_agrees_with_the_full_scan() {
+    let a = Agent::new();
+    let id = "0a1b2c3d-0000-4000-8000-000000000001";
+    let p = a.session(&Synth::new(id, "/p").name("Quick one").user(&["hello there"]));
+    a.meta(id, "Meta name", "A description", &["tag1"], "A summary", &p);
+    a.session(&Synth::new("0a1b2c3e-0000-4000-8000-000000000002", "/p").name("Other"));
+    let c = catalog();
+    let quick = c.resolve(&a.sessions(), &a.meta_dir(), "/p", "0A1B2C3D").unwrap();
+    assert!(!c.is_warm(&a.sessions(), &a.meta_dir()), "answered without the full build");
+    assert_eq!(quick.name.as_deref(), Some("Quick one"));
+    assert_eq!(quick.first_message.as_deref(), Some("hello there"));
+    assert!(quick.has_meta);
+    assert_eq!(quick.description.as_deref(), Some("A description"));
+    // An ambiguous prefix needs the authoritative answer of the full scan.
+    assert!(matches!(resolve(&c, &a, "/p", "0a1b2c"), Err(ResolveError::Ambiguous { .. })));
+    assert!(c.is_warm(&a.sessions(), &a.meta_dir()));
+    assert_eq!(c.resolve(&a.sessions(), &a.meta_dir(), "/p", id).unwrap(), quick);
 }

@@ -278,3 +278,16 @@ fn completion_request_through_the_plugin() {
     assert_eq!(c[0]["cwd"], "/proj");
     let _ = SessionContext::default();
 }
+
+#[test]
+fn session_start_builds_the_catalog_in_the_background() {
+    let a = fixture_agent();
+    let (app, _) = a.app("/proj", "{}");
+    let plugin = SessionIndexPlugin::new(app.clone());
+    assert!(!app.catalog.is_warm(&a.sessions(), &a.meta_dir()));
+    let call = EventCall { v: 1, event: "session_start".into(), payload: json!({}), ctx: a.ctx("/proj") };
+    assert_eq!(plugin.on_event(call).unwrap(), Value::Null);
+    assert!(plugin.flush(std::time::Duration::from_secs(20)).idle);
+    assert!(app.catalog.is_warm(&a.sessions(), &a.meta_dir()));
+    assert_eq!(app.catalog.len(&a.sessions(), &a.meta_dir()), 3);
+}

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use nucleo_matcher::Utf32String;
 
@@ -21,6 +22,8 @@ pub(crate) enum ItemKey {
 /// A fuzzy-matchable field.
 pub(crate) struct Field {
     pub text: Utf32String,
+    /// Long fields are scored greedily (linear time) rather than optimally.
+    pub long: bool,
     /// Field weight applied to the normalized score (names count most).
     pub weight: f64,
     /// Bit set of the ASCII letters and digits in the field, to skip fields
@@ -35,10 +38,33 @@ pub(crate) struct Item {
     /// Lower-cased names (pi's `session_info` name and the meta name).
     pub names: Vec<String>,
     pub slugs: Vec<String>,
-    pub fields: Vec<Field>,
+    /// Built on the first fuzzy lookup: exact lookups (and the first scan) never need them.
+    fields: OnceLock<Vec<Field>>,
 }
 
 impl Item {
+    pub fn fields(&self) -> &[Field] {
+        self.fields.get_or_init(|| {
+            let entry = &self.entry;
+            let mut fields = Vec::new();
+            for n in &self.names {
+                fields.push(field(n, 1.0));
+            }
+            if !entry.tags.is_empty() {
+                fields.push(field(&entry.tags.join(" "), 0.95));
+            }
+            if let Some(d) = entry.description.as_deref().filter(|d| !d.is_empty()) {
+                fields.push(field(&d.chars().take(160).collect::<String>(), 0.85));
+            }
+            // Sessions never indexed and never named are still found by what they started with.
+            if let Some(m) = entry.first_message.as_deref() {
+                let weight = if self.names.is_empty() { 0.9 } else { 0.75 };
+                fields.push(field(&m.chars().take(120).collect::<String>(), weight));
+            }
+            fields
+        })
+    }
+
     pub fn missing(&self) -> bool {
         matches!(self.key, ItemKey::Orphan(_))
     }
@@ -59,28 +85,16 @@ impl Item {
                 }
             }
         }
-        let mut fields = Vec::new();
-        for n in &names {
-            fields.push(field(n, 1.0));
-        }
-        if !entry.tags.is_empty() {
-            fields.push(field(&entry.tags.join(" "), 0.95));
-        }
-        if let Some(d) = entry.description.as_deref().filter(|d| !d.is_empty()) {
-            fields.push(field(&d.chars().take(240).collect::<String>(), 0.85));
-        }
-        // Sessions never indexed and never named are still found by what they started with.
-        if let Some(m) = entry.first_message.as_deref() {
-            let weight = if names.is_empty() { 0.9 } else { 0.75 };
-            fields.push(field(&m.chars().take(160).collect::<String>(), weight));
-        }
-        Item { id_lower: entry.id.to_lowercase(), key, entry, names, slugs, fields }
+        Item { id_lower: entry.id.to_lowercase(), key, entry, names, slugs, fields: OnceLock::new() }
     }
 }
 
 fn field(text: &str, weight: f64) -> Field {
-    Field { mask: char_mask(text), text: Utf32String::from(text), weight }
+    Field { mask: char_mask(text), long: text.len() > LONG_FIELD, text: Utf32String::from(text), weight }
 }
+
+/// Fields longer than this (bytes) are matched greedily.
+const LONG_FIELD: usize = 64;
 
 /// Bit set of ASCII alphanumerics (case-folded); other characters are not
 /// tracked, so the prefilter never rejects a possible match.

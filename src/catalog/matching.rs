@@ -148,12 +148,26 @@ impl Fuzzy {
 
     /// Confidence in 0..=1 that `item` is what the query names.
     pub fn score(&self, item: &Item, matcher: &mut Matcher) -> f64 {
+        self.score_fields(item, matcher, 0.0)
+    }
+
+    /// Like [`Fuzzy::score`], over fields weighing at least `min_weight`.
+    pub fn score_fields(&self, item: &Item, matcher: &mut Matcher, min_weight: f64) -> f64 {
         let mut best = 0.0f64;
-        for f in &item.fields {
-            if self.mask & !f.mask != 0 || f.weight <= best {
+        for f in item.fields() {
+            if self.mask & !f.mask != 0 || f.weight <= best || f.weight < min_weight {
                 continue;
             }
-            if let Some(s) = self.pattern.score(f.text.slice(..), matcher) {
+            let hay = f.text.slice(..);
+            let score = if f.long {
+                // Every atom must match, as in Pattern::score; greedy keeps long fields linear.
+                self.pattern.atoms.iter().try_fold(0u32, |acc, atom| {
+                    matcher.fuzzy_match_greedy(hay, atom.needle_text()).map(|s| acc + u32::from(s))
+                })
+            } else {
+                self.pattern.score(hay, matcher)
+            };
+            if let Some(s) = score {
                 best = best.max((s as f64 / self.perfect).min(1.0) * f.weight);
             }
         }
@@ -253,40 +267,46 @@ fn dice(a: &[(char, char)], b: &[(char, char)]) -> f64 {
     2.0 * common as f64 / (a.len() + b.len()) as f64
 }
 
-/// Completion: id and name prefixes first, then fuzzy matches; the current
+/// Completion: id and name prefixes first, then (for 3+ characters, when
+/// prefixes do not fill `limit`) fuzzy matches on names and tags; the current
 /// project ahead of others; newest first on equal scores.
 pub(crate) fn complete(index: &Index, cwd: &str, prefix: &str, limit: usize) -> Vec<(f64, usize)> {
     let p = prefix.trim().trim_start_matches('@').trim_start_matches('"').to_lowercase();
-    let fuzzy = if p.is_empty() { None } else { Fuzzy::new(&p) };
     let p_slug = slug(&p);
     let word = format!(" {p}");
-    let mut scored: Vec<(f64, u64, usize)> = MATCHER.with(|m| {
-        let mut m = m.borrow_mut();
-        index
-            .iter()
-            .filter(|(_, it)| !it.missing())
-            .filter_map(|(slot, it)| {
-                let base = if p.is_empty() {
-                    0.5
-                } else if it.id_lower.starts_with(&p) {
-                    3.0
-                } else if it.names.iter().any(|n| n.starts_with(&p)) || it.slugs.iter().any(|s| s.starts_with(&p_slug))
-                {
-                    2.5
-                } else if it.names.iter().any(|n| n.contains(&word)) {
-                    2.0
-                } else {
-                    let s = fuzzy.as_ref().map(|f| f.score(it, &mut m)).unwrap_or(0.0);
-                    if s < 0.3 {
-                        return None;
+    let local_bonus = |it: &Item| if in_project(it, cwd) { 0.25 } else { 0.0 };
+    let mut scored: Vec<(f64, u64, usize)> = index
+        .iter()
+        .filter(|(_, it)| !it.missing())
+        .filter_map(|(slot, it)| {
+            let base = if p.is_empty() {
+                0.5
+            } else if it.id_lower.starts_with(&p) {
+                3.0
+            } else if it.names.iter().any(|n| n.starts_with(&p)) || it.slugs.iter().any(|s| s.starts_with(&p_slug)) {
+                2.5
+            } else if it.names.iter().any(|n| n.contains(&word)) {
+                2.0
+            } else {
+                return None;
+            };
+            Some((base + local_bonus(it), it.entry.modified_ms, slot))
+        })
+        .collect();
+    if scored.len() < limit && p.chars().count() >= 3 {
+        if let Some(fuzzy) = Fuzzy::new(&p) {
+            let have: HashSet<usize> = scored.iter().map(|x| x.2).collect();
+            MATCHER.with(|m| {
+                let mut m = m.borrow_mut();
+                for (slot, it) in index.iter().filter(|(slot, it)| !it.missing() && !have.contains(slot)) {
+                    let s = fuzzy.score_fields(it, &mut m, 0.95);
+                    if s >= 0.3 {
+                        scored.push((s + local_bonus(it), it.entry.modified_ms, slot));
                     }
-                    s
-                };
-                let local = if in_project(it, cwd) { 0.25 } else { 0.0 };
-                Some((base + local, it.entry.modified_ms, slot))
-            })
-            .collect()
-    });
+                }
+            });
+        }
+    }
     let by_rank = |a: &(f64, u64, usize), b: &(f64, u64, usize)| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1));
     if scored.len() > limit && limit > 0 {
         scored.select_nth_unstable_by(limit - 1, by_rank);

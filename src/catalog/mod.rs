@@ -8,13 +8,14 @@
 
 mod index;
 mod matching;
+mod quick;
 mod root;
 mod scan;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -25,7 +26,7 @@ pub(crate) use scan::content_text;
 pub use scan::{floor_char_boundary, open_inside};
 
 use matching::Outcome;
-use root::Root;
+use root::{Refresh, Root};
 
 /// A session as the catalog knows it (header, light scan and meta fields).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -134,8 +135,10 @@ pub enum Ancestor {
 
 type RootKey = (PathBuf, PathBuf);
 
+type Roots = Arc<RwLock<HashMap<RootKey, Root>>>;
+
 pub struct Catalog {
-    roots: RwLock<HashMap<RootKey, Root>>,
+    roots: Roots,
     fuzzy_threshold: AtomicU64,
 }
 
@@ -147,7 +150,7 @@ impl Default for Catalog {
 
 /// A miss triggers a full sweep (a file may have changed without its
 /// directory), but not again within this window.
-const MISS_SWEEP_GAP: Duration = Duration::from_millis(500);
+const MISS_SWEEP_GAP: Duration = Duration::from_secs(5);
 
 impl Catalog {
     pub fn new() -> Self {
@@ -155,7 +158,7 @@ impl Catalog {
     }
 
     pub fn with_fuzzy_threshold(threshold: f64) -> Self {
-        Catalog { roots: RwLock::new(HashMap::new()), fuzzy_threshold: AtomicU64::new(threshold.to_bits()) }
+        Catalog { roots: Arc::new(RwLock::new(HashMap::new())), fuzzy_threshold: AtomicU64::new(threshold.to_bits()) }
     }
 
     pub fn fuzzy_threshold(&self) -> f64 {
@@ -168,18 +171,46 @@ impl Catalog {
 
     /// Run `f` on an up-to-date root. Refreshing needs the write lock; it is
     /// held only as long as the (usually tiny) incremental refresh plus `f`.
-    fn with_root<T>(&self, sessions_dir: &Path, meta_dir: &Path, full: bool, f: impl FnOnce(&Root) -> T) -> T {
+    fn with_root<T>(&self, sessions_dir: &Path, meta_dir: &Path, mode: Refresh, f: impl FnOnce(&Root) -> T) -> T {
+        with_root(&self.roots, sessions_dir, meta_dir, mode, f)
+    }
+
+    fn root_state(&self, sessions_dir: &Path, meta_dir: &Path, check: impl FnOnce(&Root) -> bool) -> bool {
+        let roots = self.roots.read().unwrap_or_else(PoisonError::into_inner);
+        roots.get(&(sessions_dir.to_path_buf(), meta_dir.to_path_buf())).is_some_and(check)
+    }
+
+    /// Add an (unread) root; true when it was not known before.
+    fn register(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
+        let key = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
+        if self.roots.read().unwrap_or_else(PoisonError::into_inner).contains_key(&key) {
+            return false;
+        }
         let mut roots = self.roots.write().unwrap_or_else(PoisonError::into_inner);
-        let root = roots
-            .entry((sessions_dir.to_path_buf(), meta_dir.to_path_buf()))
-            .or_insert_with(|| Root::new(sessions_dir, meta_dir));
-        root.refresh(full);
-        f(root)
+        if roots.contains_key(&key) {
+            return false;
+        }
+        roots.insert(key, Root::new(sessions_dir, meta_dir));
+        true
+    }
+
+    /// True once the agent directory has been fully read.
+    pub fn is_warm(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
+        self.root_state(sessions_dir, meta_dir, Root::scanned)
+    }
+
+    /// Work that builds (or refreshes) the catalog of an agent directory, for
+    /// a background job at session start so the first `@@` finds it warm.
+    /// Lookups running meanwhile wait for it rather than scanning twice.
+    pub fn prewarm_task(&self, sessions_dir: &Path, meta_dir: &Path) -> impl Fn() + Send + Sync + 'static {
+        let roots = Arc::clone(&self.roots);
+        let (s, m) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
+        move || with_root(&roots, &s, &m, Refresh::Incremental, |_| ())
     }
 
     /// Number of sessions (and orphan meta files) indexed.
     pub fn len(&self, sessions_dir: &Path, meta_dir: &Path) -> usize {
-        self.with_root(sessions_dir, meta_dir, false, |r| r.index.len())
+        self.with_root(sessions_dir, meta_dir, Refresh::Incremental, |r| r.index.len())
     }
 
     pub fn is_empty(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
@@ -195,24 +226,24 @@ impl Catalog {
         reference: &str,
     ) -> Result<CatalogEntry, ResolveError> {
         let threshold = self.fuzzy_threshold();
-        let attempt = |root: &Root| to_result(root, current_cwd, reference, threshold);
-        let first = self.with_root(sessions_dir, meta_dir, false, attempt);
-        match first {
-            Ok(entry) => Ok(entry),
-            Err(_) => {
-                let swept = {
-                    let roots = self.roots.read().unwrap_or_else(PoisonError::into_inner);
-                    roots
-                        .get(&(sessions_dir.to_path_buf(), meta_dir.to_path_buf()))
-                        .is_some_and(|r| r.swept_within(MISS_SWEEP_GAP))
-                };
-                if swept {
-                    first
-                } else {
-                    self.with_root(sessions_dir, meta_dir, true, attempt)
-                }
+        // Only for the very first lookup of an agent dir: it registers the
+        // root, so the next lookup builds the catalog (if no prewarm did).
+        if self.register(sessions_dir, meta_dir) {
+            if let Some(entry) = quick::quick_id(sessions_dir, meta_dir, reference) {
+                return Ok(entry);
             }
         }
+        let attempt = |root: &Root| to_result(root, current_cwd, reference, threshold);
+        let first = self.with_root(sessions_dir, meta_dir, Refresh::Incremental, attempt);
+        if first.is_ok() {
+            return first;
+        }
+        // A miss may be a file changed in place, not seen yet: re-stat
+        // everything (not more often than MISS_SWEEP_GAP).
+        if self.root_state(sessions_dir, meta_dir, |r| r.swept_within(MISS_SWEEP_GAP)) {
+            return first;
+        }
+        self.with_root(sessions_dir, meta_dir, Refresh::Full, attempt)
     }
 
     /// Candidates for a `@@` prefix, for editor completion.
@@ -224,7 +255,7 @@ impl Catalog {
         prefix: &str,
         limit: usize,
     ) -> Vec<Candidate> {
-        self.with_root(sessions_dir, meta_dir, false, |root| {
+        self.with_root(sessions_dir, meta_dir, Refresh::Incremental, |root| {
             matching::complete(&root.index, current_cwd, prefix, limit)
                 .into_iter()
                 .filter_map(|(score, slot)| candidate(root, slot, score))
@@ -234,7 +265,7 @@ impl Catalog {
 
     /// The session whose file is `path` (as listed, or the same file through symlinks).
     pub fn get_by_path(&self, sessions_dir: &Path, meta_dir: &Path, path: &Path) -> Option<CatalogEntry> {
-        self.with_root(sessions_dir, meta_dir, false, |root| {
+        self.with_root(sessions_dir, meta_dir, Refresh::Incremental, |root| {
             root.slot_for_path(path).and_then(|s| root.index.get(s)).map(|it| it.entry.clone())
         })
     }
@@ -243,7 +274,7 @@ impl Catalog {
     /// first. A parent that is missing or outside the sessions directory ends
     /// the chain with [`Ancestor::Missing`]; a cycle ends it silently.
     pub fn ancestors(&self, sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, depth: u32) -> Vec<Ancestor> {
-        self.with_root(sessions_dir, meta_dir, false, |root| {
+        self.with_root(sessions_dir, meta_dir, Refresh::Incremental, |root| {
             let mut out = Vec::new();
             let mut seen = vec![entry.id.clone()];
             let mut next = entry.parent_session.clone();
@@ -272,6 +303,15 @@ impl Catalog {
             out
         })
     }
+}
+
+fn with_root<T>(roots: &Roots, sessions_dir: &Path, meta_dir: &Path, mode: Refresh, f: impl FnOnce(&Root) -> T) -> T {
+    let mut roots = roots.write().unwrap_or_else(PoisonError::into_inner);
+    let root = roots
+        .entry((sessions_dir.to_path_buf(), meta_dir.to_path_buf()))
+        .or_insert_with(|| Root::new(sessions_dir, meta_dir));
+    root.refresh(mode);
+    f(root)
 }
 
 fn to_result(root: &Root, cwd: &str, reference: &str, threshold: f64) -> Result<CatalogEntry, ResolveError> {

@@ -3,8 +3,10 @@
 //! A refresh re-stats directories (a new, removed or atomically replaced file
 //! changes its directory's mtime) plus the few most recently modified session
 //! files (the ones being appended to), and re-reads only files whose
-//! (mtime, size) changed. A full stat sweep of every file runs at most every
-//! [`FULL_SWEEP_EVERY`] or when a lookup misses.
+//! (mtime, size) changed; a re-listed directory compares inodes, so atomic
+//! replacements are found without a `stat` per file. A few known files are
+//! also re-stat'd in rotation, and a lookup that misses triggers a full sweep.
+//! Files are read on a few threads when there are many (the first scan).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -14,12 +16,25 @@ use super::index::{Index, Item, ItemKey};
 use super::scan::{self, Light, Listed, MetaLight, Stamp};
 use super::CatalogEntry;
 
-pub(crate) const FULL_SWEEP_EVERY: Duration = Duration::from_secs(15);
-/// Session files re-stat'd on every refresh: the most recently modified ones.
+/// Known session files re-stat'd on every refresh: the most recently modified.
 const HOT_FILES: usize = 16;
+/// Known files re-stat'd per refresh in rotation, so a file changed in place
+/// without touching its directory is noticed after a bounded number of refreshes.
+const ROTATION: usize = 24;
 /// Project directories nest one level in pi; a little slack, but bounded.
 const MAX_DEPTH: usize = 3;
 const META_SUFFIX: &str = ".meta.json";
+/// Below this many files a refresh reads on the calling thread.
+const PARALLEL_MIN: usize = 128;
+
+/// How hard a refresh looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refresh {
+    /// Directories, hot files and the rotation.
+    Incremental,
+    /// Re-stat every known file too.
+    Full,
+}
 
 struct DirState {
     mtime: SystemTime,
@@ -29,11 +44,13 @@ struct DirState {
 
 struct SessionRec {
     stamp: Stamp,
+    ino: u64,
     light: Option<Light>,
 }
 
 struct MetaRec {
     stamp: Stamp,
+    ino: u64,
     meta: Option<MetaLight>,
 }
 
@@ -50,8 +67,17 @@ pub(crate) struct Root {
     /// Session id (as written) → meta file path.
     meta_by_id: HashMap<String, PathBuf>,
     hot: Vec<PathBuf>,
+    rotation: Vec<PathBuf>,
+    rotation_at: usize,
     pub index: Index,
     last_full: Option<Instant>,
+}
+
+/// A file to (re-)read, with what is known about it.
+struct Job {
+    path: PathBuf,
+    ino: u64,
+    prev: Option<Light>,
 }
 
 impl Root {
@@ -67,6 +93,8 @@ impl Root {
             metas: HashMap::new(),
             meta_by_id: HashMap::new(),
             hot: Vec::new(),
+            rotation: Vec::new(),
+            rotation_at: 0,
             index: Index::default(),
             last_full: None,
         }
@@ -77,24 +105,93 @@ impl Root {
         self.last_full.is_some_and(|t| t.elapsed() < within)
     }
 
-    /// Bring the catalog up to date. `full` re-stats every file.
-    pub fn refresh(&mut self, full: bool) {
-        let full = full || !self.swept_within(FULL_SWEEP_EVERY);
+    /// True once the directories have been read at least once.
+    pub fn scanned(&self) -> bool {
+        self.last_full.is_some()
+    }
+
+    /// Bring the catalog up to date (the first refresh reads everything).
+    pub fn refresh(&mut self, mode: Refresh) {
+        let full = mode == Refresh::Full || self.last_full.is_none();
         if full {
             self.last_full = Some(Instant::now());
         }
-        let mut changed_ids: HashSet<String> = HashSet::new();
-        self.refresh_metas(full, &mut changed_ids);
-        self.refresh_sessions(full, &mut changed_ids);
-        if !changed_ids.is_empty() {
-            self.reconcile(&changed_ids);
+        let mut changed: HashSet<String> = HashSet::new();
+        let meta_jobs = self.plan_metas(full, &mut changed);
+        let (session_jobs, listing_changed) = self.plan_sessions(full, &mut changed);
+        let metas = parallel(&meta_jobs, |j| scan::read_meta(&j.path));
+        for (job, read) in meta_jobs.into_iter().zip(metas) {
+            self.drop_meta(&job.path, &mut changed);
+            let Some((stamp, meta)) = read.flatten() else { continue };
+            if let Some(m) = meta.as_ref() {
+                changed.insert(m.session_id.clone());
+                self.meta_by_id.insert(m.session_id.clone(), job.path.clone());
+            }
+            self.metas.insert(job.path, MetaRec { stamp, ino: job.ino, meta });
+        }
+        let sessions = parallel(&session_jobs, |j| scan::read_session(&j.path, j.prev.as_ref()).ok());
+        let touched = !session_jobs.is_empty();
+        for (job, read) in session_jobs.into_iter().zip(sessions) {
+            self.apply_session(job, read.flatten(), &mut changed);
+        }
+        if !changed.is_empty() {
+            self.reconcile(&changed);
+        }
+        if touched || listing_changed {
+            self.recompute_hot();
+        }
+        if listing_changed || full {
+            self.rotation = self.sessions.keys().chain(self.metas.keys()).cloned().collect();
         }
     }
 
-    fn refresh_sessions(&mut self, full: bool, changed: &mut HashSet<String>) {
+    fn apply_session(&mut self, job: Job, read: Option<(Stamp, Option<Light>)>, changed: &mut HashSet<String>) {
+        let Some((stamp, light)) = read else {
+            self.drop_session(&job.path, changed);
+            return;
+        };
+        if let Some(old) = job.prev.as_ref() {
+            changed.insert(old.id.clone());
+        }
+        if let Some(old) = self.sessions.get(&job.path).and_then(|r| r.light.as_ref()) {
+            changed.insert(old.id.clone());
+        }
+        match light.as_ref() {
+            Some(l) => {
+                changed.insert(l.id.clone());
+            }
+            None => {
+                self.index.remove(&ItemKey::Session(job.path.clone()));
+            }
+        }
+        self.sessions.insert(job.path, SessionRec { stamp, ino: job.ino, light });
+    }
+
+    /// Known files to check this time: the hot ones plus the next slice of the rotation.
+    fn spot_checks(&mut self) -> Vec<PathBuf> {
+        let mut out = self.hot.clone();
+        if !self.rotation.is_empty() {
+            for _ in 0..ROTATION.min(self.rotation.len()) {
+                self.rotation_at = (self.rotation_at + 1) % self.rotation.len();
+                out.push(self.rotation[self.rotation_at].clone());
+            }
+        }
+        out
+    }
+
+    /// True when a known file's (mtime, size) differs from what was read.
+    fn stale(stamp: Option<Stamp>, path: &Path) -> bool {
+        match (stamp, std::fs::metadata(path)) {
+            (Some(s), Ok(md)) => Stamp::of(&md) != s,
+            _ => true,
+        }
+    }
+
+    fn plan_sessions(&mut self, full: bool, changed: &mut HashSet<String>) -> (Vec<Job>, bool) {
         let root = self.sessions_dir.clone();
         let canon_now =
             if full || self.canon.is_none() { std::fs::canonicalize(&root).ok() } else { self.canon.clone() };
+        let mut listing_changed = false;
         if canon_now != self.canon {
             // The sessions directory appeared, vanished or moved: start over.
             self.canon = canon_now;
@@ -103,37 +200,56 @@ impl Root {
             for p in paths {
                 self.drop_session(&p, changed);
             }
+            listing_changed = true;
         }
-        let Some(canon) = self.canon.clone() else { return };
-        let mut seen_files: Vec<PathBuf> = Vec::new();
-        let mut removed_files: Vec<PathBuf> = Vec::new();
-        self.walk(&root, &canon, 0, full, &mut seen_files, &mut removed_files);
-        for p in removed_files {
+        let Some(canon) = self.canon.clone() else { return (Vec::new(), listing_changed) };
+        let mut listed: Vec<(PathBuf, u64)> = Vec::new();
+        let mut removed: Vec<PathBuf> = Vec::new();
+        self.walk(&root, &canon, 0, &mut listed, &mut removed);
+        listing_changed |= !listed.is_empty() || !removed.is_empty();
+        for p in removed {
             self.drop_session(&p, changed);
         }
-        // Files in changed (or, on a full sweep, all) directories, plus the hot ones.
-        let mut to_check = seen_files;
-        to_check.extend(self.hot.iter().cloned());
-        to_check.sort();
-        to_check.dedup();
-        let mut touched = false;
-        for p in to_check {
-            touched |= self.check_session(&p, changed);
+        let mut jobs = Vec::new();
+        let mut queued: HashSet<PathBuf> = HashSet::new();
+        for (path, ino) in listed {
+            let rec = self.sessions.get(&path);
+            let needs = match rec {
+                None => true,
+                Some(r) if ino == 0 || full => r.ino != ino || Self::stale(Some(r.stamp), &path),
+                Some(r) => r.ino != ino,
+            };
+            if needs && queued.insert(path.clone()) {
+                jobs.push(Job { prev: rec.and_then(|r| r.light.clone()), path, ino });
+            }
         }
-        if touched || self.hot.is_empty() {
-            self.recompute_hot();
+        let known: Vec<PathBuf> = if full {
+            self.sessions.keys().cloned().collect()
+        } else {
+            self.spot_checks().into_iter().filter(|p| self.sessions.contains_key(p)).collect()
+        };
+        for path in known {
+            if queued.contains(&path) {
+                continue;
+            }
+            let Some(r) = self.sessions.get(&path) else { continue };
+            if Self::stale(Some(r.stamp), &path) {
+                queued.insert(path.clone());
+                jobs.push(Job { prev: r.light.clone(), ino: r.ino, path });
+            }
         }
+        (jobs, listing_changed)
     }
 
     /// Walk one directory. Unchanged directories are trusted for their file
-    /// list (only their subdirectories are visited); changed ones are re-listed.
+    /// list (only their subdirectories are visited); changed ones are
+    /// re-listed and their files returned with inodes.
     fn walk(
         &mut self,
         dir: &Path,
         canon: &Path,
         depth: usize,
-        full: bool,
-        check: &mut Vec<PathBuf>,
+        listed: &mut Vec<(PathBuf, u64)>,
         removed: &mut Vec<PathBuf>,
     ) {
         let mtime = std::fs::metadata(dir).and_then(|m| m.modified()).ok();
@@ -143,24 +259,23 @@ impl Root {
         };
         let unchanged = self.dirs.get(dir).is_some_and(|d| d.mtime == mtime);
         if unchanged {
-            let (files, dirs) = match self.dirs.get(dir) {
-                Some(d) => (if full { d.files.clone() } else { Vec::new() }, d.dirs.clone()),
-                None => (Vec::new(), Vec::new()),
-            };
-            check.extend(files);
+            let dirs = self.dirs.get(dir).map(|d| d.dirs.clone()).unwrap_or_default();
             if depth < MAX_DEPTH {
                 for sub in dirs {
-                    self.walk(&sub, canon, depth + 1, full, check, removed);
+                    self.walk(&sub, canon, depth + 1, listed, removed);
                 }
             }
             return;
         }
-        let (listed, _) = scan::list_dir(dir, canon, ".jsonl");
+        let (entries, _) = scan::list_dir(dir, canon, ".jsonl");
         let mut files = Vec::new();
         let mut dirs = Vec::new();
-        for l in listed {
+        for l in entries {
             match l {
-                Listed::File(p) => files.push(p),
+                Listed::File(p, ino) => {
+                    files.push(p.clone());
+                    listed.push((p, ino));
+                }
                 Listed::Dir(p) => dirs.push(p),
             }
         }
@@ -173,11 +288,10 @@ impl Root {
                 self.forget_dir(&g, removed);
             }
         }
-        check.extend(files.iter().cloned());
         self.dirs.insert(dir.to_path_buf(), DirState { mtime, files, dirs: dirs.clone() });
         if depth < MAX_DEPTH {
             for sub in dirs {
-                self.walk(&sub, canon, depth + 1, full, check, removed);
+                self.walk(&sub, canon, depth + 1, listed, removed);
             }
         }
     }
@@ -189,44 +303,6 @@ impl Root {
                 self.forget_dir(&d, removed);
             }
         }
-    }
-
-    /// Re-read one session file if its stamp changed. Returns true when it did.
-    fn check_session(&mut self, path: &Path, changed: &mut HashSet<String>) -> bool {
-        let md = match std::fs::metadata(path) {
-            Ok(md) if md.is_file() => md,
-            _ => {
-                let existed = self.sessions.contains_key(path);
-                self.drop_session(path, changed);
-                return existed;
-            }
-        };
-        let stamp = Stamp::of(&md);
-        let prev = self.sessions.get(path);
-        if prev.is_some_and(|r| r.stamp == stamp) {
-            return false;
-        }
-        let prev_light = prev.and_then(|r| r.light.clone());
-        let light = match scan::read_session(path, prev_light.as_ref(), stamp.len) {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::debug!("cannot read session {}: {e}", path.display());
-                None
-            }
-        };
-        if let Some(old) = prev_light.as_ref() {
-            changed.insert(old.id.clone());
-        }
-        match light.as_ref() {
-            Some(l) => {
-                changed.insert(l.id.clone());
-            }
-            None => {
-                self.index.remove(&ItemKey::Session(path.to_path_buf()));
-            }
-        }
-        self.sessions.insert(path.to_path_buf(), SessionRec { stamp, light });
-        true
     }
 
     fn drop_session(&mut self, path: &Path, changed: &mut HashSet<String>) {
@@ -252,57 +328,59 @@ impl Root {
         self.hot = all.into_iter().map(|(_, p)| p.clone()).collect();
     }
 
-    fn refresh_metas(&mut self, full: bool, changed: &mut HashSet<String>) {
+    fn plan_metas(&mut self, full: bool, changed: &mut HashSet<String>) -> Vec<Job> {
         let dir = self.meta_dir.clone();
         let mtime = std::fs::metadata(&dir).and_then(|m| m.modified()).ok();
         if mtime.is_none() {
-            if !self.metas.is_empty() {
-                let paths: Vec<PathBuf> = self.metas.keys().cloned().collect();
-                for p in paths {
-                    self.drop_meta(&p, changed);
-                }
+            let paths: Vec<PathBuf> = self.metas.keys().cloned().collect();
+            for p in paths {
+                self.drop_meta(&p, changed);
             }
             self.meta_dir_mtime = None;
             self.canon_meta = None;
-            return;
+            return Vec::new();
         }
+        let mut jobs = Vec::new();
         if !full && mtime == self.meta_dir_mtime {
-            return;
+            for path in self.spot_checks().into_iter().filter(|p| self.metas.contains_key(p)) {
+                let Some(r) = self.metas.get(&path) else { continue };
+                if Self::stale(Some(r.stamp), &path) {
+                    jobs.push(Job { ino: r.ino, path, prev: None });
+                }
+            }
+            return jobs;
         }
         self.meta_dir_mtime = mtime;
         if full || self.canon_meta.is_none() {
             self.canon_meta = std::fs::canonicalize(&dir).ok();
         }
-        let Some(canon) = self.canon_meta.clone() else { return };
+        let Some(canon) = self.canon_meta.clone() else { return jobs };
         let (listed, ok) = scan::list_dir(&dir, &canon, META_SUFFIX);
         if !ok {
-            return;
+            return jobs;
         }
-        let files: HashSet<PathBuf> = listed
+        let files: HashMap<PathBuf, u64> = listed
             .into_iter()
             .filter_map(|l| match l {
-                Listed::File(p) => Some(p),
+                Listed::File(p, ino) => Some((p, ino)),
                 Listed::Dir(_) => None,
             })
             .collect();
-        let gone: Vec<PathBuf> = self.metas.keys().filter(|p| !files.contains(*p)).cloned().collect();
+        let gone: Vec<PathBuf> = self.metas.keys().filter(|p| !files.contains_key(*p)).cloned().collect();
         for p in gone {
             self.drop_meta(&p, changed);
         }
-        for p in files {
-            let Ok(md) = std::fs::metadata(&p) else { continue };
-            let stamp = Stamp::of(&md);
-            if self.metas.get(&p).is_some_and(|r| r.stamp == stamp) {
-                continue;
+        for (path, ino) in files {
+            let needs = match self.metas.get(&path) {
+                None => true,
+                Some(r) if ino == 0 || full => r.ino != ino || Self::stale(Some(r.stamp), &path),
+                Some(r) => r.ino != ino,
+            };
+            if needs {
+                jobs.push(Job { path, ino, prev: None });
             }
-            self.drop_meta(&p, changed);
-            let meta = scan::read_meta(&p);
-            if let Some(m) = meta.as_ref() {
-                changed.insert(m.session_id.clone());
-                self.meta_by_id.insert(m.session_id.clone(), p.clone());
-            }
-            self.metas.insert(p, MetaRec { stamp, meta });
         }
+        jobs
     }
 
     fn drop_meta(&mut self, path: &Path, changed: &mut HashSet<String>) {
@@ -362,7 +440,7 @@ impl Root {
     }
 }
 
-fn session_item(path: &Path, stamp: Stamp, light: &Light, meta: Option<&MetaLight>) -> Item {
+pub(crate) fn session_item(path: &Path, stamp: Stamp, light: &Light, meta: Option<&MetaLight>) -> Item {
     let non_empty = |s: &str| (!s.trim().is_empty()).then(|| s.to_string());
     let entry = CatalogEntry {
         id: light.id.clone(),
@@ -399,4 +477,27 @@ fn orphan_item(sessions_dir: &Path, m: &MetaLight) -> Item {
         has_meta: true,
     };
     Item::new(ItemKey::Orphan(m.session_id.clone()), entry, None)
+}
+
+/// Map `f` over `items`, on up to four threads when there are many. A
+/// panicking reader loses only its chunk (`None`: treated as unreadable).
+fn parallel<I: Sync, O: Send>(items: &[I], f: impl Fn(&I) -> O + Sync) -> Vec<Option<O>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    if items.len() < PARALLEL_MIN || threads < 2 {
+        return items.iter().map(|i| Some(f(i))).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let f = &f;
+        let handles: Vec<_> =
+            items.chunks(chunk).map(|c| (c.len(), s.spawn(move || c.iter().map(f).collect::<Vec<O>>()))).collect();
+        let mut out = Vec::with_capacity(items.len());
+        for (len, h) in handles {
+            match h.join() {
+                Ok(v) => out.extend(v.into_iter().map(Some)),
+                Err(_) => out.extend(std::iter::repeat_with(|| None).take(len)),
+            }
+        }
+        out
+    })
 }

@@ -51,15 +51,27 @@ impl Stamp {
 
 /// Scan a session file, continuing from `prev` when the file only grew.
 /// `Ok(None)`: not a pi session file (no session header).
-pub(crate) fn read_session(path: &Path, prev: Option<&Light>, len: u64) -> std::io::Result<Option<Light>> {
-    let mut light = match prev {
+/// Also returns the file's stamp, taken from the open file (one `fstat`).
+pub(crate) fn read_session(path: &Path, prev: Option<&Light>) -> std::io::Result<(Stamp, Option<Light>)> {
+    let mut file = File::open(path)?;
+    let stamp = Stamp::of(&file.metadata()?);
+    let light = scan_session(file_with_prev(&mut file, prev, stamp.len)?, prev, stamp.len)?;
+    Ok((stamp, light))
+}
+
+fn file_with_prev<'a>(file: &'a mut File, prev: Option<&Light>, len: u64) -> std::io::Result<&'a mut File> {
+    if let Some(p) = prev.filter(|p| len >= p.scanned_to && p.scanned_to > 0) {
+        file.seek(SeekFrom::Start(p.scanned_to))?;
+    }
+    Ok(file)
+}
+
+fn scan_session(file: &mut File, prev: Option<&Light>, len: u64) -> std::io::Result<Option<Light>> {
+    let light = match prev {
         Some(p) if len >= p.scanned_to && p.scanned_to > 0 => p.clone(),
         _ => Light::default(),
     };
-    let mut file = File::open(path)?;
-    if light.scanned_to > 0 {
-        file.seek(SeekFrom::Start(light.scanned_to))?;
-    }
+    let mut light = light;
     let mut reader = BufReader::with_capacity(16 * 1024, file);
     let mut line = Vec::new();
     loop {
@@ -193,25 +205,28 @@ pub(crate) struct MetaLight {
 }
 
 /// Read a meta file's light fields. `None` when it is corrupt or not schemaVersion 1.
-pub(crate) fn read_meta(path: &Path) -> Option<MetaLight> {
-    let mut bytes = Vec::new();
-    File::open(path).ok()?.take(8 * 1024 * 1024).read_to_end(&mut bytes).ok()?;
+/// `None` when the file cannot be opened; `(stamp, None)` when it is corrupt.
+pub(crate) fn read_meta(path: &Path) -> Option<(Stamp, Option<MetaLight>)> {
+    let file = File::open(path).ok()?;
+    let stamp = Stamp::of(&file.metadata().ok()?);
+    let mut bytes = Vec::with_capacity(stamp.len as usize + 1);
+    file.take(8 * 1024 * 1024).read_to_end(&mut bytes).ok()?;
     let mut meta: MetaLight = match serde_json::from_slice(&bytes) {
         Ok(m) => m,
         Err(e) => {
             tracing::warn!("ignoring corrupt meta file {}: {e}", path.display());
-            return None;
+            return Some((stamp, None));
         }
     };
     if meta.schema_version != crate::meta::SCHEMA_VERSION || meta.session_id.trim().is_empty() {
         tracing::warn!("ignoring meta file {} (unsupported schema or empty sessionId)", path.display());
-        return None;
+        return Some((stamp, None));
     }
     if meta.summary.len() > SUMMARY_BYTES {
         let cut = floor_char_boundary(&meta.summary, SUMMARY_BYTES);
         meta.summary.truncate(cut);
     }
-    Some(meta)
+    Some((stamp, Some(meta)))
 }
 
 /// Largest char boundary ≤ `at`.
@@ -229,7 +244,9 @@ pub fn floor_char_boundary(s: &str, at: usize) -> usize {
 /// One directory entry worth looking at.
 pub(crate) enum Listed {
     Dir(PathBuf),
-    File(PathBuf),
+    /// A file and its inode: an atomic replace (write + rename) changes it,
+    /// so a re-listed directory needs no `stat` for files that kept theirs.
+    File(PathBuf, u64),
 }
 
 /// List a directory, following symlinks only when their target stays inside
@@ -251,10 +268,21 @@ pub(crate) fn list_dir(dir: &Path, root: &Path, suffix: &str) -> (Vec<Listed>, b
         if is_dir {
             out.push(Listed::Dir(path));
         } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(suffix)) {
-            out.push(Listed::File(path));
+            out.push(Listed::File(path, inode(&de)));
         }
     }
     (out, true)
+}
+
+#[cfg(unix)]
+fn inode(de: &std::fs::DirEntry) -> u64 {
+    std::os::unix::fs::DirEntryExt::ino(de)
+}
+
+/// 0 means unknown: such files are compared by `stat` instead.
+#[cfg(not(unix))]
+fn inode(_de: &std::fs::DirEntry) -> u64 {
+    0
 }
 
 /// Open a session file for reading only if it really lies inside the
@@ -283,12 +311,12 @@ mod tests {
         let head = "{\"type\":\"session\",\"version\":3,\"id\":\"abc\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"cwd\":\"/p\"}\n\
              {\"type\":\"message\",\"id\":\"1\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hello there\"}]}}\n";
         std::fs::write(&p, head).unwrap();
-        let a = read_session(&p, None, head.len() as u64).unwrap().unwrap();
+        let a = read_session(&p, None).unwrap().1.unwrap();
         assert_eq!((a.id.as_str(), a.first_message.as_deref(), a.name.as_deref()), ("abc", Some("hello there"), None));
         assert_eq!(a.scanned_to, head.len() as u64);
         let more = "{\"type\":\"session_info\",\"id\":\"2\",\"parentId\":\"1\",\"name\":\"  Auth work \"}\n";
         std::fs::write(&p, format!("{head}{more}")).unwrap();
-        let b = read_session(&p, Some(&a), (head.len() + more.len()) as u64).unwrap().unwrap();
+        let b = read_session(&p, Some(&a)).unwrap().1.unwrap();
         assert_eq!(b.name.as_deref(), Some("Auth work"));
         assert_eq!(b.first_message.as_deref(), Some("hello there"));
     }
@@ -298,6 +326,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.jsonl");
         std::fs::write(&p, "{\"createSurface\":{}}\n").unwrap();
-        assert_eq!(read_session(&p, None, 10).unwrap(), None);
+        assert_eq!(read_session(&p, None).unwrap().1, None);
     }
 }

@@ -14,6 +14,7 @@
 //! - usage is summed over attempts and priced in USD.
 
 mod anthropic;
+pub mod extractive;
 mod gemini;
 mod hosted;
 mod http;

@@ -34,6 +34,18 @@ pub struct Unresolved {
     pub code: &'static str,
 }
 
+/// `session_start`: build the session catalog in the background, so the
+/// first `@@` (or completion request) does not pay for reading every file.
+pub fn on_session_start(app: &Arc<App>, ctx: &SessionContext) {
+    if !app.config.references.enabled && !app.config.query.enabled {
+        return;
+    }
+    let (sessions_dir, meta_dir) = (app.sessions_dir(ctx), app.meta_dir(ctx));
+    if !app.catalog.is_warm(&sessions_dir, &meta_dir) {
+        app.jobs.submit(&app.runtime, "catalog-prewarm", app.catalog.prewarm_task(&sessions_dir, &meta_dir));
+    }
+}
+
 /// `before_agent_start`: the `session-reference` message to inject, if the prompt has references.
 pub fn before_agent_start(app: &Arc<App>, ctx: &SessionContext, prompt: &str) -> Option<CustomMessage> {
     let cfg = &app.config.references;

@@ -24,11 +24,20 @@ pub fn bounded(text: &str, max: usize) -> BoundedText {
 
 /// Length in UTF-16 code units (JavaScript's `string.length`).
 pub fn utf16_len(text: &str) -> usize {
-    // Every 4-byte UTF-8 sequence is a surrogate pair; the rest is one unit per char.
+    // Units = chars + one more per 4-byte sequence = bytes − continuation
+    // bytes + 4-byte leads. Small per-chunk counters let this vectorize.
     let bytes = text.as_bytes();
-    let chars = bytes.iter().filter(|&&b| (b & 0xC0) != 0x80).count();
-    let astral = bytes.iter().filter(|&&b| b >= 0xF0).count();
-    chars + astral
+    let (mut continuation, mut four) = (0usize, 0usize);
+    for chunk in bytes.chunks(128) {
+        let (mut c, mut f) = (0u8, 0u8);
+        for &b in chunk {
+            c += u8::from((b as i8) < -0x40);
+            f += u8::from(b >= 0xF0);
+        }
+        continuation += usize::from(c);
+        four += usize::from(f);
+    }
+    bytes.len() - continuation + four
 }
 
 fn to_i64(n: Option<f64>) -> i64 {
@@ -61,7 +70,7 @@ fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
             name: raw.name.string(),
             arguments: raw.arguments.clone().unwrap_or(Value::Null),
         }),
-        "image" => Some(Block::Image { mime_type: raw.mime_type.string(), data_len: raw.data.0 }),
+        "image" => Some(Block::Image { mime_type: raw.mime_type.string(), data_len: raw.data.map_or(0, |d| d.0) }),
         // Unknown block types are dropped: no pi filter would keep them.
         _ => None,
     }
@@ -267,6 +276,8 @@ mod tests {
     fn utf16_len_counts_surrogate_pairs() {
         assert_eq!(utf16_len("aé€😀"), 5);
         assert_eq!(utf16_len(""), 0);
+        let mixed = "aé€😀ß日本\u{10FFFF}z".repeat(300);
+        assert_eq!(utf16_len(&mixed), mixed.encode_utf16().count());
     }
 
     #[test]

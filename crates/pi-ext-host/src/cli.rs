@@ -112,8 +112,8 @@ pub enum Command {
         #[arg(long)]
         wait: bool,
     },
-    /// Long-running mode (not built yet).
-    Serve,
+    /// Serve the plugin over a JSON-lines protocol on stdin/stdout (see SERVE.md); used by the pi bridge.
+    Serve(crate::serve::ServeArgs),
 }
 
 /// Everything a subcommand needs after start-up.
@@ -184,7 +184,8 @@ pub fn run(cli: &Cli) -> Result<Value, HostError> {
                 Ok(json!({"command": name, "args": args, "result": result}))
             })
         }
-        Command::Serve => Err(HostError::Usage("serve: not built yet".into())),
+        // serve writes its own protocol to stdout instead of one document: see `crate::serve::run`.
+        Command::Serve(_) => Err(HostError::Usage("serve runs through pi_ext_host::serve::run".into())),
     }
 }
 

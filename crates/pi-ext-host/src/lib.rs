@@ -15,6 +15,7 @@ pub mod instance;
 pub mod loader;
 pub mod manifest;
 pub mod recording;
+pub mod serve;
 
 pub use context::{resolve_agent_dir, session_context};
 pub use error::HostError;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 use clap::Parser;
-use pi_ext_host::cli::{one_line_usage_error, run, Cli};
+use pi_ext_host::cli::{one_line_usage_error, run, Cli, Command};
 
 fn fail(message: &str, code: u8) -> ExitCode {
     // Nothing sensible is left to do if stderr itself is gone.
@@ -27,10 +27,17 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            return fail("missing subcommand (info, event, prompt, tool, command); see --help", 2)
+            return fail("missing subcommand (info, event, prompt, tool, command, serve); see --help", 2)
         }
         Err(e) => return fail(&one_line_usage_error(&e.render().to_string()), 2),
     };
+    if let Command::Serve(args) = &cli.command {
+        // Long-running: stdout carries the protocol, not one result document.
+        return match pi_ext_host::serve::run(&cli, args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&e.to_string(), 1),
+        };
+    }
     let outcome = std::panic::catch_unwind(|| run(&cli));
     match outcome {
         Ok(Ok(doc)) => {
