@@ -1,14 +1,20 @@
 //! Reading pi session files: header, entries, the tree and its active branch,
 //! and context building exactly as pi's `SessionManager` does.
 //!
-//! CONTRACT (stubs until the reader lands; dependents code against these
-//! signatures): [`open`], [`read_header`], [`Session`] methods, and
-//! [`discovery`].
+//! Entry points: [`open`], [`read_header`], [`Session`] methods, and
+//! [`discovery`]. Recoverable damage is counted in [`Warnings`], never fatal.
 
+mod context;
+mod convert;
 pub mod discovery;
 pub mod model;
+mod raw;
+mod reader;
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+
+pub use convert::{iso_to_ms, utf16_len, TOOL_TEXT_HEAD_BYTES};
 
 pub use model::*;
 
@@ -32,22 +38,31 @@ pub struct Session {
     /// Entries in file order (v1 files migrated to linear ids, v2 `hookMessage` → `custom`).
     pub entries: Vec<Entry>,
     pub warnings: Warnings,
+    /// Entry index by id; a later duplicate wins, as in pi's `byId` map.
+    by_id: HashMap<String, usize>,
 }
 
-/// Open and parse a whole session file in bounded memory.
+/// Open and parse a whole session file in bounded memory: one line is held at
+/// a time, image data is only measured and tool-result text keeps a head.
 pub fn open(path: &Path) -> Result<Session, SessionError> {
-    Err(SessionError::Unimplemented { path: path.to_path_buf() })
+    let reader::Parsed { header, entries, mut warnings } = reader::read(path)?;
+    let by_id = reader::index_and_check(&entries, &mut warnings);
+    Ok(Session { path: path.to_path_buf(), header, entries, warnings, by_id })
 }
 
-/// Read only the header line.
+/// Read only the header line (the first JSON record).
 pub fn read_header(path: &Path) -> Result<SessionHeader, SessionError> {
-    Err(SessionError::Unimplemented { path: path.to_path_buf() })
+    match reader::header_only(path)? {
+        Some(header) => Ok(header),
+        // Headerless but pi-like: the full reader synthesizes the header.
+        None => reader::read(path).map(|p| p.header),
+    }
 }
 
 impl Session {
     /// The entry with this id.
-    pub fn get(&self, _id: &str) -> Option<&Entry> {
-        None
+    pub fn get(&self, id: &str) -> Option<&Entry> {
+        self.by_id.get(id).map(|&i| &self.entries[i])
     }
 
     /// pi's default leaf: the last entry in file order.
@@ -55,23 +70,70 @@ impl Session {
         self.entries.last().map(|e| e.id.as_str())
     }
 
-    /// The active branch from the root to `leaf` (or the default leaf), as pi's `getBranch`.
-    pub fn branch(&self, _leaf: Option<&str>) -> Vec<&Entry> {
-        Vec::new()
+    /// The active branch from the root to `leaf` (or the default leaf), as pi's
+    /// `getBranch`: empty for an unknown leaf. Unlike pi, a parent cycle ends
+    /// the walk at the first repeated entry instead of looping forever.
+    pub fn branch(&self, leaf: Option<&str>) -> Vec<&Entry> {
+        let Some(start) = leaf.or_else(|| self.default_leaf_id()) else {
+            return Vec::new();
+        };
+        let mut seen = HashSet::new();
+        let mut path = Vec::new();
+        let mut cur = self.by_id.get(start).copied();
+        while let Some(i) = cur {
+            if !seen.insert(i) {
+                break;
+            }
+            let entry = &self.entries[i];
+            path.push(entry);
+            cur = entry.parent_id.as_ref().and_then(|p| self.by_id.get(p).copied());
+        }
+        path.reverse();
+        path
     }
 
-    /// pi's `getSessionName`: the latest `session_info` name.
+    /// pi's `getSessionName`: the latest `session_info` name in FILE order (pi
+    /// scans all entries, not the branch; the branch argument is accepted for
+    /// callers but does not change the result, for parity). Blank → `None`.
     pub fn session_name(&self, _branch: &[&Entry]) -> Option<String> {
-        None
+        self.entries
+            .iter()
+            .rev()
+            .find_map(|e| match &e.kind {
+                EntryKind::SessionInfo { name } => Some(name.as_deref().map(str::trim).filter(|n| !n.is_empty())),
+                _ => None,
+            })?
+            .map(str::to_string)
     }
 
     /// pi's `buildSessionContext` over a branch.
-    pub fn build_context(&self, _branch: &[&Entry]) -> BuiltContext {
-        BuiltContext::default()
+    pub fn build_context(&self, branch: &[&Entry]) -> BuiltContext {
+        context::build(branch)
     }
 
-    /// Text of the first user message in the file (pi's session list preview).
+    /// Text of the first user message in the file (pi's session list preview:
+    /// text blocks joined with spaces; messages without text are skipped).
     pub fn first_user_message(&self) -> Option<String> {
-        None
+        self.entries.iter().find_map(|e| match &e.kind {
+            EntryKind::Message(AgentMessage::User { content, .. }) => {
+                Some(content_preview(content)).filter(|t| !t.is_empty())
+            }
+            _ => None,
+        })
+    }
+}
+
+/// pi's `extractTextContent` for list previews.
+pub(crate) fn content_preview(content: &Content) -> String {
+    match content {
+        Content::Text(t) => t.clone(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text(t) => Some(t.head.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
     }
 }

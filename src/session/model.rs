@@ -44,11 +44,15 @@ pub enum EntryKind {
         first_kept_entry_id: String,
         tokens_before: u64,
         details: Option<Value>,
+        /// Written by an extension, not pi: its `details` are not pi's file lists.
+        from_hook: bool,
     },
     BranchSummary {
         from_id: String,
         summary: String,
         details: Option<Value>,
+        /// Written by an extension, not pi: its `details` are not pi's file lists.
+        from_hook: bool,
     },
     /// Extension state; not part of the LLM context. `data` is kept as-is (small in practice).
     Custom {

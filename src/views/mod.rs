@@ -1,17 +1,29 @@
 //! Text views of a parsed branch: pi's `convertToLlm` + `serializeConversation`,
 //! `truncateTail`, the indexing view and the files touched.
-//!
-//! CONTRACT (stubs until the reader lands).
 
-use crate::session::{ContextMessage, Entry};
+mod jsjson;
+mod serialize;
+mod truncate;
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::session::{AgentMessage, Block, Content, ContextMessage, Entry, EntryKind};
+
+pub use jsjson::{js_number, stringify as js_stringify};
+pub use serialize::{
+    bash_execution_to_text, BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
+    COMPACTION_SUMMARY_SUFFIX, TOOL_RESULT_MAX_CHARS,
+};
 
 /// pi's `truncateTail` defaults.
 pub const DEFAULT_MAX_BYTES: usize = 51_200;
 pub const DEFAULT_MAX_LINES: usize = 2000;
 
 /// pi's `serializeConversation(convertToLlm(messages))` of a built context.
-pub fn serialize_context(_messages: &[ContextMessage]) -> String {
-    String::new()
+pub fn serialize_context(messages: &[ContextMessage]) -> String {
+    serialize::serialize(messages)
 }
 
 /// Result of [`truncate_tail`].
@@ -24,14 +36,65 @@ pub struct Truncated {
 }
 
 /// pi's `truncateTail`: keep the newest part within `max_bytes` and `max_lines`, UTF-8 safe.
-pub fn truncate_tail(text: &str, _max_bytes: usize, _max_lines: usize) -> Truncated {
-    Truncated { text: text.to_string(), truncated: false, total_lines: 0, total_bytes: text.len() }
+/// Lines are `\n`-separated (a trailing newline makes an empty last line, as in pi).
+pub fn truncate_tail(text: &str, max_bytes: usize, max_lines: usize) -> Truncated {
+    truncate::truncate_tail(text, max_bytes, max_lines)
 }
 
 /// The indexing view: user and assistant text only, one block per message,
-/// optionally prefixed with `[entryId]`.
-pub fn index_text(_branch: &[&Entry], _with_ids: bool) -> String {
-    String::new()
+/// optionally prefixed with `[entryId]`. Every message entry of the branch is
+/// used (also those a compaction hides from the LLM context): the index is
+/// about what happened in the session. Blocks are separated by a blank line;
+/// each reads `User: …` or `Assistant: …` (assistant text blocks joined by
+/// newlines; thinking, tool calls and images are left out).
+pub fn index_text(branch: &[&Entry], with_ids: bool) -> String {
+    let mut out = String::new();
+    for entry in branch {
+        let (who, text) = match &entry.kind {
+            EntryKind::Message(AgentMessage::User { content, .. }) => ("User", content_text(content)),
+            EntryKind::Message(AgentMessage::Assistant { content, .. }) => {
+                let texts: Vec<&str> = content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Block::Text(t) => Some(t.head.as_str()),
+                        _ => None,
+                    })
+                    .filter(|t| !t.trim().is_empty())
+                    .collect();
+                ("Assistant", texts.join("\n"))
+            }
+            _ => continue,
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        if with_ids {
+            out.push('[');
+            out.push_str(&entry.id);
+            out.push_str("] ");
+        }
+        out.push_str(who);
+        out.push_str(": ");
+        out.push_str(&text);
+    }
+    out
+}
+
+fn content_text(content: &Content) -> String {
+    match content {
+        Content::Text(t) => t.clone(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text(t) => Some(t.head.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
 }
 
 /// Files read and modified on a branch (read/write/edit tool calls plus
@@ -42,6 +105,51 @@ pub struct FilesTouched {
     pub modified: Vec<String>,
 }
 
-pub fn files_touched(_branch: &[&Entry]) -> FilesTouched {
-    FilesTouched::default()
+/// pi's file tracking (`extractFileOpsFromMessage` + the `details` of
+/// pi-written compactions and branch summaries + `computeFileLists`):
+/// modified = written ∪ edited, read = read − modified, each sorted as
+/// JavaScript sorts strings (by UTF-16 code units).
+pub fn files_touched(branch: &[&Entry]) -> FilesTouched {
+    let mut read = BTreeSet::new();
+    let mut modified = BTreeSet::new();
+    for entry in branch {
+        match &entry.kind {
+            EntryKind::Message(AgentMessage::Assistant { content, .. }) => {
+                for block in content {
+                    let Block::ToolCall { name, arguments, .. } = block else { continue };
+                    let Some(path) = arguments.get("path").and_then(Value::as_str) else { continue };
+                    if path.is_empty() {
+                        continue;
+                    }
+                    match name.as_str() {
+                        "read" => {
+                            read.insert(path.to_string());
+                        }
+                        "write" | "edit" => {
+                            modified.insert(path.to_string());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            EntryKind::Compaction { details: Some(d), from_hook: false, .. }
+            | EntryKind::BranchSummary { details: Some(d), from_hook: false, .. } => {
+                let list = |key: &str| -> Vec<String> {
+                    d.get(key)
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                        .unwrap_or_default()
+                };
+                read.extend(list("readFiles"));
+                modified.extend(list("modifiedFiles"));
+            }
+            _ => {}
+        }
+    }
+    let mut read: Vec<String> = read.difference(&modified).cloned().collect();
+    let mut modified: Vec<String> = modified.into_iter().collect();
+    let js_order = |a: &String, b: &String| a.encode_utf16().cmp(b.encode_utf16());
+    read.sort_by(js_order);
+    modified.sort_by(js_order);
+    FilesTouched { read, modified }
 }

@@ -1,0 +1,282 @@
+//! From the lenient line shapes to the model, applying pi's v2→v3 role
+//! migration and bounding tool-result text.
+
+use super::model::*;
+use super::raw::{RawBlock, RawContent, RawLine, RawMessage};
+use serde_json::Value;
+
+/// Bytes of tool-result text kept per block. pi's serialization keeps 2000
+/// UTF-16 units of the joined tool-result text, at most 6000 UTF-8 bytes, so
+/// 8 KiB leaves room; the full lengths are kept beside the head.
+pub const TOOL_TEXT_HEAD_BYTES: usize = 8 * 1024;
+
+/// Keep at most `max` bytes of `text` (on a char boundary) plus its full lengths.
+pub fn bounded(text: &str, max: usize) -> BoundedText {
+    if text.len() <= max {
+        return BoundedText::whole(text.to_string());
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    BoundedText { head: text[..cut].to_string(), full_utf16_len: utf16_len(text), full_bytes: text.len() }
+}
+
+/// Length in UTF-16 code units (JavaScript's `string.length`).
+pub fn utf16_len(text: &str) -> usize {
+    // Every 4-byte UTF-8 sequence is a surrogate pair; the rest is one unit per char.
+    let bytes = text.as_bytes();
+    let chars = bytes.iter().filter(|&&b| (b & 0xC0) != 0x80).count();
+    let astral = bytes.iter().filter(|&&b| b >= 0xF0).count();
+    chars + astral
+}
+
+fn to_i64(n: Option<f64>) -> i64 {
+    match n {
+        Some(v) if v.is_finite() => v as i64,
+        _ => 0,
+    }
+}
+
+fn to_u64(n: Option<f64>) -> u64 {
+    match n {
+        Some(v) if v.is_finite() && v > 0.0 => v as u64,
+        _ => 0,
+    }
+}
+
+fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
+    match raw.ty.as_str()? {
+        "text" => {
+            let text = raw.text.as_str().unwrap_or_default();
+            Some(Block::Text(if bound_text {
+                bounded(text, TOOL_TEXT_HEAD_BYTES)
+            } else {
+                BoundedText::whole(text.to_string())
+            }))
+        }
+        "thinking" => Some(Block::Thinking(raw.thinking.string())),
+        "toolCall" => Some(Block::ToolCall {
+            id: raw.id.string(),
+            name: raw.name.string(),
+            arguments: raw.arguments.clone().unwrap_or(Value::Null),
+        }),
+        "image" => Some(Block::Image { mime_type: raw.mime_type.string(), data_len: raw.data.0 }),
+        // Unknown block types are dropped: no pi filter would keep them.
+        _ => None,
+    }
+}
+
+fn blocks(raw: &Option<RawContent<'_>>, bound_text: bool) -> Vec<Block> {
+    match raw {
+        Some(RawContent::Blocks(b)) => b.iter().filter_map(|b| block(b, bound_text)).collect(),
+        // A string where pi expects blocks: pi's filters would find no text blocks
+        // in a string for assistants; tool results would throw. Keep it as text
+        // so nothing is silently lost for tool results.
+        Some(RawContent::Text(t)) if bound_text => vec![Block::Text(bounded(t, TOOL_TEXT_HEAD_BYTES))],
+        _ => Vec::new(),
+    }
+}
+
+pub fn content(raw: &Option<RawContent<'_>>) -> Content {
+    match raw {
+        Some(RawContent::Text(t)) => Content::Text(t.to_string()),
+        Some(RawContent::Blocks(_)) => Content::Blocks(blocks(raw, false)),
+        _ => Content::Blocks(Vec::new()),
+    }
+}
+
+fn usage(v: &Option<Value>) -> Option<MessageUsage> {
+    let v = v.as_ref()?.as_object()?;
+    let num = |x: Option<&Value>| x.and_then(Value::as_f64).unwrap_or(0.0);
+    Some(MessageUsage {
+        input: num(v.get("input")).max(0.0) as u64,
+        output: num(v.get("output")).max(0.0) as u64,
+        cost_total: num(v.get("cost").and_then(|c| c.get("total"))),
+    })
+}
+
+/// A message of a `message` entry; `None` for a role pi's context code does not know.
+pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
+    let timestamp = to_i64(m.timestamp.0);
+    let role = m.role.as_str()?;
+    Some(match role {
+        "user" => AgentMessage::User { content: content(&m.content), timestamp },
+        "assistant" => AgentMessage::Assistant {
+            content: blocks(&m.content, false),
+            provider: m.provider.string(),
+            model: m.model.string(),
+            stop_reason: m.stop_reason.string(),
+            error_message: m.error_message.owned(),
+            usage: usage(&m.usage),
+            timestamp,
+        },
+        "toolResult" => AgentMessage::ToolResult {
+            tool_call_id: m.tool_call_id.string(),
+            tool_name: m.tool_name.string(),
+            content: blocks(&m.content, true),
+            is_error: m.is_error.0,
+            timestamp,
+        },
+        "bashExecution" => AgentMessage::BashExecution {
+            command: m.command.string(),
+            // pi stores bash output already cut to 50 KB and sends it whole.
+            output: BoundedText::whole(m.output.string()),
+            exit_code: m.exit_code.0.filter(|v| v.is_finite()).map(|v| v as i64),
+            cancelled: m.cancelled.0,
+            truncated: m.truncated.0,
+            full_output_path: m.full_output_path.owned(),
+            exclude_from_context: m.exclude_from_context.0,
+            timestamp,
+        },
+        "custom" => custom(m, timestamp),
+        "hookMessage" if version < 3 => custom(m, timestamp),
+        "branchSummary" => {
+            AgentMessage::BranchSummary { summary: m.summary.string(), from_id: m.from_id.string(), timestamp }
+        }
+        "compactionSummary" => AgentMessage::CompactionSummary {
+            summary: m.summary.string(),
+            tokens_before: to_u64(m.tokens_before.0),
+            timestamp,
+        },
+        _ => return None,
+    })
+}
+
+fn custom(m: &RawMessage<'_>, timestamp: i64) -> AgentMessage {
+    AgentMessage::Custom {
+        custom_type: m.custom_type.string(),
+        content: content(&m.content),
+        display: m.display.0,
+        timestamp,
+    }
+}
+
+/// The entry kind of a non-header line. `Err(())` for a `message` entry pi's
+/// context code could not use (no message object, or an unknown role): the
+/// caller keeps it as `Unknown` so the tree stays connected.
+pub fn kind(l: &RawLine<'_>, ty: &str, version: u32) -> Result<EntryKind, ()> {
+    Ok(match ty {
+        "message" => {
+            let m = l.message.as_ref().and_then(|m| m.0.as_ref()).ok_or(())?;
+            EntryKind::Message(message(m, version).ok_or(())?)
+        }
+        "thinking_level_change" => EntryKind::ThinkingLevelChange { thinking_level: l.thinking_level.string() },
+        "model_change" => EntryKind::ModelChange { provider: l.provider.string(), model_id: l.model_id.string() },
+        "compaction" => EntryKind::Compaction {
+            summary: l.summary.string(),
+            first_kept_entry_id: l.first_kept_entry_id.string(),
+            tokens_before: to_u64(l.tokens_before.0),
+            details: l.details.clone(),
+            from_hook: l.from_hook.0,
+        },
+        "branch_summary" => EntryKind::BranchSummary {
+            from_id: l.from_id.string(),
+            summary: l.summary.string(),
+            details: l.details.clone(),
+            from_hook: l.from_hook.0,
+        },
+        "custom" => {
+            EntryKind::Custom { custom_type: l.custom_type.string(), data: l.data.clone().unwrap_or(Value::Null) }
+        }
+        "custom_message" => EntryKind::CustomMessage {
+            custom_type: l.custom_type.string(),
+            content: content(&l.content),
+            display: l.display.0,
+        },
+        "label" => EntryKind::Label { target_id: l.target_id.string(), label: l.label.owned() },
+        "session_info" => EntryKind::SessionInfo { name: l.name.owned() },
+        other => EntryKind::Unknown { entry_type: other.to_string() },
+    })
+}
+
+/// Milliseconds since the epoch of an ISO-8601 timestamp (`new Date(s).getTime()`
+/// for the forms pi writes); 0 when unparsable.
+pub fn iso_to_ms(s: &str) -> i64 {
+    parse_iso(s).unwrap_or(0)
+}
+
+fn parse_iso(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |from: usize, len: usize| -> Option<i64> {
+        let part = s.get(from..from + len)?;
+        if !part.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        part.parse().ok()
+    };
+    let (y, mo, d) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') {
+        return None;
+    }
+    let (mut h, mut mi, mut sec, mut ms) = (0, 0, 0, 0);
+    let mut rest = 10;
+    if b.get(10) == Some(&b'T') || b.get(10) == Some(&b' ') {
+        h = num(11, 2)?;
+        mi = num(14, 2)?;
+        rest = 16;
+        if b.get(16) == Some(&b':') {
+            sec = num(17, 2)?;
+            rest = 19;
+            if b.get(19) == Some(&b'.') {
+                let mut end = 20;
+                while end < b.len() && b[end].is_ascii_digit() {
+                    end += 1;
+                }
+                let frac = s.get(20..end)?;
+                let padded: String = frac.chars().chain("000".chars()).take(3).collect();
+                ms = padded.parse().ok()?;
+                rest = end;
+            }
+        }
+    }
+    let offset_min = match s.get(rest..) {
+        Some("") | Some("Z") | Some("z") => 0,
+        Some(tz) if tz.len() == 6 && (tz.starts_with('+') || tz.starts_with('-')) => {
+            let oh: i64 = tz.get(1..3)?.parse().ok()?;
+            let om: i64 = tz.get(4..6)?.parse().ok()?;
+            let sign = if tz.starts_with('-') { -1 } else { 1 };
+            sign * (oh * 60 + om)
+        }
+        _ => return None,
+    };
+    // Days from civil (Howard Hinnant's algorithm).
+    let yy = if mo <= 2 { y - 1 } else { y };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_min * 60;
+    Some(secs * 1000 + ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_parses_pi_timestamps() {
+        assert_eq!(iso_to_ms("1970-01-01T00:00:00.000Z"), 0);
+        assert_eq!(iso_to_ms("2024-12-03T14:00:01.500Z"), 1_733_234_401_500);
+        assert_eq!(iso_to_ms("garbage"), 0);
+    }
+
+    #[test]
+    fn utf16_len_counts_surrogate_pairs() {
+        assert_eq!(utf16_len("aé€😀"), 5);
+        assert_eq!(utf16_len(""), 0);
+    }
+
+    #[test]
+    fn bounded_cuts_on_char_boundary_and_keeps_lengths() {
+        let text = "é".repeat(10);
+        let b = bounded(&text, 5);
+        assert_eq!(b.head, "éé");
+        assert_eq!(b.full_bytes, 20);
+        assert_eq!(b.full_utf16_len, 10);
+        assert!(!b.is_complete());
+        assert!(bounded("abc", 5).is_complete());
+    }
+}

@@ -1,0 +1,246 @@
+//! pi's `serializeConversation(convertToLlm(messages))`
+//! (dist/core/compaction/utils.js and dist/core/messages.js).
+
+use serde_json::Value;
+
+use super::jsjson;
+use crate::session::{AgentMessage, Block, BoundedText, Content, ContextMessage};
+
+/// pi's `TOOL_RESULT_MAX_CHARS`, in UTF-16 code units.
+pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
+
+pub const COMPACTION_SUMMARY_PREFIX: &str =
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+pub const COMPACTION_SUMMARY_SUFFIX: &str = "\n</summary>";
+pub const BRANCH_SUMMARY_PREFIX: &str =
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
+pub const BRANCH_SUMMARY_SUFFIX: &str = "</summary>";
+
+/// pi's `bashExecutionToText`.
+pub fn bash_execution_to_text(
+    command: &str,
+    output: &str,
+    exit_code: Option<i64>,
+    cancelled: bool,
+    truncated: bool,
+    full_output_path: Option<&str>,
+) -> String {
+    let mut text = format!("Ran `{command}`\n");
+    if output.is_empty() {
+        text.push_str("(no output)");
+    } else {
+        text.push_str(&format!("```\n{output}\n```"));
+    }
+    if cancelled {
+        text.push_str("\n\n(command cancelled)");
+    } else if let Some(code) = exit_code.filter(|c| *c != 0) {
+        text.push_str(&format!("\n\nCommand exited with code {code}"));
+    }
+    if let (true, Some(path)) = (truncated, full_output_path.filter(|p| !p.is_empty())) {
+        text.push_str(&format!("\n\n[Output truncated. Full output: {path}]"));
+    }
+    text
+}
+
+/// Text blocks joined with `""`, as pi's user/tool-result serialization does.
+fn joined_text(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    for b in blocks {
+        if let Block::Text(t) = b {
+            out.push_str(&t.head);
+        }
+    }
+    out
+}
+
+fn user_text(content: &Content) -> String {
+    match content {
+        Content::Text(t) => t.clone(),
+        Content::Blocks(blocks) => joined_text(blocks),
+    }
+}
+
+/// `${name}(${Object.entries(args).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ")})`
+fn tool_call_text(name: &str, arguments: &Value) -> String {
+    let args: Vec<String> = match arguments {
+        Value::Object(map) => {
+            jsjson::js_entries(map).into_iter().map(|(k, v)| format!("{k}={}", jsjson::stringify(v))).collect()
+        }
+        Value::Array(items) => items.iter().enumerate().map(|(i, v)| format!("{i}={}", jsjson::stringify(v))).collect(),
+        Value::String(s) => s
+            .chars()
+            .enumerate()
+            .map(|(i, c)| format!("{i}={}", jsjson::stringify(&Value::String(c.to_string()))))
+            .collect(),
+        // Object.entries of a number or boolean is empty; pi throws on null.
+        _ => Vec::new(),
+    };
+    format!("{name}({})", args.join(", "))
+}
+
+/// pi's `truncateForSummary` over the joined tool-result text, from the kept
+/// heads and full lengths. A cut inside a surrogate pair leaves JavaScript a
+/// lone surrogate, which becomes U+FFFD once written as UTF-8; so it does here.
+fn tool_result_text(blocks: &[Block]) -> Option<String> {
+    let texts: Vec<&BoundedText> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let total: usize = texts.iter().map(|t| t.full_utf16_len).sum();
+    if total == 0 {
+        return None;
+    }
+    if total <= TOOL_RESULT_MAX_CHARS {
+        return Some(texts.iter().map(|t| t.head.as_str()).collect());
+    }
+    let mut out = String::new();
+    let mut units = 0usize;
+    'outer: for t in &texts {
+        for c in t.head.chars() {
+            let w = c.len_utf16();
+            if units + w > TOOL_RESULT_MAX_CHARS {
+                if units < TOOL_RESULT_MAX_CHARS {
+                    out.push('\u{FFFD}');
+                }
+                break 'outer;
+            }
+            out.push(c);
+            units += w;
+            if units == TOOL_RESULT_MAX_CHARS {
+                break 'outer;
+            }
+        }
+    }
+    out.push_str(&format!("\n\n[... {} more characters truncated]", total - TOOL_RESULT_MAX_CHARS));
+    Some(out)
+}
+
+fn serialize_one(message: &AgentMessage, parts: &mut Vec<String>) {
+    let user = |text: String, parts: &mut Vec<String>| {
+        if !text.is_empty() {
+            parts.push(format!("[User]: {text}"));
+        }
+    };
+    match message {
+        AgentMessage::User { content, .. } => user(user_text(content), parts),
+        AgentMessage::Custom { content, .. } => user(user_text(content), parts),
+        AgentMessage::BashExecution {
+            command,
+            output,
+            exit_code,
+            cancelled,
+            truncated,
+            full_output_path,
+            exclude_from_context,
+            ..
+        } => {
+            if !exclude_from_context {
+                let text = bash_execution_to_text(
+                    command,
+                    &output.head,
+                    *exit_code,
+                    *cancelled,
+                    *truncated,
+                    full_output_path.as_deref(),
+                );
+                user(text, parts);
+            }
+        }
+        AgentMessage::BranchSummary { summary, .. } => {
+            user(format!("{BRANCH_SUMMARY_PREFIX}{summary}{BRANCH_SUMMARY_SUFFIX}"), parts)
+        }
+        AgentMessage::CompactionSummary { summary, .. } => {
+            user(format!("{COMPACTION_SUMMARY_PREFIX}{summary}{COMPACTION_SUMMARY_SUFFIX}"), parts)
+        }
+        AgentMessage::Assistant { content, .. } => {
+            let mut text = Vec::new();
+            let mut thinking = Vec::new();
+            let mut calls = Vec::new();
+            for block in content {
+                match block {
+                    Block::Text(t) => text.push(t.head.as_str()),
+                    Block::Thinking(t) => thinking.push(t.as_str()),
+                    Block::ToolCall { name, arguments, .. } => calls.push(tool_call_text(name, arguments)),
+                    Block::Image { .. } => {}
+                }
+            }
+            if !thinking.is_empty() {
+                parts.push(format!("[Assistant thinking]: {}", thinking.join("\n")));
+            }
+            if !text.is_empty() {
+                parts.push(format!("[Assistant]: {}", text.join("\n")));
+            }
+            if !calls.is_empty() {
+                parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
+            }
+        }
+        AgentMessage::ToolResult { content, .. } => {
+            if let Some(text) = tool_result_text(content) {
+                parts.push(format!("[Tool result]: {text}"));
+            }
+        }
+    }
+}
+
+pub fn serialize(messages: &[ContextMessage]) -> String {
+    let mut parts = Vec::new();
+    for m in messages {
+        serialize_one(&m.message, &mut parts);
+    }
+    parts.join("\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::TOOL_TEXT_HEAD_BYTES;
+
+    fn tool_result(text: &str) -> String {
+        let b = crate::session::model::BoundedText {
+            head: {
+                let mut cut = text.len().min(TOOL_TEXT_HEAD_BYTES);
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text[..cut].to_string()
+            },
+            full_utf16_len: text.encode_utf16().count(),
+            full_bytes: text.len(),
+        };
+        tool_result_text(&[Block::Text(b)]).unwrap_or_default()
+    }
+
+    #[test]
+    fn tool_result_marker_counts_utf16_units() {
+        let text = "😀".repeat(1500); // 3000 UTF-16 units
+        let out = tool_result(&text);
+        assert_eq!(out, format!("{}\n\n[... 1000 more characters truncated]", "😀".repeat(1000)));
+    }
+
+    #[test]
+    fn tool_result_cut_inside_a_surrogate_pair_gives_replacement() {
+        let text = format!("{}{}", "a".repeat(1999), "😀".repeat(10));
+        let out = tool_result(&text);
+        assert_eq!(out, format!("{}\u{FFFD}\n\n[... 19 more characters truncated]", "a".repeat(1999)));
+    }
+
+    #[test]
+    fn tool_result_at_limit_is_whole() {
+        let text = "x".repeat(2000);
+        assert_eq!(tool_result(&text), text);
+        let long = "y".repeat(100_000);
+        assert_eq!(tool_result(&long), format!("{}\n\n[... 98000 more characters truncated]", "y".repeat(2000)));
+    }
+
+    #[test]
+    fn bash_text_as_pi() {
+        assert_eq!(bash_execution_to_text("ls", "", Some(0), false, false, None), "Ran `ls`\n(no output)");
+        assert_eq!(
+            bash_execution_to_text("x", "o", Some(2), false, true, Some("/tmp/f")),
+            "Ran `x`\n```\no\n```\n\nCommand exited with code 2\n\n[Output truncated. Full output: /tmp/f]"
+        );
+    }
+}
