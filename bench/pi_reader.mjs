@@ -6,7 +6,8 @@
 //
 // Usage: node [--max-old-space-size=MB] bench/pi_reader.mjs FILE [--dump OUT]
 // Prints one JSON line: ok, secs (open through serialize, module loading
-// excluded), openSecs, peakRssKb (process.resourceUsage().maxRSS, KiB),
+// excluded), openSecs, cpuSecs (process.cpuUsage over the same work: all
+// threads, GC included), peakRssKb (process.resourceUsage().maxRSS, KiB),
 // baselineRssKb (peak before opening), branchLen, messages, serializedBytes.
 // With --dump, the serialized text is written to OUT after timing.
 
@@ -31,6 +32,7 @@ if (!file) {
 const baselineRssKb = process.resourceUsage().maxRSS;
 let result;
 try {
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const sm = SessionManager.open(file);
   const t1 = performance.now();
@@ -38,10 +40,12 @@ try {
   const ctx = sm.buildSessionContext();
   const text = serializeConversation(convertToLlm(ctx.messages));
   const t2 = performance.now();
+  const cpu = process.cpuUsage(cpu0);
   result = {
     ok: true,
     secs: (t2 - t0) / 1000,
     openSecs: (t1 - t0) / 1000,
+    cpuSecs: (cpu.user + cpu.system) / 1e6,
     peakRssKb: process.resourceUsage().maxRSS,
     baselineRssKb,
     branchLen: branch.length,

@@ -135,6 +135,15 @@ impl Side {
         Some(t[t.len() / 2])
     }
 
+    fn median_cpu_secs(&self) -> Option<f64> {
+        let mut t: Vec<f64> = self.ok().iter().map(|s| s.cpu_secs).filter(|&c| c > 0.0).collect();
+        if t.is_empty() {
+            return None;
+        }
+        t.sort_by(f64::total_cmp);
+        Some(t[t.len() / 2])
+    }
+
     /// The highest self-reported peak over the runs (conservative).
     fn peak_rss_bytes(&self) -> Option<u64> {
         self.ok().iter().map(|s| s.peak_rss_kb * 1024).max()
@@ -145,6 +154,7 @@ impl Side {
             "samples": self.samples,
             "failure": self.failure,
             "medianSecs": self.median_secs(),
+            "medianCpuSecs": self.median_cpu_secs(),
             "mbPerSec": self.median_secs().map(|s| bytes as f64 / MB / s),
             "peakRssBytes": self.peak_rss_bytes(),
         })
@@ -157,6 +167,7 @@ struct SizeResult {
     bytes: u64,
     gen: GenStats,
     raw_read_secs: f64,
+    load_avg: Option<String>,
     ours: Side,
     pi: Option<Side>,
     identical: Option<Result<(), String>>,
@@ -165,6 +176,11 @@ struct SizeResult {
 impl SizeResult {
     fn speedup(&self) -> Option<f64> {
         Some(self.pi.as_ref()?.median_secs()? / self.ours.median_secs()?)
+    }
+
+    /// Speedup by CPU time, less sensitive to other load on the machine.
+    fn cpu_speedup(&self) -> Option<f64> {
+        Some(self.pi.as_ref()?.median_cpu_secs()? / self.ours.median_cpu_secs()?)
     }
 
     fn memory_ratio(&self) -> Option<f64> {
@@ -191,6 +207,8 @@ fn run(args: &Args) -> Result<bool, String> {
         }
         let bytes = gen.bytes;
         let raw_read_secs = warm_cache(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let load_avg = load_avg();
+        println!("[{mb} MB] load average before measuring: {}", load_avg.as_deref().unwrap_or("?"));
         println!("[{mb} MB] measuring our reader ({} runs)...", args.runs);
         let ours_dump = results_dir.join(format!("ours-{mb}mb.txt"));
         let mut ours = Side::default();
@@ -242,7 +260,7 @@ fn run(args: &Args) -> Result<bool, String> {
             }
             pi = Some(side);
         }
-        results.push(SizeResult { nominal_mb: mb, file, bytes, gen, raw_read_secs, ours, pi, identical });
+        results.push(SizeResult { nominal_mb: mb, file, bytes, gen, raw_read_secs, load_avg, ours, pi, identical });
     }
     if args.generate_only {
         return Ok(true);
@@ -255,12 +273,20 @@ fn run(args: &Args) -> Result<bool, String> {
     Ok(all_pass)
 }
 
+/// The 1/5/15-minute load averages: the bench shares the machine, and wall
+/// times mean little without them.
+fn load_avg() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some(text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+}
+
 fn report_sample(who: &str, s: &Sample) {
     if s.ok {
         println!(
-            "  {who}: {:.3} s (open {:.3} s), peak RSS {:.1} MB (baseline {:.1} MB), {} messages, {} bytes serialized",
+            "  {who}: {:.3} s (open {:.3} s, cpu {:.3} s), peak RSS {:.1} MB (baseline {:.1} MB), {} messages, {} bytes serialized",
             s.secs,
             s.open_secs,
+            s.cpu_secs,
             s.peak_rss_kb as f64 * 1024.0 / MB,
             s.baseline_rss_kb as f64 * 1024.0 / MB,
             s.messages,
@@ -387,10 +413,10 @@ fn fmt_opt(v: Option<f64>, prec: usize) -> String {
 fn print_table(results: &[SizeResult]) {
     println!();
     println!(
-        "{:>7} {:>9} | {:>10} {:>10} | {:>10} {:>10} | {:>8} {:>9} | {:>8} | output",
-        "file", "MB", "ours MB/s", "ours RSS", "pi MB/s", "pi RSS", "speedup", "mem ratio", "read MB/s"
+        "{:>7} {:>9} | {:>10} {:>10} | {:>10} {:>10} | {:>8} {:>8} {:>9} | {:>9} | output",
+        "file", "MB", "ours MB/s", "ours RSS", "pi MB/s", "pi RSS", "speedup", "cpu x", "mem ratio", "read MB/s"
     );
-    println!("{}", "-".repeat(118));
+    println!("{}", "-".repeat(128));
     for r in results {
         let mbs = |s: &Side| s.median_secs().map(|t| r.bytes as f64 / MB / t);
         let rss = |s: &Side| s.peak_rss_bytes().map(|b| b as f64 / MB);
@@ -406,7 +432,7 @@ fn print_table(results: &[SizeResult]) {
         };
         let ours_speed = if r.ours.failure.is_some() { "failed".to_string() } else { fmt_opt(mbs(&r.ours), 1) };
         println!(
-            "{:>4} MB {:>9.1} | {:>10} {:>7} MB | {:>10} {:>10} | {:>7}x {:>9} | {:>8.0} | {output}",
+            "{:>4} MB {:>9.1} | {:>10} {:>7} MB | {:>10} {:>10} | {:>7}x {:>7}x {:>9} | {:>9.0} | {output}",
             r.nominal_mb,
             r.bytes as f64 / MB,
             ours_speed,
@@ -414,6 +440,7 @@ fn print_table(results: &[SizeResult]) {
             pi_speed,
             pi_rss,
             fmt_opt(r.speedup(), 1),
+            fmt_opt(r.cpu_speedup(), 1),
             fmt_opt(r.memory_ratio(), 3),
             r.bytes as f64 / MB / r.raw_read_secs,
         );
@@ -425,7 +452,8 @@ fn print_table(results: &[SizeResult]) {
             }
         }
     }
-    println!("(MB = 10^6 bytes; RSS = peak resident set of the measuring process; speedup = pi time / our time)");
+    println!("(MB = 10^6 bytes; RSS = peak resident set of the measuring process; speedup = pi wall time / our wall");
+    println!(" time, medians; cpu x = the same ratio by CPU time; read MB/s = plain read of the cached file)");
 }
 
 fn check_targets(results: &[SizeResult]) -> Vec<Value> {
@@ -495,7 +523,9 @@ fn write_results(
                 "rawReadMbPerSec": r.bytes as f64 / MB / r.raw_read_secs,
                 "ours": r.ours.to_json(r.bytes),
                 "pi": r.pi.as_ref().map(|s| s.to_json(r.bytes)),
+                "loadAvgBefore": r.load_avg,
                 "speedup": r.speedup(),
+                "cpuSpeedup": r.cpu_speedup(),
                 "memoryRatio": r.memory_ratio(),
                 "outputIdentical": r.identical.as_ref().map(|x| x.is_ok()),
                 "outputDifference": r.identical.as_ref().and_then(|x| x.clone().err()),

@@ -24,6 +24,9 @@ pub struct Sample {
     pub secs: f64,
     #[serde(default)]
     pub open_secs: f64,
+    /// CPU time of the same work (robust to other load on the machine).
+    #[serde(default)]
+    pub cpu_secs: f64,
     /// Peak RSS reported by the process itself, in KiB.
     #[serde(default)]
     pub peak_rss_kb: u64,
@@ -54,9 +57,19 @@ pub fn vm_hwm_kb(pid: Option<u32>) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// CPU time consumed so far by the calling thread (the reader is single-threaded).
+fn thread_cpu_secs() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|ns| ns as f64 / 1e9)
+        .unwrap_or(0.0)
+}
+
 /// The child side for our reader: read `file` and print one JSON [`Sample`].
 pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     let baseline = vm_hwm_kb(None).unwrap_or(0);
+    let cpu0 = thread_cpu_secs();
     let t0 = Instant::now();
     let session = match session_index::session::open(file) {
         Ok(s) => s,
@@ -71,10 +84,12 @@ pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     let ctx = session.build_context(&branch);
     let text = session_index::views::serialize_context(&ctx.messages);
     let secs = t0.elapsed().as_secs_f64();
+    let cpu_secs = thread_cpu_secs() - cpu0;
     let sample = Sample {
         ok: true,
         secs,
         open_secs,
+        cpu_secs,
         peak_rss_kb: vm_hwm_kb(None).unwrap_or(0),
         baseline_rss_kb: baseline,
         branch_len: branch.len() as u64,
