@@ -31,9 +31,8 @@ fn fixture_sets() -> Vec<(&'static str, PathBuf)> {
 }
 
 fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|r| r.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(dir).map(|r| r.filter_map(|e| e.ok()).map(|e| e.path()).collect()).unwrap_or_default();
     files.retain(|p| p.extension().is_some_and(|x| x == "jsonl"));
     files.sort();
     files
@@ -62,9 +61,7 @@ fn first_difference(a: &str, b: &str) -> String {
 }
 
 fn str_list(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| a.iter().map(|x| x.as_str().unwrap_or_default().to_string()).collect())
-        .unwrap_or_default()
+    v.as_array().map(|a| a.iter().map(|x| x.as_str().unwrap_or_default().to_string()).collect()).unwrap_or_default()
 }
 
 fn check_view(
@@ -197,7 +194,12 @@ fn every_fixture_matches_pi() {
         }
     }
     assert!(checked >= 10, "only {checked} fixtures found");
-    assert!(problems.is_empty(), "{} parity problems over {checked} fixtures:\n{}", problems.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} parity problems over {checked} fixtures:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
 #[test]

@@ -25,10 +25,7 @@ pub fn bounded(text: &str, max: usize) -> BoundedText {
 /// Length in UTF-16 code units (JavaScript's `string.length`).
 pub fn utf16_len(text: &str) -> usize {
     // Every 4-byte UTF-8 sequence is a surrogate pair; the rest is one unit per char.
-    let bytes = text.as_bytes();
-    let chars = bytes.iter().filter(|&&b| (b & 0xC0) != 0x80).count();
-    let astral = bytes.iter().filter(|&&b| b >= 0xF0).count();
-    chars + astral
+    text.as_bytes().iter().map(|&b| usize::from((b & 0xC0) != 0x80) + usize::from(b >= 0xF0)).sum()
 }
 
 fn to_i64(n: Option<f64>) -> i64 {
@@ -61,7 +58,7 @@ fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
             name: raw.name.string(),
             arguments: raw.arguments.clone().unwrap_or(Value::Null),
         }),
-        "image" => Some(Block::Image { mime_type: raw.mime_type.string(), data_len: raw.data.0 }),
+        "image" => Some(Block::Image { mime_type: raw.mime_type.string(), data_len: raw.data.map_or(0, |d| d.0) }),
         // Unknown block types are dropped: no pi filter would keep them.
         _ => None,
     }

@@ -6,11 +6,10 @@
 //! lines are parsed for their role and timestamp only.
 
 use std::fs::File;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use super::raw::{Num, RawContent, Str};
-use super::reader::{is_blank, not_a_session, LineReader};
+use super::reader::{is_blank, not_a_session, parse_line, LineReader};
 use super::{iso_to_ms, SessionError};
 
 /// One session as listed by pi's `/resume` (`SessionManager.list`).
@@ -130,7 +129,7 @@ fn mtime_ms(path: &Path) -> u64 {
 /// Summarize one session file (header + light scan), as pi's `buildSessionInfo`.
 pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
     let file = File::open(path).map_err(|source| SessionError::Io { path: path.to_path_buf(), source })?;
-    let mut lines = LineReader::new(BufReader::with_capacity(256 * 1024, file));
+    let mut lines = LineReader::new(file);
     let mut summary: Option<SessionSummary> = None;
     let mut name: Option<String> = None;
     let mut first_message: Option<String> = None;
@@ -138,12 +137,13 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
     let mut message_count = 0u64;
 
     while let Some(line) = lines.next_line().map_err(|source| SessionError::Io { path: path.to_path_buf(), source })? {
-        let text: &[u8] = &line.text;
+        let text: &[u8] = line.text;
+        let mut repaired = None;
         if is_blank(text) {
             continue;
         }
         if summary.is_none() {
-            let Ok(h) = serde_json::from_slice::<LightHeader<'_>>(text) else { continue };
+            let Ok(h) = parse_line::<LightHeader<'_>>(text, &mut repaired).0 else { continue };
             if h.ty.as_str() != Some("session") || h.id.0.is_none() {
                 return Err(not_a_session(path, "its first record is not a session header"));
             }
@@ -165,21 +165,21 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
             Some(b"message") => true,
             Some(b"session_info") => false,
             Some(_) => continue,
-            None => match serde_json::from_slice::<LightLine<'_>>(text) {
+            None => match parse_line::<LightLine<'_>>(text, &mut repaired).0 {
                 Ok(l) if l.ty.as_str() == Some("message") => true,
                 Ok(l) if l.ty.as_str() == Some("session_info") => false,
                 _ => continue,
             },
         };
         if !is_message {
-            if let Ok(l) = serde_json::from_slice::<LightLine<'_>>(text) {
+            if let Ok(l) = parse_line::<LightLine<'_>>(text, &mut repaired).0 {
                 name = l.name.as_str().map(str::trim).filter(|n| !n.is_empty()).map(str::to_string);
             }
             continue;
         }
         // Parsed (even partly) messages count; pi counts every parsed message entry.
         let (role, msg_ts, entry_ts) = if first_message.is_none() {
-            let Ok(m) = serde_json::from_slice::<WithText<'_>>(text) else { continue };
+            let Ok(m) = parse_line::<WithText<'_>>(text, &mut repaired).0 else { continue };
             message_count += 1;
             let Some(msg) = m.message else { continue };
             let role = msg.role.string();
@@ -191,7 +191,7 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
             }
             (role, msg.timestamp.0, m.timestamp.owned())
         } else {
-            let Ok(m) = serde_json::from_slice::<RoleOnly<'_>>(text) else { continue };
+            let Ok(m) = parse_line::<RoleOnly<'_>>(text, &mut repaired).0 else { continue };
             message_count += 1;
             let Some(msg) = m.message else { continue };
             (msg.role.string(), msg.timestamp.0, m.timestamp.owned())

@@ -119,6 +119,12 @@ impl<'de> Visitor<'de> for LenVisitor {
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
+    fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<StrLen, E> {
+        Ok(StrLen(v.len()))
+    }
+    fn visit_bytes<E>(self, v: &[u8]) -> Result<StrLen, E> {
+        Ok(StrLen(v.len()))
+    }
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<StrLen, E> {
         Ok(StrLen(v.len()))
     }
@@ -152,7 +158,9 @@ impl<'de> Visitor<'de> for LenVisitor {
 
 impl<'de> Deserialize<'de> for StrLen {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(LenVisitor)
+        // As bytes: serde_json then skips UTF-8 validation of (large) base64 data.
+        // A non-string, non-array `data` fails the line; pi never writes one.
+        d.deserialize_bytes(LenVisitor)
     }
 }
 
@@ -175,7 +183,7 @@ pub(crate) struct RawBlock<'a> {
     #[serde(borrow, default)]
     pub mime_type: Str<'a>,
     #[serde(default)]
-    pub data: StrLen,
+    pub data: Option<StrLen>,
 }
 
 /// A block slot of a content array; non-objects (which pi skips) are `None`.

@@ -1,10 +1,9 @@
 //! Streaming a session file line by line into entries, as pi's
 //! `loadEntriesFromFile` + `migrateToCurrentVersion` would see them.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::Read;
 use std::path::Path;
 
 use super::convert;
@@ -26,49 +25,104 @@ const PI_ENTRY_TYPES: &[&str] = &[
     "session_info",
 ];
 
-/// One physical line of a file with its diagnostics.
+/// One physical line of a file, without its newline.
 pub(crate) struct Line<'b> {
     pub number: u64,
-    /// The line, without its newline; lossily repaired when it was not UTF-8.
-    pub text: Cow<'b, [u8]>,
+    pub text: &'b [u8],
     pub terminated: bool,
-    pub invalid_utf8: bool,
 }
 
-/// Reads lines with one reusable buffer, so memory is bounded by the longest line.
+/// Reads lines into one growing buffer: no copy per line, memory bounded by
+/// the longest line (plus one read chunk).
 pub(crate) struct LineReader<R> {
     inner: R,
     buf: Vec<u8>,
+    /// Start of the unconsumed bytes.
+    start: usize,
+    /// End of the bytes read so far.
+    end: usize,
+    /// Where to resume looking for a newline (bytes before it have none).
+    scanned: usize,
+    eof: bool,
     number: u64,
 }
 
-impl<R: BufRead> LineReader<R> {
+const READ_CHUNK: usize = 1 << 20;
+
+impl<R: Read> LineReader<R> {
     pub fn new(inner: R) -> Self {
-        LineReader { inner, buf: Vec::with_capacity(64 * 1024), number: 0 }
+        LineReader { inner, buf: vec![0; READ_CHUNK], start: 0, end: 0, scanned: 0, eof: false, number: 0 }
     }
 
     pub fn next_line(&mut self) -> std::io::Result<Option<Line<'_>>> {
-        self.buf.clear();
-        if self.inner.read_until(b'\n', &mut self.buf)? == 0 {
-            return Ok(None);
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
+                let nl = self.scanned + i;
+                return Ok(Some(self.take(nl, true)));
+            }
+            self.scanned = self.end;
+            if self.eof {
+                if self.start == self.end {
+                    return Ok(None);
+                }
+                let end = self.end;
+                return Ok(Some(self.take(end, false)));
+            }
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.scanned -= self.start;
+                self.start = 0;
+            }
+            if self.buf.len() - self.end < READ_CHUNK / 2 {
+                let grown = (self.buf.len() * 2).max(self.end + READ_CHUNK);
+                self.buf.resize(grown, 0);
+            }
+            let n = loop {
+                match self.inner.read(&mut self.buf[self.end..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            if n == 0 {
+                self.eof = true;
+            }
+            self.end += n;
         }
+    }
+
+    fn take(&mut self, line_end: usize, terminated: bool) -> Line<'_> {
+        let from = self.start;
+        self.start = if terminated { line_end + 1 } else { line_end };
+        self.scanned = self.start;
         self.number += 1;
-        let terminated = self.buf.last() == Some(&b'\n');
-        let mut bytes: &[u8] = &self.buf;
-        if terminated {
-            bytes = &bytes[..bytes.len() - 1];
-        }
+        let mut text = &self.buf[from..line_end];
         if self.number == 1 {
             // JavaScript's trim() drops a leading BOM, so pi reads such files.
-            bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+            text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
         }
-        // pi decodes the file as UTF-8 with replacement characters, so a bad
-        // byte damages only the string it is in, never the line.
-        let (text, invalid_utf8) = match std::str::from_utf8(bytes) {
-            Ok(_) => (Cow::Borrowed(bytes), false),
-            Err(_) => (Cow::Owned(String::from_utf8_lossy(bytes).into_owned().into_bytes()), true),
-        };
-        Ok(Some(Line { number: self.number, text, terminated, invalid_utf8 }))
+        Line { number: self.number, text, terminated }
+    }
+}
+
+/// Parse one line. pi decodes the file as UTF-8 with replacement characters,
+/// so invalid bytes damage only the strings they are in: on a parse failure
+/// caused by them, the line is repaired the same way and parsed again. (Bytes
+/// in fields nobody reads, such as image data, are never validated.)
+pub(crate) fn parse_line<'b, T: serde::Deserialize<'b>>(
+    text: &'b [u8],
+    repaired: &'b mut Option<String>,
+) -> (Result<T, serde_json::Error>, bool) {
+    match serde_json::from_slice::<T>(text) {
+        Ok(v) => (Ok(v), false),
+        Err(e) => {
+            if std::str::from_utf8(text).is_ok() {
+                return (Err(e), false);
+            }
+            let fixed = repaired.insert(String::from_utf8_lossy(text).into_owned());
+            (serde_json::from_str::<T>(fixed), true)
+        }
     }
 }
 
@@ -122,12 +176,13 @@ pub(crate) struct Parsed {
 /// no header but looks like a damaged pi session.
 pub(crate) fn header_only(path: &Path) -> Result<Option<SessionHeader>, SessionError> {
     let file = File::open(path).map_err(|e| io_err(path, e))?;
-    let mut lines = LineReader::new(BufReader::new(file));
+    let mut lines = LineReader::new(file);
     while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
-        if is_blank(&line.text) {
+        if is_blank(line.text) {
             continue;
         }
-        let Ok(raw) = serde_json::from_slice::<RawLine<'_>>(&line.text) else {
+        let mut repaired = None;
+        let Ok(raw) = parse_line::<RawLine<'_>>(line.text, &mut repaired).0 else {
             continue;
         };
         return match raw.ty.as_str() {
@@ -146,7 +201,7 @@ pub(crate) fn not_a_session(path: &Path, reason: &str) -> SessionError {
 
 pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
     let file = File::open(path).map_err(|e| io_err(path, e))?;
-    let mut lines = LineReader::new(BufReader::with_capacity(256 * 1024, file));
+    let mut lines = LineReader::new(file);
     let mut warnings = Warnings::default();
     let mut header: Option<SessionHeader> = None;
     let mut entries: Vec<Entry> = Vec::new();
@@ -155,16 +210,18 @@ pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
     let mut record_index = 0usize;
 
     while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
-        if line.invalid_utf8 {
-            warnings.invalid_utf8_lines += 1;
-        }
-        if is_blank(&line.text) {
+        if is_blank(line.text) {
             if line.terminated {
                 warnings.blank_lines += 1;
             }
             continue;
         }
-        let raw = match serde_json::from_slice::<RawLine<'_>>(&line.text) {
+        let mut repaired = None;
+        let (parsed, was_repaired) = parse_line::<RawLine<'_>>(line.text, &mut repaired);
+        if was_repaired {
+            warnings.invalid_utf8_lines += 1;
+        }
+        let raw = match parsed {
             Ok(raw) => raw,
             Err(_) => {
                 if line.terminated {
@@ -306,4 +363,68 @@ pub(crate) fn index_and_check(entries: &[Entry], warnings: &mut Warnings) -> Has
         }
     }
     by_id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hands out at most `step` bytes per read, to cross every buffer boundary.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(out.len()).min(self.data.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn lines(data: &[u8], step: usize) -> Vec<(Vec<u8>, bool)> {
+        let mut r = LineReader::new(Trickle { data, step });
+        let mut out = Vec::new();
+        while let Some(l) = r.next_line().unwrap() {
+            out.push((l.text.to_vec(), l.terminated));
+        }
+        out
+    }
+
+    #[test]
+    fn lines_survive_any_read_size() {
+        let long = vec![b'x'; READ_CHUNK * 3 + 17];
+        let mut data = b"\xEF\xBB\xBFfirst\n\nsecond\n".to_vec();
+        data.extend_from_slice(&long);
+        data.extend_from_slice(b"\nlast-unterminated");
+        let want = vec![
+            (b"first".to_vec(), true),
+            (Vec::new(), true),
+            (b"second".to_vec(), true),
+            (long.clone(), true),
+            (b"last-unterminated".to_vec(), false),
+        ];
+        for step in [1, 7, 4096, usize::MAX] {
+            if step == 1 {
+                // One byte per read over 3 MiB is slow in debug builds; the small
+                // steps are covered on the short prefix.
+                assert_eq!(lines(&data[..17], step), want[..3].to_vec());
+                continue;
+            }
+            assert_eq!(lines(&data, step), want, "step {step}");
+        }
+        assert!(lines(b"", 10).is_empty());
+        assert_eq!(lines(b"a\n", 10), vec![(b"a".to_vec(), true)]);
+    }
+
+    #[test]
+    fn invalid_utf8_is_repaired_like_javascript() {
+        let line = b"{\"type\":\"x\",\"name\":\"a\xffb\"}";
+        let mut repaired = None;
+        let (parsed, was_repaired) = parse_line::<RawLine<'_>>(line, &mut repaired);
+        assert!(was_repaired);
+        assert_eq!(parsed.ok().and_then(|l| l.name.owned()).as_deref(), Some("a\u{FFFD}b"));
+    }
 }

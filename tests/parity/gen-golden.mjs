@@ -51,7 +51,8 @@ async function golden(file) {
   try {
     const copy = join(tmp, basename(file));
     copyFileSync(file, copy);
-    if (loadEntriesFromFile(copy).length === 0) {
+    const raw = loadEntriesFromFile(copy);
+    if (raw.length === 0) {
       // pi would start a fresh session over it: not a pi session.
       return { pi: pkg.version, notASession: true };
     }
@@ -59,7 +60,7 @@ async function golden(file) {
     const sm = SessionManager.open(copy, tmp);
     const header = sm.getHeader();
     const entries = sm.getEntries();
-    const v1 = !JSON.parse(readFileSync(file, "utf8").split("\n").find((l) => l.trim()) ?? "{}").version;
+    const v1 = (raw[0].version ?? 1) < 2;
     const out = {
       pi: pkg.version,
       sessionId: sm.getSessionId(),
