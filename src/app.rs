@@ -35,6 +35,7 @@ impl App {
             Ok(config) => (config, Vec::new()),
             Err(problems) => (Config::default(), problems),
         };
+        let catalog = Catalog::with_fuzzy_threshold(config.references.fuzzy_threshold);
         Ok(Arc::new(App {
             host,
             config,
@@ -42,7 +43,7 @@ impl App {
             plugin_dir,
             runtime: Runtime::new()?,
             jobs: Jobs::new(),
-            catalog: Catalog::new(),
+            catalog,
             query_calls_this_run: AtomicU32::new(0),
         }))
     }

@@ -31,6 +31,9 @@ pub fn forward_to(host: Host) {
         let subscriber = tracing_subscriber::registry().with(HostLayer);
         // Fails only if this library already has a global subscriber; then ours is not needed.
         let _ = tracing::subscriber::set_global_default(subscriber);
+        // This library has its own copy of std, so its panics (caught at the FFI boundary)
+        // would print std's multi-line report on the host's stderr; send them to the host log.
+        std::panic::set_hook(Box::new(|info| tracing::error!(target: "session_index::panic", "{info}")));
     });
 }
 

@@ -64,6 +64,7 @@ impl SessionIndexPlugin {
                     let text = format!("session-index config is invalid: {}", app.config_problems.join("; "));
                     app.host.notify(&text, NotifyLevel::Warning);
                 }
+                crate::references::on_session_start(app, &call.ctx);
                 Ok(Value::Null)
             }
             "input" => to_value(&InputResult::Continue),

@@ -27,6 +27,9 @@ impl Runtime {
             .use_rustls_tls()
             .connect_timeout(Duration::from_secs(10))
             .pool_idle_timeout(Duration::from_secs(60))
+            // reqwest strips only `Authorization` on cross-host redirects; provider
+            // keys also travel in `x-api-key` / `x-goog-api-key`, so never follow one.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let handle = rt.handle().clone();

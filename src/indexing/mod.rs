@@ -1,20 +1,99 @@
 //! Auto-indexing: the `agent_end` trigger, the `index-session` command and the
 //! background job that turns a session into its meta file.
 
+pub mod job;
+pub mod report;
+pub mod summary;
+
 use std::sync::Arc;
+use std::time::Duration;
 
 use pi_ext_abi::protocol::{CommandCall, CommandResult, SessionContext};
+use serde_json::{json, Value};
 
 use crate::app::App;
+use crate::host::NotifyLevel;
+
+pub use job::{index_session, IndexError, IndexOutcome, IndexRequest, Indexed};
+pub use report::{run_reported, ENTRY_TYPE};
+pub use summary::IndexSummary;
 
 /// `agent_end`: decide whether to index and queue the background job. Returns at once.
-pub fn on_agent_end(_app: &Arc<App>, _ctx: &SessionContext) {}
+///
+/// The threshold needs the session file, so it is checked in the job (off the
+/// host's event thread); a run below it has no effects at all.
+pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
+    if !app.config_ok() || !app.config.indexing.auto {
+        return;
+    }
+    let Some(session_file) = ctx.session_file.clone().filter(|f| !f.is_empty()) else {
+        tracing::debug!("not indexing an ephemeral session");
+        return;
+    };
+    let key = ctx.session_id.clone().unwrap_or_else(|| session_file.clone());
+    let weak = Arc::downgrade(app);
+    let ctx = ctx.clone();
+    let submitted = app.jobs.submit(&app.runtime, &key, move || {
+        let Some(app) = weak.upgrade() else { return };
+        let request = request_for(&app, &ctx, false);
+        // Failures are already reported to the host (entry + status).
+        let _ = run_reported(&app, &request);
+    });
+    tracing::debug!(session = %key, ?submitted, "agent_end indexing trigger");
+}
 
 /// `/index-session`: wait for idle, index regardless of the threshold, report.
-pub fn run_command(_app: &Arc<App>, _call: &CommandCall) -> CommandResult {
-    CommandResult {
-        ok: false,
-        message: Some("indexing is not implemented yet".into()),
-        details: serde_json::Value::Null,
+pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
+    let failed = |message: String| {
+        app.host.notify(&message, NotifyLevel::Error);
+        CommandResult { ok: false, message: Some(message), details: Value::Null }
+    };
+    if !app.config_ok() {
+        return failed(format!("session-index config is invalid: {}", app.config_problems.join("; ")));
+    }
+    if call.ctx.session_file.as_deref().is_none_or(str::is_empty) {
+        return failed("this session is not saved to a file (ephemeral), so it cannot be indexed".into());
+    }
+    let timeout = Duration::from_millis(app.config.timeout_ms.max(30_000));
+    if !app.host.wait_for_idle(timeout) {
+        tracing::warn!("the agent did not become idle within {timeout:?}; indexing anyway");
+    }
+    let request = request_for(app, &call.ctx, true);
+    match run_reported(app, &request) {
+        Ok(Some(indexed)) => {
+            let meta = &indexed.meta;
+            let cost = meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
+            let message = format!("Indexed: {} ({}, ${cost:.4})", meta.name, meta.model);
+            app.host.notify(&message, NotifyLevel::Success);
+            CommandResult {
+                ok: true,
+                message: Some(message),
+                details: json!({
+                    "metaFile": indexed.path.to_string_lossy(),
+                    "sessionId": meta.session_id,
+                    "name": meta.name,
+                    "model": meta.model,
+                    "incremental": indexed.incremental,
+                    "usage": meta.usage,
+                }),
+            }
+        }
+        Ok(None) => failed("nothing to index".into()),
+        Err(failure) => failed(format!("Indexing failed: {}", failure.error)),
+    }
+}
+
+/// The request for the session of `ctx`, on its current leaf: the live
+/// context when it is still the same session (the leaf may have moved since
+/// the trigger), else the one captured.
+fn request_for(app: &App, ctx: &SessionContext, force: bool) -> IndexRequest {
+    let live = app.host.context();
+    let leaf_id = if live.session_file == ctx.session_file { live.leaf_id } else { ctx.leaf_id.clone() };
+    IndexRequest {
+        session_file: ctx.session_file.clone().unwrap_or_default().into(),
+        meta_dir: app.meta_dir(ctx),
+        leaf_id,
+        force,
+        offline: false,
     }
 }

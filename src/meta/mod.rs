@@ -6,10 +6,12 @@
 //! store lands).
 
 pub mod schema;
+pub mod store;
 
 use std::path::{Path, PathBuf};
 
 pub use schema::*;
+pub use store::{is_meta_file_name, read_or_missing, update, write, MetaLock};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MetaError {

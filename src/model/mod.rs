@@ -1,2 +1,372 @@
-//! Model providers (OpenAI-compatible, Anthropic, Gemini, host-served) and the
-//! offline extractive model, behind one interface returning validated JSON.
+//! Model providers (OpenAI-compatible, Anthropic, Gemini, host-served) behind
+//! one blocking call that returns validated JSON.
+//!
+//! Every feature asks for structured output the same way: build a
+//! [`JsonTask`], [`select_model`], then [`SelectedModel::complete_json`]. The
+//! layer owns the policies so callers cannot get them wrong:
+//! - text is redacted ([`crate::redact`]) before it leaves the process;
+//! - each provider's native JSON mode is used, no tools are ever sent;
+//! - malformed or garde-invalid answers are retried with the error fed back,
+//!   at most [`MAX_ATTEMPTS`] answers in total;
+//! - transport errors are not retried, except one retry on 429/503 (and
+//!   Anthropic's 529) when the `Retry-After` fits within the timeout;
+//! - response bodies are size-limited while streaming;
+//! - usage is summed over attempts and priced in USD.
+
+mod anthropic;
+pub mod extractive;
+mod gemini;
+mod hosted;
+mod http;
+mod openai;
+mod prices;
+mod schema;
+mod select;
+
+use std::fmt;
+use std::time::Duration;
+
+use pi_ext_abi::protocol::Usage;
+use serde::de::DeserializeOwned;
+
+use crate::app::App;
+use crate::config::ProviderKind;
+use crate::redact::redact;
+
+pub use prices::{cost_usd, price_for};
+pub use select::{select_model, select_model_with_env, LOCAL_PROVIDER};
+
+/// Answers requested at most per [`SelectedModel::complete_json`] call (1 + 2 retries).
+pub const MAX_ATTEMPTS: u32 = 3;
+
+/// A request for one JSON object matching `schema`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonTask {
+    pub system: String,
+    pub user: String,
+    /// Short identifier of the schema (`[A-Za-z0-9_-]`), e.g. `session_index`.
+    pub schema_name: String,
+    /// JSON schema of the answer object. Providers get a copy trimmed to the
+    /// keywords they accept; garde validation on our side stays authoritative.
+    pub schema: serde_json::Value,
+    pub max_output_tokens: u32,
+}
+
+/// A validated answer and what it cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelOutcome<T> {
+    pub value: T,
+    /// The model that answered, as `provider/model`.
+    pub model: String,
+    /// Summed over all attempts, with `cost_usd` (0 when the price is unknown).
+    pub usage: Usage,
+    /// Answers requested (1..=[`MAX_ATTEMPTS`]); a 429/503/529 retry is not an answer.
+    pub attempts: u32,
+}
+
+/// Why no validated answer came back. `Display` is one line and never
+/// contains an API key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("no model available: {0}")]
+    Unavailable(String),
+    #[error("model request failed: {0}")]
+    Transport(String),
+    #[error("model provider returned HTTP {status}: {message}")]
+    Http { status: u16, message: String },
+    #[error("model request timed out after {0} ms")]
+    Timeout(u64),
+    #[error("model output invalid after {attempts} attempts: {last_error}")]
+    InvalidOutput { attempts: u32, last_error: String },
+    #[error("model response larger than {0} bytes")]
+    ResponseTooLarge(usize),
+}
+
+impl ModelError {
+    /// A stable short name of the variant, for telemetry entries and tool
+    /// error codes (`unavailable`, `transport`, `http`, `timeout`,
+    /// `invalid_output`, `too_large`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ModelError::Unavailable(_) => "unavailable",
+            ModelError::Transport(_) => "transport",
+            ModelError::Http { .. } => "http",
+            ModelError::Timeout(_) => "timeout",
+            ModelError::InvalidOutput { .. } => "invalid_output",
+            ModelError::ResponseTooLarge(_) => "too_large",
+        }
+    }
+}
+
+/// The model chosen by [`select_model`] and how to reach it.
+#[derive(Debug, Clone)]
+pub struct SelectedModel {
+    key: String,
+    route: Route,
+}
+
+#[derive(Debug, Clone)]
+enum Route {
+    /// The host runs the completion (e.g. through pi's model registry).
+    Host,
+    /// Our own HTTP call to a provider.
+    Provider(Endpoint),
+}
+
+#[derive(Debug, Clone)]
+struct Endpoint {
+    provider: String,
+    model: String,
+    kind: ProviderKind,
+    base_url: String,
+    api_key: Option<ApiKey>,
+}
+
+/// An API key; its `Debug` never shows it, so no log or error can carry it.
+#[derive(Clone)]
+struct ApiKey(String);
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey([REDACTED])")
+    }
+}
+
+/// Who speaks in the conversation sent to a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone)]
+struct Turn {
+    role: Role,
+    text: String,
+}
+
+/// One answer from a provider, before validation.
+#[derive(Debug, Default)]
+struct Answer {
+    /// `None` when the provider answered without usable text (refusal,
+    /// safety block, empty candidate); `problem` then says why.
+    text: Option<String>,
+    problem: Option<String>,
+    input_tokens: u64,
+    output_tokens: u64,
+    /// Cost reported by the host, if any.
+    cost_usd: Option<f64>,
+    /// `provider/model` that answered, when the transport says so.
+    model: Option<String>,
+    /// The answer stopped at the output token limit.
+    truncated: bool,
+}
+
+impl SelectedModel {
+    /// `provider/model`, e.g. `openai/gpt-4.1-mini`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// True when the host, not our own HTTP client, runs the completion.
+    pub fn is_host_served(&self) -> bool {
+        matches!(self.route, Route::Host)
+    }
+
+    /// Ask for one JSON object, validate it, retry invalid answers with the
+    /// error fed back. Blocking: call from a job thread or a tool call, never
+    /// from async code.
+    pub fn complete_json<T>(&self, app: &App, task: &JsonTask) -> Result<ModelOutcome<T>, ModelError>
+    where
+        T: DeserializeOwned + garde::Validate<Context = ()>,
+    {
+        let system = redact(&task.system).into_owned();
+        let mut turns = vec![Turn { role: Role::User, text: redact(&task.user).into_owned() }];
+        let mut input_tokens = 0u64;
+        let mut output_tokens = 0u64;
+        let mut cost = 0.0f64;
+        let mut model = self.key.clone();
+        let mut last_error = String::new();
+        for attempt in 1..=MAX_ATTEMPTS {
+            let answer = self.call(app, &system, &turns, task)?;
+            if let Some(answered_by) = answer.model.filter(|m| m.contains('/')) {
+                model = answered_by;
+            }
+            input_tokens += answer.input_tokens;
+            output_tokens += answer.output_tokens;
+            // A host may price the call itself; otherwise our price table does.
+            cost += answer
+                .cost_usd
+                .unwrap_or_else(|| cost_usd(&app.config, &model, answer.input_tokens, answer.output_tokens));
+            let text = answer.text.unwrap_or_default();
+            match parse_and_validate::<T>(&text, answer.problem.as_deref(), answer.truncated) {
+                Ok(value) => {
+                    let usage = Usage { input_tokens, output_tokens, cost_usd: Some(cost) };
+                    return Ok(ModelOutcome { value, model, usage, attempts: attempt });
+                }
+                Err(error) => {
+                    tracing::debug!(model = %model, attempt, "invalid model output: {error}");
+                    last_error = error;
+                    turns.push(Turn { role: Role::Assistant, text: bounded_echo(&text) });
+                    turns.push(Turn { role: Role::User, text: feedback(&last_error) });
+                }
+            }
+        }
+        Err(ModelError::InvalidOutput { attempts: MAX_ATTEMPTS, last_error: one_line(&last_error, 300) })
+    }
+
+    fn call(&self, app: &App, system: &str, turns: &[Turn], task: &JsonTask) -> Result<Answer, ModelError> {
+        match &self.route {
+            Route::Host => hosted::call(app, &self.key, system, turns, task),
+            Route::Provider(endpoint) => {
+                let request = match endpoint.kind {
+                    ProviderKind::Openai => openai::build(endpoint, system, turns, task),
+                    ProviderKind::Anthropic => anthropic::build(endpoint, system, turns, task),
+                    ProviderKind::Google => gemini::build(endpoint, system, turns, task),
+                };
+                let limits = http::Limits {
+                    timeout: Duration::from_millis(app.config.timeout_ms),
+                    max_bytes: app.config.max_response_bytes,
+                };
+                let body = app.runtime.block_on(http::execute(app.runtime.http(), &request, limits))?;
+                match endpoint.kind {
+                    ProviderKind::Openai => openai::parse(&body),
+                    ProviderKind::Anthropic => anthropic::parse(&body, request.prefilled),
+                    ProviderKind::Google => gemini::parse(&body),
+                }
+                .map_err(|e| ModelError::Transport(format!("unexpected response from {}: {e}", endpoint.provider)))
+            }
+        }
+    }
+}
+
+/// Parse the answer as `T` (tolerating a Markdown code fence) and validate it.
+fn parse_and_validate<T>(text: &str, problem: Option<&str>, truncated: bool) -> Result<T, String>
+where
+    T: DeserializeOwned + garde::Validate<Context = ()>,
+{
+    if let Some(problem) = problem {
+        return Err(problem.to_string());
+    }
+    let json = json_object_text(text);
+    if json.is_empty() {
+        return Err("the answer was empty".into());
+    }
+    let value: T = serde_json::from_str(json).map_err(|e| {
+        if truncated {
+            format!("the answer was cut off at the output token limit ({e}); write a shorter answer")
+        } else {
+            format!("the answer is not valid JSON for the schema: {e}")
+        }
+    })?;
+    value.validate().map_err(|report| {
+        let problems: Vec<String> = report.iter().map(|(path, error)| format!("{path}: {error}")).collect();
+        format!("the answer failed validation: {}", problems.join("; "))
+    })?;
+    Ok(value)
+}
+
+/// The JSON object in an answer. Models without a native JSON mode (some
+/// local OpenAI-compatible servers) wrap it in a code fence or a sentence.
+fn json_object_text(text: &str) -> &str {
+    let mut trimmed = text.trim();
+    if let Some(rest) = trimmed.strip_prefix("```") {
+        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
+        trimmed = rest.strip_suffix("```").unwrap_or(rest).trim();
+    }
+    if !trimmed.starts_with('{') {
+        if let (Some(start), Some(end)) = (trimmed.find('{'), trimmed.rfind('}')) {
+            if start < end {
+                return &trimmed[start..=end];
+            }
+        }
+    }
+    trimmed
+}
+
+/// The message that asks the model to fix its previous answer.
+fn feedback(error: &str) -> String {
+    format!(
+        "Your previous answer was rejected: {}. Reply again with only one JSON object that matches the schema \
+         and fixes this problem, without any other text.",
+        one_line(error, 1000)
+    )
+}
+
+/// A previous (bad) answer echoed back to the model: redacted and bounded,
+/// so a runaway answer cannot multiply the next request's size.
+fn bounded_echo(text: &str) -> String {
+    const MAX: usize = 16_000;
+    let text = if text.trim().is_empty() { "(empty)" } else { text };
+    let mut end = text.len().min(MAX);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    redact(&text[..end]).into_owned()
+}
+
+/// Collapse whitespace and cut to `max` chars: error texts end up in one-line
+/// status messages and log lines.
+pub(crate) fn one_line(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    if out.chars().count() > max {
+        out = out.chars().take(max).collect::<String>() + "…";
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize, garde::Validate)]
+    struct Named {
+        #[garde(length(min = 1, max = 5))]
+        name: String,
+    }
+
+    #[test]
+    fn fenced_and_plain_json_parse() {
+        let v: Named = parse_and_validate("```json\n{\"name\":\"ab\"}\n```", None, false).unwrap();
+        assert_eq!(v.name, "ab");
+        let v: Named = parse_and_validate(" {\"name\":\"ab\"} ", None, false).unwrap();
+        assert_eq!(v.name, "ab");
+        let v: Named = parse_and_validate("Here it is: {\"name\":\"ab\"}. Done", None, false).unwrap();
+        assert_eq!(v.name, "ab");
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let e = parse_and_validate::<Named>("{\"name\":\"toolongname\"}", None, false).unwrap_err();
+        assert!(e.contains("name: "), "{e}");
+        let e = parse_and_validate::<Named>("{\"name\":", None, false).unwrap_err();
+        assert!(e.contains("not valid JSON"), "{e}");
+        let e = parse_and_validate::<Named>("", Some("refused: policy"), false).unwrap_err();
+        assert_eq!(e, "refused: policy");
+    }
+
+    #[test]
+    fn one_line_collapses_and_cuts() {
+        assert_eq!(one_line("a\n  b\tc", 10), "a b c");
+        assert_eq!(one_line("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn api_keys_do_not_show_in_debug() {
+        let endpoint = Endpoint {
+            provider: "openai".into(),
+            model: "m".into(),
+            kind: ProviderKind::Openai,
+            base_url: "http://x".into(),
+            api_key: Some(ApiKey("sk-secret-value-123456789".into())),
+        };
+        let selected = SelectedModel { key: "openai/m".into(), route: Route::Provider(endpoint) };
+        assert!(!format!("{selected:?}").contains("secret-value"));
+    }
+}

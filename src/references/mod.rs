@@ -1,18 +1,248 @@
 //! `@@session` references in prompts: parsing, resolution and injection.
+//!
+//! `before_agent_start` returns one `session-reference` message (pi persists
+//! it as a `custom_message`, so it stays in the prompt-cache prefix). A
+//! reference that does not resolve never fails the turn: it is reported by
+//! notify, status, `details.unresolved` and the telemetry entry.
+
+pub mod describe;
+pub mod extract;
+pub mod parse;
+pub mod render;
 
 use std::sync::Arc;
 
 use pi_ext_abi::protocol::{CustomMessage, SessionContext};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::app::App;
+use crate::catalog::{Ancestor, CatalogEntry};
+use crate::host::NotifyLevel;
 
-/// `before_agent_start`: the `session-reference` message to inject, if the prompt has references.
-pub fn before_agent_start(_app: &Arc<App>, _ctx: &SessionContext, _prompt: &str) -> Option<CustomMessage> {
-    None
+pub use parse::{parse, Reference};
+
+pub const CUSTOM_TYPE: &str = "session-reference";
+pub const TELEMETRY_TYPE: &str = "session-reference:inject";
+
+/// A reference that could not be injected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unresolved {
+    /// As written in the prompt, from `@@`.
+    pub reference: String,
+    pub reason: String,
+    /// `not_found`, `ambiguous`, `file_missing`, `outside` or `limit`.
+    pub code: &'static str,
 }
 
-/// Completion candidates for a `@@` prefix (`{"prefix": "..."}` → `{"candidates": [...]}`).
-pub fn complete(_app: &Arc<App>, _payload: &Value) -> Value {
-    serde_json::json!({"candidates": []})
+/// `session_start`: build the session catalog in the background, so the
+/// first `@@` (or completion request) does not pay for reading every file.
+pub fn on_session_start(app: &Arc<App>, ctx: &SessionContext) {
+    if !app.config.references.enabled && !app.config.query.enabled {
+        return;
+    }
+    let (sessions_dir, meta_dir) = (app.sessions_dir(ctx), app.meta_dir(ctx));
+    if !app.catalog.is_warm(&sessions_dir, &meta_dir) {
+        app.jobs.submit(&app.runtime, "catalog-prewarm", app.catalog.prewarm_task(&sessions_dir, &meta_dir));
+    }
+}
+
+/// `before_agent_start`: the `session-reference` message to inject, if the prompt has references.
+pub fn before_agent_start(app: &Arc<App>, ctx: &SessionContext, prompt: &str) -> Option<CustomMessage> {
+    let cfg = &app.config.references;
+    if !cfg.enabled {
+        return None;
+    }
+    let refs = parse(prompt);
+    if refs.is_empty() {
+        return None;
+    }
+    let built = build(app, ctx, &refs);
+    let trailer: Vec<String> = built
+        .unresolved
+        .iter()
+        .map(|u| render::escape(&format!("Unresolved reference {}: {}", clip(&u.reference, 120), clip(&u.reason, 400))))
+        .collect();
+    let rendered = render::render(&built.blocks, &trailer, cfg.max_injected_bytes);
+    report(app, &built, &rendered);
+    let unresolved: Vec<Value> = built
+        .unresolved
+        .iter()
+        .map(|u| json!({"reference": u.reference, "reason": u.reason, "code": u.code}))
+        .collect();
+    Some(CustomMessage {
+        custom_type: CUSTOM_TYPE.into(),
+        content: rendered.content,
+        display: cfg.display,
+        details: json!({
+            "sessionIds": built.session_ids,
+            "unresolved": unresolved,
+            "truncated": rendered.truncated,
+        }),
+    })
+}
+
+struct Built {
+    blocks: Vec<render::Block>,
+    /// Every injected session (references first, then their ancestors), once.
+    session_ids: Vec<String>,
+    resolved: usize,
+    unresolved: Vec<Unresolved>,
+}
+
+fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
+    let cfg = &app.config.references;
+    let sessions_dir = app.sessions_dir(ctx);
+    let meta_dir = app.meta_dir(ctx);
+    let mut out = Built { blocks: Vec::new(), session_ids: Vec::new(), resolved: 0, unresolved: Vec::new() };
+    for (group, r) in refs.iter().enumerate() {
+        if group >= cfg.max_refs_per_prompt {
+            out.unresolved.push(Unresolved {
+                reference: r.raw.clone(),
+                reason: format!("more than {} references in one prompt", cfg.max_refs_per_prompt),
+                code: "limit",
+            });
+            continue;
+        }
+        let entry = match app.catalog.resolve(&sessions_dir, &meta_dir, &ctx.cwd, &r.target) {
+            Ok(e) => e,
+            Err(e) => {
+                out.unresolved.push(Unresolved { reference: r.raw.clone(), reason: e.to_string(), code: e.code() });
+                continue;
+            }
+        };
+        out.resolved += 1;
+        let answered = r.question.as_ref().map(|q| ask(app, ctx, &entry, q));
+        if out.session_ids.contains(&entry.id) {
+            // Already injected by an earlier reference: only its answer is new.
+            if let (Some(a), Some(b)) = (answered, out.blocks.iter_mut().find(|b| b.id == entry.id)) {
+                let text = describe::body(&sessions_dir, &meta_dir, &entry, Some(&a));
+                let answer_part = text.split("\ndate: ").next().unwrap_or_default();
+                b.body = format!("{answer_part}\n{}", b.body);
+            }
+            continue;
+        }
+        let mut body = describe::body(&sessions_dir, &meta_dir, &entry, answered.as_ref());
+        let depth = r.depth.min(cfg.max_depth);
+        if r.depth > cfg.max_depth {
+            body.push_str(&format!("\nnote: ancestor depth capped at {} (references.maxDepth)", cfg.max_depth));
+        }
+        out.session_ids.push(entry.id.clone());
+        let child_index = out.blocks.len();
+        out.blocks.push(render::Block { id: entry.id.clone(), name: entry.name.clone(), relation: None, body, group });
+        if depth > 0 {
+            add_ancestors(app, &sessions_dir, &meta_dir, &entry, depth, group, child_index, &mut out);
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_ancestors(
+    app: &App,
+    sessions_dir: &std::path::Path,
+    meta_dir: &std::path::Path,
+    entry: &CatalogEntry,
+    depth: u32,
+    group: usize,
+    child_index: usize,
+    out: &mut Built,
+) {
+    let mut child = entry.clone();
+    for (level, a) in app.catalog.ancestors(sessions_dir, meta_dir, entry, depth).into_iter().enumerate() {
+        let level = level + 1;
+        match a {
+            Ancestor::Found(parent) => {
+                let relation = format!("ancestor level {level} of {} (parentSession)", entry.id);
+                if !out.session_ids.contains(&parent.id) {
+                    out.session_ids.push(parent.id.clone());
+                    let body = describe::body(sessions_dir, meta_dir, &parent, None);
+                    out.blocks.push(render::Block {
+                        id: parent.id.clone(),
+                        name: parent.name.clone(),
+                        relation: Some(relation),
+                        body,
+                        group,
+                    });
+                }
+                child = *parent;
+            }
+            Ancestor::Missing { path, reason } => {
+                // Only the file name: the path may point outside the sessions directory.
+                let file = std::path::Path::new(&path).file_name().map(|f| f.to_string_lossy().into_owned());
+                let note = format!(
+                    "\nnote: ancestor level {level} (parent of {}) is not available: {reason} ({})",
+                    child.id,
+                    file.unwrap_or_default()
+                );
+                let idx = out.blocks.iter().rposition(|b| b.id == child.id).unwrap_or(child_index);
+                if let Some(b) = out.blocks.get_mut(idx) {
+                    b.body.push_str(&render::escape(&note));
+                }
+                break;
+            }
+        }
+    }
+}
+
+fn ask(app: &App, ctx: &SessionContext, entry: &CatalogEntry, question: &str) -> describe::Answered {
+    let result = crate::query::answer(app, ctx, entry, question)
+        .map(|a| {
+            // The confidence's type belongs to the query module; its Debug form names the level.
+            let confidence = format!("{:?}", a.confidence).trim_matches('"').to_lowercase();
+            let citations =
+                a.citations.iter().map(|c| format!("[{} {}] {}", c.entry_id, c.role, clip(&c.excerpt, 280))).collect();
+            (a.answer_markdown.clone(), confidence, citations)
+        })
+        .map_err(|e| e.to_string());
+    describe::Answered { question: question.to_string(), result }
+}
+
+fn report(app: &App, built: &Built, rendered: &render::Rendered) {
+    let host = &app.host;
+    if !built.unresolved.is_empty() {
+        let list: Vec<String> =
+            built.unresolved.iter().map(|u| format!("{}: {}", clip(&u.reference, 80), clip(&u.reason, 300))).collect();
+        host.notify(&format!("Session reference not resolved — {}", list.join(" | ")), NotifyLevel::Warning);
+        let status = format!(
+            "@@ {} of {} reference(s) unresolved",
+            built.unresolved.len(),
+            built.unresolved.len() + built.resolved
+        );
+        host.set_status(&app.config.status_key, Some(&status));
+    }
+    let reasons: Vec<&str> = built.unresolved.iter().map(|u| u.code).collect();
+    host.append_entry(
+        TELEMETRY_TYPE,
+        &json!({
+            "success": built.unresolved.is_empty(),
+            "resolvedCount": built.resolved,
+            "unresolvedCount": built.unresolved.len(),
+            "unresolvedReasons": reasons,
+            "injectedBytes": rendered.content.len(),
+            "truncated": rendered.truncated,
+            "timestamp": describe::iso_ms(now_ms()),
+        }),
+    );
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+fn clip(s: &str, chars: usize) -> String {
+    match s.char_indices().nth(chars) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// Completion candidates for a `@@` prefix (`{"prefix": "..", "limit": n}` →
+/// `{"candidates": [...]}`), for editor autocomplete.
+pub fn complete(app: &Arc<App>, payload: &Value) -> Value {
+    let ctx = app.host.context();
+    let prefix = payload.get("prefix").and_then(Value::as_str).unwrap_or_default();
+    let limit = payload.get("limit").and_then(Value::as_u64).unwrap_or(10).clamp(1, 50) as usize;
+    let cwd = payload.get("cwd").and_then(Value::as_str).unwrap_or(&ctx.cwd);
+    let candidates = app.catalog.complete(&app.sessions_dir(&ctx), &app.meta_dir(&ctx), cwd, prefix, limit);
+    json!({"candidates": candidates})
 }

@@ -24,8 +24,20 @@ pub fn bounded(text: &str, max: usize) -> BoundedText {
 
 /// Length in UTF-16 code units (JavaScript's `string.length`).
 pub fn utf16_len(text: &str) -> usize {
-    // Every 4-byte UTF-8 sequence is a surrogate pair; the rest is one unit per char.
-    text.as_bytes().iter().map(|&b| usize::from((b & 0xC0) != 0x80) + usize::from(b >= 0xF0)).sum()
+    // Units = chars + one more per 4-byte sequence = bytes − continuation
+    // bytes + 4-byte leads. Small per-chunk counters let this vectorize.
+    let bytes = text.as_bytes();
+    let (mut continuation, mut four) = (0usize, 0usize);
+    for chunk in bytes.chunks(128) {
+        let (mut c, mut f) = (0u8, 0u8);
+        for &b in chunk {
+            c += u8::from((b as i8) < -0x40);
+            f += u8::from(b >= 0xF0);
+        }
+        continuation += usize::from(c);
+        four += usize::from(f);
+    }
+    bytes.len() - continuation + four
 }
 
 fn to_i64(n: Option<f64>) -> i64 {
@@ -264,6 +276,8 @@ mod tests {
     fn utf16_len_counts_surrogate_pairs() {
         assert_eq!(utf16_len("aé€😀"), 5);
         assert_eq!(utf16_len(""), 0);
+        let mixed = "aé€😀ß日本\u{10FFFF}z".repeat(300);
+        assert_eq!(utf16_len(&mixed), mixed.encode_utf16().count());
     }
 
     #[test]

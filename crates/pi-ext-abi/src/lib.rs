@@ -175,7 +175,7 @@ pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> RRes
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(value)) => RResult::ROk(value),
         Ok(Err(message)) => RResult::RErr(RString::from(message)),
-        Err(payload) => RResult::RErr(RString::from(format!("{what} panicked: {}", panic_message(&payload)))),
+        Err(payload) => RResult::RErr(RString::from(format!("{what} panicked: {}", panic_message(&*payload)))),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `session-index`: user-facing commands that need no host.
 //! One module per subcommand; this file only parses and dispatches.
 
+mod index;
 mod inspect;
 mod list;
 
@@ -21,6 +22,8 @@ enum Command {
     Inspect(inspect::Args),
     /// List sessions (one project, or all) as JSON.
     List(list::Args),
+    /// Index sessions into <agent dir>/sessions-meta (offline model unless one is available); prints JSON.
+    Index(index::IndexArgs),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(args),
         Command::List(args) => list::run(args),
+        Command::Index(args) => index::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

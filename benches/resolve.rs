@@ -1,0 +1,326 @@
+//! Resolution bench: 10,000 sessions and meta files in a temp agent dir.
+//!
+//! Measures the first (cold) resolution of a fresh catalog, warm resolution
+//! p50/p99 per reference kind (id, id prefix, name, slug, fuzzy) over distinct
+//! references, and completion latency per keystroke, next to the targets
+//! (warm p99 ≤ 2 ms, cold ≤ 150 ms). Run: `cargo bench --bench resolve`.
+//! `RESOLVE_BENCH_SESSIONS` changes the session count.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use session_index::catalog::{slug, Catalog};
+
+const WORDS: &[&str] = &[
+    "auth",
+    "refactor",
+    "cache",
+    "layer",
+    "billing",
+    "invoice",
+    "parser",
+    "lexer",
+    "migration",
+    "schema",
+    "login",
+    "token",
+    "refresh",
+    "queue",
+    "worker",
+    "deploy",
+    "pipeline",
+    "metrics",
+    "dashboard",
+    "search",
+    "index",
+    "upload",
+    "storage",
+    "retry",
+    "timeout",
+    "webhook",
+    "payment",
+    "gateway",
+    "config",
+    "loader",
+    "render",
+    "layout",
+    "theme",
+    "export",
+    "import",
+    "backup",
+    "restore",
+    "audit",
+    "logging",
+    "tracing",
+    "session",
+    "memory",
+    "profile",
+    "avatar",
+    "email",
+    "notify",
+    "limiter",
+    "router",
+    "socket",
+    "stream",
+];
+
+/// Deterministic pseudo-random numbers (xorshift), so runs are comparable.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+        v[(self.next() % v.len() as u64) as usize]
+    }
+}
+
+struct Generated {
+    id: String,
+    name: String,
+    cwd: String,
+}
+
+fn uuid(rng: &mut Rng) -> String {
+    let a = rng.next();
+    let b = rng.next();
+    format!(
+        "{:08x}-{:04x}-7{:03x}-8{:03x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        b >> 52,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+fn generate(agent: &Path, n: usize) -> Vec<Generated> {
+    let sessions = agent.join("sessions");
+    let meta_dir = agent.join("sessions-meta");
+    std::fs::create_dir_all(&meta_dir).expect("mkdir");
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let id = uuid(&mut rng);
+        let project = i % 40;
+        let cwd = format!("/home/dev/project-{project:02}");
+        let dir = sessions.join(format!("--home-dev-project-{project:02}--"));
+        if i < 40 {
+            std::fs::create_dir_all(&dir).expect("mkdir");
+        }
+        let words: Vec<&str> = (0..3).map(|_| rng.pick(WORDS)).collect();
+        let name = format!("{} {} {} {i}", capitalize(words[0]), words[1], words[2]);
+        let first =
+            format!("Please help with the {} {} in {}; it fails on {}", words[1], words[2], words[0], rng.pick(WORDS));
+        let mut text = format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-02-20T12:00:00.000Z\",\"cwd\":\"{cwd}\"}}\n"
+        );
+        let mut parent = "null".to_string();
+        for turn in 0..4 {
+            let user = if turn == 0 { first.clone() } else { format!("Next step {turn} for {}", words[2]) };
+            let e = format!("u{turn}{i:06}");
+            text.push_str(&format!("{{\"type\":\"message\",\"id\":\"{e}\",\"parentId\":{parent},\"timestamp\":\"2026-02-20T12:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"{user}\"}}],\"timestamp\":1771588800000}}}}\n"));
+            let a = format!("a{turn}{i:06}");
+            text.push_str(&format!("{{\"type\":\"message\",\"id\":\"{a}\",\"parentId\":\"{e}\",\"timestamp\":\"2026-02-20T12:00:02.000Z\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"I changed src/{}.rs and ran the tests; {} now passes. {}\"}},{{\"type\":\"toolCall\",\"id\":\"c{turn}\",\"name\":\"read\",\"arguments\":{{\"path\":\"src/{}.rs\"}}}}],\"provider\":\"mock\",\"model\":\"m\",\"stopReason\":\"stop\",\"timestamp\":1771588800500}}}}\n", words[0], words[1], "lorem ipsum dolor sit amet ".repeat(8), words[2]));
+            parent = format!("\"{a}\"");
+        }
+        text.push_str(&format!("{{\"type\":\"session_info\",\"id\":\"n{i:06}\",\"parentId\":{parent},\"timestamp\":\"2026-02-20T12:00:03.000Z\",\"name\":\"{name}\"}}\n"));
+        let path = dir.join(format!("2026-02-20T12-00-00-000Z_{id}.jsonl"));
+        std::fs::write(&path, text).expect("write session");
+        let meta = serde_json::json!({
+            "schemaVersion": 1, "sessionId": id, "sessionFile": path, "name": name,
+            "description": format!("Work on the {} {} of {}", words[1], words[2], words[0]),
+            "summary": format!("{} ", first).repeat(6), "tags": [words[0], words[1]], "cwd": cwd,
+            "createdAt": "2026-02-20T12:00:00.000Z", "updatedAt": "2026-02-20T13:00:00.000Z", "model": "local/extractive"
+        });
+        std::fs::write(meta_dir.join(format!("{id}.meta.json")), meta.to_string()).expect("write meta");
+        out.push(Generated { id, name, cwd });
+    }
+    out
+}
+
+/// Builds a reference of one kind for a session.
+type MakeRef = fn(&Generated, &mut Rng) -> String;
+
+fn capitalize(w: &str) -> String {
+    let mut c = w.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let n: usize = std::env::var("RESOLVE_BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let agent = tmp.path().join("agent");
+    let t = Instant::now();
+    let sessions = generate(&agent, n);
+    println!("generated {n} sessions + {n} meta files in {:.0} ms", ms(t.elapsed()));
+    let (sdir, mdir) = (agent.join("sessions"), agent.join("sessions-meta"));
+
+    // Cold: a fresh catalog's first resolution. Files are in the OS page
+    // cache, as right after pi wrote them. By id, the catalog answers from
+    // directory listings and one header; by name it must read every header
+    // and meta file (the full build, which the plugin also runs in the
+    // background at session start).
+    let mut cold_id = Vec::new();
+    let mut cold_name = Vec::new();
+    for run in 0..5 {
+        let target = &sessions[(run * 997) % n];
+        let c = Catalog::new();
+        let t = Instant::now();
+        let got = c.resolve(&sdir, &mdir, &target.cwd, &target.id).expect("cold resolve by id");
+        cold_id.push(t.elapsed());
+        assert_eq!(got.id, target.id);
+        assert!(!c.is_warm(&sdir, &mdir));
+        let c = Catalog::new();
+        let t = Instant::now();
+        let got = c.resolve(&sdir, &mdir, &target.cwd, &target.name).expect("cold resolve by name");
+        cold_name.push(t.elapsed());
+        assert_eq!(got.id, target.id);
+    }
+    let (first_id, first_name) = (cold_id[0], cold_name[0]);
+    cold_id.sort();
+    cold_name.sort();
+
+    // The floor for a full build on this machine: open and read every file, no parsing.
+    let t = Instant::now();
+    let mut bytes = 0usize;
+    for dir in [&sdir, &mdir] {
+        let mut stack = vec![dir.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    bytes += std::fs::read(&p).map(|b| b.len()).unwrap_or(0);
+                }
+            }
+        }
+    }
+    let raw_read = t.elapsed();
+
+    let catalog = Catalog::new();
+    // Build it (what the session_start prewarm does).
+    catalog.resolve(&sdir, &mdir, &sessions[0].cwd, &sessions[0].name).expect("warm-up");
+    let mut rng = Rng(42);
+    let kinds: [(&str, MakeRef); 5] = [
+        ("id", |s, _| s.id.clone()),
+        ("prefix", |s, _| s.id[..8].to_string()),
+        ("name", |s, _| s.name.clone()),
+        ("slug", |s, _| slug(&s.name)),
+        ("fuzzy", |s, _| {
+            // Drop a letter from each word and the trailing number: no exact key matches.
+            let words: Vec<String> = s
+                .name
+                .split_whitespace()
+                .take(3)
+                .map(|w| w.chars().enumerate().filter(|(i, _)| *i != 1).map(|(_, c)| c).collect())
+                .collect();
+            words.join(" ")
+        }),
+    ];
+    let per_kind = 2000;
+    let mut all = Vec::new();
+    let mut hit_times = Vec::new();
+    println!("\nwarm resolution ({per_kind} distinct references per kind):");
+    for (kind, make) in kinds {
+        let mut times = Vec::with_capacity(per_kind);
+        let (mut ok, mut err) = (0, 0);
+        for _ in 0..per_kind {
+            let s = &sessions[(rng.next() % n as u64) as usize];
+            let r = make(s, &mut rng);
+            let t = Instant::now();
+            let res = catalog.resolve(&sdir, &mdir, &s.cwd, &r);
+            times.push(t.elapsed());
+            match res {
+                Ok(e) if kind == "fuzzy" || e.id == s.id => {
+                    ok += 1;
+                    hit_times.push(*times.last().unwrap_or(&Duration::ZERO));
+                }
+                Ok(_) | Err(_) => err += 1,
+            }
+        }
+        times.sort();
+        println!(
+            "  {kind:<7} p50 {:>7.3} ms  p99 {:>7.3} ms  max {:>7.3} ms  (resolved {ok}, other {err})",
+            ms(pct(&times, 0.5)),
+            ms(pct(&times, 0.99)),
+            ms(*times.last().unwrap_or(&Duration::ZERO))
+        );
+        all.extend(times);
+    }
+    all.sort();
+    let warm_p99 = pct(&all, 0.99);
+    let hits: Vec<Duration> = {
+        let mut h = hit_times.clone();
+        h.sort();
+        h
+    };
+
+    let mut comp = Vec::new();
+    for i in 0..2000 {
+        let s = &sessions[(rng.next() % n as u64) as usize];
+        let name = s.name.to_lowercase();
+        let len = 1 + i % 6;
+        let prefix: String = name.chars().take(len).collect();
+        let t = Instant::now();
+        let got = catalog.complete(&sdir, &mdir, &s.cwd, &prefix, 10);
+        comp.push(t.elapsed());
+        assert!(!got.is_empty() || prefix.is_empty());
+    }
+    comp.sort();
+
+    println!("\nsummary ({n} sessions, {} indexed)", catalog.len(&sdir, &mdir));
+    println!(
+        "  cold first resolution by id/prefix: first {:.1} ms, p50 of 5 fresh catalogs {:.1} ms, max {:.1} ms   target <= 150 ms  ratio {:.2}",
+        ms(first_id),
+        ms(pct(&cold_id, 0.5)),
+        ms(*cold_id.last().unwrap_or(&Duration::ZERO)),
+        ms(pct(&cold_id, 0.5)) / 150.0
+    );
+    println!(
+        "  cold first resolution by name (full build): first {:.1} ms, p50 of 5 {:.1} ms, max {:.1} ms   target <= 150 ms  ratio {:.2}",
+        ms(first_name),
+        ms(pct(&cold_name, 0.5)),
+        ms(*cold_name.last().unwrap_or(&Duration::ZERO)),
+        ms(pct(&cold_name, 0.5)) / 150.0
+    );
+    println!(
+        "  floor: reading all {} files ({:.1} MB) without parsing took {:.1} ms on this machine",
+        2 * n,
+        bytes as f64 / 1e6,
+        ms(raw_read)
+    );
+    println!(
+        "  warm resolution (all kinds): p50 {:.3} ms  p99 {:.3} ms   target p99 <= 2 ms  ratio {:.2}",
+        ms(pct(&all, 0.5)),
+        ms(warm_p99),
+        ms(warm_p99) / 2.0
+    );
+    println!(
+        "  warm resolution, resolved references only: p50 {:.3} ms  p99 {:.3} ms (misses trigger a full re-stat)",
+        ms(pct(&hits, 0.5)),
+        ms(pct(&hits, 0.99))
+    );
+    println!(
+        "  completion (1-6 char prefixes, limit 10): p50 {:.3} ms  p99 {:.3} ms",
+        ms(pct(&comp, 0.5)),
+        ms(pct(&comp, 0.99))
+    );
+}

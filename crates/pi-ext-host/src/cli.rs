@@ -1,0 +1,332 @@
+//! The `pi-ext-host` command line: argument definitions and the flow shared
+//! by every subcommand (manifest → session → config → library → instance →
+//! call → flush/shutdown → one JSON document with the effects).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use pi_ext_abi::protocol::{
+    BeforeAgentStartResult, CommandCall, EventCall, FlushReport, InputResult, SessionContext, ToolCall,
+    PROTOCOL_VERSION,
+};
+use serde_json::{json, Map, Value};
+
+use crate::context::{bare_context, resolve_agent_dir, session_context};
+use crate::error::HostError;
+use crate::instance::PluginInstance;
+use crate::manifest::Manifest;
+use crate::recording::RecordingHost;
+
+/// How long `--wait` waits for the plugin's background work.
+pub const WAIT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Shutdown deadline after a call without `--wait`.
+pub const SHORT_SHUTDOWN: Duration = Duration::from_secs(2);
+/// The system prompt `prompt` hands to `before_agent_start` unless `--system-prompt` is given.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are pi, a coding agent. (pi-ext-host stand-in system prompt)";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "pi-ext-host",
+    version,
+    about = "Load a pi-ext-abi plugin, call it like pi would, and print the result and its effects as JSON"
+)]
+pub struct Cli {
+    /// The plugin's directory or its plugin.toml.
+    #[arg(long, global = true, default_value = ".", value_name = "DIR_OR_TOML")]
+    pub plugin: PathBuf,
+    /// pi's agent directory (default: $PI_CODING_AGENT_DIR, else ~/.pi/agent).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub agent_dir: Option<PathBuf>,
+    /// Load this library file instead of searching (also: $PI_EXT_LIB).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub lib: Option<PathBuf>,
+    /// Use this config file instead of the manifest's.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SessionArgs {
+    /// A pi session file (JSONL); read, never written.
+    #[arg(long, value_name = "FILE")]
+    pub session: PathBuf,
+    /// The current leaf entry id (default: the last entry, as pi does).
+    #[arg(long, value_name = "ID")]
+    pub leaf: Option<String>,
+    /// Working directory to report (default: the session header's cwd).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// The manifest plus the events, commands and tools the plugin registers.
+    Info,
+    /// Fire one event.
+    Event {
+        /// Event name, e.g. agent_end.
+        name: String,
+        #[command(flatten)]
+        session: SessionArgs,
+        /// The event object as JSON (default: a minimal pi-shaped payload).
+        #[arg(long, value_name = "JSON")]
+        payload: Option<String>,
+        /// Wait (up to 120 s) for the plugin's background work before printing.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Run `input` then `before_agent_start` as pi does for a typed prompt.
+    Prompt {
+        #[command(flatten)]
+        session: SessionArgs,
+        /// The prompt text.
+        text: String,
+        /// The system prompt handed to before_agent_start.
+        #[arg(long, value_name = "TEXT")]
+        system_prompt: Option<String>,
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Execute a registered tool.
+    Tool {
+        name: String,
+        #[command(flatten)]
+        session: SessionArgs,
+        /// The tool's arguments: a JSON object.
+        #[arg(value_name = "JSON_ARGS")]
+        args: String,
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Run a registered command (`/name args`).
+    Command {
+        name: String,
+        /// The command's argument text.
+        #[arg(value_name = "ARGS")]
+        args: Vec<String>,
+        #[command(flatten)]
+        session: SessionArgs,
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Serve the plugin over a JSON-lines protocol on stdin/stdout (see SERVE.md); used by the pi bridge.
+    Serve(crate::serve::ServeArgs),
+}
+
+/// Everything a subcommand needs after start-up.
+pub struct Loaded {
+    pub manifest: Manifest,
+    pub library: PathBuf,
+    pub host: RecordingHost,
+    pub instance: PluginInstance,
+}
+
+/// Load the manifest, config and library and instantiate the plugin with a
+/// recording host over `context`.
+pub fn load(cli: &Cli, context: SessionContext) -> Result<Loaded, HostError> {
+    let manifest = Manifest::load(&cli.plugin)?;
+    let config = manifest.config_json(cli.config.as_deref())?;
+    let library = crate::loader::find_library(&manifest, cli.lib.as_deref())?;
+    let module = crate::loader::load_module_from_path(&library)?;
+    let host = RecordingHost::new(context);
+    let instance = PluginInstance::new(module, host.to_host_box(), &manifest.dir, &config)?;
+    Ok(Loaded { manifest, library, host, instance })
+}
+
+fn context_for(cli: &Cli, session: &SessionArgs) -> Result<SessionContext, HostError> {
+    let agent_dir = resolve_agent_dir(cli.agent_dir.as_deref());
+    session_context(&session.session, session.leaf.as_deref(), &agent_dir, session.cwd.as_deref())
+}
+
+/// Run one subcommand and return the JSON document to print.
+pub fn run(cli: &Cli) -> Result<Value, HostError> {
+    match &cli.command {
+        Command::Info => info(cli),
+        Command::Event { name, session, payload, wait } => {
+            let payload = match payload {
+                Some(text) => parse_object(text, "--payload")?,
+                None => default_payload(name),
+            };
+            with_session(cli, session, *wait, |loaded, ctx| {
+                let call = EventCall { v: PROTOCOL_VERSION, event: name.clone(), payload, ctx: ctx.clone() };
+                let result = loaded.instance.event(&call).map_err(HostError::Plugin)?;
+                Ok(json!({"event": name, "result": result}))
+            })
+        }
+        Command::Prompt { session, text, system_prompt, wait } => {
+            let system_prompt = system_prompt.clone().unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_string());
+            with_session(cli, session, *wait, |loaded, ctx| prompt(loaded, ctx, text, &system_prompt))
+        }
+        Command::Tool { name, session, args, wait } => {
+            let params: Value = serde_json::from_str(args)
+                .map_err(|e| HostError::Usage(format!("tool {name}: invalid JSON arguments: {e}")))?;
+            with_session(cli, session, *wait, |loaded, ctx| {
+                let call = ToolCall {
+                    v: PROTOCOL_VERSION,
+                    tool: name.clone(),
+                    tool_call_id: "pi-ext-host-1".into(),
+                    params,
+                    ctx: ctx.clone(),
+                };
+                let result = loaded.instance.tool(&call).map_err(HostError::Plugin)?;
+                Ok(json!({"tool": name, "result": result}))
+            })
+        }
+        Command::Command { name, args, session, wait } => {
+            let args = args.join(" ");
+            with_session(cli, session, *wait, |loaded, ctx| {
+                let call =
+                    CommandCall { v: PROTOCOL_VERSION, command: name.clone(), args: args.clone(), ctx: ctx.clone() };
+                let result = loaded.instance.command(&call).map_err(HostError::Plugin)?;
+                Ok(json!({"command": name, "args": args, "result": result}))
+            })
+        }
+        // serve writes its own protocol to stdout instead of one document: see `crate::serve::run`.
+        Command::Serve(_) => Err(HostError::Usage("serve runs through pi_ext_host::serve::run".into())),
+    }
+}
+
+fn info(cli: &Cli) -> Result<Value, HostError> {
+    let context = bare_context(&resolve_agent_dir(cli.agent_dir.as_deref()));
+    let loaded = load(cli, context)?;
+    let flush = loaded.instance.shutdown(SHORT_SHUTDOWN);
+    let mut doc = json!({
+        "manifest": loaded.manifest,
+        "pluginId": loaded.instance.plugin_id(),
+        "library": loaded.library,
+        "abi": {"host": pi_ext_abi::ABI_VERSION, "declared": loaded.manifest.abi},
+        "registrations": loaded.instance.registrations(),
+        "warnings": loaded.manifest.registration_mismatches(&loaded.instance.registrations()),
+    });
+    finish_doc(&mut doc, &flush, &loaded.host);
+    Ok(doc)
+}
+
+/// Common flow of the session subcommands: the session must exist before
+/// anything is loaded; after the call the plugin is flushed (with `wait`)
+/// and shut down, and the effects are attached.
+fn with_session(
+    cli: &Cli,
+    session: &SessionArgs,
+    wait: bool,
+    call: impl FnOnce(&Loaded, &SessionContext) -> Result<Value, HostError>,
+) -> Result<Value, HostError> {
+    let ctx = context_for(cli, session)?;
+    let loaded = load(cli, ctx.clone())?;
+    let outcome = call(&loaded, &ctx);
+    if wait {
+        loaded.instance.flush(WAIT_TIMEOUT);
+    }
+    let flush = loaded.instance.shutdown(SHORT_SHUTDOWN);
+    let mut doc = outcome?;
+    finish_doc(&mut doc, &flush, &loaded.host);
+    Ok(doc)
+}
+
+fn finish_doc(doc: &mut Value, flush: &FlushReport, host: &RecordingHost) {
+    if let Some(object) = doc.as_object_mut() {
+        object.insert("flush".into(), json!(flush));
+        object.insert("effects".into(), Value::Array(host.take_effects()));
+    }
+}
+
+/// pi's order for a typed prompt: `input` (may transform or handle it),
+/// then `before_agent_start` with the prompt and the system prompt.
+fn prompt(loaded: &Loaded, ctx: &SessionContext, text: &str, system_prompt: &str) -> Result<Value, HostError> {
+    let handles = |event: &str| loaded.instance.registrations().events.iter().any(|e| e == event);
+    let mut prompt = text.to_string();
+    let mut input_result = Value::Null;
+    if handles("input") {
+        let call = EventCall {
+            v: PROTOCOL_VERSION,
+            event: "input".into(),
+            payload: json!({"type": "input", "text": text, "source": "interactive"}),
+            ctx: ctx.clone(),
+        };
+        input_result = loaded.instance.event(&call).map_err(HostError::Plugin)?;
+        let parsed = if input_result.is_null() {
+            InputResult::Continue
+        } else {
+            serde_json::from_value(input_result.clone())
+                .map_err(|e| HostError::Plugin(format!("event input: invalid result: {e}")))?
+        };
+        match parsed {
+            InputResult::Continue => {}
+            InputResult::Transform { text } => prompt = text,
+            InputResult::Handled => {
+                return Ok(json!({
+                    "prompt": prompt, "input": input_result, "handled": true,
+                    "message": null, "systemPrompt": system_prompt,
+                }))
+            }
+        }
+    }
+    let mut result = BeforeAgentStartResult::default();
+    let mut raw = Value::Null;
+    if handles("before_agent_start") {
+        let call = EventCall {
+            v: PROTOCOL_VERSION,
+            event: "before_agent_start".into(),
+            payload: json!({"type": "before_agent_start", "prompt": prompt, "systemPrompt": system_prompt}),
+            ctx: ctx.clone(),
+        };
+        raw = loaded.instance.event(&call).map_err(HostError::Plugin)?;
+        if !raw.is_null() {
+            result = serde_json::from_value(raw.clone())
+                .map_err(|e| HostError::Plugin(format!("event before_agent_start: invalid result: {e}")))?;
+        }
+    }
+    Ok(json!({
+        "prompt": prompt,
+        "input": input_result,
+        "handled": false,
+        "beforeAgentStart": raw,
+        "message": result.message,
+        "systemPrompt": result.system_prompt.as_deref().unwrap_or(system_prompt),
+    }))
+}
+
+/// A minimal pi-shaped event object for events fired without `--payload`.
+pub fn default_payload(event: &str) -> Value {
+    let mut payload = Map::new();
+    payload.insert("type".into(), json!(event));
+    match event {
+        "session_start" => {
+            payload.insert("reason".into(), json!("startup"));
+        }
+        "input" => {
+            payload.insert("text".into(), json!(""));
+            payload.insert("source".into(), json!("interactive"));
+        }
+        "before_agent_start" => {
+            payload.insert("prompt".into(), json!(""));
+            payload.insert("systemPrompt".into(), json!(DEFAULT_SYSTEM_PROMPT));
+        }
+        "agent_end" => {
+            payload.insert("messages".into(), json!([]));
+        }
+        _ => {}
+    }
+    Value::Object(payload)
+}
+
+fn parse_object(text: &str, what: &str) -> Result<Value, HostError> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| HostError::Usage(format!("{what}: invalid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(HostError::Usage(format!("{what}: must be a JSON object")));
+    }
+    Ok(value)
+}
+
+/// Render a clap error as one line (clap's own rendering spans several).
+pub fn one_line_usage_error(rendered: &str) -> String {
+    let body = rendered.split("\nUsage:").next().unwrap_or(rendered);
+    let body = body.split("\n\nFor more information").next().unwrap_or(body);
+    let line = crate::error::one_line(body);
+    let line = line.strip_prefix("error: ").unwrap_or(&line).to_string();
+    format!("{line} (see --help)")
+}

@@ -1,0 +1,160 @@
+//! The session context handed to the plugin, built from a real pi session
+//! file. Only the header line is read: pi owns session files and the host
+//! never writes them.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use pi_ext_abi::protocol::SessionContext;
+use serde::Deserialize;
+
+use crate::error::{one_line, HostError};
+
+/// pi's environment variable for its agent directory.
+pub const AGENT_DIR_ENV: &str = "PI_CODING_AGENT_DIR";
+
+/// The agent directory: `cli`, else `$PI_CODING_AGENT_DIR` (with `~`
+/// expanded, as pi does), else `~/.pi/agent`.
+pub fn resolve_agent_dir(cli: Option<&Path>) -> PathBuf {
+    if let Some(dir) = cli {
+        return dir.to_path_buf();
+    }
+    if let Some(dir) = std::env::var_os(AGENT_DIR_ENV).filter(|v| !v.is_empty()) {
+        return expand_tilde(&PathBuf::from(dir));
+    }
+    home_dir().join(".pi").join("agent")
+}
+
+fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn expand_tilde(path: &Path) -> PathBuf {
+    match path.strip_prefix("~") {
+        Ok(rest) => home_dir().join(rest),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
+#[derive(Deserialize)]
+struct Header {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+}
+
+/// Longest header line accepted; a real header is a few hundred bytes.
+const MAX_HEADER_BYTES: u64 = 64 * 1024;
+
+/// Build the context for `session_file` (which must exist and start with a
+/// pi session header). `cwd` overrides the header's working directory.
+pub fn session_context(
+    session_file: &Path,
+    leaf: Option<&str>,
+    agent_dir: &Path,
+    cwd: Option<&Path>,
+) -> Result<SessionContext, HostError> {
+    let shown = session_file.display();
+    let file = std::fs::File::open(session_file).map_err(|e| {
+        let what = if e.kind() == std::io::ErrorKind::NotFound { "not found".to_string() } else { e.to_string() };
+        HostError::Session(format!("session file {shown}: {what}"))
+    })?;
+    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(HostError::Session(format!("session file {shown}: is a directory")));
+    }
+    let mut line = String::new();
+    BufReader::new(file.take(MAX_HEADER_BYTES))
+        .read_line(&mut line)
+        .map_err(|e| HostError::Session(format!("session file {shown}: {}", one_line(&e.to_string()))))?;
+    let header: Header = serde_json::from_str(line.trim()).map_err(|e| {
+        HostError::Session(format!(
+            "session file {shown}: first line is not a pi session header: {}",
+            one_line(&e.to_string())
+        ))
+    })?;
+    if header.kind != "session" {
+        return Err(HostError::Session(format!(
+            "session file {shown}: first line is a '{}' entry, not a pi session header",
+            header.kind
+        )));
+    }
+    let absolute = std::path::absolute(session_file).unwrap_or_else(|_| session_file.to_path_buf());
+    let cwd = match (cwd, header.cwd) {
+        (Some(cwd), _) => cwd.display().to_string(),
+        (None, Some(cwd)) if !cwd.is_empty() => cwd,
+        _ => std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
+    };
+    Ok(SessionContext {
+        session_file: Some(absolute.display().to_string()),
+        session_id: header.id,
+        session_dir: absolute.parent().map(|d| d.display().to_string()),
+        leaf_id: leaf.map(str::to_string),
+        cwd,
+        agent_dir: agent_dir.display().to_string(),
+        has_ui: false,
+        model: None,
+    })
+}
+
+/// A context without a session (for `info` and plugin start-up).
+pub fn bare_context(agent_dir: &Path) -> SessionContext {
+    SessionContext {
+        cwd: std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
+        agent_dir: agent_dir.display().to_string(),
+        ..SessionContext::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_id_and_cwd_from_the_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.jsonl");
+        std::fs::write(
+            &file,
+            "{\"type\":\"session\",\"version\":3,\"id\":\"abc\",\"timestamp\":\"t\",\"cwd\":\"/w\"}\n{\"type\":\"message\"}\n",
+        )
+        .unwrap();
+        let before = std::fs::read(&file).unwrap();
+        let ctx = session_context(&file, Some("leaf1"), Path::new("/agent"), None).unwrap();
+        assert_eq!(ctx.session_id.as_deref(), Some("abc"));
+        assert_eq!(ctx.cwd, "/w");
+        assert_eq!(ctx.leaf_id.as_deref(), Some("leaf1"));
+        assert_eq!(ctx.agent_dir, "/agent");
+        assert_eq!(ctx.session_dir.as_deref(), Some(dir.path().to_str().unwrap()));
+        assert_eq!(std::fs::read(&file).unwrap(), before);
+        let ctx = session_context(&file, None, Path::new("/agent"), Some(Path::new("/other"))).unwrap();
+        assert_eq!(ctx.cwd, "/other");
+    }
+
+    #[test]
+    fn missing_and_foreign_files_are_one_line_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = session_context(&dir.path().join("nope.jsonl"), None, dir.path(), None).unwrap_err().to_string();
+        assert!(err.ends_with("nope.jsonl: not found"), "{err}");
+        let file = dir.path().join("x.jsonl");
+        std::fs::write(&file, "{\"type\":\"message\"}\n").unwrap();
+        let err = session_context(&file, None, dir.path(), None).unwrap_err().to_string();
+        assert!(err.contains("not a pi session header"), "{err}");
+        std::fs::write(&file, "garbage\nmore\n").unwrap();
+        let err = session_context(&file, None, dir.path(), None).unwrap_err().to_string();
+        assert!(err.contains("not a pi session header") && !err.contains('\n'), "{err}");
+    }
+
+    #[test]
+    fn agent_dir_prefers_the_flag() {
+        assert_eq!(resolve_agent_dir(Some(Path::new("/x"))), PathBuf::from("/x"));
+        assert_eq!(expand_tilde(Path::new("~/a")), home_dir().join("a"));
+        assert_eq!(expand_tilde(Path::new("/b")), PathBuf::from("/b"));
+    }
+}

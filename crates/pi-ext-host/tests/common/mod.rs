@@ -1,0 +1,110 @@
+//! Helpers for tests that drive the `pi-ext-host` binary.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_pi-ext-host")
+}
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+}
+
+/// `<target>/<profile>`: where cargo put this test's binary.
+pub fn profile_dir() -> PathBuf {
+    Path::new(bin()).parent().expect("binary directory").to_path_buf()
+}
+
+/// The workspace target dir (honours CARGO_TARGET_DIR, since it is derived from the binary's path).
+pub fn target_dir() -> PathBuf {
+    profile_dir().parent().expect("target directory").to_path_buf()
+}
+
+/// The real session-index cdylib built by this workspace.
+pub fn plugin_library() -> PathBuf {
+    let file = pi_ext_host::loader::library_file_name("session_index");
+    let candidates = [profile_dir().join(&file), profile_dir().join("deps").join(&file)];
+    candidates.iter().find(|p| p.is_file()).cloned().unwrap_or_else(|| {
+        panic!(
+            "the session-index plugin library is not built ({file} not in {}); run cargo test --workspace",
+            profile_dir().display()
+        )
+    })
+}
+
+/// `shared/fixtures/pi-sessions` beside the repo (CI), else /work/shared.
+pub fn fixtures_dir() -> PathBuf {
+    let candidates =
+        [workspace_root().join("../shared/fixtures/pi-sessions"), PathBuf::from("/work/shared/fixtures/pi-sessions")];
+    candidates
+        .iter()
+        .find(|p| p.is_dir())
+        .cloned()
+        .unwrap_or_else(|| panic!("pi session fixtures not found; tried {candidates:?}"))
+}
+
+/// A copy of a real pi session file in `dir` (so tests can check it is never written).
+pub fn session_copy(dir: &Path) -> PathBuf {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures_dir().join("real"))
+        .expect("real fixtures")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "jsonl")
+                && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("20"))
+        })
+        .collect();
+    files.sort();
+    let source = files.first().expect("a real session fixture");
+    let target = dir.join(source.file_name().expect("file name"));
+    std::fs::copy(source, &target).expect("copy session");
+    target
+}
+
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> Value {
+        assert_eq!(self.code, Some(0), "expected success; stderr: {}", self.stderr);
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", self.stdout))
+    }
+
+    /// Asserts a failure reported as exactly one `pi-ext-host:` line and returns it.
+    pub fn failure(&self) -> String {
+        assert_ne!(self.code, Some(0), "expected failure; stdout: {}", self.stdout);
+        assert!(self.code.is_some(), "killed by a signal (abort?); stderr: {}", self.stderr);
+        assert!(self.stdout.is_empty(), "nothing on stdout on failure: {}", self.stdout);
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "exactly one stderr line expected: {:?}", self.stderr);
+        let line = lines[0];
+        assert!(line.starts_with("pi-ext-host: "), "{line}");
+        line.to_string()
+    }
+}
+
+pub fn run_with(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(bin());
+    command.args(args).env_remove("PI_EXT_LIB").env_remove("SESSION_INDEX_PANIC_ON").env("PI_EXT_LOG", "off");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let Output { status, stdout, stderr } = command.output().expect("run pi-ext-host");
+    Run {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+pub fn run(args: &[&str]) -> Run {
+    run_with(args, &[])
+}

@@ -1,0 +1,289 @@
+/**
+ * pi extension that runs a pi-ext-abi plugin (session-index by default)
+ * through `pi-ext-host serve`.
+ *
+ * pi → plugin: session_start, input, before_agent_start, agent_end and
+ * session_shutdown, plus the plugin's tools and commands, registered with the
+ * schemas the plugin reports at `init`.
+ * plugin → pi: status line, notifications, custom entries and the session name
+ * through pi's own API; model calls and API keys through pi's model registry.
+ *
+ * Environment: PI_EXT_HOST (host binary), PI_EXT_PLUGIN (plugin directory),
+ * PI_EXT_CONFIG / PI_EXT_LIB (config file / library overrides), PI_EXT_LOG
+ * (append the bridge's and the plugin's log to this file), PI_EXT_SHUTDOWN_MS
+ * (background-work deadline at session end), PI_EXT_CALL_TIMEOUT_MS (cap on
+ * every call's deadline).
+ */
+import { appendFileSync, existsSync } from "node:fs";
+import { delimiter, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { getAgentDir, VERSION } from "@mariozechner/pi-coding-agent";
+import { errorText, HostClient } from "./host-client.js";
+import { apiKey, type CompletionRequest, complete, modelKey } from "./models.js";
+
+/** PI_EXT_CALL_TIMEOUT_MS caps every call deadline below (tests use it to prove pi never hangs). */
+const cap = (ms: number) => Math.min(ms, Number(process.env.PI_EXT_CALL_TIMEOUT_MS) || ms);
+
+/** Deadlines (ms) for each kind of request: pi must never hang on the host. */
+const TIMEOUTS = {
+	init: 20_000,
+	event: cap(10_000),
+	beforeAgentStart: cap(30_000),
+	tool: cap(180_000),
+	command: cap(300_000),
+	shutdown: Number(process.env.PI_EXT_SHUTDOWN_MS ?? 5_000),
+};
+
+interface ToolSpec {
+	name: string;
+	label: string;
+	description: string;
+	parameters: Record<string, unknown>;
+	promptSnippet?: string;
+	promptGuidelines?: string[];
+}
+interface Registrations {
+	events: string[];
+	commands: { name: string; description: string }[];
+	tools: ToolSpec[];
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+const exe = process.platform === "win32" ? ".exe" : "";
+
+/** PI_EXT_PLUGIN, else this directory when it holds plugin.toml (the README layout), else the default install dir. */
+function pluginDir(): string {
+	if (process.env.PI_EXT_PLUGIN) return process.env.PI_EXT_PLUGIN;
+	if (existsSync(join(here, "plugin.toml"))) return here;
+	return join(getAgentDir(), "extensions", "session-index");
+}
+
+/** PI_EXT_HOST, else `pi-ext-host` next to the plugin, else on PATH. */
+function hostBinary(plugin: string): string {
+	if (process.env.PI_EXT_HOST) return process.env.PI_EXT_HOST;
+	for (const dir of [plugin, here]) {
+		const candidate = join(dir, `pi-ext-host${exe}`);
+		if (existsSync(candidate)) return candidate;
+	}
+	for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+		const candidate = join(dir, `pi-ext-host${exe}`);
+		if (dir && existsSync(candidate)) return candidate;
+	}
+	return `pi-ext-host${exe}`;
+}
+
+function log(level: string, message: string): void {
+	const file = process.env.PI_EXT_LOG;
+	if (!file) return;
+	try {
+		appendFileSync(file, `${new Date().toISOString()} ${level} ${message}\n`);
+	} catch {
+		// Logging must never break pi.
+	}
+}
+
+/** pi-ext-abi `SessionContext` from pi's context. */
+function sessionContext(ctx: ExtensionContext | undefined): Record<string, unknown> {
+	const base = { cwd: process.cwd(), agentDir: getAgentDir(), hasUi: false };
+	if (!ctx) return base;
+	const sm = ctx.sessionManager;
+	return {
+		sessionFile: sm.getSessionFile(),
+		sessionId: sm.getSessionId(),
+		sessionDir: sm.getSessionDir(),
+		leafId: sm.getLeafId() ?? undefined,
+		cwd: ctx.cwd,
+		agentDir: getAgentDir(),
+		hasUi: ctx.hasUI,
+		model: modelKey(ctx.model),
+	};
+}
+
+function notifyLevel(level: string): "info" | "warning" | "error" {
+	return level === "warning" || level === "error" ? level : "info";
+}
+
+export default async function piBridge(pi: ExtensionAPI) {
+	const plugin = pluginDir();
+	const args = ["serve", "--plugin", plugin];
+	if (process.env.PI_EXT_CONFIG) args.push("--config", process.env.PI_EXT_CONFIG);
+	if (process.env.PI_EXT_LIB) args.push("--lib", process.env.PI_EXT_LIB);
+
+	/** The context of the latest pi callback: effects and model calls go through it. */
+	let current: ExtensionContext | undefined;
+	let commandCtx: ExtensionCommandContext | undefined;
+	let startupError: string | undefined;
+
+	const host = new HostClient({
+		command: hostBinary(plugin),
+		args,
+		log,
+		onStart: async (client) => {
+			const params = { ctx: sessionContext(current), canComplete: true, client: `pi-bridge (pi ${VERSION})` };
+			const result = await client.send("init", params, TIMEOUTS.init);
+			registrations ??= result?.registrations;
+		},
+		onNotification: (method, params) => {
+			switch (method) {
+				case "setStatus":
+					current?.ui.setStatus(String(params.key), params.text ?? undefined);
+					break;
+				case "notify":
+					current?.ui.notify(String(params.text), notifyLevel(String(params.level)));
+					break;
+				case "appendEntry":
+					pi.appendEntry(String(params.customType), params.data);
+					break;
+				case "setSessionName":
+					pi.setSessionName(String(params.name));
+					break;
+				case "log":
+					log(String(params.level), `[${params.target}] ${params.message}`);
+					break;
+				default:
+					log("warn", `unknown notification from pi-ext-host: ${method}`);
+			}
+		},
+		onRequest: async (method, params) => {
+			switch (method) {
+				case "context":
+					return sessionContext(current);
+				case "apiKey":
+					if (!current) return { key: null };
+					return { key: await apiKey(current, String(params.provider)) };
+				case "complete":
+					if (!current) throw new Error("pi has no session context yet");
+					return complete(current, params as CompletionRequest);
+				case "waitForIdle":
+					return { idle: await waitForIdle(Number(params.timeoutMs ?? 0)) };
+				default:
+					throw new Error(`unknown host request '${method}'`);
+			}
+		},
+	});
+
+	async function waitForIdle(timeoutMs: number): Promise<boolean> {
+		const deadline = Date.now() + timeoutMs;
+		if (commandCtx) {
+			const done = commandCtx.waitForIdle().then(() => true);
+			const late = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), timeoutMs));
+			return Promise.race([done, late]);
+		}
+		while (current && !current.isIdle()) {
+			if (Date.now() >= deadline) return false;
+			await new Promise((resolve) => setTimeout(resolve, 100));
+		}
+		return true;
+	}
+
+	let registrations: Registrations | undefined;
+	try {
+		await host.ensureStarted();
+	} catch (err) {
+		startupError = errorText(err);
+		log("error", `pi-ext-host did not start: ${startupError}`);
+	}
+
+	const subscribed = new Set(registrations?.events ?? []);
+
+	async function send(event: string, payload: unknown, ctx: ExtensionContext, timeoutMs = TIMEOUTS.event) {
+		current = ctx;
+		if (!subscribed.has(event)) return null;
+		try {
+			return await host.request("event", { v: 1, event, payload, ctx: sessionContext(ctx) }, timeoutMs);
+		} catch (err) {
+			log("warn", `${event}: ${errorText(err)}`);
+			return null;
+		}
+	}
+
+	pi.on("session_start", async (event, ctx) => {
+		current = ctx;
+		if (startupError && ctx.hasUI) {
+			ctx.ui.notify(`session-index is off: ${startupError}`, "warning");
+		}
+		await send("session_start", { reason: event.reason, previousSessionFile: event.previousSessionFile }, ctx);
+	});
+
+	pi.on("input", async (event, ctx) => {
+		// Images stay in pi: the plugin works on text.
+		const result = await send("input", { text: event.text, source: event.source }, ctx);
+		if (result?.action === "transform" && typeof result.text === "string") {
+			return { action: "transform", text: result.text };
+		}
+		if (result?.action === "handled") return { action: "handled" };
+		return undefined;
+	});
+
+	pi.on("before_agent_start", async (event, ctx) => {
+		const payload = { prompt: event.prompt, systemPrompt: event.systemPrompt };
+		const result = await send("before_agent_start", payload, ctx, TIMEOUTS.beforeAgentStart);
+		if (!result || (!result.message && !result.systemPrompt)) return undefined;
+		return {
+			message: result.message
+				? {
+						customType: result.message.customType,
+						content: result.message.content,
+						display: result.message.display ?? false,
+						details: result.message.details,
+					}
+				: undefined,
+			systemPrompt: result.systemPrompt ?? undefined,
+		};
+	});
+
+	// The plugin reads the session file itself, so agent_end's messages are not copied over the pipe.
+	pi.on("agent_end", async (_event, ctx) => {
+		await send("agent_end", {}, ctx);
+	});
+
+	pi.on("session_shutdown", async (event, ctx) => {
+		await send("session_shutdown", { reason: event.reason }, ctx);
+		// Gives background work (e.g. indexing) its deadline, then stops the process.
+		await host.close(TIMEOUTS.shutdown);
+	});
+
+	for (const tool of registrations?.tools ?? []) {
+		pi.registerTool({
+			name: tool.name,
+			label: tool.label,
+			description: tool.description,
+			parameters: tool.parameters as any,
+			promptSnippet: tool.promptSnippet,
+			promptGuidelines: tool.promptGuidelines,
+			async execute(toolCallId, params, signal, _onUpdate, ctx) {
+				current = ctx;
+				const call = { v: 1, tool: tool.name, toolCallId, params, ctx: sessionContext(ctx) };
+				const pending = host.request("tool", call, TIMEOUTS.tool);
+				const aborted = new Promise<never>((_, reject) => {
+					signal?.addEventListener("abort", () => reject(new Error(`${tool.name} aborted`)), { once: true });
+				});
+				const result = await Promise.race([pending, aborted]);
+				const text = (result?.content ?? []).map((part: { text?: string }) => part.text ?? "").join("\n");
+				// pi marks a tool result as an error only when execute throws.
+				if (result?.isError) throw new Error(text || `${tool.name} failed`);
+				return { content: result?.content ?? [], details: result?.details ?? {} };
+			},
+		});
+	}
+
+	for (const command of registrations?.commands ?? []) {
+		pi.registerCommand(command.name, {
+			description: command.description,
+			handler: async (commandArgs, ctx) => {
+				current = ctx;
+				commandCtx = ctx;
+				try {
+					const call = { v: 1, command: command.name, args: commandArgs ?? "", ctx: sessionContext(ctx) };
+					const result = await host.request("command", call, TIMEOUTS.command);
+					if (result?.message) ctx.ui.notify(String(result.message), result.ok ? "info" : "error");
+				} catch (err) {
+					ctx.ui.notify(`/${command.name}: ${errorText(err)}`, "error");
+				} finally {
+					commandCtx = undefined;
+				}
+			},
+		});
+	}
+}

@@ -1,0 +1,128 @@
+/**
+ * Serves the plugin's model calls (`complete`) and API-key lookups (`apiKey`)
+ * through pi's own model registry, so the providers, API keys and logins a
+ * user already configured in pi work for the plugin's cheap model.
+ */
+import { completeSimple } from "@mariozechner/pi-ai";
+import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
+
+/** pi-ext-abi `CompletionRequest` (camelCase JSON). */
+export interface CompletionRequest {
+	model?: string;
+	system: string;
+	messages: { role: string; content: string }[];
+	maxTokens: number;
+	jsonSchema?: Record<string, unknown>;
+	timeoutMs: number;
+}
+
+/** pi-ext-abi `CompletionResponse`. */
+export interface CompletionResponse {
+	text: string;
+	model: string;
+	usage: { inputTokens: number; outputTokens: number; costUsd?: number };
+}
+
+export function modelKey(model: { provider: string; id: string } | undefined): string | undefined {
+	return model ? `${model.provider}/${model.id}` : undefined;
+}
+
+/** The requested `provider/id` when pi knows it, else the session's current model. */
+function pickModel(ctx: ExtensionContext, wanted: string | undefined) {
+	if (wanted) {
+		const slash = wanted.indexOf("/");
+		if (slash > 0) {
+			const found = ctx.modelRegistry.find(wanted.slice(0, slash), wanted.slice(slash + 1));
+			if (found) return found;
+		}
+	}
+	return ctx.model;
+}
+
+export async function complete(ctx: ExtensionContext, request: CompletionRequest): Promise<CompletionResponse> {
+	const model = pickModel(ctx, request.model);
+	if (!model) throw new Error(`no model available in pi for ${request.model ?? "the plugin"}`);
+	const auth = await ctx.modelRegistry.getApiKeyAndHeaders(model);
+	if (!auth.ok) throw new Error(`no credentials for ${modelKey(model)}: ${auth.error}`);
+
+	let systemPrompt = request.system;
+	if (request.jsonSchema) {
+		// Providers without a structured-output switch still get the contract in words.
+		systemPrompt += `\n\nAnswer with one JSON object (no prose, no code fence) matching this JSON schema:\n${JSON.stringify(request.jsonSchema)}`;
+	}
+	const now = Date.now();
+	const messages = request.messages.map((m) =>
+		m.role === "assistant"
+			? {
+					role: "assistant" as const,
+					content: [{ type: "text" as const, text: m.content }],
+					api: model.api,
+					provider: model.provider,
+					model: model.id,
+					usage: {
+						input: 0,
+						output: 0,
+						cacheRead: 0,
+						cacheWrite: 0,
+						totalTokens: 0,
+						cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+					},
+					stopReason: "stop" as const,
+					timestamp: now,
+				}
+			: { role: "user" as const, content: m.content, timestamp: now },
+	);
+
+	const controller = new AbortController();
+	const timer = setTimeout(() => controller.abort(), Math.max(1000, request.timeoutMs));
+	try {
+		const response = await completeSimple(
+			model,
+			{ systemPrompt, messages },
+			{
+				apiKey: auth.apiKey,
+				headers: auth.headers,
+				maxTokens: request.maxTokens,
+				signal: controller.signal,
+				timeoutMs: request.timeoutMs,
+				maxRetries: 1,
+				onPayload: request.jsonSchema ? (payload) => withJsonSchema(model.api, payload, request.jsonSchema!) : undefined,
+			},
+		);
+		if (response.stopReason === "error" || response.stopReason === "aborted") {
+			throw new Error(`${modelKey(model)}: ${response.errorMessage ?? response.stopReason}`);
+		}
+		const text = response.content
+			.filter((c): c is { type: "text"; text: string } => c.type === "text")
+			.map((c) => c.text)
+			.join("");
+		return {
+			text,
+			model: modelKey(model)!,
+			usage: {
+				inputTokens: response.usage?.input ?? 0,
+				outputTokens: response.usage?.output ?? 0,
+				costUsd: response.usage?.cost?.total,
+			},
+		};
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
+/** Ask OpenAI-style APIs for schema-constrained output; other APIs keep the payload. */
+function withJsonSchema(api: string, payload: unknown, schema: Record<string, unknown>): unknown {
+	if (!payload || typeof payload !== "object") return undefined;
+	const format = { name: "result", schema, strict: false };
+	if (api === "openai-completions") {
+		return { ...(payload as object), response_format: { type: "json_schema", json_schema: format } };
+	}
+	if (api === "openai-responses" || api === "azure-openai-responses") {
+		return { ...(payload as object), text: { format: { type: "json_schema", ...format } } };
+	}
+	return undefined;
+}
+
+export async function apiKey(ctx: ExtensionContext, provider: string): Promise<string | null> {
+	return (await ctx.modelRegistry.getApiKeyForProvider(provider)) ?? null;
+}

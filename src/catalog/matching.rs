@@ -1,0 +1,318 @@
+//! Resolution and completion over the index: exact id → unique id prefix →
+//! exact name → unique slug → fuzzy (nucleo) with a confidence threshold.
+//! At every step the current project's sessions win over other projects'.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::path::Path;
+
+use nucleo_matcher::pattern::{AtomKind, CaseMatching, Normalization, Pattern};
+use nucleo_matcher::{Config, Matcher, Utf32Str};
+
+use super::index::{char_mask, loose_slug, slug, Index, Item};
+
+/// Shortest id prefix accepted as a reference.
+pub const MIN_PREFIX: usize = 6;
+/// Fuzzy scores this close to the best one make the match ambiguous.
+const TIE_MARGIN: f64 = 0.03;
+/// A match in another project beats the current project's only by this much.
+const LOCAL_MARGIN: f64 = 0.2;
+
+thread_local! {
+    static MATCHER: RefCell<Matcher> = RefCell::new(Matcher::new(Config::DEFAULT));
+}
+
+pub(crate) enum Outcome {
+    Found(usize),
+    /// Candidates, best first.
+    Ambiguous(Vec<usize>),
+    /// Nearest items, best first.
+    NotFound(Vec<usize>),
+    /// Path-like input that names no session in the sessions directory.
+    Outside,
+}
+
+pub(crate) fn in_project(item: &Item, cwd: &str) -> bool {
+    let cwd = cwd.trim_end_matches('/');
+    !cwd.is_empty() && item.entry.cwd.trim_end_matches('/') == cwd
+}
+
+/// Input that looks like a file path rather than an id or a name.
+pub fn path_like(reference: &str) -> bool {
+    let r = reference.trim();
+    r.starts_with('/')
+        || r.starts_with('~')
+        || r.starts_with('.')
+        || r.contains('/')
+        || r.contains('\\')
+        || r.contains('\0')
+        || r.ends_with(".jsonl")
+        || r.as_bytes().get(1) == Some(&b':')
+}
+
+pub(crate) fn resolve(index: &Index, cwd: &str, reference: &str, threshold: f64) -> Outcome {
+    let r = reference.trim();
+    if r.is_empty() {
+        return Outcome::NotFound(Vec::new());
+    }
+    let lower = r.to_lowercase();
+    if let Some(slots) = index.by_id.get(&lower) {
+        if let Some(o) = pick(index, slots.clone(), cwd) {
+            return o;
+        }
+    }
+    let plain = !lower.contains(char::is_whitespace);
+    if plain && lower.chars().count() >= MIN_PREFIX {
+        if let Some(o) = pick(index, index.id_prefix(&lower), cwd) {
+            return o;
+        }
+    }
+    if let Some(slots) = index.by_name.get(&collapse_ws(&lower)) {
+        if let Some(o) = pick(index, slots.clone(), cwd) {
+            return o;
+        }
+    }
+    for s in [slug(r), loose_slug(r)] {
+        let slots = index.by_slug.get(&s).into_iter().chain(index.by_name.get(&s)).flatten().copied();
+        if let Some(o) = pick(index, slots.collect(), cwd) {
+            return o;
+        }
+    }
+    if path_like(r) {
+        // Never touch the file system for user-typed paths: only a literal
+        // match with a listed session file counts.
+        let as_path = Path::new(r);
+        return match index.iter().find(|(_, it)| it.entry.path == as_path && !it.missing()) {
+            Some((slot, _)) => Outcome::Found(slot),
+            None => Outcome::Outside,
+        };
+    }
+    fuzzy_resolve(index, cwd, r, threshold)
+}
+
+fn collapse_ws(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One candidate per session id (copies of a file share an id), then the
+/// current project's single match if there is exactly one.
+fn pick(index: &Index, slots: Vec<usize>, cwd: &str) -> Option<Outcome> {
+    let mut slots: Vec<usize> = slots.into_iter().filter(|&s| index.get(s).is_some()).collect();
+    if slots.is_empty() {
+        return None;
+    }
+    sort_candidates(index, &mut slots, cwd);
+    let mut seen = HashSet::new();
+    slots.retain(|&s| index.get(s).is_some_and(|it| seen.insert(it.id_lower.clone())));
+    if slots.len() == 1 {
+        return Some(Outcome::Found(slots[0]));
+    }
+    let local: Vec<usize> =
+        slots.iter().copied().filter(|&s| index.get(s).is_some_and(|it| in_project(it, cwd))).collect();
+    if local.len() == 1 {
+        return Some(Outcome::Found(local[0]));
+    }
+    Some(Outcome::Ambiguous(slots))
+}
+
+/// Present files first, then the current project, then newest.
+fn sort_candidates(index: &Index, slots: &mut [usize], cwd: &str) {
+    slots.sort_by_key(|&s| {
+        let it = index.get(s);
+        let missing = it.is_none_or(|it| it.missing());
+        let local = it.is_some_and(|it| in_project(it, cwd));
+        let modified = it.map(|it| it.entry.modified_ms).unwrap_or(0);
+        (missing, !local, std::cmp::Reverse(modified))
+    });
+}
+
+/// A compiled fuzzy query: the pattern, its self-score for normalization and
+/// the characters every matching field must contain.
+pub(crate) struct Fuzzy {
+    pattern: Pattern,
+    perfect: f64,
+    mask: u64,
+}
+
+impl Fuzzy {
+    pub fn new(text: &str) -> Option<Fuzzy> {
+        let needle: String = text.chars().map(|c| if matches!(c, '-' | '_') { ' ' } else { c }).collect();
+        let pattern = Pattern::new(&needle, CaseMatching::Ignore, Normalization::Smart, AtomKind::Fuzzy);
+        if pattern.atoms.is_empty() {
+            return None;
+        }
+        let mut buf = Vec::new();
+        let perfect = MATCHER.with(|m| pattern.score(Utf32Str::new(&needle, &mut buf), &mut m.borrow_mut()))?;
+        (perfect > 0).then(|| Fuzzy { mask: char_mask(&needle), pattern, perfect: perfect as f64 })
+    }
+
+    /// Confidence in 0..=1 that `item` is what the query names.
+    pub fn score(&self, item: &Item, matcher: &mut Matcher) -> f64 {
+        self.score_fields(item, matcher, 0.0)
+    }
+
+    /// Like [`Fuzzy::score`], over fields weighing at least `min_weight`.
+    pub fn score_fields(&self, item: &Item, matcher: &mut Matcher, min_weight: f64) -> f64 {
+        let mut best = 0.0f64;
+        for f in item.fields() {
+            if self.mask & !f.mask != 0 || f.weight <= best || f.weight < min_weight {
+                continue;
+            }
+            let hay = f.text.slice(..);
+            let score = if f.long {
+                // Every atom must match, as in Pattern::score; greedy keeps long fields linear.
+                self.pattern.atoms.iter().try_fold(0u32, |acc, atom| {
+                    matcher.fuzzy_match_greedy(hay, atom.needle_text()).map(|s| acc + u32::from(s))
+                })
+            } else {
+                self.pattern.score(hay, matcher)
+            };
+            if let Some(s) = score {
+                best = best.max((s as f64 / self.perfect).min(1.0) * f.weight);
+            }
+        }
+        best
+    }
+
+    /// Every item with a non-zero score, best first.
+    pub fn rank(&self, index: &Index) -> Vec<(f64, usize)> {
+        MATCHER.with(|m| {
+            let mut m = m.borrow_mut();
+            let mut out: Vec<(f64, usize)> = index
+                .iter()
+                .filter_map(|(slot, it)| {
+                    let s = self.score(it, &mut m);
+                    (s > 0.0).then_some((s, slot))
+                })
+                .collect();
+            out.sort_by(|a, b| b.0.total_cmp(&a.0));
+            out
+        })
+    }
+}
+
+fn fuzzy_resolve(index: &Index, cwd: &str, r: &str, threshold: f64) -> Outcome {
+    let Some(fuzzy) = Fuzzy::new(r) else { return Outcome::NotFound(suggest(index, r, &[])) };
+    let ranked = fuzzy.rank(index);
+    let above: Vec<(f64, usize)> = ranked.iter().copied().filter(|(s, _)| *s >= threshold).collect();
+    if above.is_empty() {
+        return Outcome::NotFound(suggest(index, r, &ranked));
+    }
+    let is_local = |slot: usize| index.get(slot).is_some_and(|it| in_project(it, cwd));
+    let best_all = above[0].0;
+    let local: Vec<(f64, usize)> = above.iter().copied().filter(|(_, s)| is_local(*s)).collect();
+    let pool = match local.first() {
+        Some((best_local, _)) if best_all - best_local <= LOCAL_MARGIN => local,
+        _ => above,
+    };
+    let top = pool[0].0;
+    let mut tied: Vec<usize> = pool.iter().filter(|(s, _)| *s >= top - TIE_MARGIN).map(|(_, slot)| *slot).collect();
+    let mut seen = HashSet::new();
+    tied.retain(|&s| index.get(s).is_some_and(|it| seen.insert(it.id_lower.clone())));
+    if tied.len() == 1 {
+        return Outcome::Found(tied[0]);
+    }
+    let mut rest: Vec<usize> = pool.iter().map(|(_, s)| *s).filter(|s| !tied.contains(s)).collect();
+    tied.append(&mut rest);
+    Outcome::Ambiguous(tied)
+}
+
+/// Nearest names for a miss: the best fuzzy scores, else names sharing the
+/// most character bigrams with the reference.
+fn suggest(index: &Index, r: &str, ranked: &[(f64, usize)]) -> Vec<usize> {
+    let mut out: Vec<usize> = ranked.iter().take(3).map(|(_, s)| *s).collect();
+    if out.len() >= 3 {
+        return out;
+    }
+    let target = bigrams(&loose_slug(r));
+    if target.is_empty() {
+        return out;
+    }
+    let mut scored: Vec<(f64, usize)> = index
+        .iter()
+        .filter(|(slot, _)| !out.contains(slot))
+        .filter_map(|(slot, it)| {
+            let best = it.names.iter().map(|n| dice(&target, &bigrams(&loose_slug(n)))).fold(0.0, f64::max);
+            (best >= 0.3).then_some((best, slot))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    out.extend(scored.into_iter().take(3 - out.len()).map(|(_, s)| s));
+    out
+}
+
+fn bigrams(s: &str) -> Vec<(char, char)> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut v: Vec<(char, char)> = chars.windows(2).map(|w| (w[0], w[1])).collect();
+    v.sort_unstable();
+    v
+}
+
+fn dice(a: &[(char, char)], b: &[(char, char)]) -> f64 {
+    if a.is_empty() || b.is_empty() {
+        return 0.0;
+    }
+    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+        }
+    }
+    2.0 * common as f64 / (a.len() + b.len()) as f64
+}
+
+/// Completion: id and name prefixes first, then (for 3+ characters, when
+/// prefixes do not fill `limit`) fuzzy matches on names and tags; the current
+/// project ahead of others; newest first on equal scores.
+pub(crate) fn complete(index: &Index, cwd: &str, prefix: &str, limit: usize) -> Vec<(f64, usize)> {
+    let p = prefix.trim().trim_start_matches('@').trim_start_matches('"').to_lowercase();
+    let p_slug = slug(&p);
+    let word = format!(" {p}");
+    let local_bonus = |it: &Item| if in_project(it, cwd) { 0.25 } else { 0.0 };
+    let mut scored: Vec<(f64, u64, usize)> = index
+        .iter()
+        .filter(|(_, it)| !it.missing())
+        .filter_map(|(slot, it)| {
+            let base = if p.is_empty() {
+                0.5
+            } else if it.id_lower.starts_with(&p) {
+                3.0
+            } else if it.names.iter().any(|n| n.starts_with(&p)) || it.slugs.iter().any(|s| s.starts_with(&p_slug)) {
+                2.5
+            } else if it.names.iter().any(|n| n.contains(&word)) {
+                2.0
+            } else {
+                return None;
+            };
+            Some((base + local_bonus(it), it.entry.modified_ms, slot))
+        })
+        .collect();
+    if scored.len() < limit && p.chars().count() >= 3 {
+        if let Some(fuzzy) = Fuzzy::new(&p) {
+            let have: HashSet<usize> = scored.iter().map(|x| x.2).collect();
+            MATCHER.with(|m| {
+                let mut m = m.borrow_mut();
+                for (slot, it) in index.iter().filter(|(slot, it)| !it.missing() && !have.contains(slot)) {
+                    let s = fuzzy.score_fields(it, &mut m, 0.95);
+                    if s >= 0.3 {
+                        scored.push((s + local_bonus(it), it.entry.modified_ms, slot));
+                    }
+                }
+            });
+        }
+    }
+    let by_rank = |a: &(f64, u64, usize), b: &(f64, u64, usize)| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1));
+    if scored.len() > limit && limit > 0 {
+        scored.select_nth_unstable_by(limit - 1, by_rank);
+        scored.truncate(limit);
+    }
+    scored.sort_by(by_rank);
+    scored.truncate(limit);
+    scored.into_iter().map(|(s, _, slot)| (s, slot)).collect()
+}

@@ -1,0 +1,503 @@
+//! One agent directory's catalog state and its incremental refresh.
+//!
+//! A refresh re-stats directories (a new, removed or atomically replaced file
+//! changes its directory's mtime) plus the few most recently modified session
+//! files (the ones being appended to), and re-reads only files whose
+//! (mtime, size) changed; a re-listed directory compares inodes, so atomic
+//! replacements are found without a `stat` per file. A few known files are
+//! also re-stat'd in rotation, and a lookup that misses triggers a full sweep.
+//! Files are read on a few threads when there are many (the first scan).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::index::{Index, Item, ItemKey};
+use super::scan::{self, Light, Listed, MetaLight, Stamp};
+use super::CatalogEntry;
+
+/// Known session files re-stat'd on every refresh: the most recently modified.
+const HOT_FILES: usize = 16;
+/// Known files re-stat'd per refresh in rotation, so a file changed in place
+/// without touching its directory is noticed after a bounded number of refreshes.
+const ROTATION: usize = 24;
+/// Project directories nest one level in pi; a little slack, but bounded.
+const MAX_DEPTH: usize = 3;
+const META_SUFFIX: &str = ".meta.json";
+/// Below this many files a refresh reads on the calling thread.
+const PARALLEL_MIN: usize = 128;
+
+/// How hard a refresh looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refresh {
+    /// Directories, hot files and the rotation.
+    Incremental,
+    /// Re-stat every known file too.
+    Full,
+}
+
+struct DirState {
+    mtime: SystemTime,
+    files: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+}
+
+struct SessionRec {
+    stamp: Stamp,
+    ino: u64,
+    light: Option<Light>,
+}
+
+struct MetaRec {
+    stamp: Stamp,
+    ino: u64,
+    meta: Option<MetaLight>,
+}
+
+pub(crate) struct Root {
+    pub sessions_dir: PathBuf,
+    pub meta_dir: PathBuf,
+    /// Canonical sessions directory; `None` while it does not exist.
+    pub canon: Option<PathBuf>,
+    canon_meta: Option<PathBuf>,
+    dirs: HashMap<PathBuf, DirState>,
+    sessions: HashMap<PathBuf, SessionRec>,
+    meta_dir_mtime: Option<SystemTime>,
+    metas: HashMap<PathBuf, MetaRec>,
+    /// Session id (as written) → meta file path.
+    meta_by_id: HashMap<String, PathBuf>,
+    hot: Vec<PathBuf>,
+    rotation: Vec<PathBuf>,
+    rotation_at: usize,
+    pub index: Index,
+    last_full: Option<Instant>,
+}
+
+/// A file to (re-)read, with what is known about it.
+struct Job {
+    path: PathBuf,
+    ino: u64,
+    prev: Option<Light>,
+}
+
+impl Root {
+    pub fn new(sessions_dir: &Path, meta_dir: &Path) -> Root {
+        Root {
+            sessions_dir: sessions_dir.to_path_buf(),
+            meta_dir: meta_dir.to_path_buf(),
+            canon: None,
+            canon_meta: None,
+            dirs: HashMap::new(),
+            sessions: HashMap::new(),
+            meta_dir_mtime: None,
+            metas: HashMap::new(),
+            meta_by_id: HashMap::new(),
+            hot: Vec::new(),
+            rotation: Vec::new(),
+            rotation_at: 0,
+            index: Index::default(),
+            last_full: None,
+        }
+    }
+
+    /// True when a full sweep ran less than `within` ago.
+    pub fn swept_within(&self, within: Duration) -> bool {
+        self.last_full.is_some_and(|t| t.elapsed() < within)
+    }
+
+    /// True once the directories have been read at least once.
+    pub fn scanned(&self) -> bool {
+        self.last_full.is_some()
+    }
+
+    /// Bring the catalog up to date (the first refresh reads everything).
+    pub fn refresh(&mut self, mode: Refresh) {
+        let full = mode == Refresh::Full || self.last_full.is_none();
+        if full {
+            self.last_full = Some(Instant::now());
+        }
+        let mut changed: HashSet<String> = HashSet::new();
+        let meta_jobs = self.plan_metas(full, &mut changed);
+        let (session_jobs, listing_changed) = self.plan_sessions(full, &mut changed);
+        let metas = parallel(&meta_jobs, |j| scan::read_meta(&j.path));
+        for (job, read) in meta_jobs.into_iter().zip(metas) {
+            self.drop_meta(&job.path, &mut changed);
+            let Some((stamp, meta)) = read.flatten() else { continue };
+            if let Some(m) = meta.as_ref() {
+                changed.insert(m.session_id.clone());
+                self.meta_by_id.insert(m.session_id.clone(), job.path.clone());
+            }
+            self.metas.insert(job.path, MetaRec { stamp, ino: job.ino, meta });
+        }
+        let sessions = parallel(&session_jobs, |j| scan::read_session(&j.path, j.prev.as_ref()).ok());
+        let touched = !session_jobs.is_empty();
+        for (job, read) in session_jobs.into_iter().zip(sessions) {
+            self.apply_session(job, read.flatten(), &mut changed);
+        }
+        if !changed.is_empty() {
+            self.reconcile(&changed);
+        }
+        if touched || listing_changed {
+            self.recompute_hot();
+        }
+        if listing_changed || full {
+            self.rotation = self.sessions.keys().chain(self.metas.keys()).cloned().collect();
+        }
+    }
+
+    fn apply_session(&mut self, job: Job, read: Option<(Stamp, Option<Light>)>, changed: &mut HashSet<String>) {
+        let Some((stamp, light)) = read else {
+            self.drop_session(&job.path, changed);
+            return;
+        };
+        if let Some(old) = job.prev.as_ref() {
+            changed.insert(old.id.clone());
+        }
+        if let Some(old) = self.sessions.get(&job.path).and_then(|r| r.light.as_ref()) {
+            changed.insert(old.id.clone());
+        }
+        match light.as_ref() {
+            Some(l) => {
+                changed.insert(l.id.clone());
+            }
+            None => {
+                self.index.remove(&ItemKey::Session(job.path.clone()));
+            }
+        }
+        self.sessions.insert(job.path, SessionRec { stamp, ino: job.ino, light });
+    }
+
+    /// Known files to check this time: the hot ones plus the next slice of the rotation.
+    fn spot_checks(&mut self) -> Vec<PathBuf> {
+        let mut out = self.hot.clone();
+        if !self.rotation.is_empty() {
+            for _ in 0..ROTATION.min(self.rotation.len()) {
+                self.rotation_at = (self.rotation_at + 1) % self.rotation.len();
+                out.push(self.rotation[self.rotation_at].clone());
+            }
+        }
+        out
+    }
+
+    /// True when a known file's (mtime, size) differs from what was read.
+    fn stale(stamp: Option<Stamp>, path: &Path) -> bool {
+        match (stamp, std::fs::metadata(path)) {
+            (Some(s), Ok(md)) => Stamp::of(&md) != s,
+            _ => true,
+        }
+    }
+
+    fn plan_sessions(&mut self, full: bool, changed: &mut HashSet<String>) -> (Vec<Job>, bool) {
+        let root = self.sessions_dir.clone();
+        let canon_now =
+            if full || self.canon.is_none() { std::fs::canonicalize(&root).ok() } else { self.canon.clone() };
+        let mut listing_changed = false;
+        if canon_now != self.canon {
+            // The sessions directory appeared, vanished or moved: start over.
+            self.canon = canon_now;
+            self.dirs.clear();
+            let paths: Vec<PathBuf> = self.sessions.keys().cloned().collect();
+            for p in paths {
+                self.drop_session(&p, changed);
+            }
+            listing_changed = true;
+        }
+        let Some(canon) = self.canon.clone() else { return (Vec::new(), listing_changed) };
+        let mut listed: Vec<(PathBuf, u64)> = Vec::new();
+        let mut removed: Vec<PathBuf> = Vec::new();
+        self.walk(&root, &canon, 0, &mut listed, &mut removed);
+        listing_changed |= !listed.is_empty() || !removed.is_empty();
+        for p in removed {
+            self.drop_session(&p, changed);
+        }
+        let mut jobs = Vec::new();
+        let mut queued: HashSet<PathBuf> = HashSet::new();
+        for (path, ino) in listed {
+            let rec = self.sessions.get(&path);
+            let needs = match rec {
+                None => true,
+                Some(r) if ino == 0 || full => r.ino != ino || Self::stale(Some(r.stamp), &path),
+                Some(r) => r.ino != ino,
+            };
+            if needs && queued.insert(path.clone()) {
+                jobs.push(Job { prev: rec.and_then(|r| r.light.clone()), path, ino });
+            }
+        }
+        let known: Vec<PathBuf> = if full {
+            self.sessions.keys().cloned().collect()
+        } else {
+            self.spot_checks().into_iter().filter(|p| self.sessions.contains_key(p)).collect()
+        };
+        for path in known {
+            if queued.contains(&path) {
+                continue;
+            }
+            let Some(r) = self.sessions.get(&path) else { continue };
+            if Self::stale(Some(r.stamp), &path) {
+                queued.insert(path.clone());
+                jobs.push(Job { prev: r.light.clone(), ino: r.ino, path });
+            }
+        }
+        (jobs, listing_changed)
+    }
+
+    /// Walk one directory. Unchanged directories are trusted for their file
+    /// list (only their subdirectories are visited); changed ones are
+    /// re-listed and their files returned with inodes.
+    fn walk(
+        &mut self,
+        dir: &Path,
+        canon: &Path,
+        depth: usize,
+        listed: &mut Vec<(PathBuf, u64)>,
+        removed: &mut Vec<PathBuf>,
+    ) {
+        let mtime = std::fs::metadata(dir).and_then(|m| m.modified()).ok();
+        let Some(mtime) = mtime else {
+            self.forget_dir(dir, removed);
+            return;
+        };
+        let unchanged = self.dirs.get(dir).is_some_and(|d| d.mtime == mtime);
+        if unchanged {
+            let dirs = self.dirs.get(dir).map(|d| d.dirs.clone()).unwrap_or_default();
+            if depth < MAX_DEPTH {
+                for sub in dirs {
+                    self.walk(&sub, canon, depth + 1, listed, removed);
+                }
+            }
+            return;
+        }
+        let (entries, _) = scan::list_dir(dir, canon, ".jsonl");
+        let mut files = Vec::new();
+        let mut dirs = Vec::new();
+        for l in entries {
+            match l {
+                Listed::File(p, ino) => {
+                    files.push(p.clone());
+                    listed.push((p, ino));
+                }
+                Listed::Dir(p) => dirs.push(p),
+            }
+        }
+        if let Some(old) = self.dirs.get(dir) {
+            let keep_files: HashSet<&PathBuf> = files.iter().collect();
+            removed.extend(old.files.iter().filter(|f| !keep_files.contains(f)).cloned());
+            let keep_dirs: HashSet<&PathBuf> = dirs.iter().collect();
+            let gone: Vec<PathBuf> = old.dirs.iter().filter(|d| !keep_dirs.contains(d)).cloned().collect();
+            for g in gone {
+                self.forget_dir(&g, removed);
+            }
+        }
+        self.dirs.insert(dir.to_path_buf(), DirState { mtime, files, dirs: dirs.clone() });
+        if depth < MAX_DEPTH {
+            for sub in dirs {
+                self.walk(&sub, canon, depth + 1, listed, removed);
+            }
+        }
+    }
+
+    fn forget_dir(&mut self, dir: &Path, removed: &mut Vec<PathBuf>) {
+        if let Some(old) = self.dirs.remove(dir) {
+            removed.extend(old.files);
+            for d in old.dirs {
+                self.forget_dir(&d, removed);
+            }
+        }
+    }
+
+    fn drop_session(&mut self, path: &Path, changed: &mut HashSet<String>) {
+        if let Some(rec) = self.sessions.remove(path) {
+            if let Some(l) = rec.light {
+                changed.insert(l.id);
+            }
+        }
+        self.index.remove(&ItemKey::Session(path.to_path_buf()));
+    }
+
+    fn recompute_hot(&mut self) {
+        let mut all: Vec<(SystemTime, &PathBuf)> = self.sessions.iter().map(|(p, r)| (r.stamp.mtime, p)).collect();
+        let n = all.len().min(HOT_FILES);
+        if n == 0 {
+            self.hot.clear();
+            return;
+        }
+        if all.len() > n {
+            all.select_nth_unstable_by(n - 1, |a, b| b.0.cmp(&a.0));
+            all.truncate(n);
+        }
+        self.hot = all.into_iter().map(|(_, p)| p.clone()).collect();
+    }
+
+    fn plan_metas(&mut self, full: bool, changed: &mut HashSet<String>) -> Vec<Job> {
+        let dir = self.meta_dir.clone();
+        let mtime = std::fs::metadata(&dir).and_then(|m| m.modified()).ok();
+        if mtime.is_none() {
+            let paths: Vec<PathBuf> = self.metas.keys().cloned().collect();
+            for p in paths {
+                self.drop_meta(&p, changed);
+            }
+            self.meta_dir_mtime = None;
+            self.canon_meta = None;
+            return Vec::new();
+        }
+        let mut jobs = Vec::new();
+        if !full && mtime == self.meta_dir_mtime {
+            for path in self.spot_checks().into_iter().filter(|p| self.metas.contains_key(p)) {
+                let Some(r) = self.metas.get(&path) else { continue };
+                if Self::stale(Some(r.stamp), &path) {
+                    jobs.push(Job { ino: r.ino, path, prev: None });
+                }
+            }
+            return jobs;
+        }
+        self.meta_dir_mtime = mtime;
+        if full || self.canon_meta.is_none() {
+            self.canon_meta = std::fs::canonicalize(&dir).ok();
+        }
+        let Some(canon) = self.canon_meta.clone() else { return jobs };
+        let (listed, ok) = scan::list_dir(&dir, &canon, META_SUFFIX);
+        if !ok {
+            return jobs;
+        }
+        let files: HashMap<PathBuf, u64> = listed
+            .into_iter()
+            .filter_map(|l| match l {
+                Listed::File(p, ino) => Some((p, ino)),
+                Listed::Dir(_) => None,
+            })
+            .collect();
+        let gone: Vec<PathBuf> = self.metas.keys().filter(|p| !files.contains_key(*p)).cloned().collect();
+        for p in gone {
+            self.drop_meta(&p, changed);
+        }
+        for (path, ino) in files {
+            let needs = match self.metas.get(&path) {
+                None => true,
+                Some(r) if ino == 0 || full => r.ino != ino || Self::stale(Some(r.stamp), &path),
+                Some(r) => r.ino != ino,
+            };
+            if needs {
+                jobs.push(Job { path, ino, prev: None });
+            }
+        }
+        jobs
+    }
+
+    fn drop_meta(&mut self, path: &Path, changed: &mut HashSet<String>) {
+        if let Some(MetaRec { meta: Some(m), .. }) = self.metas.remove(path) {
+            if self.meta_by_id.get(&m.session_id).is_some_and(|p| p == path) {
+                self.meta_by_id.remove(&m.session_id);
+            }
+            changed.insert(m.session_id);
+        }
+    }
+
+    fn meta_for(&self, id: &str) -> Option<&MetaLight> {
+        self.meta_by_id.get(id).and_then(|p| self.metas.get(p)).and_then(|r| r.meta.as_ref())
+    }
+
+    /// Rebuild the items of every session id whose session or meta changed.
+    fn reconcile(&mut self, ids: &HashSet<String>) {
+        let mut by_id: HashMap<&str, Vec<&PathBuf>> = HashMap::new();
+        for (p, rec) in &self.sessions {
+            if let Some(l) = rec.light.as_ref().filter(|l| ids.contains(&l.id)) {
+                by_id.entry(l.id.as_str()).or_default().push(p);
+            }
+        }
+        let mut items = Vec::new();
+        let mut orphans_gone = Vec::new();
+        for id in ids {
+            let meta = self.meta_for(id);
+            let paths = by_id.get(id.as_str()).cloned().unwrap_or_default();
+            for p in &paths {
+                let Some(rec) = self.sessions.get(*p) else { continue };
+                let Some(light) = rec.light.as_ref() else { continue };
+                items.push(session_item(p, rec.stamp, light, meta));
+            }
+            match meta {
+                Some(m) if paths.is_empty() => items.push(orphan_item(&self.sessions_dir, m)),
+                _ => orphans_gone.push(ItemKey::Orphan(id.clone())),
+            }
+        }
+        for key in orphans_gone {
+            self.index.remove(&key);
+        }
+        for item in items {
+            self.index.upsert(item);
+        }
+    }
+
+    /// The item of a session file, looked up by the path as listed or, for
+    /// paths spelled differently (symlinked agent dir), by canonical path.
+    pub fn slot_for_path(&self, path: &Path) -> Option<usize> {
+        if let Some(s) = self.index.slot_of(&ItemKey::Session(path.to_path_buf())) {
+            return Some(s);
+        }
+        let canon = self.canon.as_ref()?;
+        let real = std::fs::canonicalize(path).ok()?;
+        let rel = real.strip_prefix(canon).ok()?;
+        self.index.slot_of(&ItemKey::Session(self.sessions_dir.join(rel)))
+    }
+}
+
+pub(crate) fn session_item(path: &Path, stamp: Stamp, light: &Light, meta: Option<&MetaLight>) -> Item {
+    let non_empty = |s: &str| (!s.trim().is_empty()).then(|| s.to_string());
+    let entry = CatalogEntry {
+        id: light.id.clone(),
+        path: path.to_path_buf(),
+        name: light.name.clone().or_else(|| meta.and_then(|m| non_empty(&m.name))),
+        description: meta.and_then(|m| non_empty(&m.description)),
+        summary: meta.and_then(|m| non_empty(&m.summary)),
+        tags: meta.map(|m| m.tags.clone()).unwrap_or_default(),
+        cwd: light.cwd.clone(),
+        created: light.created.clone(),
+        modified_ms: stamp.modified_ms(),
+        parent_session: light.parent_session.clone(),
+        first_message: light.first_message.clone(),
+        has_meta: meta.is_some(),
+    };
+    Item::new(ItemKey::Session(path.to_path_buf()), entry, meta.map(|m| m.name.as_str()))
+}
+
+fn orphan_item(sessions_dir: &Path, m: &MetaLight) -> Item {
+    let path =
+        if m.session_file.is_empty() { sessions_dir.join(&m.session_id) } else { PathBuf::from(&m.session_file) };
+    let entry = CatalogEntry {
+        id: m.session_id.clone(),
+        path,
+        name: (!m.name.trim().is_empty()).then(|| m.name.clone()),
+        description: (!m.description.is_empty()).then(|| m.description.clone()),
+        summary: (!m.summary.is_empty()).then(|| m.summary.clone()),
+        tags: m.tags.clone(),
+        cwd: m.cwd.clone(),
+        created: m.created_at.clone(),
+        modified_ms: 0,
+        parent_session: None,
+        first_message: None,
+        has_meta: true,
+    };
+    Item::new(ItemKey::Orphan(m.session_id.clone()), entry, None)
+}
+
+/// Map `f` over `items`, on up to four threads when there are many. A
+/// panicking reader loses only its chunk (`None`: treated as unreadable).
+fn parallel<I: Sync, O: Send>(items: &[I], f: impl Fn(&I) -> O + Sync) -> Vec<Option<O>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    if items.len() < PARALLEL_MIN || threads < 2 {
+        return items.iter().map(|i| Some(f(i))).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let f = &f;
+        let handles: Vec<_> =
+            items.chunks(chunk).map(|c| (c.len(), s.spawn(move || c.iter().map(f).collect::<Vec<O>>()))).collect();
+        let mut out = Vec::with_capacity(items.len());
+        for (len, h) in handles {
+            match h.join() {
+                Ok(v) => out.extend(v.into_iter().map(Some)),
+                Err(_) => out.extend(std::iter::repeat_with(|| None).take(len)),
+            }
+        }
+        out
+    })
+}

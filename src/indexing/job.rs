@@ -1,0 +1,309 @@
+//! One indexing run: session file → branch → prompt → model → validated
+//! summary → meta file. No host effects here (see [`super::report`]), so the
+//! same code serves the plugin, the `/index-session` command and the CLI.
+
+use std::path::{Path, PathBuf};
+
+use crate::app::App;
+use crate::indexing::summary::{self, IndexSummary};
+use crate::meta::{self, MetaError, MetaFiles, MetaUsage, SessionMeta, SCHEMA_VERSION};
+use crate::model::extractive::{self, ExtractiveInput};
+use crate::model::{self, JsonTask, ModelError, LOCAL_PROVIDER};
+use crate::session::{self, AgentMessage, Entry, EntryKind, SessionError};
+use crate::views::{self, FilesTouched};
+
+/// Lines are not what bounds the prompt (bytes are), so the line limit of
+/// `truncate_tail` is set out of the way.
+const NO_LINE_LIMIT: usize = usize::MAX / 2;
+
+/// What to index and how.
+#[derive(Debug, Clone)]
+pub struct IndexRequest {
+    pub session_file: PathBuf,
+    /// `<agent dir>/sessions-meta`.
+    pub meta_dir: PathBuf,
+    /// Leaf of the active branch; `None` is pi's default (last entry).
+    pub leaf_id: Option<String>,
+    /// Index even when fewer than `minNewUserMessages` are new.
+    pub force: bool,
+    /// Use the offline model even if a configured model is available.
+    pub offline: bool,
+}
+
+/// A completed run.
+#[derive(Debug, Clone)]
+pub enum IndexOutcome {
+    /// Below the threshold; nothing was done.
+    Skipped {
+        session_id: String,
+        new_user_messages: usize,
+    },
+    Indexed(Box<Indexed>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Indexed {
+    pub meta: SessionMeta,
+    pub path: PathBuf,
+    /// The session's name before this run (latest `session_info` on the branch).
+    pub previous_session_name: Option<String>,
+    /// The name of the previous meta document, if any.
+    pub previous_meta_name: Option<String>,
+    pub incremental: bool,
+    /// Answers requested from the model (1 offline).
+    pub attempts: u32,
+    /// Why the offline model served instead of a configured one.
+    pub fallback_reason: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Meta(#[from] MetaError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("{0}, and the offline model is turned off (offlineFallback)")]
+    NoModel(String),
+    #[error("{0}: the session has no entries")]
+    Empty(PathBuf),
+    #[error("{0}: no entry {1:?} (the active leaf) in the session")]
+    UnknownLeaf(PathBuf, String),
+}
+
+/// A failed run, with what the failure entry needs.
+#[derive(Debug)]
+pub struct Failure {
+    pub error: IndexError,
+    pub session_id: Option<String>,
+    /// `provider/model` that was tried, if one was chosen.
+    pub model: Option<String>,
+}
+
+/// What the model (or the offline model) produced.
+struct Generated {
+    summary: IndexSummary,
+    /// `provider/model` that answered.
+    model: String,
+    usage: MetaUsage,
+    attempts: u32,
+    incremental: bool,
+    fallback_reason: Option<String>,
+}
+
+/// Where the answer comes from.
+enum Chosen {
+    Remote(model::SelectedModel),
+    Offline { reason: Option<String> },
+}
+
+/// Run one index. `on_start` is called once the run is known to happen (after
+/// the threshold check, before the model call).
+pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> Result<IndexOutcome, Failure> {
+    let fail = |error: IndexError, session_id: Option<&str>, model: Option<&str>| Failure {
+        error,
+        session_id: session_id.map(str::to_string),
+        model: model.map(str::to_string),
+    };
+    let session = session::open(&request.session_file).map_err(|e| fail(e.into(), None, None))?;
+    let session_id = session.header.id.clone();
+    let sid = Some(session_id.as_str());
+    let branch = session.branch(request.leaf_id.as_deref());
+    let Some(leaf) = branch.last() else {
+        let error = match &request.leaf_id {
+            Some(leaf) => IndexError::UnknownLeaf(request.session_file.clone(), leaf.clone()),
+            None => IndexError::Empty(request.session_file.clone()),
+        };
+        return Err(fail(error, sid, None));
+    };
+    let leaf_id = leaf.id.clone();
+    let previous = meta::read_or_missing(&request.meta_dir, &session_id).map_err(|e| fail(e.into(), sid, None))?;
+    let last_indexed = previous.as_ref().and_then(|m| m.last_indexed_leaf_id.as_deref());
+    let new_start = new_messages_start(&branch, last_indexed);
+    if !request.force {
+        let new_user_messages = count_user_messages(&branch[new_start..]);
+        if new_user_messages < app.config.min_new_user_messages as usize {
+            return Ok(IndexOutcome::Skipped { session_id, new_user_messages });
+        }
+    }
+    on_start();
+
+    let chosen = choose_model(app, request.offline).map_err(|e| fail(e, sid, None))?;
+    let files = views::files_touched(&branch);
+    let session_name = session.session_name(&branch);
+    let cwd = session.header.cwd.clone();
+    let generated = match chosen {
+        Chosen::Offline { reason } => {
+            let input =
+                ExtractiveInput { branch: &branch, session_name: session_name.as_deref(), cwd: &cwd, files: &files };
+            Generated {
+                summary: extractive::summarize(&input),
+                model: extractive::MODEL_KEY.to_string(),
+                usage: MetaUsage::default(),
+                attempts: 1,
+                incremental: false,
+                fallback_reason: reason,
+            }
+        }
+        Chosen::Remote(selected) => {
+            let key = selected.key().to_string();
+            let incremental = previous.as_ref().filter(|_| new_start > 0 && new_start < branch.len());
+            let prompt = match incremental {
+                Some(prev) => {
+                    let text = views::index_text(&branch[new_start..], false);
+                    let cut = views::truncate_tail(&text, app.config.indexing.incremental_max_bytes, NO_LINE_LIMIT);
+                    summary::incremental_prompt(prev, &files_text(&files), &cut.text, cut.truncated)
+                }
+                None => {
+                    let text = views::index_text(&branch, false);
+                    let cut = views::truncate_tail(&text, app.config.indexing.max_input_bytes, NO_LINE_LIMIT);
+                    summary::full_prompt(session_name.as_deref(), &cwd, &files_text(&files), &cut.text, cut.truncated)
+                }
+            };
+            let task = JsonTask {
+                system: summary::SYSTEM_PROMPT.to_string(),
+                user: prompt,
+                schema_name: summary::SCHEMA_NAME.to_string(),
+                schema: summary::json_schema(),
+                max_output_tokens: app.config.indexing.max_output_tokens,
+            };
+            let outcome =
+                selected.complete_json::<IndexSummary>(app, &task).map_err(|e| fail(e.into(), sid, Some(&key)))?;
+            let usage = MetaUsage {
+                input_tokens: outcome.usage.input_tokens,
+                output_tokens: outcome.usage.output_tokens,
+                cost_usd: outcome.usage.cost_usd.unwrap_or(0.0),
+            };
+            Generated {
+                summary: outcome.value,
+                model: outcome.model,
+                usage,
+                attempts: outcome.attempts,
+                incremental: incremental.is_some(),
+                fallback_reason: None,
+            }
+        }
+    };
+    let Generated { summary: result, model: model_key, usage, attempts, incremental, fallback_reason } = generated;
+
+    let previous_meta_name = previous.as_ref().map(|m| m.name.clone());
+    let session_file = absolute(&request.session_file);
+    let parent = session.header.parent_session.clone();
+    let (path, meta) = meta::update(&request.meta_dir, &session_id, |current| {
+        let now = iso_now();
+        let created_at = current.as_ref().map(|m| m.created_at.clone()).filter(|c| !c.is_empty());
+        SessionMeta {
+            schema_version: SCHEMA_VERSION,
+            session_id: session_id.clone(),
+            session_file,
+            parent_session_file: parent,
+            name: result.name,
+            description: result.description,
+            summary: result.summary,
+            tags: result.tags,
+            cwd,
+            created_at: created_at.unwrap_or_else(|| now.clone()),
+            updated_at: now,
+            model: model_key.clone(),
+            last_indexed_leaf_id: Some(leaf_id),
+            usage: Some(usage),
+            files: Some(MetaFiles { read: files.read, modified: files.modified }),
+            decisions: result.decisions,
+            open_tasks: result.open_tasks,
+            extra: current.map(|m| m.extra).unwrap_or_default(),
+        }
+    })
+    .map_err(|e| fail(e.into(), sid, Some(&model_key)))?;
+    Ok(IndexOutcome::Indexed(Box::new(Indexed {
+        meta,
+        path,
+        previous_session_name: session_name,
+        previous_meta_name,
+        incremental,
+        attempts,
+        fallback_reason,
+    })))
+}
+
+/// Index of the first entry after `last_indexed` on the branch; 0 (the whole
+/// branch) when it is unknown or not on this branch.
+pub fn new_messages_start(branch: &[&Entry], last_indexed: Option<&str>) -> usize {
+    last_indexed.and_then(|id| branch.iter().position(|e| e.id == id)).map_or(0, |p| p + 1)
+}
+
+pub fn count_user_messages(entries: &[&Entry]) -> usize {
+    entries.iter().filter(|e| matches!(e.kind, EntryKind::Message(AgentMessage::User { .. }))).count()
+}
+
+fn choose_model(app: &App, offline: bool) -> Result<Chosen, IndexError> {
+    if offline {
+        return Ok(Chosen::Offline { reason: None });
+    }
+    match model::select_model(app) {
+        Ok(selected) => Ok(Chosen::Remote(selected)),
+        Err(ModelError::Unavailable(reason)) => {
+            let listed = app.config.model_keys.iter().any(|k| k.split('/').next() == Some(LOCAL_PROVIDER));
+            if app.config.offline_fallback || listed {
+                Ok(Chosen::Offline { reason: Some(reason) })
+            } else {
+                Err(IndexError::NoModel(reason))
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Files touched, for the prompt (bounded).
+fn files_text(files: &FilesTouched) -> String {
+    let mut out = String::new();
+    for (label, list) in [("modified", &files.modified), ("read", &files.read)] {
+        if list.is_empty() {
+            continue;
+        }
+        let shown: Vec<&str> = list.iter().take(40).map(String::as_str).collect();
+        let more =
+            if list.len() > shown.len() { format!(" (+{} more)", list.len() - shown.len()) } else { String::new() };
+        out.push_str(&format!("- {label}: {}{more}\n", shown.join(", ")));
+    }
+    out
+}
+
+fn absolute(path: &Path) -> String {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).to_string_lossy().into_owned()
+}
+
+/// Now as JavaScript's `toISOString` (`2026-01-02T03:04:05.678Z`).
+pub fn iso_now() -> String {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    iso_from_millis(since.as_millis() as i64)
+}
+
+pub fn iso_from_millis(ms: i64) -> String {
+    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_dates_match_javascript() {
+        assert_eq!(iso_from_millis(0), "1970-01-01T00:00:00.000Z");
+        // new Date(1795310551415).toISOString()
+        assert_eq!(iso_from_millis(1_795_310_551_415), "2026-11-22T01:22:31.415Z");
+        assert_eq!(iso_from_millis(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+}

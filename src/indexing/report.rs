@@ -1,0 +1,157 @@
+//! Host effects of an indexing run: the status line, the session name and a
+//! `session-index:index` entry for every attempt.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::job::{index_session, iso_now, Failure, IndexOutcome, IndexRequest, Indexed};
+use crate::app::App;
+use crate::host::NotifyLevel;
+use crate::model::one_line;
+
+/// Custom entry type recorded for every attempt.
+pub const ENTRY_TYPE: &str = "session-index:index";
+
+/// Run an index with all host effects. `Ok(None)`: skipped (below threshold).
+pub fn run_reported(app: &Arc<App>, request: &IndexRequest) -> Result<Option<Indexed>, Failure> {
+    let started = || show_status(app, "indexing…", false);
+    match index_session(app, request, &started) {
+        Ok(IndexOutcome::Skipped { session_id, new_user_messages }) => {
+            tracing::debug!(session = %session_id, new_user_messages, "not indexing: below minNewUserMessages");
+            Ok(None)
+        }
+        Ok(IndexOutcome::Indexed(indexed)) => {
+            report_success(app, &indexed);
+            Ok(Some(*indexed))
+        }
+        Err(failure) => {
+            report_failure(app, &failure);
+            Err(failure)
+        }
+    }
+}
+
+fn report_success(app: &Arc<App>, indexed: &Indexed) {
+    let meta = &indexed.meta;
+    if let Some(reason) = &indexed.fallback_reason {
+        warn_offline_once(app, reason);
+    }
+    if should_rename(indexed.previous_session_name.as_deref(), indexed.previous_meta_name.as_deref(), &meta.name) {
+        app.host.set_session_name(&meta.name);
+    }
+    let usage = meta.usage.clone().unwrap_or_default();
+    app.host.append_entry(
+        ENTRY_TYPE,
+        &json!({
+            "success": true,
+            "sessionId": meta.session_id,
+            "model": meta.model,
+            "timestamp": iso_now(),
+            "usage": usage,
+        }),
+    );
+    tracing::info!(
+        session = %meta.session_id,
+        model = %meta.model,
+        incremental = indexed.incremental,
+        input_tokens = usage.input_tokens,
+        output_tokens = usage.output_tokens,
+        attempts = indexed.attempts,
+        "indexed session"
+    );
+    show_status(app, &format!("indexed (${:.4})", usage.cost_usd), true);
+}
+
+fn report_failure(app: &Arc<App>, failure: &Failure) {
+    let reason = failure.error.to_string();
+    let mut data = json!({
+        "success": false,
+        "sessionId": failure.session_id,
+        "model": failure.model,
+        "timestamp": iso_now(),
+        "error": reason,
+    });
+    if let (Value::Object(map), None) = (&mut data, &failure.session_id) {
+        map.remove("sessionId");
+    }
+    app.host.append_entry(ENTRY_TYPE, &data);
+    tracing::warn!(session = ?failure.session_id, model = ?failure.model, "indexing failed: {reason}");
+    show_status(app, &format!("index failed: {}", one_line(&reason, 160)), true);
+}
+
+/// Rename unless the user named the session themselves: a current name that
+/// is not the one this plugin wrote last time is the user's.
+fn should_rename(current: Option<&str>, previous_meta_name: Option<&str>, new: &str) -> bool {
+    match current {
+        None => true,
+        Some(current) if current == new => false,
+        Some(current) => previous_meta_name == Some(current),
+    }
+}
+
+fn warn_offline_once(app: &Arc<App>, reason: &str) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::SeqCst) {
+        tracing::warn!("using the offline model local/extractive: {reason}");
+        app.host.notify(
+            &format!("session-index: no model available, indexing with the offline model ({})", one_line(reason, 200)),
+            NotifyLevel::Warning,
+        );
+    }
+}
+
+/// Status generations per App: a delayed clear only fires if no newer status was shown since.
+fn generations() -> &'static Mutex<HashMap<usize, u64>> {
+    static GENERATIONS: OnceLock<Mutex<HashMap<usize, u64>>> = OnceLock::new();
+    GENERATIONS.get_or_init(Default::default)
+}
+
+fn app_key(app: &Arc<App>) -> usize {
+    Arc::as_ptr(app) as usize
+}
+
+/// Show `text` under the configured status key; with `auto_clear`, clear it
+/// after `notificationAutoClearMs` unless a newer status replaced it.
+pub fn show_status(app: &Arc<App>, text: &str, auto_clear: bool) {
+    let key = app_key(app);
+    let generation = {
+        let Ok(mut map) = generations().lock() else { return };
+        let generation = map.entry(key).or_default();
+        *generation += 1;
+        // Set while holding the lock so a pending clear cannot interleave.
+        app.host.set_status(&app.config.status_key, Some(text));
+        *generation
+    };
+    let delay = app.config.notification_auto_clear_ms;
+    if !auto_clear || delay == 0 {
+        return;
+    }
+    let weak = Arc::downgrade(app);
+    app.runtime.handle().spawn(async move {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        let Some(app) = weak.upgrade() else { return };
+        if let Ok(map) = generations().lock() {
+            if map.get(&key) == Some(&generation) {
+                app.host.set_status(&app.config.status_key, None);
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_given_names_are_kept() {
+        assert!(should_rename(None, None, "New"));
+        assert!(!should_rename(Some("New"), None, "New"));
+        assert!(should_rename(Some("Old"), Some("Old"), "New"));
+        assert!(!should_rename(Some("Mine"), Some("Old"), "New"));
+        assert!(!should_rename(Some("Mine"), None, "New"));
+    }
+}

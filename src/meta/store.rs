@@ -1,0 +1,264 @@
+//! Atomic, locked writes of meta files.
+//!
+//! A write goes to a temp file in the meta directory, is fsynced, renamed over
+//! `<id>.meta.json` and the directory is fsynced, so a reader (or a crash)
+//! only ever sees the old or the new complete document. Writers in different
+//! processes serialize on `<id>.meta.json.lock` with an fs4 exclusive lock:
+//! the file renamed over cannot carry the lock (rename swaps the inode), so
+//! the lock lives on a separate file that is never replaced.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use super::{meta_path, read_path, MetaError, SessionMeta};
+
+/// Suffix of temp files: never `.meta.json`, so listings of meta files skip them.
+pub const TEMP_SUFFIX: &str = ".tmp";
+/// Suffix appended to the meta file name for its lock file.
+pub const LOCK_SUFFIX: &str = ".lock";
+
+/// Read a meta file, treating a corrupt one as missing. The corruption is
+/// warned about once per file per process; the next successful write
+/// replaces the file.
+pub fn read_or_missing(meta_dir: &Path, session_id: &str) -> Result<Option<SessionMeta>, MetaError> {
+    let path = meta_path(meta_dir, session_id)?;
+    match read_path(&path) {
+        Ok(meta) => Ok(meta),
+        Err(MetaError::Invalid { path, reason }) => {
+            warn_corrupt_once(&path, &reason);
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// True the first time `path` is reported in this process.
+fn warn_corrupt_once(path: &Path, reason: &str) -> bool {
+    static WARNED: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+    let first =
+        WARNED.get_or_init(Default::default).lock().map(|mut set| set.insert(path.to_path_buf())).unwrap_or(false);
+    if first {
+        tracing::warn!(
+            "ignoring corrupt meta file {} ({reason}); it will be replaced on the next index",
+            path.display()
+        );
+    }
+    first
+}
+
+/// Holds `<id>.meta.json.lock` exclusively until dropped.
+pub struct MetaLock {
+    file: File,
+}
+
+impl MetaLock {
+    /// Block until this process holds the session's meta lock.
+    pub fn acquire(meta_dir: &Path, session_id: &str) -> Result<MetaLock, MetaError> {
+        let path = lock_path(&meta_path(meta_dir, session_id)?);
+        create_dir(meta_dir)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|source| MetaError::Io { path: path.clone(), source })?;
+        // Fully qualified: std's inherent `File::lock` would shadow the trait method on newer toolchains.
+        fs4::FileExt::lock(&file).map_err(|source| MetaError::Io { path, source })?;
+        Ok(MetaLock { file })
+    }
+}
+
+impl Drop for MetaLock {
+    fn drop(&mut self) {
+        let _ = fs4::FileExt::unlock(&self.file);
+    }
+}
+
+fn lock_path(meta_file: &Path) -> PathBuf {
+    let mut name = meta_file.as_os_str().to_owned();
+    name.push(LOCK_SUFFIX);
+    PathBuf::from(name)
+}
+
+fn create_dir(dir: &Path) -> Result<(), MetaError> {
+    std::fs::create_dir_all(dir).map_err(|source| MetaError::Io { path: dir.to_path_buf(), source })
+}
+
+/// Read-modify-write under the session's lock: `build` gets the current meta
+/// (corrupt → `None`) and returns the document to write atomically.
+pub fn update<F>(meta_dir: &Path, session_id: &str, build: F) -> Result<(PathBuf, SessionMeta), MetaError>
+where
+    F: FnOnce(Option<SessionMeta>) -> SessionMeta,
+{
+    let _lock = MetaLock::acquire(meta_dir, session_id)?;
+    let current = read_or_missing(meta_dir, session_id)?;
+    let meta = build(current);
+    let path = write_unlocked(meta_dir, &meta)?;
+    Ok((path, meta))
+}
+
+/// Write `meta` atomically under its lock.
+pub fn write(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaError> {
+    let _lock = MetaLock::acquire(meta_dir, &meta.session_id)?;
+    write_unlocked(meta_dir, meta)
+}
+
+/// The atomic write itself; the caller holds the lock.
+fn write_unlocked(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaError> {
+    meta.check().map_err(|reason| MetaError::Invalid { path: meta_dir.to_path_buf(), reason })?;
+    let target = meta_path(meta_dir, &meta.session_id)?;
+    create_dir(meta_dir)?;
+    let mut json = serde_json::to_vec_pretty(meta)
+        .map_err(|e| MetaError::Invalid { path: target.clone(), reason: e.to_string() })?;
+    json.push(b'\n');
+    remove_stale_temps(meta_dir, &meta.session_id);
+    let temp = temp_path(meta_dir, &meta.session_id);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| MetaError::Io { path, source }
+    };
+    let result = (|| {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&temp).map_err(io(&temp))?;
+        file.write_all(&json).map_err(io(&temp))?;
+        file.sync_all().map_err(io(&temp))?;
+        drop(file);
+        std::fs::rename(&temp, &target).map_err(io(&target))?;
+        sync_dir(meta_dir).map_err(io(meta_dir))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result.map(|()| target)
+}
+
+/// `.<id>.meta.json.<pid>.<n>.tmp`: hidden, unique per writer, never a meta file name.
+fn temp_path(meta_dir: &Path, session_id: &str) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    meta_dir.join(format!(".{session_id}.meta.json.{}.{n}{TEMP_SUFFIX}", std::process::id()))
+}
+
+/// Temp files of this session left by writers that died mid-write. Writers
+/// only create them while holding the lock, which the caller holds now, so
+/// none of them can belong to a live writer.
+fn remove_stale_temps(meta_dir: &Path, session_id: &str) {
+    let prefix = format!(".{session_id}.meta.json.");
+    let Ok(entries) = std::fs::read_dir(meta_dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&prefix) && name.ends_with(TEMP_SUFFIX) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> std::io::Result<()> {
+    // Directories cannot be opened for fsync on Windows; rename there is already durable enough.
+    Ok(())
+}
+
+/// True for a file name the store writes as a meta document (not a temp or lock file).
+pub fn is_meta_file_name(name: &str) -> bool {
+    name.ends_with(".meta.json") && !name.starts_with('.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::SCHEMA_VERSION;
+
+    pub(crate) fn sample(id: &str, name: &str) -> SessionMeta {
+        SessionMeta {
+            schema_version: SCHEMA_VERSION,
+            session_id: id.into(),
+            session_file: format!("/s/{id}.jsonl"),
+            parent_session_file: None,
+            name: name.into(),
+            description: "d".into(),
+            summary: "s".into(),
+            tags: vec!["a".into()],
+            cwd: "/w".into(),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            updated_at: "2026-01-01T00:00:00.000Z".into(),
+            model: "local/extractive".into(),
+            last_indexed_leaf_id: None,
+            usage: None,
+            files: None,
+            decisions: vec![],
+            open_tasks: vec![],
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn write_then_read_round_trips_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = sample("abc", "First");
+        let path = write(dir.path(), &meta).unwrap();
+        assert_eq!(path, dir.path().join("abc.meta.json"));
+        assert_eq!(crate::meta::read(dir.path(), "abc").unwrap(), Some(meta));
+        let names: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        assert!(names.iter().all(|n| !n.ends_with(TEMP_SUFFIX)), "{names:?}");
+        assert!(names.contains(&"abc.meta.json.lock".to_string()), "{names:?}");
+    }
+
+    #[test]
+    fn corrupt_meta_is_missing_warned_once_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.meta.json");
+        std::fs::write(&path, "{\"schemaVersion\":1,\"sessionId\":").unwrap();
+        assert!(matches!(crate::meta::read(dir.path(), "bad"), Err(MetaError::Invalid { .. })));
+        assert_eq!(read_or_missing(dir.path(), "bad").unwrap(), None);
+        assert!(!warn_corrupt_once(&path, "again"), "a second report of the same file is not warned");
+        let (_, written) = update(dir.path(), "bad", |prev| {
+            assert!(prev.is_none());
+            sample("bad", "Fixed")
+        })
+        .unwrap();
+        assert_eq!(crate::meta::read(dir.path(), "bad").unwrap(), Some(written));
+    }
+
+    #[test]
+    fn update_sees_the_previous_document() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &sample("k", "One")).unwrap();
+        update(dir.path(), "k", |prev| {
+            let prev = prev.unwrap();
+            SessionMeta { name: format!("{} two", prev.name), ..prev }
+        })
+        .unwrap();
+        assert_eq!(crate::meta::read(dir.path(), "k").unwrap().unwrap().name, "One two");
+    }
+
+    #[test]
+    fn a_write_removes_temp_files_left_by_dead_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(".s.meta.json.999.0.tmp");
+        let other = dir.path().join(".t.meta.json.999.0.tmp");
+        std::fs::write(&stale, "{\"partial").unwrap();
+        std::fs::write(&other, "{\"partial").unwrap();
+        write(dir.path(), &sample("s", "x")).unwrap();
+        assert!(!stale.exists());
+        assert!(other.exists(), "another session's temp file may belong to a live writer");
+    }
+
+    #[test]
+    fn meta_file_names_exclude_temp_and_lock_files() {
+        assert!(is_meta_file_name("abc.meta.json"));
+        assert!(!is_meta_file_name(".abc.meta.json.12.0.tmp"));
+        assert!(!is_meta_file_name("abc.meta.json.lock"));
+    }
+}

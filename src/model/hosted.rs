@@ -1,0 +1,40 @@
+//! Completions served by the host (e.g. pi's own model registry and keys).
+
+use pi_ext_abi::protocol::{ChatMessage, CompletionRequest};
+
+use super::{one_line, Answer, JsonTask, ModelError, Role, Turn};
+use crate::app::App;
+use crate::redact::redact;
+
+pub(super) fn call(app: &App, key: &str, system: &str, turns: &[Turn], task: &JsonTask) -> Result<Answer, ModelError> {
+    let request = CompletionRequest {
+        model: Some(key.to_string()),
+        system: system.to_string(),
+        messages: turns
+            .iter()
+            .map(|turn| ChatMessage {
+                role: match turn.role {
+                    Role::User => "user".into(),
+                    Role::Assistant => "assistant".into(),
+                },
+                content: turn.text.clone(),
+            })
+            .collect(),
+        max_tokens: task.max_output_tokens,
+        json_schema: Some(task.schema.clone()),
+        timeout_ms: app.config.timeout_ms,
+    };
+    let response = app.host.complete(&request).map_err(|e| ModelError::Transport(one_line(&redact(&e), 300)))?;
+    if response.text.len() > app.config.max_response_bytes {
+        return Err(ModelError::ResponseTooLarge(app.config.max_response_bytes));
+    }
+    let model = Some(response.model).filter(|m| !m.is_empty());
+    Ok(Answer {
+        text: Some(response.text),
+        input_tokens: response.usage.input_tokens,
+        output_tokens: response.usage.output_tokens,
+        cost_usd: response.usage.cost_usd,
+        model,
+        ..Answer::default()
+    })
+}

@@ -1,0 +1,224 @@
+//! One provider request over the shared reqwest client: timeout, size-limited
+//! streaming read, and the single 429/503/529 retry that honours `Retry-After`.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reqwest::header::{HeaderValue, RETRY_AFTER};
+use serde_json::Value;
+
+use super::{one_line, ModelError};
+use crate::redact::redact;
+
+/// Wait used for a 429/503 without a usable `Retry-After`.
+const DEFAULT_RETRY_WAIT: Duration = Duration::from_secs(1);
+/// Error bodies are read only this far: they carry one message, and a huge
+/// error page is not worth buffering.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// A provider request, built by the wire modules.
+#[derive(Debug)]
+pub(super) struct WireRequest {
+    pub url: String,
+    /// `(name, value, sensitive)`: sensitive values (API keys) are marked so
+    /// reqwest never prints them.
+    pub headers: Vec<(&'static str, String, bool)>,
+    pub body: Value,
+    /// Anthropic JSON-only prompting: the answer continues a prefilled `{`.
+    pub prefilled: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub timeout: Duration,
+    pub max_bytes: usize,
+}
+
+struct Reply {
+    status: u16,
+    retry_after: Option<Duration>,
+    body: Vec<u8>,
+}
+
+/// Send `request`, returning the body of a 2xx answer.
+pub(super) async fn execute(
+    client: &reqwest::Client,
+    request: &WireRequest,
+    limits: Limits,
+) -> Result<Vec<u8>, ModelError> {
+    let timeout_ms = limits.timeout.as_millis().min(u64::MAX as u128) as u64;
+    let mut retried = false;
+    loop {
+        let reply = tokio::time::timeout(limits.timeout, send_once(client, request, limits.max_bytes))
+            .await
+            .map_err(|_| ModelError::Timeout(timeout_ms))??;
+        if (200..300).contains(&reply.status) {
+            return Ok(reply.body);
+        }
+        // 529 is Anthropic's "overloaded", its 503.
+        if matches!(reply.status, 429 | 503 | 529) && !retried {
+            let wait = reply.retry_after.unwrap_or(DEFAULT_RETRY_WAIT);
+            // A wait longer than the whole request budget would only delay a failure.
+            if wait <= limits.timeout {
+                tracing::debug!(
+                    status = reply.status,
+                    wait_ms = wait.as_millis() as u64,
+                    "rate limited, retrying once"
+                );
+                tokio::time::sleep(wait).await;
+                retried = true;
+                continue;
+            }
+        }
+        return Err(ModelError::Http { status: reply.status, message: error_message(&reply.body) });
+    }
+}
+
+async fn send_once(client: &reqwest::Client, request: &WireRequest, max_bytes: usize) -> Result<Reply, ModelError> {
+    let mut builder = client.post(&request.url).json(&request.body);
+    for (name, value, sensitive) in &request.headers {
+        let mut header = HeaderValue::from_str(value)
+            .map_err(|_| ModelError::Transport(format!("the {name} header value is not valid")))?;
+        header.set_sensitive(*sensitive);
+        builder = builder.header(*name, header);
+    }
+    let mut response = builder.send().await.map_err(transport_error)?;
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| parse_retry_after(v, SystemTime::now()));
+    let success = (200..300).contains(&status);
+    if success && response.content_length().is_some_and(|len| len > max_bytes as u64) {
+        return Err(ModelError::ResponseTooLarge(max_bytes));
+    }
+    let limit = if success { max_bytes } else { max_bytes.min(MAX_ERROR_BODY) };
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(transport_error)? {
+        if body.len() + chunk.len() > limit {
+            if success {
+                // Dropping the response closes the connection: the rest is never read.
+                return Err(ModelError::ResponseTooLarge(max_bytes));
+            }
+            body.extend_from_slice(&chunk[..limit - body.len()]);
+            break;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Reply { status, retry_after, body })
+}
+
+/// A one-line, redacted description of a reqwest error, with its causes
+/// (reqwest's own text is often just "error sending request").
+fn transport_error(error: reqwest::Error) -> ModelError {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    ModelError::Transport(one_line(&redact(&text), 300))
+}
+
+/// The provider's error message: `error.message` in all three wire formats,
+/// else the start of the body. Redacted: some APIs echo part of the key.
+pub(super) fn error_message(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let message = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| {
+            let error = v.get("error").unwrap_or(&v);
+            error
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| error.as_str().map(str::to_string))
+        })
+        .unwrap_or_else(|| text.into_owned());
+    let message = one_line(&redact(&message), 300);
+    if message.is_empty() {
+        "(no message)".into()
+    } else {
+        message
+    }
+}
+
+/// `Retry-After` as delay-seconds or an HTTP date (IMF-fixdate).
+pub(super) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = parse_http_date(value)?;
+    let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    Some(Duration::from_secs(at.saturating_sub(now)))
+}
+
+/// `Sun, 06 Nov 1994 08:49:37 GMT` → seconds since the epoch.
+fn parse_http_date(value: &str) -> Option<u64> {
+    let (_weekday, rest) = value.split_once(", ")?;
+    let mut parts = rest.split(' ');
+    let day: u64 = parts.next()?.parse().ok()?;
+    let month = parts.next()?;
+    let year: i64 = parts.next()?.parse().ok()?;
+    let time = parts.next()?;
+    if parts.next()? != "GMT" || parts.next().is_some() {
+        return None;
+    }
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let month = MONTHS.iter().position(|m| *m == month)? as i64 + 1;
+    let mut hms = time.split(':').map(|p| p.parse::<u64>().ok());
+    let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
+    if !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 || hms.next().is_some() {
+        return None;
+    }
+    let days = days_from_civil(year, month, day as i64);
+    u64::try_from(days).ok().map(|d| d * 86_400 + h * 3600 + m * 60 + s)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_770); // Sun, 06 Nov 1994 08:49:30 GMT
+        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 25:49:37 GMT", now), None);
+        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(parse_http_date("Tue, 29 Feb 2028 12:00:00 GMT"), Some(1_835_438_400));
+    }
+
+    #[test]
+    fn error_messages_from_each_wire_format() {
+        assert_eq!(error_message(br#"{"error":{"message":"Rate limit reached","type":"x"}}"#), "Rate limit reached");
+        assert_eq!(
+            error_message(br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
+            "Overloaded"
+        );
+        assert_eq!(error_message(br#"{"error":{"code":500,"message":"Internal","status":"INTERNAL"}}"#), "Internal");
+        assert_eq!(error_message(b"<html>\n bad gateway </html>"), "<html> bad gateway </html>");
+        let echoed =
+            error_message(br#"{"error":{"message":"Incorrect API key provided: sk-proj-abcdefghijklmnopqrstuv"}}"#);
+        assert!(!echoed.contains("abcdefghijklmnop"), "{echoed}");
+    }
+}

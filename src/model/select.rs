@@ -1,0 +1,139 @@
+//! Which model serves a request, and how to reach it: `modelKeys` in order,
+//! host-served when the host can complete, else our own provider when a key
+//! (or `noApiKey`) makes it usable.
+
+use crate::app::App;
+use crate::config::{ProviderConfig, ProviderKind};
+
+use super::{ApiKey, Endpoint, ModelError, Route, SelectedModel};
+
+/// Provider name of the offline model; selection stops there (callers then use it).
+pub const LOCAL_PROVIDER: &str = "local";
+
+/// A provider this crate knows without any config.
+struct BuiltIn {
+    name: &'static str,
+    kind: ProviderKind,
+    base_url: &'static str,
+    /// `None`: a local endpoint that needs no key.
+    env: Option<&'static str>,
+}
+
+const BUILT_INS: &[BuiltIn] = &[
+    BuiltIn {
+        name: "openai",
+        kind: ProviderKind::Openai,
+        base_url: "https://api.openai.com/v1",
+        env: Some("OPENAI_API_KEY"),
+    },
+    BuiltIn {
+        name: "anthropic",
+        kind: ProviderKind::Anthropic,
+        base_url: "https://api.anthropic.com/v1",
+        env: Some("ANTHROPIC_API_KEY"),
+    },
+    BuiltIn {
+        name: "google",
+        kind: ProviderKind::Google,
+        base_url: "https://generativelanguage.googleapis.com/v1beta",
+        env: Some("GEMINI_API_KEY"),
+    },
+    BuiltIn {
+        name: "openrouter",
+        kind: ProviderKind::Openai,
+        base_url: "https://openrouter.ai/api/v1",
+        env: Some("OPENROUTER_API_KEY"),
+    },
+    BuiltIn { name: "ollama", kind: ProviderKind::Openai, base_url: "http://localhost:11434/v1", env: None },
+    BuiltIn { name: "lmstudio", kind: ProviderKind::Openai, base_url: "http://localhost:1234/v1", env: None },
+];
+
+/// The first available model of `config.model_keys`, reading API keys from
+/// the host and then from the process environment.
+pub fn select_model(app: &App) -> Result<SelectedModel, ModelError> {
+    select_model_with_env(app, |name| std::env::var(name).ok())
+}
+
+/// [`select_model`] with an explicit environment lookup (tests use a map, so
+/// they never mutate the process environment).
+pub fn select_model_with_env(app: &App, env: impl Fn(&str) -> Option<String>) -> Result<SelectedModel, ModelError> {
+    let config = &app.config;
+    let host_serves = config.use_host_models && app.host.can_complete();
+    let mut skipped = Vec::new();
+    for key in &config.model_keys {
+        let Some((provider, model)) = key.split_once('/') else {
+            skipped.push(format!("{key}: not provider/model"));
+            continue;
+        };
+        if provider == LOCAL_PROVIDER {
+            skipped.push(format!("{key}: offline model comes first"));
+            break;
+        }
+        if host_serves {
+            return Ok(SelectedModel { key: key.clone(), route: Route::Host });
+        }
+        match endpoint(app, provider, model, &env) {
+            Ok(endpoint) => return Ok(SelectedModel { key: key.clone(), route: Route::Provider(endpoint) }),
+            Err(reason) => skipped.push(format!("{key}: {reason}")),
+        }
+    }
+    let detail = if skipped.is_empty() { "modelKeys is empty".to_string() } else { skipped.join("; ") };
+    Err(ModelError::Unavailable(format!("no configured model is available ({detail})")))
+}
+
+fn endpoint(app: &App, provider: &str, model: &str, env: &impl Fn(&str) -> Option<String>) -> Result<Endpoint, String> {
+    let configured: Option<&ProviderConfig> = app.config.providers.get(provider);
+    let built_in = BUILT_INS.iter().find(|b| b.name == provider);
+    if configured.is_none() && built_in.is_none() {
+        return Err("unknown provider (define it under providers with a baseUrl)".into());
+    }
+    let kind = configured.and_then(|c| c.kind).or(built_in.map(|b| b.kind)).unwrap_or(ProviderKind::Openai);
+    let base_url = configured
+        .and_then(|c| c.base_url.clone())
+        .or(built_in.map(|b| b.base_url.to_string()))
+        .ok_or_else(|| "no baseUrl configured".to_string())?;
+    // Built-in local endpoints stay keyless when only their baseUrl is overridden.
+    let no_key = configured.is_some_and(|c| c.no_api_key)
+        || (built_in.is_some_and(|b| b.env.is_none()) && configured.and_then(|c| c.api_key_env.as_ref()).is_none());
+    let api_key = if no_key {
+        None
+    } else {
+        let env_name = configured
+            .and_then(|c| c.api_key_env.clone())
+            .or(built_in.and_then(|b| b.env.map(str::to_string)))
+            .unwrap_or_else(|| default_env_name(provider));
+        let key = non_empty(app.host.api_key(provider))
+            .or_else(|| non_empty(env(&env_name)))
+            .ok_or_else(|| format!("no API key (host or ${env_name})"))?;
+        Some(ApiKey(key))
+    };
+    Ok(Endpoint {
+        provider: provider.to_string(),
+        model: model.to_string(),
+        kind,
+        base_url: base_url.trim_end_matches('/').to_string(),
+        api_key,
+    })
+}
+
+/// `my-llm` → `MY_LLM_API_KEY`.
+fn default_env_name(provider: &str) -> String {
+    let stem: String =
+        provider.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    format!("{stem}_API_KEY")
+}
+
+fn non_empty(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_env_names() {
+        assert_eq!(default_env_name("groq"), "GROQ_API_KEY");
+        assert_eq!(default_env_name("my-llm.v2"), "MY_LLM_V2_API_KEY");
+    }
+}

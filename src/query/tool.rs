@@ -1,0 +1,170 @@
+//! The tool call around [`super::answer_path`]: arguments, the per-run call
+//! limit, resolution, the result document, telemetry and the status line.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use pi_ext_abi::protocol::{SessionContext, ToolCall, ToolResult};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{one_line, QueryAnswer, QueryError};
+use crate::app::App;
+use crate::catalog::{CatalogEntry, ResolveError};
+
+/// Custom entry type of the telemetry record.
+pub const TELEMETRY_TYPE: &str = "session-query:query";
+const MAX_REF_CHARS: usize = 500;
+const MAX_QUESTION_CHARS: usize = 4000;
+
+/// Bumped on every status update, so a delayed clear never erases a newer status.
+static STATUS_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    session: String,
+    question: String,
+}
+
+fn parse_args(params: &Value) -> Result<Args, QueryError> {
+    let args: Args =
+        serde_json::from_value(params.clone()).map_err(|e| QueryError::InvalidArgs(one_line(&e.to_string())))?;
+    let session = args.session.trim();
+    let question = args.question.trim();
+    if session.is_empty() {
+        return Err(QueryError::InvalidArgs("`session` is empty".into()));
+    }
+    if question.is_empty() {
+        return Err(QueryError::InvalidArgs("`question` is empty".into()));
+    }
+    if session.chars().count() > MAX_REF_CHARS {
+        return Err(QueryError::InvalidArgs(format!("`session` is longer than {MAX_REF_CHARS} characters")));
+    }
+    if question.chars().count() > MAX_QUESTION_CHARS {
+        return Err(QueryError::InvalidArgs(format!("`question` is longer than {MAX_QUESTION_CHARS} characters")));
+    }
+    Ok(Args { session: session.to_string(), question: question.to_string() })
+}
+
+pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
+    let started = Instant::now();
+    let outcome = run(app, call);
+    let latency_ms = started.elapsed().as_millis().min(u128::from(u64::MAX)) as u64;
+    match outcome {
+        Ok(mut answer) => {
+            answer.latency_ms = latency_ms;
+            report_success(app, &answer);
+            ToolResult::text(result_text(&answer), serde_json::to_value(&answer).unwrap_or(Value::Null), false)
+        }
+        Err(error) => {
+            let code = error.code();
+            let message = error.to_string();
+            let telemetry = json!({
+                "success": false,
+                "code": code,
+                "message": message,
+                "latencyMs": latency_ms,
+                "timestamp": now_ms(),
+            });
+            app.host.append_entry(TELEMETRY_TYPE, &telemetry);
+            ToolResult::text(format!("query_session failed ({code}): {message}"), error.details(), true)
+        }
+    }
+}
+
+fn run(app: &Arc<App>, call: &ToolCall) -> Result<QueryAnswer, QueryError> {
+    let args = parse_args(&call.params)?;
+    let limit = app.config.query.max_calls_per_turn;
+    let previous = app.query_calls_this_run.fetch_add(1, Ordering::SeqCst);
+    if previous >= limit {
+        return Err(QueryError::CallLimitExceeded { limit });
+    }
+    // A reference that does not resolve costs nothing, so it does not use up the allowance.
+    let entry = resolve(app, &call.ctx, &args.session).inspect_err(|_| {
+        app.query_calls_this_run.fetch_sub(1, Ordering::SeqCst);
+    })?;
+    super::answer(app, &call.ctx, &entry, &args.question)
+}
+
+/// The same resolver as `@@` references: id, id prefix, name, slug, fuzzy.
+fn resolve(app: &App, ctx: &SessionContext, reference: &str) -> Result<CatalogEntry, QueryError> {
+    let cwd = if ctx.cwd.is_empty() { app.host.context().cwd } else { ctx.cwd.clone() };
+    app.catalog.resolve(&app.sessions_dir(ctx), &app.meta_dir(ctx), &cwd, reference).map_err(|e| {
+        let message = one_line(&e.to_string());
+        match e {
+            ResolveError::NotFound { suggestions, .. } => QueryError::NotFound { message, suggestions },
+            ResolveError::Outside { .. } => QueryError::NotFound { message, suggestions: Vec::new() },
+            ResolveError::Ambiguous { candidates, .. } => QueryError::Ambiguous { message, candidates },
+            ResolveError::FileMissing { .. } => QueryError::FileMissing(message),
+        }
+    })
+}
+
+fn result_text(answer: &QueryAnswer) -> String {
+    let how = if answer.offline {
+        "no model used".to_string()
+    } else {
+        format!("model {}, ${:.4}", answer.model, answer.cost_usd)
+    };
+    let mut text = format!(
+        "Answer from session \"{}\" (id {}) — confidence: {} ({how})\n\n{}",
+        answer.name,
+        answer.session_id,
+        answer.confidence.as_str(),
+        answer.answer_markdown.trim()
+    );
+    if !answer.offline && !answer.citations.is_empty() {
+        text.push_str("\n\nCitations:");
+        for c in &answer.citations {
+            text.push_str(&format!("\n- [{}] {}: {}", c.entry_id, c.role, c.excerpt.replace('\n', " ")));
+        }
+    }
+    text
+}
+
+fn report_success(app: &Arc<App>, answer: &QueryAnswer) {
+    let telemetry = json!({
+        "success": true,
+        "sessionId": answer.session_id,
+        "name": answer.name,
+        "confidence": answer.confidence,
+        "citations": answer.citations.len(),
+        "model": answer.model,
+        "offline": answer.offline,
+        "contextTokens": answer.context_tokens,
+        "inputTokens": answer.usage.input_tokens,
+        "outputTokens": answer.usage.output_tokens,
+        "costUsd": answer.cost_usd,
+        "attempts": answer.attempts,
+        "latencyMs": answer.latency_ms,
+        "timestamp": now_ms(),
+    });
+    app.host.append_entry(TELEMETRY_TYPE, &telemetry);
+    let status = format!("queried \"{}\" (${:.4})", super::windows::shorten(&answer.name, 40), answer.cost_usd);
+    set_status_for_a_while(app, &status);
+}
+
+fn set_status_for_a_while(app: &Arc<App>, text: &str) {
+    let key = app.config.status_key.clone();
+    app.host.set_status(&key, Some(text));
+    let generation = STATUS_GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
+    let clear_after = app.config.notification_auto_clear_ms;
+    if clear_after == 0 {
+        return;
+    }
+    // Only the host handle is captured: the runtime (and this task) must not
+    // keep the App alive past the plugin's shutdown.
+    let host = app.host.clone();
+    app.runtime.handle().spawn(async move {
+        tokio::time::sleep(Duration::from_millis(clear_after)).await;
+        if STATUS_GENERATION.load(Ordering::SeqCst) == generation {
+            host.set_status(&key, None);
+        }
+    });
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}

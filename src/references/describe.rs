@@ -1,0 +1,153 @@
+//! The body of one session block: the meta file's fields when there is one,
+//! else an extractive summary built now; plus the answer to a question.
+//! Everything taken from a session or meta file is escaped here.
+
+use std::path::Path;
+
+use crate::catalog::CatalogEntry;
+
+use super::extract;
+use super::render::escape;
+
+/// The answer to `@@name: question?`, already turned into text fields.
+pub struct Answered {
+    pub question: String,
+    pub result: Result<(String, String, Vec<String>), String>,
+}
+
+pub fn body(sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, answer: Option<&Answered>) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    if let Some(a) = answer {
+        lines.push(format!("question: {}", one_line(&a.question)));
+        match &a.result {
+            Ok((text, confidence, citations)) => {
+                lines.push(format!("answer (confidence: {confidence}):"));
+                lines.push(text.trim().to_string());
+                if !citations.is_empty() {
+                    lines.push("citations:".into());
+                    lines.extend(citations.iter().map(|c| format!("- {c}")));
+                }
+            }
+            Err(reason) => lines.push(format!("answer: not available ({})", one_line(reason))),
+        }
+    }
+    let date = match (entry.created.as_str(), entry.modified_ms) {
+        ("", 0) => None,
+        (c, 0) => Some(c.to_string()),
+        ("", m) => Some(format!("last active {}", iso_ms(m))),
+        (c, m) => Some(format!("{c} (last active {})", iso_ms(m))),
+    };
+    lines.extend(date.map(|d| format!("date: {d}")));
+    if !entry.cwd.is_empty() {
+        lines.push(format!("cwd: {}", entry.cwd));
+    }
+    let meta = if entry.has_meta { crate::meta::read(meta_dir, &entry.id).ok().flatten() } else { None };
+    match meta {
+        Some(m) => {
+            lines.push(format!("source: meta file (indexed {} by {})", m.updated_at, or_unknown(&m.model)));
+            push_field(&mut lines, "description", &m.description);
+            if !m.tags.is_empty() {
+                lines.push(format!("tags: {}", m.tags.join(", ")));
+            }
+            if !m.summary.trim().is_empty() {
+                lines.push("summary:".into());
+                lines.push(m.summary.trim().to_string());
+            }
+            if let Some(f) = &m.files {
+                push_list(&mut lines, "files read", &f.read);
+                push_list(&mut lines, "files modified", &f.modified);
+            }
+            push_bullets(&mut lines, "decisions", &m.decisions);
+            push_bullets(&mut lines, "open tasks", &m.open_tasks);
+        }
+        None => describe_unindexed(sessions_dir, entry, &mut lines),
+    }
+    escape(&lines.join("\n"))
+}
+
+fn describe_unindexed(sessions_dir: &Path, entry: &CatalogEntry, lines: &mut Vec<String>) {
+    // A meta file may have vanished between listing and now: keep what the catalog had.
+    if let Some(d) = entry.description.as_deref() {
+        push_field(lines, "description", d);
+    }
+    match extract::extract(sessions_dir, entry) {
+        Ok(x) => {
+            lines.push("source: extractive summary of the session file (not indexed; no model used)".into());
+            lines.push(format!(
+                "messages: {} from the user, {} from the assistant",
+                x.user_messages, x.assistant_messages
+            ));
+            if let Some(t) = &x.first_request {
+                lines.push(format!("first request: {t}"));
+            }
+            if let Some(t) = &x.last_request {
+                lines.push(format!("last request: {t}"));
+            }
+            if let Some(t) = &x.last_assistant {
+                lines.push("last assistant reply:".into());
+                lines.push(t.clone());
+            }
+            push_list(lines, "files read", &x.files_read);
+            push_list(lines, "files modified", &x.files_modified);
+        }
+        Err(e) => lines.push(format!("source: session file could not be read ({e})")),
+    }
+}
+
+fn or_unknown(s: &str) -> &str {
+    if s.is_empty() {
+        "an unknown model"
+    } else {
+        s
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn push_field(lines: &mut Vec<String>, key: &str, value: &str) {
+    if !value.trim().is_empty() {
+        lines.push(format!("{key}: {}", value.trim()));
+    }
+}
+
+fn push_list(lines: &mut Vec<String>, key: &str, values: &[String]) {
+    if !values.is_empty() {
+        lines.push(format!("{key}: {}", values.join(", ")));
+    }
+}
+
+fn push_bullets(lines: &mut Vec<String>, key: &str, values: &[String]) {
+    if !values.is_empty() {
+        lines.push(format!("{key}:"));
+        lines.extend(values.iter().map(|v| format!("- {}", one_line(v))));
+    }
+}
+
+/// ISO-8601 UTC for a Unix time in ms (no date crate needed for this one format).
+pub fn iso_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60, ms % 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn iso() {
+        assert_eq!(super::iso_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(super::iso_ms(1_795_310_553_721), "2026-11-22T01:22:33.721Z");
+    }
+}

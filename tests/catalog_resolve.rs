@@ -1,0 +1,286 @@
+//! Catalog resolution against real pi session files and synthetic ones, in
+//! temp agent directories.
+
+#[path = "fixtures/references/support.rs"]
+mod support;
+
+use session_index::catalog::{Catalog, ResolveError};
+use support::{Agent, Synth};
+
+fn catalog() -> Catalog {
+    Catalog::new()
+}
+
+fn resolve(c: &Catalog, a: &Agent, cwd: &str, r: &str) -> Result<String, ResolveError> {
+    c.resolve(&a.sessions(), &a.meta_dir(), cwd, r).map(|e| e.id)
+}
+
+const REAL: &[&str] = &[
+    "real/2026-02-20T12-32-37-832Z_fd67ceb3-8afa-47d5-853e-c1ceedcecfb8.jsonl",
+    "real/2026-02-20T21-00-40-026Z_98e32e1b-ebec-496e-a7e1-a52f31f6429f.jsonl",
+    "real/issue-4.jsonl",
+    "real/contact_form_example.jsonl",
+    "generated/branch-summary-2026-11-22T01-22-32-496Z.jsonl",
+    "generated/reference-unicode-2026-11-22T01-22-33-704Z.jsonl",
+    "generated/long-session-2026-11-22T01-22-35-963Z.jsonl",
+];
+
+#[test]
+fn real_sessions_resolve_by_id_prefix_name_slug_and_first_message() {
+    let a = Agent::new();
+    for f in REAL {
+        a.copy_fixture(f);
+    }
+    let c = catalog();
+    let cwd = "/home/runner/work/gitclaw/gitclaw";
+    assert_eq!(
+        resolve(&c, &a, cwd, "fd67ceb3-8afa-47d5-853e-c1ceedcecfb8").unwrap(),
+        "fd67ceb3-8afa-47d5-853e-c1ceedcecfb8"
+    );
+    assert_eq!(resolve(&c, &a, cwd, "FD67CEB3").unwrap(), "fd67ceb3-8afa-47d5-853e-c1ceedcecfb8");
+    assert_eq!(resolve(&c, &a, cwd, "98e32e").unwrap(), "98e32e1b-ebec-496e-a7e1-a52f31f6429f");
+    assert_eq!(resolve(&c, &a, cwd, "issue-4").unwrap(), "issue-4");
+    // The generated session named through session_info.
+    let cache = "01a200d9-05af-72e1-a418-11f8875a7958";
+    assert_eq!(resolve(&c, &a, cwd, "Cache layer design").unwrap(), cache);
+    assert_eq!(resolve(&c, &a, cwd, "CACHE LAYER DESIGN").unwrap(), cache);
+    assert_eq!(resolve(&c, &a, cwd, "cache-layer-design").unwrap(), cache);
+    assert_eq!(resolve(&c, &a, cwd, "cache layer").unwrap(), cache);
+    // Never indexed, never named: found by its first user message.
+    assert_eq!(resolve(&c, &a, cwd, "login page").unwrap(), "01a200d9-0a68-74fe-97a6-0180f0a3fefd");
+    // Not a pi session file: not in the catalog.
+    assert_eq!(c.len(&a.sessions(), &a.meta_dir()), REAL.len() - 1);
+    // The shared UUIDv7 time prefix of the generated sessions is ambiguous.
+    let err = resolve(&c, &a, cwd, "01a200d9").unwrap_err();
+    assert!(matches!(err, ResolveError::Ambiguous { ref candidates, .. } if candidates.len() == 3), "{err}");
+}
+
+#[test]
+fn unicode_and_punctuation_names() {
+    let a = Agent::new();
+    a.session(&Synth::new("11111111-0000-4000-8000-000000000001", "/p").name("Résumé: 日本語 parser (v2)!"));
+    a.session(&Synth::new("11111111-0000-4000-8000-000000000002", "/p").name("🚀 Launch plan"));
+    a.session(&Synth::new("11111111-0000-4000-8000-000000000003", "/p").name("Fix \"quoted\" bug, ok?"));
+    let c = catalog();
+    let id = |n: u8| format!("11111111-0000-4000-8000-00000000000{n}");
+    for r in [
+        "Résumé: 日本語 parser (v2)!",
+        "RÉSUMÉ: 日本語 PARSER (V2)!",
+        "résumé:-日本語-parser-(v2)!",
+        "résumé-日本語-parser-v2",
+    ] {
+        assert_eq!(resolve(&c, &a, "/p", r).unwrap(), id(1), "{r}");
+    }
+    assert_eq!(resolve(&c, &a, "/p", "日本語").unwrap(), id(1));
+    assert_eq!(resolve(&c, &a, "/p", "🚀-launch-plan").unwrap(), id(2));
+    assert_eq!(resolve(&c, &a, "/p", "launch-plan").unwrap(), id(2));
+    assert_eq!(resolve(&c, &a, "/p", "fix-quoted-bug-ok").unwrap(), id(3));
+}
+
+#[test]
+fn ambiguity_prefers_the_current_project_and_lists_candidates() {
+    let a = Agent::new();
+    a.session(&Synth::new("aaaaaaaa-0000-4000-8000-000000000001", "/proj/a").name("Auth refactor"));
+    a.session(&Synth::new("bbbbbbbb-0000-4000-8000-000000000002", "/proj/b").name("Auth refactor"));
+    let c = catalog();
+    assert_eq!(resolve(&c, &a, "/proj/a", "auth-refactor").unwrap(), "aaaaaaaa-0000-4000-8000-000000000001");
+    assert_eq!(resolve(&c, &a, "/proj/b/", "Auth refactor").unwrap(), "bbbbbbbb-0000-4000-8000-000000000002");
+    let err = resolve(&c, &a, "/proj/c", "auth-refactor").unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, ResolveError::Ambiguous { ref candidates, .. } if candidates.len() == 2), "{text}");
+    assert!(!text.contains('\n'), "one line: {text}");
+    for needle in ["aaaaaaaa", "bbbbbbbb", "/proj/a", "/proj/b", "Auth refactor", "2026-02-20"] {
+        assert!(text.contains(needle), "{needle} missing in {text}");
+    }
+    // Two of the same name in the current project stay ambiguous.
+    a.session(&Synth::new("cccccccc-0000-4000-8000-000000000003", "/proj/a").name("Auth refactor"));
+    assert!(matches!(resolve(&c, &a, "/proj/a", "auth refactor"), Err(ResolveError::Ambiguous { .. })));
+}
+
+#[test]
+fn id_prefixes_need_six_characters_and_uniqueness() {
+    let a = Agent::new();
+    a.session(&Synth::new("0193aaaa-1111-4000-8000-000000000001", "/p").user(&["alpha"]));
+    a.session(&Synth::new("0193aaab-2222-4000-8000-000000000002", "/p").user(&["beta"]));
+    let c = catalog();
+    assert!(matches!(resolve(&c, &a, "/p", "0193aa"), Err(ResolveError::Ambiguous { .. })));
+    assert_eq!(resolve(&c, &a, "/p", "0193aaab").unwrap(), "0193aaab-2222-4000-8000-000000000002");
+    assert!(matches!(resolve(&c, &a, "/p", "0193a"), Err(ResolveError::NotFound { .. })));
+}
+
+#[test]
+fn missing_names_suggest_the_nearest() {
+    let a = Agent::new();
+    a.session(&Synth::new("dddddddd-0000-4000-8000-000000000001", "/p").name("Payment service").user(&["x"]));
+    a.session(&Synth::new("eeeeeeee-0000-4000-8000-000000000002", "/p").name("Logging cleanup").user(&["y"]));
+    let c = catalog();
+    let err = resolve(&c, &a, "/p", "payment-gateway").unwrap_err();
+    match &err {
+        ResolveError::NotFound { suggestions, .. } => {
+            assert!(suggestions.iter().any(|s| s.contains("Payment service")), "{err}")
+        }
+        other => panic!("{other}"),
+    }
+    assert!(err.to_string().contains("did you mean"), "{err}");
+    assert!(matches!(resolve(&c, &a, "/p", "zzzz-qqqq"), Err(ResolveError::NotFound { .. })));
+}
+
+#[test]
+fn meta_files_add_names_descriptions_and_tags_and_orphans_are_file_missing() {
+    let a = Agent::new();
+    let p = a.session(&Synth::new("ffffffff-0000-4000-8000-000000000001", "/p").user(&["please look at this"]));
+    a.meta(
+        "ffffffff-0000-4000-8000-000000000001",
+        "Rate limiter design",
+        "Token bucket rate limiting for the API gateway",
+        &["ratelimit", "gateway"],
+        "Chose a token bucket.",
+        &p,
+    );
+    a.meta(
+        "99999999-0000-4000-8000-000000000009",
+        "Ghost session",
+        "gone",
+        &[],
+        "",
+        &a.sessions().join("x/ghost.jsonl"),
+    );
+    let c = catalog();
+    let id = "ffffffff-0000-4000-8000-000000000001";
+    assert_eq!(resolve(&c, &a, "/p", "rate-limiter-design").unwrap(), id);
+    assert_eq!(resolve(&c, &a, "/p", "ratelimit").unwrap(), id);
+    assert_eq!(resolve(&c, &a, "/p", "token bucket").unwrap(), id);
+    let e = c.resolve(&a.sessions(), &a.meta_dir(), "/p", id).unwrap();
+    assert!(e.has_meta);
+    assert_eq!(e.tags, vec!["ratelimit", "gateway"]);
+    assert!(matches!(resolve(&c, &a, "/p", "ghost-session"), Err(ResolveError::FileMissing { .. })));
+    // A corrupt meta file is ignored, not fatal.
+    std::fs::write(a.meta_dir().join("bad.meta.json"), "{not json").unwrap();
+    assert_eq!(resolve(&c, &a, "/p", "rate-limiter-design").unwrap(), id);
+}
+
+#[test]
+fn path_like_references_and_outside_symlinks_never_resolve() {
+    let a = Agent::new();
+    a.session(&Synth::new("12345678-0000-4000-8000-000000000001", "/p").name("Inside"));
+    // A valid session file outside the sessions dir, reachable only through symlinks.
+    let outside_dir = a.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside_dir).unwrap();
+    let outside = Agent { tmp: tempfile::tempdir().unwrap(), dir: outside_dir.clone() };
+    std::fs::create_dir_all(outside.sessions()).unwrap();
+    let secret = outside.session(&Synth::new("5ec7e700-0000-4000-8000-000000000001", "/p").name("Secret"));
+    let proj = a.sessions().join(support::encode_cwd("/p"));
+    std::os::unix::fs::symlink(&secret, proj.join("link.jsonl")).unwrap();
+    std::os::unix::fs::symlink(secret.parent().unwrap(), a.sessions().join("--linked-dir--")).unwrap();
+    // Named the pi way, so even the first-use fast path (file names) sees it.
+    std::os::unix::fs::symlink(
+        &secret,
+        proj.join("2026-01-01T00-00-00-000Z_5ec7e700-0000-4000-8000-000000000001.jsonl"),
+    )
+    .unwrap();
+    let c = catalog();
+    for r in ["5ec7e700-0000-4000-8000-000000000001", "secret", "5ec7e700"] {
+        assert!(resolve(&c, &a, "/p", r).is_err(), "{r} resolved through a symlink pointing outside");
+    }
+    let secret_str = secret.to_string_lossy().into_owned();
+    for r in ["../../etc/passwd", "/etc/passwd", "~/.ssh/id_rsa", "..", secret_str.as_str(), "C:\\x"] {
+        assert!(matches!(resolve(&c, &a, "/p", r), Err(ResolveError::Outside { .. })), "{r}");
+    }
+    // A symlink inside pointing inside is fine.
+    let inside = a.session(&Synth::new("abcdef12-0000-4000-8000-000000000001", "/q").name("Linked inside"));
+    std::os::unix::fs::symlink(&inside, proj.join("alias.jsonl")).unwrap();
+    assert_eq!(resolve(&c, &a, "/p", "linked-inside").unwrap(), "abcdef12-0000-4000-8000-000000000001");
+}
+
+#[test]
+fn refresh_is_incremental_new_files_renames_and_deletions() {
+    let a = Agent::new();
+    let first = a.session(&Synth::new("a0000000-0000-4000-8000-000000000001", "/p").name("First"));
+    let c = catalog();
+    assert!(resolve(&c, &a, "/p", "first").is_ok());
+    a.session(&Synth::new("b0000000-0000-4000-8000-000000000002", "/p").name("Second"));
+    assert_eq!(resolve(&c, &a, "/p", "second").unwrap(), "b0000000-0000-4000-8000-000000000002");
+    // pi appends a session_info entry to rename.
+    let mut text = std::fs::read_to_string(&first).unwrap();
+    text.push_str(
+        "{\"type\":\"session_info\",\"id\":\"zz\",\"parentId\":null,\"timestamp\":\"x\",\"name\":\"Renamed one\"}\n",
+    );
+    std::fs::write(&first, text).unwrap();
+    assert_eq!(resolve(&c, &a, "/p", "renamed-one").unwrap(), "a0000000-0000-4000-8000-000000000001");
+    assert!(resolve(&c, &a, "/p", "First").is_err());
+    // A meta file written later adds its name.
+    a.meta("b0000000-0000-4000-8000-000000000002", "Meta given name", "d", &[], "s", &first);
+    assert_eq!(resolve(&c, &a, "/p", "Second").unwrap(), "b0000000-0000-4000-8000-000000000002");
+    assert!(resolve(&c, &a, "/p", "meta given name").is_ok());
+    std::fs::remove_file(&first).unwrap();
+    assert!(resolve(&c, &a, "/p", "a0000000-0000-4000-8000-000000000001").is_err());
+    assert_eq!(c.len(&a.sessions(), &a.meta_dir()), 1);
+}
+
+#[test]
+fn completion_ranks_prefixes_and_current_project_first_and_round_trips() {
+    let a = Agent::new();
+    a.session(&Synth::new("c1000000-0000-4000-8000-000000000001", "/other").name("Auth tokens"));
+    a.session(&Synth::new("c2000000-0000-4000-8000-000000000002", "/p").name("Auth refactor"));
+    a.session(&Synth::new("c3000000-0000-4000-8000-000000000003", "/p").name("Database"));
+    a.session(&Synth::new("c4000000-0000-4000-8000-000000000004", "/p").user(&["no name here"]));
+    let c = catalog();
+    let got = c.complete(&a.sessions(), &a.meta_dir(), "/p", "auth", 10);
+    let ids: Vec<&str> = got.iter().map(|x| &x.id[..2]).collect();
+    assert_eq!(ids, vec!["c2", "c1"], "{got:?}");
+    let all = c.complete(&a.sessions(), &a.meta_dir(), "/p", "", 10);
+    assert_eq!(all.len(), 4);
+    assert!(all[..3].iter().all(|x| x.cwd == "/p"), "{all:?}");
+    for cand in &all {
+        let back = c.resolve(&a.sessions(), &a.meta_dir(), "/p", cand.reference.trim_matches('"')).unwrap();
+        assert_eq!(back.id, cand.id, "{cand:?}");
+    }
+    assert_eq!(
+        c.complete(&a.sessions(), &a.meta_dir(), "/p", "c3000", 10)[0].id,
+        "c3000000-0000-4000-8000-000000000003"
+    );
+    assert_eq!(c.complete(&a.sessions(), &a.meta_dir(), "/p", "", 2).len(), 2);
+}
+
+#[test]
+fn ancestors_follow_parent_session_and_note_missing_parents() {
+    let a = Agent::new();
+    let root = a.session(&Synth::new("70000000-0000-4000-8000-000000000001", "/p").name("Root"));
+    let mid = a.session(&Synth::new("70000000-0000-4000-8000-000000000002", "/p").name("Mid").parent(&root));
+    let leaf = a.session(&Synth::new("70000000-0000-4000-8000-000000000003", "/p").name("Leaf").parent(&mid));
+    let c = catalog();
+    let e = c.get_by_path(&a.sessions(), &a.meta_dir(), &leaf).unwrap();
+    let chain = c.ancestors(&a.sessions(), &a.meta_dir(), &e, 5);
+    let names: Vec<String> = chain
+        .iter()
+        .map(|x| match x {
+            session_index::catalog::Ancestor::Found(e) => e.name.clone().unwrap_or_default(),
+            session_index::catalog::Ancestor::Missing { .. } => "missing".into(),
+        })
+        .collect();
+    assert_eq!(names, vec!["Mid", "Root"]);
+    assert_eq!(c.ancestors(&a.sessions(), &a.meta_dir(), &e, 1).len(), 1);
+    std::fs::remove_file(&root).unwrap();
+    let chain = c.ancestors(&a.sessions(), &a.meta_dir(), &e, 5);
+    assert!(matches!(chain.last(), Some(session_index::catalog::Ancestor::Missing { .. })), "{chain:?}");
+}
+
+#[test]
+fn first_lookup_by_id_uses_file_names_and_agrees_with_the_full_scan() {
+    let a = Agent::new();
+    let id = "0a1b2c3d-0000-4000-8000-000000000001";
+    let p = a.session(&Synth::new(id, "/p").name("Quick one").user(&["hello there"]));
+    a.meta(id, "Meta name", "A description", &["tag1"], "A summary", &p);
+    a.session(&Synth::new("0a1b2c3e-0000-4000-8000-000000000002", "/p").name("Other"));
+    let c = catalog();
+    let quick = c.resolve(&a.sessions(), &a.meta_dir(), "/p", "0A1B2C3D").unwrap();
+    assert!(!c.is_warm(&a.sessions(), &a.meta_dir()), "answered without the full build");
+    assert_eq!(quick.name.as_deref(), Some("Quick one"));
+    assert_eq!(quick.first_message.as_deref(), Some("hello there"));
+    assert!(quick.has_meta);
+    assert_eq!(quick.description.as_deref(), Some("A description"));
+    // An ambiguous prefix needs the authoritative answer of the full scan.
+    assert!(matches!(resolve(&c, &a, "/p", "0a1b2c"), Err(ResolveError::Ambiguous { .. })));
+    assert!(c.is_warm(&a.sessions(), &a.meta_dir()));
+    assert_eq!(c.resolve(&a.sessions(), &a.meta_dir(), "/p", id).unwrap(), quick);
+}
