@@ -240,6 +240,24 @@ fn completion_ranks_prefixes_and_current_project_first_and_round_trips() {
         "c3000000-0000-4000-8000-000000000003"
     );
     assert_eq!(c.complete(&a.sessions(), &a.meta_dir(), "/p", "", 2).len(), 2);
+    // What to insert: a slug when it round-trips, a quoted name with spaces, else an id prefix.
+    a.session(&Synth::new("c5000000-0000-4000-8000-000000000005", "/p").name("Fix: login  (v2)"));
+    a.session(&Synth::new("c6000000-0000-4000-8000-000000000006", "/p").name("Fix:bug"));
+    let got = c.complete(&a.sessions(), &a.meta_dir(), "/p", "fix", 10);
+    let by_id = |p: &str| got.iter().find(|x| x.id.starts_with(p)).unwrap_or_else(|| panic!("{p} in {got:?}"));
+    assert_eq!(
+        (by_id("c5").reference.as_str(), by_id("c5").insert.as_str()),
+        ("Fix: login (v2)", "\"Fix: login (v2)\"")
+    );
+    assert_eq!(by_id("c6").insert, "c6000000");
+    assert_eq!(c.complete(&a.sessions(), &a.meta_dir(), "/p", "auth", 1)[0].insert, "auth-refactor");
+    for cand in &got {
+        let back = c.resolve(&a.sessions(), &a.meta_dir(), "/p", &cand.reference).unwrap();
+        assert_eq!(back.id, cand.id, "{cand:?}");
+        let typed = session_index::references::parse(&format!("see @@{} now", cand.insert));
+        assert_eq!(typed.len(), 1, "{cand:?}");
+        assert_eq!(c.resolve(&a.sessions(), &a.meta_dir(), "/p", &typed[0].target).unwrap().id, cand.id);
+    }
 }
 
 #[test]

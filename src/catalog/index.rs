@@ -72,7 +72,7 @@ impl Item {
     pub fn new(key: ItemKey, entry: CatalogEntry, meta_name: Option<&str>) -> Item {
         let mut names: Vec<String> = Vec::new();
         for n in entry.name.iter().map(String::as_str).chain(meta_name) {
-            let lower = n.trim().to_lowercase();
+            let lower = n.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
             if !lower.is_empty() && !names.contains(&lower) {
                 names.push(lower);
             }

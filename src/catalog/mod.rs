@@ -62,8 +62,11 @@ pub struct Candidate {
     pub created: String,
     pub cwd: String,
     pub modified_ms: u64,
-    /// What to type after `@@` to reference this session unambiguously.
+    /// The reference text, unquoted: a slug, an id prefix, or a name with
+    /// spaces (which must be quoted when typed; see `insert`).
     pub reference: String,
+    /// Exactly what to type after `@@`: `reference`, quoted when it has spaces.
+    pub insert: String,
     /// Relevance (higher is better); for completion ordering.
     pub score: f64,
 }
@@ -350,15 +353,29 @@ fn suggestion(e: &CatalogEntry) -> String {
 fn candidate(root: &Root, slot: usize, score: f64) -> Option<Candidate> {
     let it = root.index.get(slot)?;
     let e = &it.entry;
+    let reference = reference_for(root, slot);
     Some(Candidate {
         id: e.id.clone(),
         name: e.name.clone(),
         created: e.created.clone(),
         cwd: e.cwd.clone(),
         modified_ms: e.modified_ms,
-        reference: reference_for(root, slot),
+        insert: quote_if_needed(&reference),
+        reference,
         score,
     })
+}
+
+fn collapse_ws(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn quote_if_needed(reference: &str) -> String {
+    if reference.contains(char::is_whitespace) {
+        format!("\"{reference}\"")
+    } else {
+        reference.to_string()
+    }
 }
 
 /// The shortest unambiguous way to type a session: its slug when that
@@ -377,8 +394,11 @@ fn reference_for(root: &Root, slot: usize) -> String {
         if plain && !clash && (unique(root.index.by_slug.get(&s)) || unique(root.index.by_name.get(&s))) {
             return s;
         }
-        if !name.contains('"') && unique(root.index.by_name.get(&name.trim().to_lowercase())) {
-            return format!("\"{}\"", name.trim());
+        // Quoting is only needed (and only offered) for names with spaces;
+        // other punctuation in an unquoted name would end the reference early.
+        let quotable = !name.contains('"') && name.trim().contains(char::is_whitespace);
+        if quotable && unique(root.index.by_name.get(&collapse_ws(&name.to_lowercase()))) {
+            return collapse_ws(name);
         }
     }
     let id = &it.id_lower;
