@@ -14,7 +14,7 @@ mod reader;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-pub use convert::{iso_to_ms, utf16_len, TOOL_TEXT_HEAD_BYTES};
+pub use convert::{bounded, iso_to_ms, utf16_len, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
 
 pub use model::*;
 

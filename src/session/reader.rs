@@ -114,21 +114,79 @@ impl<R: Read> LineReader<R> {
 /// Parse one line. pi decodes the file as UTF-8 with replacement characters,
 /// so invalid bytes damage only the strings they are in: on a parse failure
 /// caused by them, the line is repaired the same way and parsed again. (Bytes
-/// in fields nobody reads, such as image data, are never validated.)
+/// in fields nobody reads, such as image data, are never validated.) The
+/// second value tells whether invalid UTF-8 was repaired.
+///
+/// JavaScript also accepts lone surrogate escapes (`"\ud83d"`, e.g. from a
+/// string cut inside an emoji), which serde rejects; they become `\ufffd`:
+/// one UTF-16 unit like the surrogate, and the same bytes once pi writes the
+/// text as UTF-8.
 pub(crate) fn parse_line<'b, T: serde::Deserialize<'b>>(
     text: &'b [u8],
     repaired: &'b mut Option<String>,
 ) -> (Result<T, serde_json::Error>, bool) {
-    match serde_json::from_slice::<T>(text) {
-        Ok(v) => (Ok(v), false),
-        Err(e) => {
-            if std::str::from_utf8(text).is_ok() {
-                return (Err(e), false);
-            }
-            let fixed = repaired.insert(String::from_utf8_lossy(text).into_owned());
-            (serde_json::from_str::<T>(fixed), true)
+    let err = match serde_json::from_slice::<T>(text) {
+        Ok(v) => return (Ok(v), false),
+        Err(e) => e,
+    };
+    let (mut fixed, bad_utf8) = match std::str::from_utf8(text) {
+        Ok(t) => (std::borrow::Cow::Borrowed(t), false),
+        Err(_) => (String::from_utf8_lossy(text), true),
+    };
+    if let Some(f) = replace_lone_surrogates(&fixed) {
+        fixed = std::borrow::Cow::Owned(f);
+    } else if !bad_utf8 {
+        return (Err(err), false);
+    }
+    let fixed = repaired.insert(fixed.into_owned());
+    (serde_json::from_str::<T>(fixed), bad_utf8)
+}
+
+fn hex4(b: &[u8]) -> Option<u16> {
+    let s = std::str::from_utf8(b.get(..4)?).ok()?;
+    u16::from_str_radix(s, 16).ok()
+}
+
+/// `text` with every unpaired `\uD800`–`\uDFFF` escape replaced by `\ufffd`;
+/// `None` when there is none.
+pub(crate) fn replace_lone_surrogates(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    memchr::memmem::find(b, b"\\u")?;
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(off) = memchr::memchr(b'\\', &b[i..]) {
+        let at = i + off;
+        if b.get(at + 1) != Some(&b'u') {
+            i = at + 2;
+            continue;
+        }
+        let Some(n) = hex4(&b[(at + 2).min(b.len())..]) else {
+            i = at + 2;
+            continue;
+        };
+        let paired = (0xD800..0xDC00).contains(&n)
+            && b.get(at + 6) == Some(&b'\\')
+            && b.get(at + 7) == Some(&b'u')
+            && hex4(&b[(at + 8).min(b.len())..]).is_some_and(|m| (0xDC00..0xE000).contains(&m));
+        if paired {
+            i = at + 12;
+        } else if (0xD800..0xE000).contains(&n) {
+            let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            o.push_str(&text[copied..at]);
+            o.push_str("\\ufffd");
+            copied = at + 6;
+            i = at + 6;
+        } else {
+            i = at + 6;
+        }
+        if i >= b.len() {
+            break;
         }
     }
+    let mut o = out?;
+    o.push_str(&text[copied..]);
+    Some(o)
 }
 
 pub(crate) fn is_blank(bytes: &[u8]) -> bool {
@@ -422,6 +480,18 @@ mod tests {
         }
         assert!(lines(b"", 10).is_empty());
         assert_eq!(lines(b"a\n", 10), vec![(b"a".to_vec(), true)]);
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        let line = r#"{"type":"x","name":"a\ud83d|\ud83d\ude00|\ude00|\\ud83d|\u0041"}"#;
+        let mut repaired = None;
+        let (parsed, bad_utf8) = parse_line::<RawLine<'_>>(line.as_bytes(), &mut repaired);
+        assert!(!bad_utf8);
+        let name = parsed.ok().and_then(|l| l.name.owned());
+        assert_eq!(name.as_deref(), Some("a\u{FFFD}|😀|\u{FFFD}|\\ud83d|A"));
+        assert_eq!(replace_lone_surrogates(r#""ok \u00e9""#), None);
+        assert_eq!(replace_lone_surrogates(r#""\ud800""#).as_deref(), Some(r#""\ufffd""#));
     }
 
     #[test]
