@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
-use session_index::session::{self, discovery, AgentMessage, Block, EntryKind, TOOL_TEXT_HEAD_BYTES};
+use session_index::session::{self, discovery, AgentMessage, Block, EntryKind, TOOL_TEXT_HEAD_UNITS};
 use session_index::views;
 
 fn fixture(name: &str) -> PathBuf {
@@ -65,7 +65,7 @@ fn large_content_is_bounded() {
     // base64 of 200000, 50000 and 120000 bytes; only the lengths are kept.
     assert_eq!(images, [266_668, 66_668, 160_000]);
     let t = big_text.expect("the huge tool output");
-    assert!(t.head.len() <= TOOL_TEXT_HEAD_BYTES && !t.is_complete());
+    assert!(t.head.encode_utf16().count() <= TOOL_TEXT_HEAD_UNITS && !t.is_complete());
     assert_eq!(t.full_utf16_len, 5000 * 60);
 }
 

@@ -5,19 +5,33 @@ use super::model::*;
 use super::raw::{RawBlock, RawContent, RawLine, RawMessage};
 use serde_json::Value;
 
-/// Bytes of tool-result text kept per block. pi's serialization keeps 2000
-/// UTF-16 units of the joined tool-result text, at most 6000 UTF-8 bytes, so
-/// 8 KiB leaves room; the full lengths are kept beside the head.
+/// Tool-result text kept per block: at most this many UTF-16 units, and at
+/// most [`TOOL_TEXT_HEAD_BYTES`]. pi's serialization keeps the first 2000
+/// units of the joined tool-result text (each block's head covers them) and
+/// counts the rest from the full lengths kept beside the head; keeping no
+/// more makes long tool outputs cost ~2 KB each however large they are.
+pub const TOOL_TEXT_HEAD_UNITS: usize = 2048;
+/// Byte cap of a kept tool-result head (2048 units are at most 6 KiB of UTF-8).
 pub const TOOL_TEXT_HEAD_BYTES: usize = 8 * 1024;
 
-/// Keep at most `max` bytes of `text` (on a char boundary) plus its full lengths.
-pub fn bounded(text: &str, max: usize) -> BoundedText {
-    if text.len() <= max {
+/// Keep a head of `text` of at most `max_units` UTF-16 units and `max_bytes`
+/// bytes (on a char boundary), plus its full lengths.
+pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
+    // Units never exceed bytes, so a text this short is within both limits.
+    if text.len() <= max_units.min(max_bytes) {
         return BoundedText::whole(text.to_string());
     }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
+    let mut cut = 0;
+    let mut units = 0;
+    for (i, c) in text.char_indices() {
+        if units >= max_units || i + c.len_utf8() > max_bytes {
+            break;
+        }
+        units += c.len_utf16();
+        cut = i + c.len_utf8();
+    }
+    if cut == text.len() {
+        return BoundedText::whole(text.to_string());
     }
     BoundedText { head: text[..cut].to_string(), full_utf16_len: utf16_len(text), full_bytes: text.len() }
 }
@@ -59,7 +73,7 @@ fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
         "text" => {
             let text = raw.text.as_str().unwrap_or_default();
             Some(Block::Text(if bound_text {
-                bounded(text, TOOL_TEXT_HEAD_BYTES)
+                bounded(text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)
             } else {
                 BoundedText::whole(text.to_string())
             }))
@@ -82,7 +96,9 @@ fn blocks(raw: &Option<RawContent<'_>>, bound_text: bool) -> Vec<Block> {
         // A string where pi expects blocks: pi's filters would find no text blocks
         // in a string for assistants; tool results would throw. Keep it as text
         // so nothing is silently lost for tool results.
-        Some(RawContent::Text(t)) if bound_text => vec![Block::Text(bounded(t, TOOL_TEXT_HEAD_BYTES))],
+        Some(RawContent::Text(t)) if bound_text => {
+            vec![Block::Text(bounded(t, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES))]
+        }
         _ => Vec::new(),
     }
 }
@@ -283,11 +299,16 @@ mod tests {
     #[test]
     fn bounded_cuts_on_char_boundary_and_keeps_lengths() {
         let text = "é".repeat(10);
-        let b = bounded(&text, 5);
+        let b = bounded(&text, 100, 5);
         assert_eq!(b.head, "éé");
         assert_eq!(b.full_bytes, 20);
         assert_eq!(b.full_utf16_len, 10);
         assert!(!b.is_complete());
-        assert!(bounded("abc", 5).is_complete());
+        assert!(bounded("abc", 5, 5).is_complete());
+        // The unit limit: an emoji is two units and is never split.
+        let b = bounded(&"😀".repeat(10), 5, 1000);
+        assert_eq!(b.head, "😀".repeat(3));
+        assert_eq!(b.full_utf16_len, 20);
+        assert!(bounded(&"é".repeat(4), 4, 1000).is_complete());
     }
 }

@@ -14,7 +14,7 @@ mod reader;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-pub use convert::{iso_to_ms, utf16_len, TOOL_TEXT_HEAD_BYTES};
+pub use convert::{bounded, iso_to_ms, utf16_len, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
 
 pub use model::*;
 
@@ -26,6 +26,7 @@ pub enum SessionError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a pi session ({reason})")]
     NotASession { path: PathBuf, reason: String },
+    /// Never returned since the reader landed; kept so matches on it still compile.
     #[error("{path}: reader not implemented yet")]
     Unimplemented { path: PathBuf },
 }

@@ -196,21 +196,22 @@ pub fn serialize(messages: &[ContextMessage]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::TOOL_TEXT_HEAD_BYTES;
+    use crate::session::{bounded, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
 
     fn tool_result(text: &str) -> String {
-        let b = crate::session::model::BoundedText {
-            head: {
-                let mut cut = text.len().min(TOOL_TEXT_HEAD_BYTES);
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text[..cut].to_string()
-            },
-            full_utf16_len: text.encode_utf16().count(),
-            full_bytes: text.len(),
-        };
+        let b = bounded(text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES);
         tool_result_text(&[Block::Text(b)]).unwrap_or_default()
+    }
+
+    #[test]
+    fn tool_result_spanning_blocks_uses_each_head() {
+        let blocks = [
+            Block::Text(bounded("short ", TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)),
+            Block::Image { mime_type: "image/png".into(), data_len: 10 },
+            Block::Text(bounded(&"z".repeat(50_000), TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)),
+        ];
+        let out = tool_result_text(&blocks).unwrap_or_default();
+        assert_eq!(out, format!("short {}\n\n[... 48006 more characters truncated]", "z".repeat(1994)));
     }
 
     #[test]
