@@ -6,6 +6,10 @@
 //! - missing header: pi discards the whole file (and would start a new
 //!   session over it); we keep the entries under a header whose id comes from
 //!   the file name (`<timestamp>_<id>.jsonl`), and count `missingHeader`.
+//!   Likewise a valid JSON line that is not an object (`null`, `[]`) before
+//!   the header makes pi discard the file; we count it as malformed and read on.
+//! - a `message` entry without a message object: pi throws (TypeError) when
+//!   building the context; we keep it in the tree as an unknown entry.
 //! - not a pi session / empty file: `SessionError::NotASession`.
 
 use std::path::PathBuf;
