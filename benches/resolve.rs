@@ -171,6 +171,16 @@ fn main() {
     let sessions = generate(&agent, n);
     println!("generated {n} sessions + {n} meta files in {:.0} ms", ms(t.elapsed()));
     let (sdir, mdir) = (agent.join("sessions"), agent.join("sessions-meta"));
+    if let Some(runs) = std::env::var("RESOLVE_BENCH_PROFILE_COLD").ok().and_then(|v| v.parse::<usize>().ok()) {
+        // For profilers: only full builds.
+        for run in 0..runs {
+            let s = &sessions[run % n];
+            let t = Instant::now();
+            Catalog::new().resolve(&sdir, &mdir, &s.cwd, &s.name).expect("cold");
+            println!("full build {:.1} ms", ms(t.elapsed()));
+        }
+        return;
+    }
 
     // Cold: a fresh catalog's first resolution. Files are in the OS page
     // cache, as right after pi wrote them. By id, the catalog answers from

@@ -1,13 +1,22 @@
 //! Evidence recall of query_session's assembled context versus a plain
 //! newest-160 KB tail of the same (active) branch, on the QA fixture.
 //!
-//! `cargo run --release --example query_recall [-- <budget tokens>]`
+//! `cargo run --release --example query_recall [-- <budget tokens> [<question id to dump>]]`
+//!
+//! With a question id, prints that question's assembled context and offline
+//! answer instead of the table.
 
 #[path = "../tests/support/qa.rs"]
 mod qa;
 
 fn main() {
     let budget: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(8000);
+    if let Some(id) = std::env::args().nth(2) {
+        let (text, answer, millis) = qa::dump(&id, budget);
+        println!("{text}\n==== offline answer ({millis:.1} ms to open, assemble and answer)\n{answer}");
+        return;
+    }
+    let timings = qa::time_sessions(budget, 5);
     let results = qa::run_all(budget);
     let n = results.len() as f64;
     println!("{:<28} {:>8} {:>10} {:>8} {:>10} {:>9}", "question", "context", "ctx tok", "tail", "tail tok", "offline");
@@ -60,4 +69,9 @@ fn main() {
     );
     println!("questions exposed to abandoned entries by the file tail: {questions_with_forbidden_file}");
     println!("offline answers citing an evidence entry: {cited}/{} = {:.1}%", results.len(), cited as f64 * 100.0 / n);
+    println!();
+    println!("open + assemble + offline answer, median of 5 runs per session:");
+    for (name, bytes, millis) in timings {
+        println!("  {name:<60} {:>8.1} KB {millis:>8.2} ms", bytes as f64 / 1024.0);
+    }
 }

@@ -60,6 +60,8 @@ fn query_session_through_the_abi() {
     let cited: Vec<&str> =
         details["citations"].as_array().unwrap().iter().map(|c| c["entryId"].as_str().unwrap()).collect();
     assert!(cited.contains(&"83ceaa8d"), "{cited:?}");
+    let in_context = details["contextEntryIds"].as_array().unwrap();
+    assert!(in_context.iter().any(|v| v == "abd28777"), "branch summary missing: {in_context:?}");
     for id in ABANDONED {
         assert!(!cited.contains(id), "cited abandoned entry {id}");
         assert!(!details.to_string().contains(id), "abandoned entry {id} in the result");

@@ -65,3 +65,28 @@ fn offline_answers_cite_the_evidence_entry() {
     );
     assert!(rate >= 0.75, "offline citation rate {rate:.3}; misses: {misses:?}");
 }
+
+#[test]
+fn small_budgets_are_respected_and_keep_the_newest_turn() {
+    let (questions, specs) = qa::load_fixture();
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = qa::session_paths(&specs, tmp.path());
+    let spec = &specs[0];
+    let synthetic = session_index::session::open(&paths[&format!("synthetic:{}", spec.name)]).unwrap();
+    let newest_user = qa::synthetic_id(spec.turns - 1, 1);
+    for budget in [500, 1000, 2000, 8000] {
+        for q in questions.iter().filter(|q| q.session.starts_with("synthetic:")).take(3) {
+            let prepared = session_index::query::prepare(&synthetic, None, None, &q.question, budget).unwrap();
+            let a = &prepared.assembled;
+            assert!(a.tokens <= budget, "{}: {} tokens > {budget}", q.id, a.tokens);
+            assert_eq!(a.tokens, session_index::query::estimate_tokens(&a.text));
+            if budget >= 2000 {
+                assert!(a.entry_ids.contains(&newest_user), "{}: newest turn missing at {budget}", q.id);
+            }
+            // Every id in the text is a real entry of the session's branch.
+            for id in &a.entry_ids {
+                assert!(synthetic.get(id).is_some(), "{id} is not an entry");
+            }
+        }
+    }
+}

@@ -118,6 +118,8 @@ fn offline_answer_cites_the_right_entries_and_reports() {
     assert_eq!(d["offline"], true);
     assert_eq!(d["costUsd"], 0.0);
     assert!(d["contextTokens"].as_u64().unwrap() > 0);
+    let in_context: Vec<&str> = d["contextEntryIds"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(in_context.contains(&"05aaa15d") && in_context.contains(&"88cd5147"), "{in_context:?}");
     assert!(d["latencyMs"].is_u64());
     assert!(d["usage"].is_object());
     assert!(d["answer"].as_str().unwrap().contains("No model was used"));
@@ -252,7 +254,8 @@ fn model_answer_through_openai_wire_is_validated_and_priced() {
     mock.push(Reply::answer_json(&model_answer("5044597e", "Use LRU eviction with 10k entries")).usage(2000, 100));
     mock.push(Reply::answer_json(&model_answer("83ceaa8d", "Actually use LFU eviction instead")).usage(2100, 90));
     let agent = Agent::new();
-    agent.copy_fixture(BRANCH);
+    let path = agent.copy_fixture(BRANCH);
+    agent.meta(BRANCH_ID, "Cache layer design", "Designing the cache", &["cache"], "SUMMARY-MARKER-42: sharded", &path);
     let (app, rec) = agent.app("/p", &mock_config(&mock, json!({})));
     let result = call(&app, &agent, ask(BRANCH_ID, "Which eviction policy did we settle on?"));
     assert!(!result.is_error, "{}", text(&result));
@@ -278,6 +281,8 @@ fn model_answer_through_openai_wire_is_validated_and_priced() {
     let prompt = first.texts();
     assert!(prompt.contains("[83ceaa8d] user: Actually use LFU eviction instead"), "{prompt}");
     assert!(prompt.contains("Which eviction policy did we settle on?"));
+    assert!(prompt.contains("## Index of the session") && prompt.contains("SUMMARY-MARKER-42"), "meta missing");
+    assert!(prompt.contains("[abd28777] branchSummary:"), "branch summary missing");
     for id in ABANDONED {
         assert!(!prompt.contains(id), "abandoned entry {id} sent to the model");
     }

@@ -45,6 +45,8 @@ export class HostClient {
 	private restarts = 0;
 	private starting: Promise<void> | undefined;
 	private closed = false;
+	/** The host's last stderr line: a start-up failure is explained there (one line). */
+	private lastStderr = "";
 	private readonly maxRestarts: number;
 
 	constructor(private readonly options: HostClientOptions) {
@@ -74,7 +76,10 @@ export class HostClient {
 		child.on("exit", (code, signal) => this.onExit(child, code, signal));
 		child.stdin?.on("error", () => {}); // EPIPE after a crash surfaces through `exit`
 		attachLines(child.stdout!, (line) => this.onLine(line));
-		attachLines(child.stderr!, (line) => this.options.log("host", line));
+		attachLines(child.stderr!, (line) => {
+			if (line.trim()) this.lastStderr = line.trim();
+			this.options.log("host", line);
+		});
 		// The host answers `init` only once the plugin is loaded, so a failing
 		// spawn or load shows up here as an error or an early exit.
 		await Promise.race([this.options.onStart(this), spawnError]);
@@ -84,9 +89,10 @@ export class HostClient {
 		if (this.child !== child) return;
 		this.child = undefined;
 		const why = signal ? `signal ${signal}` : `exit code ${code}`;
+		const detail = this.lastStderr ? ` (${this.lastStderr})` : "";
 		for (const [id, p] of this.pending) {
 			clearTimeout(p.timer);
-			p.reject(new HostError(`pi-ext-host stopped (${why}) during ${p.method}`));
+			p.reject(new HostError(`pi-ext-host stopped (${why}) during ${p.method}${detail}`));
 			this.pending.delete(id);
 		}
 		if (!this.closed) this.options.log("warn", `pi-ext-host stopped (${why})`);

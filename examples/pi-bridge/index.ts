@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { getAgentDir, VERSION } from "@mariozechner/pi-coding-agent";
 import { errorText, HostClient } from "./host-client.js";
+import { referenceProvider } from "./autocomplete.js";
 import { apiKey, type CompletionRequest, complete, modelKey } from "./models.js";
 
 /** PI_EXT_CALL_TIMEOUT_MS caps every call deadline below (tests use it to prove pi never hangs). */
@@ -29,6 +30,7 @@ const cap = (ms: number) => Math.min(ms, Number(process.env.PI_EXT_CALL_TIMEOUT_
 const TIMEOUTS = {
 	init: 20_000,
 	event: cap(10_000),
+	completion: 2_000,
 	beforeAgentStart: cap(30_000),
 	tool: cap(180_000),
 	command: cap(300_000),
@@ -204,6 +206,14 @@ export default async function piBridge(pi: ExtensionAPI) {
 			ctx.ui.notify(`session-index is off: ${startupError}`, "warning");
 		}
 		await send("session_start", { reason: event.reason, previousSessionFile: event.previousSessionFile }, ctx);
+		if (ctx.hasUI && !startupError) {
+			// `@@` completion in the editor (a no-op outside the interactive TUI).
+			ctx.ui.addAutocompleteProvider((pis) =>
+				referenceProvider(pis, (prefix) =>
+					host.request("request", { method: "references.complete", payload: { prefix, limit: 20, cwd: ctx.cwd } }, TIMEOUTS.completion),
+				),
+			);
+		}
 	});
 
 	pi.on("input", async (event, ctx) => {

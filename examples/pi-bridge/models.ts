@@ -27,13 +27,17 @@ export function modelKey(model: { provider: string; id: string } | undefined): s
 	return model ? `${model.provider}/${model.id}` : undefined;
 }
 
-/** The requested `provider/id` when pi knows it, else the session's current model. */
+/**
+ * The requested `provider/id` when pi knows it and has credentials for it,
+ * else the session's current model (which the user is evidently able to use).
+ * The response names the model that answered, so the plugin records the truth.
+ */
 function pickModel(ctx: ExtensionContext, wanted: string | undefined) {
 	if (wanted) {
 		const slash = wanted.indexOf("/");
 		if (slash > 0) {
 			const found = ctx.modelRegistry.find(wanted.slice(0, slash), wanted.slice(slash + 1));
-			if (found) return found;
+			if (found && (found === ctx.model || ctx.modelRegistry.hasConfiguredAuth(found))) return found;
 		}
 	}
 	return ctx.model;

@@ -70,11 +70,11 @@ pub struct Candidate {
 
 impl std::fmt::Display for Candidate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let short: String = self.id.chars().take(8).collect();
+        // The full id: candidates often share a prefix (UUIDv7 ids start with the time).
         let date: String = self.created.chars().take(10).collect();
         match &self.name {
-            Some(n) => write!(f, "{short} \"{n}\" {date} {}", self.cwd),
-            None => write!(f, "{short} (unnamed) {date} {}", self.cwd),
+            Some(n) => write!(f, "{} \"{n}\" {date} {}", self.id, self.cwd),
+            None => write!(f, "{} (unnamed) {date} {}", self.id, self.cwd),
         }
     }
 }

@@ -20,7 +20,7 @@ use super::CatalogEntry;
 const HOT_FILES: usize = 16;
 /// Known files re-stat'd per refresh in rotation, so a file changed in place
 /// without touching its directory is noticed after a bounded number of refreshes.
-const ROTATION: usize = 24;
+const ROTATION: usize = 12;
 /// Project directories nest one level in pi; a little slack, but bounded.
 const MAX_DEPTH: usize = 3;
 const META_SUFFIX: &str = ".meta.json";
@@ -482,7 +482,9 @@ fn orphan_item(sessions_dir: &Path, m: &MetaLight) -> Item {
 /// Map `f` over `items`, on up to four threads when there are many. A
 /// panicking reader loses only its chunk (`None`: treated as unreadable).
 fn parallel<I: Sync, O: Send>(items: &[I], f: impl Fn(&I) -> O + Sync) -> Vec<Option<O>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    // Cached: the std call reads cgroup files, too slow for every refresh.
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let threads = *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(4));
     if items.len() < PARALLEL_MIN || threads < 2 {
         return items.iter().map(|i| Some(f(i))).collect();
     }

@@ -104,7 +104,7 @@ pub fn assemble(
 
     let query_tokens = tokenize(question);
     let docs: Vec<&[String]> = doc.windows.iter().map(|w| w.tokens.as_slice()).collect();
-    let scores = bm25::scores(&docs, &query_tokens);
+    let scores = with_turn_neighbours(&doc.windows, &bm25::scores(&docs, &query_tokens));
 
     let mut remaining = budget.saturating_sub(used + 200);
     let mut picked: Vec<Option<(f64, bool)>> = vec![None; doc.windows.len()];
@@ -155,7 +155,7 @@ pub fn assemble(
                 items.push(it.clone());
             }
             if !items.is_empty() {
-                partial = Some(Window { index: last.index, items, tokens: last.tokens.clone() });
+                partial = Some(Window { index: last.index, turn: last.turn, items, tokens: last.tokens.clone() });
             }
         }
     }
@@ -208,6 +208,24 @@ pub fn assemble(
     }
     let tokens = estimate_tokens(&text);
     Assembled { text, tokens, entry_ids, chosen, summaries, query_tokens, total_windows: doc.windows.len() }
+}
+
+/// A turn split into several windows often asks in one and answers in the
+/// next: a window inherits part of its same-turn neighbours' relevance.
+fn with_turn_neighbours(windows: &[Window], scores: &[f64]) -> Vec<f64> {
+    let same_turn = |a: usize, b: usize| windows[a].turn == windows[b].turn;
+    (0..scores.len())
+        .map(|i| {
+            let mut s = scores[i];
+            if i > 0 && same_turn(i - 1, i) {
+                s = s.max(0.5 * scores[i - 1]);
+            }
+            if i + 1 < scores.len() && same_turn(i, i + 1) {
+                s = s.max(0.3 * scores[i + 1]);
+            }
+            s
+        })
+        .collect()
 }
 
 fn render_meta(meta: &SessionMeta, max: usize) -> String {

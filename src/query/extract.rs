@@ -10,8 +10,12 @@ use super::{Citation, Confidence};
 
 /// Longest excerpt of a citation, in chars.
 pub const MAX_EXCERPT_CHARS: usize = 280;
-/// Citations an offline answer gives.
+/// Passages an offline answer picks by score...
 const OFFLINE_CITATIONS: usize = 5;
+/// ...plus, for a picked tool call, up to this many of its results...
+const MAX_FOLLOWED_RESULTS: usize = 2;
+/// ...within the citation limit of model answers.
+const MAX_CITATIONS: usize = 8;
 
 /// An extractive answer: markdown, confidence and citations.
 pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Citation>) {
@@ -19,11 +23,19 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
         let mut seen = HashSet::new();
         assembled.query_tokens.iter().map(String::as_str).filter(|q| seen.insert(*q)).collect()
     };
-    // Every quotable item, with its chronological position and window score.
+    // Every quotable item, with its chronological position and window score,
+    // and for tool calls the results that follow them.
     let mut items: Vec<(&Item, usize, f64)> = assembled.summaries.iter().map(|s| (s, 0, 0.0)).collect();
+    let mut results_of: HashMap<*const Item, Vec<&Item>> = HashMap::new();
     for (k, chosen) in assembled.chosen.iter().enumerate() {
-        for item in &chosen.window.items {
+        let window = &chosen.window.items;
+        for (j, item) in window.iter().enumerate() {
             items.push((item, k + 1, chosen.score));
+            if item.role.starts_with("assistant") && item.text.contains("→ ") {
+                let results: Vec<&Item> =
+                    window[j + 1..].iter().take_while(|i| i.role == "toolResult").take(MAX_FOLLOWED_RESULTS).collect();
+                results_of.insert(item as *const Item, results);
+            }
         }
     }
     let term_sets: Vec<HashSet<String>> =
@@ -61,8 +73,18 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
         citations.push(Citation {
             entry_id: item.entry_id.clone(),
             role: base_role(&item.role),
-            excerpt: excerpt_weighted(&item.text, &weights),
+            excerpt: excerpt_weighted(quotable(item), &weights),
         });
+        // A matching tool call usually means the answer is in what it returned.
+        for result in results_of.get(&(*item as *const Item)).into_iter().flatten() {
+            if citations.len() < MAX_CITATIONS && !citations.iter().any(|c| c.entry_id == result.entry_id) {
+                citations.push(Citation {
+                    entry_id: result.entry_id.clone(),
+                    role: base_role(&result.role),
+                    excerpt: excerpt_weighted(quotable(result), &weights),
+                });
+            }
+        }
     }
     let found = !citations.is_empty();
     if !found {
@@ -78,7 +100,7 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
             citations.push(Citation {
                 entry_id: item.entry_id.clone(),
                 role: base_role(&item.role),
-                excerpt: excerpt_weighted(&item.text, &weights),
+                excerpt: excerpt_weighted(quotable(item), &weights),
             });
         }
     }
@@ -97,6 +119,16 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
         md.push_str(&format!("\n- [{}] {}: {}", c.entry_id, c.role, c.excerpt.replace('\n', " ")));
     }
     (md, confidence, citations)
+}
+
+/// The entry's own text: tool results lose the `(tool) ` label the context adds.
+fn quotable(item: &Item) -> &str {
+    if item.role == "toolResult" && item.text.starts_with('(') {
+        if let Some((_, rest)) = item.text.split_once(") ") {
+            return rest;
+        }
+    }
+    &item.text
 }
 
 /// `assistant (part 2/3)` → `assistant`.

@@ -127,6 +127,8 @@ pub struct QueryAnswer {
     pub latency_ms: u64,
     /// Estimated tokens of the assembled context.
     pub context_tokens: usize,
+    /// Entry ids shown in the assembled context (sorted): what could be cited.
+    pub context_entry_ids: Vec<String>,
     /// Model answers requested (0 offline).
     pub attempts: u32,
 }
@@ -287,6 +289,7 @@ pub fn offline_answer(prepared: &Prepared) -> QueryAnswer {
         cost_usd: 0.0,
         latency_ms: 0,
         context_tokens: prepared.assembled.tokens,
+        context_entry_ids: prepared.assembled.entry_ids.iter().cloned().collect(),
         attempts: 0,
     }
 }

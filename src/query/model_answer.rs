@@ -169,6 +169,7 @@ pub fn answer(app: &App, prepared: &Prepared, question: &str) -> Result<Option<Q
         cost_usd,
         latency_ms: 0,
         context_tokens: prepared.assembled.tokens,
+        context_entry_ids: ids.iter().cloned().collect(),
         attempts: outcome.attempts,
     }))
 }

@@ -48,6 +48,8 @@ impl Item {
 pub struct Window {
     /// Position among the branch's windows (chronological).
     pub index: usize,
+    /// The turn (user message and what followed) this window belongs to.
+    pub turn: usize,
     pub items: Vec<Item>,
     pub tokens: Vec<String>,
 }
@@ -108,31 +110,31 @@ pub fn build(branch: &[&Entry]) -> BranchDoc {
             _ => {}
         }
     }
-    for turn in turns {
+    for (turn_index, turn) in turns.into_iter().enumerate() {
         let mut current: Vec<Item> = Vec::new();
         let mut len = 0;
         for it in turn {
             let l = it.render_len() + 1;
             if !current.is_empty() && len + l > MAX_WINDOW_CHARS {
-                push_window(&mut doc.windows, std::mem::take(&mut current));
+                push_window(&mut doc.windows, turn_index, std::mem::take(&mut current));
                 len = 0;
             }
             len += l;
             current.push(it);
         }
         if !current.is_empty() {
-            push_window(&mut doc.windows, current);
+            push_window(&mut doc.windows, turn_index, current);
         }
     }
     doc
 }
 
-fn push_window(windows: &mut Vec<Window>, items: Vec<Item>) {
+fn push_window(windows: &mut Vec<Window>, turn: usize, items: Vec<Item>) {
     let mut tokens = Vec::new();
     for it in &items {
         tokens.extend(tokenize(&it.text));
     }
-    windows.push(Window { index: windows.len(), items, tokens });
+    windows.push(Window { index: windows.len(), turn, items, tokens });
 }
 
 fn item(id: &str, role: &str, text: &str) -> Item {

@@ -15,21 +15,27 @@ pub struct Answered {
     pub result: Result<(String, String, Vec<String>), String>,
 }
 
+/// The question and its answer (escaped), first in a block.
+pub fn answer_text(a: &Answered) -> String {
+    let mut lines = vec![format!("question: {}", one_line(&a.question))];
+    match &a.result {
+        Ok((text, confidence, citations)) => {
+            lines.push(format!("answer (confidence: {confidence}):"));
+            lines.push(text.trim().to_string());
+            if !citations.is_empty() {
+                lines.push("citations:".into());
+                lines.extend(citations.iter().map(|c| format!("- {}", one_line(c))));
+            }
+        }
+        Err(reason) => lines.push(format!("answer: not available ({})", one_line(reason))),
+    }
+    escape(&lines.join("\n"))
+}
+
 pub fn body(sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, answer: Option<&Answered>) -> String {
     let mut lines: Vec<String> = Vec::new();
     if let Some(a) = answer {
-        lines.push(format!("question: {}", one_line(&a.question)));
-        match &a.result {
-            Ok((text, confidence, citations)) => {
-                lines.push(format!("answer (confidence: {confidence}):"));
-                lines.push(text.trim().to_string());
-                if !citations.is_empty() {
-                    lines.push("citations:".into());
-                    lines.extend(citations.iter().map(|c| format!("- {c}")));
-                }
-            }
-            Err(reason) => lines.push(format!("answer: not available ({})", one_line(reason))),
-        }
+        lines.push(answer_text(a));
     }
     let date = match (entry.created.as_str(), entry.modified_ms) {
         ("", 0) => None,
@@ -62,6 +68,7 @@ pub fn body(sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, answer: 
         }
         None => describe_unindexed(sessions_dir, entry, &mut lines),
     }
+    // The answer part is escaped already; escaping is idempotent on it anyway.
     escape(&lines.join("\n"))
 }
 

@@ -94,6 +94,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
     let sessions_dir = app.sessions_dir(ctx);
     let meta_dir = app.meta_dir(ctx);
     let mut out = Built { blocks: Vec::new(), session_ids: Vec::new(), resolved: 0, unresolved: Vec::new() };
+    let mut resolved: Vec<(usize, &Reference, CatalogEntry)> = Vec::new();
     for (group, r) in refs.iter().enumerate() {
         if group >= cfg.max_refs_per_prompt {
             out.unresolved.push(Unresolved {
@@ -103,21 +104,41 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
             });
             continue;
         }
-        let entry = match app.catalog.resolve(&sessions_dir, &meta_dir, &ctx.cwd, &r.target) {
-            Ok(e) => e,
+        match app.catalog.resolve(&sessions_dir, &meta_dir, &ctx.cwd, &r.target) {
+            Ok(e) => resolved.push((group, r, e)),
             Err(e) => {
-                out.unresolved.push(Unresolved { reference: r.raw.clone(), reason: e.to_string(), code: e.code() });
-                continue;
+                out.unresolved.push(Unresolved { reference: r.raw.clone(), reason: e.to_string(), code: e.code() })
             }
-        };
+        }
+    }
+    // Questions may each wait on a model: answer them side by side, so the
+    // turn waits for the slowest one rather than for their sum.
+    let mut answers: Vec<Option<describe::Answered>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = resolved
+            .iter()
+            .map(|(_, r, entry)| r.question.as_ref().map(|q| scope.spawn(move || ask(app, ctx, entry, q))))
+            .collect();
+        handles
+            .into_iter()
+            .zip(&resolved)
+            .map(|(h, (_, r, _))| {
+                h.map(|h| {
+                    h.join().unwrap_or_else(|_| describe::Answered {
+                        question: r.question.clone().unwrap_or_default(),
+                        result: Err("the answer failed unexpectedly".into()),
+                    })
+                })
+            })
+            .collect()
+    });
+    for (k, (group, r, entry)) in resolved.iter().enumerate() {
+        let (group, entry) = (*group, entry.clone());
         out.resolved += 1;
-        let answered = r.question.as_ref().map(|q| ask(app, ctx, &entry, q));
+        let answered = answers.get_mut(k).and_then(Option::take);
         if out.session_ids.contains(&entry.id) {
             // Already injected by an earlier reference: only its answer is new.
             if let (Some(a), Some(b)) = (answered, out.blocks.iter_mut().find(|b| b.id == entry.id)) {
-                let text = describe::body(&sessions_dir, &meta_dir, &entry, Some(&a));
-                let answer_part = text.split("\ndate: ").next().unwrap_or_default();
-                b.body = format!("{answer_part}\n{}", b.body);
+                b.body = format!("{}\n{}", describe::answer_text(&a), b.body);
             }
             continue;
         }
@@ -187,8 +208,7 @@ fn add_ancestors(
 fn ask(app: &App, ctx: &SessionContext, entry: &CatalogEntry, question: &str) -> describe::Answered {
     let result = crate::query::answer(app, ctx, entry, question)
         .map(|a| {
-            // The confidence's type belongs to the query module; its Debug form names the level.
-            let confidence = format!("{:?}", a.confidence).trim_matches('"').to_lowercase();
+            let confidence = a.confidence.as_str().to_string();
             let citations =
                 a.citations.iter().map(|c| format!("[{} {}] {}", c.entry_id, c.role, clip(&c.excerpt, 280))).collect();
             (a.answer_markdown.clone(), confidence, citations)

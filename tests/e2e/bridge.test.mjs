@@ -78,6 +78,7 @@ test("prompts: input transform, injected message, tool call, background effects"
 	assert.ok(ended.data.leafId, "context request answered with the leaf id");
 	assert.equal(ended.data.completion.model, "mock/mock-cheap");
 	assert.deepEqual(Object.keys(JSON.parse(ended.data.completion.text)), ["summary"]);
+	assert.deepEqual(ended.data.fallbacks, ["mock/mock-main", "mock/mock-main"], "unusable model keys fall back to the session's model");
 
 	// The plugin call went through pi's registry with pi's key and a json_schema response_format.
 	const pluginCall = mock.requests.find((r) => r.reply.kind === "plugin");

@@ -79,7 +79,13 @@ async function event(call) {
 			} catch (err) {
 				completion = { error: err.message };
 			}
-			send({ method: "appendEntry", params: { customType: "fake:agent_end", data: { n: agentEnds, leafId: ctx.leafId ?? null, hasKey: !!key.key, completion } } });
+			// A built-in model without credentials, and one pi does not know: both fall back to the session's model.
+			const fallbacks = [];
+			for (const model of ["anthropic/claude-haiku-4-5", "nope/unknown"]) {
+				const r = await hostRequest("complete", { model, system: "s", messages: [{ role: "user", content: "hi" }], maxTokens: 10, timeoutMs: 10000 }).catch((e) => ({ error: e.message }));
+				fallbacks.push(r.model ?? r.error);
+			}
+			send({ method: "appendEntry", params: { customType: "fake:agent_end", data: { n: agentEnds, leafId: ctx.leafId ?? null, hasKey: !!key.key, completion, fallbacks } } });
 			send({ method: "setSessionName", params: { name: `Fake session ${agentEnds}` } });
 			send({ method: "log", params: { level: "info", target: "fake", message: `agent_end ${agentEnds}` } });
 			return null;

@@ -52,7 +52,11 @@ const nodeDir = ensurePi();
 const files = process.argv.slice(2);
 const tests = files.length
 	? files
-	: [join(REPO, "tests/e2e/bridge.test.mjs"), join(REPO, "tests/e2e/session-index.test.mjs")];
+	: [
+			join(REPO, "tests/e2e/autocomplete.test.mjs"),
+			join(REPO, "tests/e2e/bridge.test.mjs"),
+			join(REPO, "tests/e2e/session-index.test.mjs"),
+		];
 const run = spawnSync(process.execPath, ["--test", "--test-concurrency=1", ...tests], {
 	stdio: "inherit",
 	env: { ...process.env, PI_E2E_NODE_DIR: nodeDir },

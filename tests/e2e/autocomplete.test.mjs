@@ -1,0 +1,59 @@
+// The bridge's `@@` editor completion (examples/pi-bridge/autocomplete.ts),
+// loaded through jiti exactly as pi loads extension code.
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { test } from "node:test";
+import { nodeDir, REPO } from "./setup.mjs";
+
+const require = createRequire(join(nodeDir(), "node_modules/@mariozechner/pi-coding-agent/package.json"));
+const { createJiti } = require("jiti");
+const jiti = createJiti(import.meta.url);
+const { referenceProvider, referenceToken } = await jiti.import(join(REPO, "examples/pi-bridge/autocomplete.ts"));
+
+const pis = {
+	calls: 0,
+	async getSuggestions() {
+		this.calls++;
+		return { items: [{ value: "pi", label: "pi" }], prefix: "" };
+	},
+	applyCompletion: (lines, cursorLine, cursorCol) => ({ lines, cursorLine, cursorCol }),
+};
+const signal = new AbortController().signal;
+
+test("the @@ token is found only at a word start", () => {
+	assert.equal(referenceToken("see @@auth"), "auth");
+	assert.equal(referenceToken("@@"), "");
+	assert.equal(referenceToken('(@@"Auth re'), '"Auth re');
+	assert.equal(referenceToken("mail a@@b"), undefined);
+	assert.equal(referenceToken("see @@auth done"), undefined);
+});
+
+test("candidates become @@ items; names with spaces are quoted", async () => {
+	const asked = [];
+	const provider = referenceProvider(pis, async (prefix) => {
+		asked.push(prefix);
+		return { candidates: [
+			{ id: "01a2aaaa-0000", name: "Auth refactor", created: "2026-11-20T10:00:00Z", reference: "auth-refactor" },
+			{ id: "01a2bbbb-0000", name: null, created: "2026-11-21T10:00:00Z", reference: "Two words" },
+		] };
+	});
+	const result = await provider.getSuggestions(["fix @@au"], 0, 8, { signal });
+	assert.deepEqual(asked, ["au"]);
+	assert.equal(result.prefix, "@@au");
+	assert.deepEqual(result.items.map((i) => i.value), ["@@auth-refactor", '@@"Two words"']);
+	assert.equal(result.items[0].description, "Auth refactor · 2026-11-20");
+	assert.equal(result.items[1].description, "01a2bbbb · 2026-11-21");
+});
+
+test("no @@, no candidates or a failing plugin: pi's own completion answers", async () => {
+	const before = pis.calls;
+	const failing = referenceProvider(pis, async () => { throw new Error("pi-ext-host is down"); });
+	const empty = referenceProvider(pis, async () => ({ candidates: [] }));
+	const never = referenceProvider(pis, async () => assert.fail("not asked without @@"));
+	for (const [provider, line] of [[failing, "@@x"], [empty, "@@x"], [never, "plain /path"]]) {
+		const result = await provider.getSuggestions([line], 0, line.length, { signal });
+		assert.equal(result.items[0].value, "pi");
+	}
+	assert.equal(pis.calls - before, 3);
+});
