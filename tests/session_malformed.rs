@@ -6,6 +6,10 @@
 //! - missing header: pi discards the whole file (and would start a new
 //!   session over it); we keep the entries under a header whose id comes from
 //!   the file name (`<timestamp>_<id>.jsonl`), and count `missingHeader`.
+//!   Likewise a valid JSON line that is not an object (`null`, `[]`) before
+//!   the header makes pi discard the file; we count it as malformed and read on.
+//! - a `message` entry without a message object: pi throws (TypeError) when
+//!   building the context; we keep it in the tree as an unknown entry.
 //! - not a pi session / empty file: `SessionError::NotASession`.
 
 use std::path::PathBuf;
@@ -41,6 +45,7 @@ fn each_problem_is_counted_by_kind() {
         ("divergent/cyclic-parents.jsonl", Warnings { cyclic_parents: 1, ..Default::default() }),
         ("divergent/self-parent.jsonl", Warnings { cyclic_parents: 1, ..Default::default() }),
         ("divergent/missing-header.jsonl", Warnings { missing_header: 1, ..Default::default() }),
+        ("divergent/message-without-message.jsonl", Warnings { unknown_entry_types: 1, ..Default::default() }),
     ];
     for (name, want) in cases {
         assert_eq!(&warnings(name), want, "{name}");
@@ -70,6 +75,14 @@ fn cyclic_parents_terminate() {
     let s = session::open(&fixture("divergent/self-parent.jsonl")).unwrap();
     let ids: Vec<&str> = s.branch(None).iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["self"]);
+}
+
+#[test]
+fn message_entry_without_message_stays_in_the_tree() {
+    let s = session::open(&fixture("divergent/message-without-message.jsonl")).unwrap();
+    assert_eq!(s.branch(None).len(), 3);
+    let text = views::serialize_context(&s.build_context(&s.branch(None)).messages);
+    assert_eq!(text, "[User]: before\n\n[Assistant]: after the entry pi cannot build a context from");
 }
 
 #[test]

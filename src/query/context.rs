@@ -247,3 +247,43 @@ fn render_meta(meta: &SessionMeta, max: usize) -> String {
     line("Indexed at", &meta.updated_at);
     shorten(&out, max)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(n: usize) -> BranchDoc {
+        let windows = (0..n)
+            .map(|i| {
+                let text = format!("turn {i} filler {}", "lorem ipsum dolor ".repeat(50));
+                let text = if i == 3 { format!("{text} the zeppelin hangar is in Friedrichshafen") } else { text };
+                let items = vec![Item { entry_id: format!("e{i:04}"), role: "user".into(), text: text.clone() }];
+                Window { index: i, turn: i, items, tokens: tokenize(&text) }
+            })
+            .collect();
+        let summaries = vec![Item { entry_id: "c0".into(), role: "compaction".into(), text: "Summary text".into() }];
+        BranchDoc { windows, summaries }
+    }
+
+    #[test]
+    fn relevant_and_newest_windows_fit_the_budget_in_order() {
+        let head = SessionHead { id: "s1".into(), name: "Zeppelins".into(), ..Default::default() };
+        let a = assemble(&head, None, &doc(50), "Where is the zeppelin hangar?", 1000);
+        assert!(a.tokens <= 1000, "{}", a.tokens);
+        assert!(a.entry_ids.contains("e0003") && a.entry_ids.contains("e0049") && a.entry_ids.contains("c0"));
+        let (p3, p49) = (a.text.find("[e0003]").unwrap(), a.text.find("[e0049]").unwrap());
+        assert!(p3 < p49, "not chronological");
+        assert!(a.text.contains("…\n"), "omissions are not marked");
+        assert!(!a.entry_ids.contains("e0010"));
+    }
+
+    #[test]
+    fn split_turns_pass_relevance_to_their_neighbours() {
+        let mut d = doc(3);
+        for w in &mut d.windows {
+            w.turn = 0;
+        }
+        let s = with_turn_neighbours(&d.windows, &[0.0, 10.0, 0.0]);
+        assert_eq!(s, vec![3.0, 10.0, 5.0]);
+    }
+}

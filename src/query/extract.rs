@@ -47,7 +47,7 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
     // (score, matched weight, position, item)
     let mut candidates: Vec<(f64, f64, usize, &Item)> = Vec::new();
     for ((item, position, window_score), terms) in items.iter().zip(&term_sets) {
-        let matched: f64 = query.iter().filter(|q| terms.contains(**q)).map(|q| weights[q]).sum();
+        let matched: f64 = query.iter().filter(|q| terms.contains(**q)).filter_map(|q| weights.get(q)).sum();
         if matched <= 0.0 {
             continue;
         }

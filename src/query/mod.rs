@@ -208,10 +208,11 @@ pub fn prepare(
     if doc.is_empty() {
         return Err(QueryError::Empty(session.header.id.clone()));
     }
-    let name = meta
-        .map(|m| m.name.trim().to_string())
-        .filter(|n| !n.is_empty())
-        .or_else(|| session.session_name(&branch))
+    // A name the user set in pi wins over the indexer's.
+    let name = session
+        .session_name(&branch)
+        .filter(|n| !n.trim().is_empty())
+        .or_else(|| meta.map(|m| m.name.trim().to_string()).filter(|n| !n.is_empty()))
         .or_else(|| fallback_name.map(str::to_string))
         .or_else(|| session.first_user_message().map(|m| windows::shorten(m.trim(), 60)))
         .unwrap_or_else(|| session.header.id.clone());

@@ -26,6 +26,7 @@ pub enum SessionError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a pi session ({reason})")]
     NotASession { path: PathBuf, reason: String },
+    /// Never returned since the reader landed; kept so matches on it still compile.
     #[error("{path}: reader not implemented yet")]
     Unimplemented { path: PathBuf },
 }

@@ -336,7 +336,8 @@ pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
             (id, parent)
         } else {
             match raw.id.owned() {
-                Some(id) => (id, raw.parent_id.owned()),
+                // pi tests `parentId` for truthiness: an empty one means a root.
+                Some(id) => (id, raw.parent_id.owned().filter(|p| !p.is_empty())),
                 None => {
                     // pi would index it under `undefined`; nothing can reference it.
                     warnings.malformed_lines += 1;

@@ -153,3 +153,46 @@ pub fn files_touched(branch: &[&Entry]) -> FilesTouched {
     modified.sort_by(js_order);
     FilesTouched { read, modified }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{BoundedText, Entry};
+    use serde_json::json;
+
+    fn assistant(id: &str, calls: &[(&str, &str)]) -> Entry {
+        let content = calls
+            .iter()
+            .map(|(name, path)| Block::ToolCall {
+                id: format!("c-{path}"),
+                name: name.to_string(),
+                arguments: json!({ "path": path }),
+            })
+            .chain([Block::Text(BoundedText::whole("t".into()))])
+            .collect();
+        Entry {
+            id: id.into(),
+            parent_id: None,
+            timestamp: String::new(),
+            line: 1,
+            kind: EntryKind::Message(AgentMessage::Assistant {
+                content,
+                provider: String::new(),
+                model: String::new(),
+                stop_reason: String::new(),
+                error_message: None,
+                usage: None,
+                timestamp: 0,
+            }),
+        }
+    }
+
+    #[test]
+    fn files_sort_by_utf16_units_as_javascript() {
+        // U+FF5E sorts after U+1F600 in UTF-16 (0xFF5E > 0xD83D), before it in UTF-8.
+        let e = assistant("a", &[("read", "\u{FF5E}"), ("read", "😀"), ("read", "b"), ("edit", "b"), ("grep", "x")]);
+        let files = files_touched(&[&e]);
+        assert_eq!(files.read, ["😀", "\u{FF5E}"]);
+        assert_eq!(files.modified, ["b"]);
+    }
+}

@@ -98,6 +98,20 @@ async function golden(file) {
   }
 }
 
+// `--print FILE...`: print the goldens of arbitrary (held-out) sessions as
+// JSON lines instead of writing the fixtures' goldens.
+if (process.argv[2] === "--print") {
+  for (const file of process.argv.slice(3)) {
+    try {
+      console.log(JSON.stringify({ file: resolve(file), ...(await golden(resolve(file))) }));
+    } catch (e) {
+      // pi itself throws on some damaged input (e.g. a message entry without a message).
+      console.log(JSON.stringify({ file: resolve(file), piError: String(e) }));
+    }
+  }
+  process.exit(0);
+}
+
 let written = 0;
 for (const [set, dir] of sets) {
   if (!existsSync(dir)) continue;
