@@ -90,8 +90,7 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
 /// applies asynchronously, so this run reads the meta and the session name
 /// that run left and continues from its leaf.
 fn run_serialized(app: &Arc<App>, ctx: &SessionContext, force: bool) -> Result<Option<Indexed>, job::Failure> {
-    let session_file = ctx.session_file.clone().unwrap_or_default();
-    let gate = report::SessionGate::enter(std::path::Path::new(&session_file));
+    let gate = report::SessionGate::enter(std::path::Path::new(ctx.session_file.as_deref().unwrap_or_default()));
     let _held = gate.lock();
     let request = request_for(app, ctx, force);
     run_reported(app, &request)
