@@ -68,7 +68,7 @@ fn agent_end_through_the_host_writes_a_meta_file_offline() {
     assert_eq!(of_type(&effects, "setSessionName")[0]["name"], meta.name);
     let statuses: Vec<&Value> = of_type(&effects, "setStatus").iter().map(|e| &e["text"]).collect();
     assert_eq!(statuses[0], "indexing…");
-    assert_eq!(statuses[1], "indexed ($0.0000)");
+    assert_eq!(statuses[1], "indexed (offline)");
     h.instance.shutdown(Duration::from_secs(5));
 }
 

@@ -252,3 +252,31 @@ fn no_model_and_no_offline_fallback_fails_with_a_reason() {
     assert!(!f.meta_file().exists());
     assert_eq!(f.index_entries()[0]["success"], false);
 }
+
+#[test]
+fn a_command_during_a_background_index_waits_for_it() {
+    let mock = MockProvider::start(Wire::OpenAi);
+    let name = "Token bucket rate limiter for the gateway";
+    // The background run's answer is slow, so the command arrives while it waits on the model.
+    mock.push(Reply::answer_json(&answer(name)).usage(100, 10).delay(Duration::from_millis(800)));
+    mock.push(Reply::answer_json(&answer(name)).usage(50, 5));
+    let f = fixture(&mock, "openai/gpt-4o-mini", json!({"minNewUserMessages": 3}));
+
+    session_index::indexing::on_agent_end(&f.app, &f.ctx());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while mock.requests().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(mock.requests().len(), 1, "the background run is waiting on the model");
+    let result = f.command();
+    assert!(result.ok, "{result:?}");
+    assert!(f.app.jobs.flush(Duration::from_secs(10)).idle);
+
+    // One run after the other: their effects do not interleave.
+    let shown: Vec<String> = f.statuses().into_iter().flatten().collect();
+    assert_eq!(shown, ["indexing…", "indexed ($0.0001)", "indexing…", "indexed ($0.0001)"], "{shown:?}");
+    let entries = f.index_entries();
+    assert_eq!(entries.len(), 2);
+    assert!(entries.iter().all(|e| e["success"] == true), "{entries:?}");
+    assert_eq!(mock.requests().len(), 2);
+}

@@ -155,14 +155,17 @@ fn corrupt_meta_is_replaced_on_the_next_index() {
 #[test]
 fn a_stale_status_clear_never_hides_a_newer_status() {
     let f = Fixture::new(RATE_LIMITER, offline(json!({"notificationAutoClearMs": 600})));
-    assert!(f.command().ok);
+    let first = f.command();
+    assert!(first.ok);
+    let message = first.message.unwrap_or_default();
+    assert!(message.ends_with("(local/extractive, offline)"), "no cost shown for the offline model: {message}");
     std::thread::sleep(Duration::from_millis(500));
     assert!(f.command().ok);
     // The first clear (due ~100 ms after the second run) is stale and must not fire.
     std::thread::sleep(Duration::from_millis(300));
     let statuses = f.statuses();
     assert_eq!(statuses.iter().filter(|s| s.is_none()).count(), 0, "{statuses:?}");
-    assert_eq!(statuses.last().unwrap().as_deref(), Some("indexed ($0.0000)"));
+    assert_eq!(statuses.last().unwrap().as_deref(), Some("indexed (offline)"));
     std::thread::sleep(Duration::from_millis(800));
     assert_eq!(f.statuses().last().unwrap(), &None, "the newest status is cleared after notificationAutoClearMs");
 }

@@ -115,6 +115,8 @@ export default async function piBridge(pi: ExtensionAPI) {
 	/** The context of the latest pi callback: effects and model calls go through it. */
 	let current: ExtensionContext | undefined;
 	let commandCtx: ExtensionCommandContext | undefined;
+	/** Notices the plugin showed while a command ran: its result message is not shown a second time. */
+	let commandNotices: Set<string> | undefined;
 	let startupError: string | undefined;
 
 	const host = new HostClient({
@@ -132,6 +134,7 @@ export default async function piBridge(pi: ExtensionAPI) {
 					current?.ui.setStatus(String(params.key), params.text ?? undefined);
 					break;
 				case "notify":
+					commandNotices?.add(String(params.text));
 					current?.ui.notify(String(params.text), notifyLevel(String(params.level)));
 					break;
 				case "appendEntry":
@@ -287,14 +290,19 @@ export default async function piBridge(pi: ExtensionAPI) {
 			handler: async (commandArgs, ctx) => {
 				current = ctx;
 				commandCtx = ctx;
+				const notices = new Set<string>();
+				commandNotices = notices;
 				try {
 					const call = { v: 1, command: command.name, args: commandArgs ?? "", ctx: sessionContext(ctx) };
 					const result = await host.request("command", call, TIMEOUTS.command);
-					if (result?.message) ctx.ui.notify(String(result.message), result.ok ? "info" : "error");
+					// Plugins may report the outcome themselves (session-index does); show it once.
+					const message = result?.message ? String(result.message) : "";
+					if (message && !notices.has(message)) ctx.ui.notify(message, result.ok ? "info" : "error");
 				} catch (err) {
 					ctx.ui.notify(`/${command.name}: ${errorText(err)}`, "error");
 				} finally {
 					commandCtx = undefined;
+					if (commandNotices === notices) commandNotices = undefined;
 				}
 			},
 		});

@@ -35,9 +35,8 @@ pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
     let ctx = ctx.clone();
     let submitted = app.jobs.submit(&app.runtime, &key, move || {
         let Some(app) = weak.upgrade() else { return };
-        let request = request_for(&app, &ctx, false);
         // Failures are already reported to the host (entry + status).
-        let _ = run_reported(&app, &request);
+        let _ = run_serialized(&app, &ctx, false);
     });
     tracing::debug!(session = %key, ?submitted, "agent_end indexing trigger");
 }
@@ -58,12 +57,10 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
     if !app.host.wait_for_idle(timeout) {
         tracing::warn!("the agent did not become idle within {timeout:?}; indexing anyway");
     }
-    let request = request_for(app, &call.ctx, true);
-    match run_reported(app, &request) {
+    match run_serialized(app, &call.ctx, true) {
         Ok(Some(indexed)) => {
             let meta = &indexed.meta;
-            let cost = meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
-            let message = format!("Indexed: {} ({}, ${cost:.4})", meta.name, meta.model);
+            let message = format!("Indexed: {} ({}, {})", meta.name, meta.model, report::cost_label(meta));
             app.host.notify(&message, NotifyLevel::Success);
             CommandResult {
                 ok: true,
@@ -81,6 +78,22 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         Ok(None) => failed("nothing to index".into()),
         Err(failure) => failed(format!("Indexing failed: {}", failure.error)),
     }
+}
+
+/// Index the session of `ctx` once no other run of it is in progress.
+///
+/// `/index-session` runs on the command thread, outside the background job
+/// that `agent_end` started; run side by side, both read the same previous
+/// meta and session name, and both rename and report. The request is built
+/// only once the gate is held: the host's context call is then answered after
+/// the previous run's effects (session name, entries), which a serving host
+/// applies asynchronously, so this run reads the meta and the session name
+/// that run left and continues from its leaf.
+fn run_serialized(app: &Arc<App>, ctx: &SessionContext, force: bool) -> Result<Option<Indexed>, job::Failure> {
+    let gate = report::SessionGate::enter(std::path::Path::new(ctx.session_file.as_deref().unwrap_or_default()));
+    let _held = gate.lock();
+    let request = request_for(app, ctx, force);
+    run_reported(app, &request)
 }
 
 /// The request for the session of `ctx`, on its current leaf: the live

@@ -2,8 +2,9 @@
 //! `session-index:index` entry for every attempt.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -11,12 +12,14 @@ use serde_json::{json, Value};
 use super::job::{index_session, iso_now, Failure, IndexOutcome, IndexRequest, Indexed};
 use crate::app::App;
 use crate::host::NotifyLevel;
-use crate::model::one_line;
+use crate::meta::SessionMeta;
+use crate::model::{one_line, LOCAL_PROVIDER};
 
 /// Custom entry type recorded for every attempt.
 pub const ENTRY_TYPE: &str = "session-index:index";
 
 /// Run an index with all host effects. `Ok(None)`: skipped (below threshold).
+/// Callers in the plugin hold the session's [`SessionGate`].
 pub fn run_reported(app: &Arc<App>, request: &IndexRequest) -> Result<Option<Indexed>, Failure> {
     let started = || show_status(app, "indexing…", false);
     match index_session(app, request, &started) {
@@ -63,7 +66,16 @@ fn report_success(app: &Arc<App>, indexed: &Indexed) {
         attempts = indexed.attempts,
         "indexed session"
     );
-    show_status(app, &format!("indexed (${:.4})", usage.cost_usd), true);
+    show_status(app, &format!("indexed ({})", cost_label(meta)), true);
+}
+
+/// `$0.0012` for a priced model; `offline` for the local model, whose zero
+/// cost would read like a free remote call.
+pub fn cost_label(meta: &SessionMeta) -> String {
+    if meta.model.split('/').next() == Some(LOCAL_PROVIDER) {
+        return "offline".to_string();
+    }
+    format!("${:.4}", meta.usage.as_ref().map_or(0.0, |u| u.cost_usd))
 }
 
 fn report_failure(app: &Arc<App>, failure: &Failure) {
@@ -81,6 +93,46 @@ fn report_failure(app: &Arc<App>, failure: &Failure) {
     app.host.append_entry(ENTRY_TYPE, &data);
     tracing::warn!(session = ?failure.session_id, model = ?failure.model, "indexing failed: {reason}");
     show_status(app, &format!("index failed: {}", one_line(&reason, 160)), true);
+}
+
+/// One in-process mutex per session file, dropped from the map when unused:
+/// index runs of one session never overlap (see `super::run_serialized`).
+pub struct SessionGate {
+    key: PathBuf,
+    mutex: Arc<Mutex<()>>,
+}
+
+impl SessionGate {
+    fn gates() -> &'static Mutex<HashMap<PathBuf, Arc<Mutex<()>>>> {
+        static GATES: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+        GATES.get_or_init(Default::default)
+    }
+
+    pub fn enter(session_file: &Path) -> SessionGate {
+        let key = std::path::absolute(session_file).unwrap_or_else(|_| session_file.to_path_buf());
+        let mutex = match Self::gates().lock() {
+            Ok(mut map) => map.entry(key.clone()).or_default().clone(),
+            // A poisoned map only loses the serialization, never the index.
+            Err(_) => Arc::default(),
+        };
+        SessionGate { key, mutex }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, ()> {
+        // A run that panicked left nothing half-done that the gate protects.
+        self.mutex.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for SessionGate {
+    fn drop(&mut self) {
+        if let Ok(mut map) = Self::gates().lock() {
+            // The map's own reference plus ours: nobody else waits on this session.
+            if Arc::strong_count(&self.mutex) <= 2 {
+                map.remove(&self.key);
+            }
+        }
+    }
 }
 
 /// Rename unless the user named the session themselves: a current name that

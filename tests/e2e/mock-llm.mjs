@@ -170,9 +170,14 @@ function completion(body, decided) {
 	};
 }
 
-/** Start the server; resolves to {url, requests, close}. `requests` records every call. */
+/**
+ * Start the server; resolves to {url, requests, close, pluginDelayMs}. `requests` records every call;
+ * setting `pluginDelayMs` delays the answers to the plugin's own calls (a slow cheap model),
+ * `pluginFailStatus` fails them with that HTTP status.
+ */
 export function startMockServer() {
 	const requests = [];
+	const control = { pluginDelayMs: 0, pluginFailStatus: 0 };
 	const server = createServer((req, res) => {
 		let raw = "";
 		req.on("data", (c) => (raw += c));
@@ -197,25 +202,36 @@ export function startMockServer() {
 			}
 			const decided = reply(body);
 			requests.push({ body, reply: decided, authorization: req.headers.authorization });
-			if (body.stream) {
-				res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-				for (const c of sseChunks(body, decided)) res.write(`data: ${JSON.stringify(c)}\n\n`);
-				res.end("data: [DONE]\n\n");
-			} else {
-				res.writeHead(200, { "content-type": "application/json" });
-				res.end(JSON.stringify(completion(body, decided)));
+			if (decided.kind === "plugin" && control.pluginFailStatus) {
+				res.writeHead(control.pluginFailStatus, { "content-type": "application/json" });
+				res.end(JSON.stringify({ error: { message: `mock failure ${control.pluginFailStatus}`, type: "server_error" } }));
+				return;
 			}
+			const delay = decided.kind === "plugin" ? control.pluginDelayMs : 0;
+			setTimeout(() => respond(res, body, decided), delay);
 		});
 	});
+	function respond(res, body, decided) {
+		if (body.stream) {
+			res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+			for (const c of sseChunks(body, decided)) res.write(`data: ${JSON.stringify(c)}\n\n`);
+			res.end("data: [DONE]\n\n");
+		} else {
+			res.writeHead(200, { "content-type": "application/json" });
+			res.end(JSON.stringify(completion(body, decided)));
+		}
+	}
 	return new Promise((resolve, reject) => {
 		server.once("error", reject);
 		server.listen(0, "127.0.0.1", () => {
 			const { port } = server.address();
-			resolve({
-				url: `http://127.0.0.1:${port}/v1`,
-				requests,
-				close: () => new Promise((r) => server.close(() => r())),
-			});
+			resolve(
+				Object.assign(control, {
+					url: `http://127.0.0.1:${port}/v1`,
+					requests,
+					close: () => new Promise((r) => server.close(() => r())),
+				}),
+			);
 		});
 	});
 }

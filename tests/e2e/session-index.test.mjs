@@ -122,6 +122,29 @@ test("the session name is set and session-index:* custom entries are present", a
 	assert.ok(custom.length > 0, `no session-index:* entries; custom types: ${entries.filter((e) => e.type === "custom").map((e) => e.customType)}`);
 });
 
+test("two agent runs ending back to back after an index do not index again", async () => {
+	assert.ok(state.alphaMeta, "needs the indexed alpha session");
+	const successes = (entries) => entries.filter((e) => e.type === "custom" && e.customType === "session-index:index" && e.data?.success);
+	const infos = (entries) => entries.filter((e) => e.type === "session_info");
+	// The first index's effects land asynchronously (notifications to the bridge).
+	await eventually(async () => successes((await sessionEntries()).entries).length >= 1, `the first index entry\n${bridgeLog()}`);
+	const pluginCalls = () => mock.requests.filter((r) => r.reply.kind === "plugin").length;
+	const callsBefore = pluginCalls();
+	// Fewer than THRESHOLD new user messages: neither run may index.
+	for (let i = 1; i < THRESHOLD; i++) await pi.prompt(`TOPIC:alpha Follow-up ${i}: rollout order agreed.`);
+	// Give the coalesced background jobs time to (wrongly) run and report.
+	await new Promise((resolve) => setTimeout(resolve, 4000));
+	const { entries } = await sessionEntries();
+	const meta = JSON.parse(readFileSync(metaPath(state.alphaId), "utf8"));
+	const leafIndex = entries.findIndex((e) => e.id === meta.lastIndexedLeafId);
+	const summary = entries.map((e) => `${e.id}<-${e.parentId} ${e.type}${e.customType ? `:${e.customType}` : ""}${e.message ? `:${e.message.role}` : ""}`).join("\n");
+	assert.equal(successes(entries).length, 1, `one index, one session-index:index success entry\nlastIndexedLeafId ${meta.lastIndexedLeafId}\n${summary}\n${bridgeLog()}`);
+	assert.equal(infos(entries).length, 1, `one index, one session_info\n${summary}`);
+	assert.equal(pluginCalls(), callsBefore, "no model call for an index below the threshold");
+	assert.ok(leafIndex > 0, `lastIndexedLeafId ${meta.lastIndexedLeafId} names an entry of the session file`);
+	state.alphaMeta = meta;
+});
+
 test("@@<session name> injects a session-reference custom_message with the referenced summary", async () => {
 	assert.ok(state.alphaMeta, "needs the indexed alpha session");
 	await pi.command({ type: "new_session" });
@@ -133,6 +156,10 @@ test("@@<session name> injects a session-reference custom_message with the refer
 	const ref = entries.find((e) => e.type === "custom_message" && e.customType === "session-reference");
 	assert.ok(ref, `no session-reference custom_message in ${entries.map((e) => e.customType ?? e.type)}\n${bridgeLog()}`);
 	assert.ok(ref.content.includes(state.alphaMeta.summary), "the injected content holds the referenced summary");
+	const inject = entries.filter((e) => e.type === "custom" && e.customType === "session-reference:inject");
+	assert.equal(inject.length, 1, "one @@ telemetry entry for the prompt");
+	assert.equal(inject[0].data.success, true);
+	assert.equal(inject[0].data.resolvedCount, 1);
 });
 
 test("query_session called by the model returns a cited answer in the tool result", async () => {
@@ -146,6 +173,10 @@ test("query_session called by the model returns a cited answer in the tool resul
 	const alphaIds = readEntries(sessionFileById(world.agentDir, state.alphaId)).map((e) => e.id).filter(Boolean);
 	const cited = alphaIds.filter((id) => text.includes(id) || JSON.stringify(result.message.details ?? {}).includes(id));
 	assert.ok(cited.length > 0, `the answer cites no entry of the alpha session: ${text}`);
+	const telemetry = entries.filter((e) => e.type === "custom" && e.customType === "session-query:query");
+	assert.equal(telemetry.length, 1, "one query telemetry entry for the tool call");
+	assert.equal(telemetry[0].data.success, true);
+	assert.equal(telemetry[0].data.sessionId, state.alphaId);
 });
 
 test("/index-session indexes the current session below the threshold", async () => {
@@ -157,6 +188,84 @@ test("/index-session indexes the current session below the threshold", async () 
 	assert.deepEqual(errors.map((e) => e.message), [], "no error notifications");
 	const meta = await eventually(() => existsSync(metaPath(state.betaId)) && JSON.parse(readFileSync(metaPath(state.betaId), "utf8")), `meta of beta\n${bridgeLog()}`, 60_000);
 	assert.equal(meta.sessionId, state.betaId);
+	const indexed = pi.events.slice(from).filter((e) => e.method === "notify" && /^Indexed: /.test(e.message ?? ""));
+	assert.equal(indexed.length, 1, `one "Indexed" notice per index: ${JSON.stringify(indexed)}`);
+});
+
+test("the run that reaches the threshold and the next one, ending back to back, index once", async () => {
+	await pi.command({ type: "new_session" });
+	const { sessionId } = await pi.command({ type: "get_state" });
+	const pluginCalls = () => mock.requests.filter((r) => r.reply.kind === "plugin" && /TOPIC:gamma/.test(JSON.stringify(r.body.messages))).length;
+	// A slow cheap model keeps the first job running while the next agent run ends.
+	mock.pluginDelayMs = 1500;
+	try {
+		for (let i = 1; i <= THRESHOLD; i++) await pi.prompt(`TOPIC:gamma Step ${i}: chose blue-green deploys.`);
+		await pi.prompt("TOPIC:gamma One more: the rollback plan is written.");
+		await eventually(() => existsSync(metaPath(sessionId)), `meta of gamma\n${bridgeLog()}`, 60_000);
+		// Room for a (wrong) coalesced re-run to call the model and report.
+		await new Promise((resolve) => setTimeout(resolve, 4000));
+	} finally {
+		mock.pluginDelayMs = 0;
+	}
+	const { entries } = await sessionEntries();
+	const summary = entries.map((e) => `${e.id}<-${e.parentId} ${e.type}${e.customType ? `:${e.customType}` : ""}${e.message ? `:${e.message.role}` : ""}`).join("\n");
+	const meta = JSON.parse(readFileSync(metaPath(sessionId), "utf8"));
+	const indexEntries = entries.filter((e) => e.type === "custom" && e.customType === "session-index:index");
+	assert.deepEqual(indexEntries.map((e) => e.data.success), [true], `exactly one index attempt, a success\nlastIndexedLeafId ${meta.lastIndexedLeafId}\n${summary}\n${bridgeLog()}`);
+	assert.equal(entries.filter((e) => e.type === "session_info").length, 1, `one session_info\n${summary}`);
+	assert.equal(pluginCalls(), 1, "one model call");
+	assert.ok(entries.some((e) => e.id === meta.lastIndexedLeafId), `lastIndexedLeafId ${meta.lastIndexedLeafId} is an entry of the session file\n${summary}`);
+});
+
+test("/index-session right after the run that reaches the threshold waits for the background index", async () => {
+	await pi.command({ type: "new_session" });
+	const { sessionId } = await pi.command({ type: "get_state" });
+	mock.pluginDelayMs = 1500;
+	try {
+		for (let i = 1; i <= THRESHOLD; i++) await pi.prompt(`TOPIC:delta Step ${i}: picked the canary region.`);
+		// The background index of the last run is now waiting on the (slow) model.
+		await pi.command({ type: "prompt", message: "/index-session" }, 120_000);
+		await new Promise((resolve) => setTimeout(resolve, 2000));
+	} finally {
+		mock.pluginDelayMs = 0;
+	}
+	const { entries } = await sessionEntries();
+	const summary = entries.map((e) => `${e.id}<-${e.parentId} ${e.type}${e.customType ? `:${e.customType}` : ""}${e.message ? `:${e.message.role}` : ""}`).join("\n");
+	const attempts = entries.filter((e) => e.type === "custom" && e.customType === "session-index:index");
+	assert.deepEqual(attempts.map((e) => e.data.success), [true, true], `the background index, then the command's\n${summary}\n${bridgeLog()}`);
+	const names = entries.filter((e) => e.type === "session_info").map((e) => e.name);
+	assert.ok(names.length >= 1 && names.every((n, i) => i === 0 || n !== names[i - 1]), `no name is set twice in a row: ${names}\n${summary}`);
+	// The command's run started after the background one had reported, and continued from it.
+	const meta = JSON.parse(readFileSync(metaPath(sessionId), "utf8"));
+	const leaf = entries.findIndex((e) => e.id === meta.lastIndexedLeafId);
+	const firstReport = entries.findIndex((e) => e.id === attempts[0].id);
+	assert.ok(leaf >= firstReport, `lastIndexedLeafId ${meta.lastIndexedLeafId} is at or after the first run's report\n${summary}`);
+});
+
+test("failed index attempts are recorded as session-index:index entries and shown in the status line", async () => {
+	await pi.command({ type: "new_session" });
+	const { sessionId } = await pi.command({ type: "get_state" });
+	const from = pi.events.length;
+	mock.pluginFailStatus = 500;
+	let entries;
+	try {
+		for (let i = 1; i <= THRESHOLD; i++) await pi.prompt(`TOPIC:epsilon Step ${i}: the model is down.`);
+		entries = await eventually(async () => {
+			const found = (await sessionEntries()).entries;
+			return found.some((e) => e.customType === "session-index:index") && found;
+		}, `a failure entry\n${bridgeLog()}`);
+	} finally {
+		mock.pluginFailStatus = 0;
+	}
+	const attempts = entries.filter((e) => e.type === "custom" && e.customType === "session-index:index");
+	assert.equal(attempts.length, 1, "one attempt for the run that reached the threshold");
+	assert.equal(attempts[0].data.success, false);
+	assert.equal(attempts[0].data.sessionId, sessionId);
+	assert.match(attempts[0].data.error, /\S/, "the failure says why");
+	assert.ok(!existsSync(metaPath(sessionId)), "no meta file after a failed index");
+	assert.equal(entries.filter((e) => e.type === "session_info").length, 0, "a failed index names nothing");
+	const status = await pi.waitFor((e) => e.method === "setStatus" && e.statusKey === "session-index" && /^index failed: /.test(e.statusText ?? ""), "the failure status", 10_000, from);
+	assert.ok(status.statusText.length > "index failed: ".length);
 });
 
 test("a plugin that cannot load leaves pi working and says why once", async () => {
