@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::host::Host;
 use crate::jobs::Jobs;
 use crate::runtime::Runtime;
+use crate::status::StatusLine;
 
 pub struct App {
     pub host: Host,
@@ -25,6 +26,8 @@ pub struct App {
     pub jobs: Jobs,
     /// In-memory index of sessions and meta files, shared by `@@` references and query_session.
     pub catalog: Catalog,
+    /// The one status-line entry all features share.
+    pub status: StatusLine,
     /// `query_session` calls made in the current agent run.
     pub query_calls_this_run: AtomicU32,
 }
@@ -44,6 +47,7 @@ impl App {
             runtime: Runtime::new()?,
             jobs: Jobs::new(),
             catalog,
+            status: StatusLine::new(),
             query_calls_this_run: AtomicU32::new(0),
         }))
     }

@@ -24,6 +24,8 @@ pub mod redact;
 pub mod references;
 pub mod runtime;
 pub mod session;
+pub mod status;
+pub mod time;
 pub mod views;
 
 pub use ffi::get_library;

@@ -191,7 +191,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
     let session_file = absolute(&request.session_file);
     let parent = session.header.parent_session.clone();
     let (path, meta) = meta::update(&request.meta_dir, &session_id, |current| {
-        let now = iso_now();
+        let now = crate::time::iso_now();
         let created_at = current.as_ref().map(|m| m.created_at.clone()).filter(|c| !c.is_empty());
         SessionMeta {
             schema_version: SCHEMA_VERSION,
@@ -271,39 +271,4 @@ fn files_text(files: &FilesTouched) -> String {
 
 fn absolute(path: &Path) -> String {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).to_string_lossy().into_owned()
-}
-
-/// Now as JavaScript's `toISOString` (`2026-01-02T03:04:05.678Z`).
-pub fn iso_now() -> String {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    iso_from_millis(since.as_millis() as i64)
-}
-
-pub fn iso_from_millis(ms: i64) -> String {
-    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn iso_dates_match_javascript() {
-        assert_eq!(iso_from_millis(0), "1970-01-01T00:00:00.000Z");
-        // new Date(1795310551415).toISOString()
-        assert_eq!(iso_from_millis(1_795_310_551_415), "2026-11-22T01:22:31.415Z");
-        assert_eq!(iso_from_millis(951_782_400_000), "2000-02-29T00:00:00.000Z");
-    }
 }

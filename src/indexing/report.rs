@@ -5,15 +5,15 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::job::{index_session, iso_now, Failure, IndexOutcome, IndexRequest, Indexed};
+use super::job::{index_session, Failure, IndexOutcome, IndexRequest, Indexed};
 use crate::app::App;
 use crate::host::NotifyLevel;
 use crate::meta::SessionMeta;
 use crate::model::{one_line, LOCAL_PROVIDER};
+use crate::time::iso_now;
 
 /// Custom entry type recorded for every attempt.
 pub const ENTRY_TYPE: &str = "session-index:index";
@@ -156,42 +156,9 @@ fn warn_offline_once(app: &Arc<App>, reason: &str) {
     }
 }
 
-/// Status generations per App: a delayed clear only fires if no newer status was shown since.
-fn generations() -> &'static Mutex<HashMap<usize, u64>> {
-    static GENERATIONS: OnceLock<Mutex<HashMap<usize, u64>>> = OnceLock::new();
-    GENERATIONS.get_or_init(Default::default)
-}
-
-fn app_key(app: &Arc<App>) -> usize {
-    Arc::as_ptr(app) as usize
-}
-
-/// Show `text` under the configured status key; with `auto_clear`, clear it
-/// after `notificationAutoClearMs` unless a newer status replaced it.
-pub fn show_status(app: &Arc<App>, text: &str, auto_clear: bool) {
-    let key = app_key(app);
-    let generation = {
-        let Ok(mut map) = generations().lock() else { return };
-        let generation = map.entry(key).or_default();
-        *generation += 1;
-        // Set while holding the lock so a pending clear cannot interleave.
-        app.host.set_status(&app.config.status_key, Some(text));
-        *generation
-    };
-    let delay = app.config.notification_auto_clear_ms;
-    if !auto_clear || delay == 0 {
-        return;
-    }
-    let weak = Arc::downgrade(app);
-    app.runtime.handle().spawn(async move {
-        tokio::time::sleep(Duration::from_millis(delay)).await;
-        let Some(app) = weak.upgrade() else { return };
-        if let Ok(map) = generations().lock() {
-            if map.get(&key) == Some(&generation) {
-                app.host.set_status(&app.config.status_key, None);
-            }
-        }
-    });
+/// Show an indexing status (see [`crate::status::show`]).
+fn show_status(app: &Arc<App>, text: &str, auto_clear: bool) {
+    crate::status::show(app, "indexing", text, auto_clear);
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! The tool call around [`super::answer_path`]: arguments, the per-run call
 //! limit, resolution, the result document, telemetry and the status line.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use pi_ext_abi::protocol::{SessionContext, ToolCall, ToolResult};
 use serde::Deserialize;
@@ -19,8 +19,6 @@ const MAX_REF_CHARS: usize = 500;
 const MAX_QUESTION_CHARS: usize = 4000;
 
 /// Bumped on every status update, so a delayed clear never erases a newer status.
-static STATUS_GENERATION: AtomicU64 = AtomicU64::new(0);
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Args {
@@ -66,7 +64,7 @@ pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
                 "code": code,
                 "message": message,
                 "latencyMs": latency_ms,
-                "timestamp": now_ms(),
+                "timestamp": crate::time::iso_now(),
             });
             app.host.append_entry(TELEMETRY_TYPE, &telemetry);
             ToolResult::text(format!("query_session failed ({code}): {message}"), error.details(), true)
@@ -139,7 +137,7 @@ fn report_success(app: &Arc<App>, answer: &QueryAnswer) {
         "costUsd": answer.cost_usd,
         "attempts": answer.attempts,
         "latencyMs": answer.latency_ms,
-        "timestamp": now_ms(),
+        "timestamp": crate::time::iso_now(),
     });
     app.host.append_entry(TELEMETRY_TYPE, &telemetry);
     let status = format!("queried \"{}\" (${:.4})", super::windows::shorten(&answer.name, 40), answer.cost_usd);
@@ -147,24 +145,5 @@ fn report_success(app: &Arc<App>, answer: &QueryAnswer) {
 }
 
 fn set_status_for_a_while(app: &Arc<App>, text: &str) {
-    let key = app.config.status_key.clone();
-    app.host.set_status(&key, Some(text));
-    let generation = STATUS_GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
-    let clear_after = app.config.notification_auto_clear_ms;
-    if clear_after == 0 {
-        return;
-    }
-    // Only the host handle is captured: the runtime (and this task) must not
-    // keep the App alive past the plugin's shutdown.
-    let host = app.host.clone();
-    app.runtime.handle().spawn(async move {
-        tokio::time::sleep(Duration::from_millis(clear_after)).await;
-        if STATUS_GENERATION.load(Ordering::SeqCst) == generation {
-            host.set_status(&key, None);
-        }
-    });
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    crate::status::show(app, "query", text, true);
 }

@@ -40,8 +40,8 @@ pub fn body(sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, answer: 
     let date = match (entry.created.as_str(), entry.modified_ms) {
         ("", 0) => None,
         (c, 0) => Some(c.to_string()),
-        ("", m) => Some(format!("last active {}", iso_ms(m))),
-        (c, m) => Some(format!("{c} (last active {})", iso_ms(m))),
+        ("", m) => Some(format!("last active {}", crate::time::iso_from_millis(m as i64))),
+        (c, m) => Some(format!("{c} (last active {})", crate::time::iso_from_millis(m as i64))),
     };
     lines.extend(date.map(|d| format!("date: {d}")));
     if !entry.cwd.is_empty() {
@@ -129,32 +129,5 @@ fn push_bullets(lines: &mut Vec<String>, key: &str, values: &[String]) {
     if !values.is_empty() {
         lines.push(format!("{key}:"));
         lines.extend(values.iter().map(|v| format!("- {}", one_line(v))));
-    }
-}
-
-/// ISO-8601 UTC for a Unix time in ms (no date crate needed for this one format).
-pub fn iso_ms(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60, ms % 1000)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn iso() {
-        assert_eq!(super::iso_ms(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(super::iso_ms(1_795_310_553_721), "2026-11-22T01:22:33.721Z");
     }
 }

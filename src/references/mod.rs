@@ -10,7 +10,6 @@ pub mod extract;
 pub mod parse;
 pub mod render;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pi_ext_abi::protocol::{CustomMessage, SessionContext};
@@ -220,18 +219,15 @@ fn ask(app: &App, ctx: &SessionContext, entry: &CatalogEntry, question: &str) ->
     describe::Answered { question: question.to_string(), result }
 }
 
-/// Whether this plugin's last status line is an unresolved-references warning.
-static WARNING_SHOWN: AtomicBool = AtomicBool::new(false);
+/// The status line shows unresolved references until a prompt resolves all of its own.
+const STATUS_OWNER: &str = "references";
 
-fn report(app: &App, built: &Built, rendered: &render::Rendered) {
+fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
     let host = &app.host;
     if built.unresolved.is_empty() {
         // Clear only our own earlier warning, never another feature's status.
-        if WARNING_SHOWN.swap(false, Ordering::Relaxed) {
-            host.set_status(&app.config.status_key, None);
-        }
+        crate::status::clear_if_owner(app, STATUS_OWNER);
     } else {
-        WARNING_SHOWN.store(true, Ordering::Relaxed);
         let list: Vec<String> =
             built.unresolved.iter().map(|u| format!("{}: {}", clip(&u.reference, 80), clip(&u.reason, 300))).collect();
         host.notify(&format!("Session reference not resolved — {}", list.join(" | ")), NotifyLevel::Warning);
@@ -240,7 +236,7 @@ fn report(app: &App, built: &Built, rendered: &render::Rendered) {
             built.unresolved.len(),
             built.unresolved.len() + built.resolved
         );
-        host.set_status(&app.config.status_key, Some(&status));
+        crate::status::show(app, STATUS_OWNER, &status, false);
     }
     let reasons: Vec<&str> = built.unresolved.iter().map(|u| u.code).collect();
     host.append_entry(
@@ -252,13 +248,9 @@ fn report(app: &App, built: &Built, rendered: &render::Rendered) {
             "unresolvedReasons": reasons,
             "injectedBytes": rendered.content.len(),
             "truncated": rendered.truncated,
-            "timestamp": describe::iso_ms(now_ms()),
+            "timestamp": crate::time::iso_now(),
         }),
     );
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 fn clip(s: &str, chars: usize) -> String {
