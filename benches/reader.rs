@@ -40,7 +40,7 @@ struct Args {
     #[arg(long, default_value_t = 3)]
     runs: usize,
     /// Measurements of pi per file (a failed run is not repeated).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 3)]
     node_runs: usize,
     /// PRNG seed of the generated sessions.
     #[arg(long, default_value_t = 42)]
@@ -114,6 +114,17 @@ fn paths(args: &Args) -> Paths {
     Paths { root, data, results }
 }
 
+/// The median (mean of the two middle values for an even count).
+fn median(mut t: Vec<f64>) -> Option<f64> {
+    t.sort_by(f64::total_cmp);
+    let n = t.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(t[n / 2]),
+        _ => Some((t[n / 2 - 1] + t[n / 2]) / 2.0),
+    }
+}
+
 /// Result of one side (ours or pi) on one file.
 #[derive(Default)]
 struct Side {
@@ -127,21 +138,15 @@ impl Side {
     }
 
     fn median_secs(&self) -> Option<f64> {
-        let mut t: Vec<f64> = self.ok().iter().map(|s| s.secs).collect();
-        if t.is_empty() {
-            return None;
-        }
-        t.sort_by(f64::total_cmp);
-        Some(t[t.len() / 2])
+        median(self.ok().iter().map(|s| s.secs).collect())
     }
 
     fn median_cpu_secs(&self) -> Option<f64> {
-        let mut t: Vec<f64> = self.ok().iter().map(|s| s.cpu_secs).filter(|&c| c > 0.0).collect();
-        if t.is_empty() {
-            return None;
-        }
-        t.sort_by(f64::total_cmp);
-        Some(t[t.len() / 2])
+        median(self.ok().iter().map(|s| s.cpu_secs).filter(|&c| c > 0.0).collect())
+    }
+
+    fn min_secs(&self) -> Option<f64> {
+        self.ok().iter().map(|s| s.secs).min_by(f64::total_cmp)
     }
 
     /// The highest self-reported peak over the runs (conservative).
@@ -155,6 +160,7 @@ impl Side {
             "failure": self.failure,
             "medianSecs": self.median_secs(),
             "medianCpuSecs": self.median_cpu_secs(),
+            "minSecs": self.min_secs(),
             "mbPerSec": self.median_secs().map(|s| bytes as f64 / MB / s),
             "peakRssBytes": self.peak_rss_bytes(),
         })
