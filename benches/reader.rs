@@ -11,6 +11,8 @@
 mod generate;
 #[path = "reader_support/measure.rs"]
 mod measure;
+#[path = "reader_support/pools.rs"]
+mod pools;
 
 use std::fs::File;
 use std::io::Read;
@@ -21,8 +23,9 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use serde_json::{json, Value};
 
-use generate::{GenStats, Pools, GEN_VERSION};
+use generate::{GenStats, GEN_VERSION};
 use measure::Sample;
+use pools::Pools;
 
 const MB: f64 = 1_000_000.0;
 /// Targets from issue 3.
