@@ -11,6 +11,8 @@
 mod generate;
 #[path = "reader_support/measure.rs"]
 mod measure;
+#[path = "reader_support/pools.rs"]
+mod pools;
 
 use std::fs::File;
 use std::io::Read;
@@ -21,8 +23,9 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use serde_json::{json, Value};
 
-use generate::{GenStats, Pools, GEN_VERSION};
+use generate::{GenStats, GEN_VERSION};
 use measure::Sample;
+use pools::Pools;
 
 const MB: f64 = 1_000_000.0;
 /// Targets from issue 3.
@@ -40,7 +43,7 @@ struct Args {
     #[arg(long, default_value_t = 3)]
     runs: usize,
     /// Measurements of pi per file (a failed run is not repeated).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 3)]
     node_runs: usize,
     /// PRNG seed of the generated sessions.
     #[arg(long, default_value_t = 42)]
@@ -114,6 +117,17 @@ fn paths(args: &Args) -> Paths {
     Paths { root, data, results }
 }
 
+/// The median (mean of the two middle values for an even count).
+fn median(mut t: Vec<f64>) -> Option<f64> {
+    t.sort_by(f64::total_cmp);
+    let n = t.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(t[n / 2]),
+        _ => Some((t[n / 2 - 1] + t[n / 2]) / 2.0),
+    }
+}
+
 /// Result of one side (ours or pi) on one file.
 #[derive(Default)]
 struct Side {
@@ -127,21 +141,15 @@ impl Side {
     }
 
     fn median_secs(&self) -> Option<f64> {
-        let mut t: Vec<f64> = self.ok().iter().map(|s| s.secs).collect();
-        if t.is_empty() {
-            return None;
-        }
-        t.sort_by(f64::total_cmp);
-        Some(t[t.len() / 2])
+        median(self.ok().iter().map(|s| s.secs).collect())
     }
 
     fn median_cpu_secs(&self) -> Option<f64> {
-        let mut t: Vec<f64> = self.ok().iter().map(|s| s.cpu_secs).filter(|&c| c > 0.0).collect();
-        if t.is_empty() {
-            return None;
-        }
-        t.sort_by(f64::total_cmp);
-        Some(t[t.len() / 2])
+        median(self.ok().iter().map(|s| s.cpu_secs).filter(|&c| c > 0.0).collect())
+    }
+
+    fn min_secs(&self) -> Option<f64> {
+        self.ok().iter().map(|s| s.secs).min_by(f64::total_cmp)
     }
 
     /// The highest self-reported peak over the runs (conservative).
@@ -155,6 +163,7 @@ impl Side {
             "failure": self.failure,
             "medianSecs": self.median_secs(),
             "medianCpuSecs": self.median_cpu_secs(),
+            "minSecs": self.min_secs(),
             "mbPerSec": self.median_secs().map(|s| bytes as f64 / MB / s),
             "peakRssBytes": self.peak_rss_bytes(),
         })

@@ -2,7 +2,7 @@
 //! migration and bounding tool-result text.
 
 use super::model::*;
-use super::raw::{RawBlock, RawContent, RawLine, RawMessage};
+use super::raw::{RawBlock, RawContent, RawLine, RawMessage, TextField};
 use serde_json::Value;
 
 /// Tool-result text kept per block: at most this many UTF-16 units, and at
@@ -38,9 +38,13 @@ pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
 
 /// Length in UTF-16 code units (JavaScript's `string.length`).
 pub fn utf16_len(text: &str) -> usize {
+    utf16_len_bytes(text.as_bytes())
+}
+
+/// [`utf16_len`] of UTF-8 bytes.
+pub fn utf16_len_bytes(bytes: &[u8]) -> usize {
     // Units = chars + one more per 4-byte sequence = bytes − continuation
     // bytes + 4-byte leads. Small per-chunk counters let this vectorize.
-    let bytes = text.as_bytes();
     let (mut continuation, mut four) = (0usize, 0usize);
     for chunk in bytes.chunks(128) {
         let (mut c, mut f) = (0u8, 0u8);
@@ -71,6 +75,9 @@ fn to_u64(n: Option<f64>) -> u64 {
 fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
     match raw.ty.as_str()? {
         "text" => {
+            if let (true, TextField::Bounded(b)) = (bound_text, &raw.text) {
+                return Some(Block::Text(b.clone()));
+            }
             let text = raw.text.as_str().unwrap_or_default();
             Some(Block::Text(if bound_text {
                 bounded(text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)

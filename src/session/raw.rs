@@ -171,7 +171,7 @@ pub(crate) struct RawBlock<'a> {
     #[serde(rename = "type", borrow, default)]
     pub ty: Str<'a>,
     #[serde(borrow, default)]
-    pub text: Str<'a>,
+    pub text: TextField<'a>,
     #[serde(borrow, default)]
     pub thinking: Str<'a>,
     #[serde(borrow, default)]
@@ -421,5 +421,135 @@ impl Str<'_> {
 impl std::fmt::Debug for RawLine<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RawLine").field("type", &self.ty).field("id", &self.id).finish()
+    }
+}
+
+thread_local! {
+    /// Set while parsing a line known to be a tool result (see
+    /// [`bounded_text_scope`]): its text blocks are then measured and cut while
+    /// parsing instead of being copied whole.
+    static BOUNDED_TEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with tool-result text bounding on (restored afterwards).
+pub(crate) fn bounded_text_scope<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            BOUNDED_TEXT.with(|b| b.set(self.0));
+        }
+    }
+    let _reset = Reset(BOUNDED_TEXT.with(|b| b.replace(true)));
+    f()
+}
+
+/// A block's `text`: whole, or (in a bounded scope) only its head and lengths.
+#[derive(Debug, Default)]
+pub(crate) enum TextField<'a> {
+    #[default]
+    Missing,
+    Whole(Cow<'a, str>),
+    Bounded(crate::session::model::BoundedText),
+}
+
+impl TextField<'_> {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            TextField::Whole(s) => Some(s),
+            TextField::Bounded(b) => Some(&b.head),
+            TextField::Missing => None,
+        }
+    }
+}
+
+struct BoundedVisitor;
+
+impl<'de> Visitor<'de> for BoundedVisitor {
+    type Value = TextField<'static>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bytes<E>(self, v: &[u8]) -> Result<Self::Value, E> {
+        Ok(TextField::Bounded(bounded_bytes(v)))
+    }
+    fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+        Ok(TextField::Bounded(bounded_bytes(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(TextField::Bounded(bounded_bytes(v.as_bytes())))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(TextField::Missing)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(TextField::Missing)
+    }
+}
+
+/// The bounded form of a (possibly long) tool output given as raw bytes:
+/// only the kept head is validated and copied; the lengths are counted on
+/// the bytes (exact for valid UTF-8, which is what pi writes).
+fn bounded_bytes(bytes: &[u8]) -> crate::session::model::BoundedText {
+    use crate::session::convert::{bounded, utf16_len_bytes, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
+    let mut limit = bytes.len().min(TOOL_TEXT_HEAD_BYTES);
+    if limit < bytes.len() {
+        // Do not cut inside a character.
+        while limit > 0 && (bytes[limit] as i8) < -0x40 {
+            limit -= 1;
+        }
+    }
+    let head = wtf8_lossy(&bytes[..limit]);
+    let mut b = bounded(&head, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES);
+    if limit < bytes.len() || b.head.len() < head.len() {
+        b.full_utf16_len = utf16_len_bytes(bytes);
+        b.full_bytes = bytes.len();
+    }
+    b
+}
+
+/// UTF-8 from serde_json's raw string bytes, which encode lone surrogate
+/// escapes as 3-byte WTF-8 sequences: each becomes one U+FFFD (one UTF-16
+/// unit, like the surrogate in JavaScript); other invalid bytes are replaced
+/// as `String::from_utf8_lossy` (and JavaScript's decoder) do.
+fn wtf8_lossy(bytes: &[u8]) -> Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                break;
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                out.push('\u{FFFD}');
+                let surrogate = after.len() >= 3
+                    && after[0] == 0xED
+                    && (0xA0..=0xBF).contains(&after[1])
+                    && (0x80..=0xBF).contains(&after[2]);
+                let skip = if surrogate { 3 } else { e.error_len().unwrap_or(after.len()) };
+                rest = &after[skip..];
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for TextField<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if BOUNDED_TEXT.with(|b| b.get()) {
+            // As bytes: serde_json then scans with memchr and skips UTF-8
+            // validation, and nothing beyond the head is copied.
+            return d.deserialize_bytes(BoundedVisitor);
+        }
+        Ok(match d.deserialize_any(SeenVisitor)? {
+            Seen::Str(s) => TextField::Whole(s),
+            _ => TextField::Missing,
+        })
     }
 }

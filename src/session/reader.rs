@@ -142,6 +142,29 @@ pub(crate) fn parse_line<'b, T: serde::Deserialize<'b>>(
     (serde_json::from_str::<T>(fixed), bad_utf8)
 }
 
+/// pi writes `"message":{"role":"toolResult"` right after the scalar
+/// entry fields; such lines are parsed with tool-result text bounding on.
+fn looks_like_tool_result(text: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"message\":{\"role\":\"";
+    let window = &text[..text.len().min(1024)];
+    memchr::memmem::find(window, KEY).is_some_and(|i| window[i + KEY.len()..].starts_with(b"toolResult\""))
+}
+
+/// [`parse_line`] for an entry line, with a fast path for tool results: their
+/// (often long) text is measured while parsing, never copied whole. The fast
+/// path is used only when the parsed role confirms the guess.
+fn parse_entry<'b>(text: &'b [u8], repaired: &'b mut Option<String>) -> (Result<RawLine<'b>, serde_json::Error>, bool) {
+    if looks_like_tool_result(text) {
+        if let Ok(line) = super::raw::bounded_text_scope(|| serde_json::from_slice::<RawLine<'_>>(text)) {
+            let role = line.message.as_ref().and_then(|m| m.0.as_ref()).and_then(|m| m.role.as_str());
+            if role == Some("toolResult") {
+                return (Ok(line), false);
+            }
+        }
+    }
+    parse_line::<RawLine<'_>>(text, repaired)
+}
+
 fn hex4(b: &[u8]) -> Option<u16> {
     let s = std::str::from_utf8(b.get(..4)?).ok()?;
     u16::from_str_radix(s, 16).ok()
@@ -280,7 +303,7 @@ pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
             continue;
         }
         let mut repaired = None;
-        let (parsed, was_repaired) = parse_line::<RawLine<'_>>(line.text, &mut repaired);
+        let (parsed, was_repaired) = parse_entry(line.text, &mut repaired);
         if was_repaired {
             warnings.invalid_utf8_lines += 1;
         }
