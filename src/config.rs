@@ -204,10 +204,36 @@ pub fn parse(json: &str) -> Result<Config, Vec<String>> {
         return Ok(Config::default());
     }
     let config: Config = serde_json::from_str(trimmed).map_err(|e| vec![format!("config: {e}")])?;
-    config
-        .validate()
-        .map_err(|report| report.iter().map(|(path, error)| format!("{path}: {error}")).collect::<Vec<_>>())?;
+    config.validate().map_err(|report| {
+        report.iter().map(|(path, error)| format!("{}: {error}", file_spelling(&path.to_string()))).collect::<Vec<_>>()
+    })?;
     Ok(config)
+}
+
+/// garde reports Rust field names (`query.max_context_tokens`); users edit the
+/// camelCase file (`query.maxContextTokens`), so problems are named that way.
+fn file_spelling(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut in_brackets = false;
+    let mut upper_next = false;
+    for c in path.chars() {
+        match c {
+            '[' => in_brackets = true,
+            ']' => in_brackets = false,
+            '_' if !in_brackets => {
+                upper_next = true;
+                continue;
+            }
+            _ => {}
+        }
+        if upper_next && !in_brackets {
+            out.extend(c.to_uppercase());
+        } else {
+            out.push(c);
+        }
+        upper_next = false;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -229,7 +255,7 @@ mod tests {
     #[test]
     fn every_invalid_field_is_named() {
         let errors = parse(r#"{"minNewUserMessages":0,"query":{"maxContextTokens":1}}"#).unwrap_err();
-        assert!(errors.iter().any(|e| e.starts_with("min_new_user_messages")), "{errors:?}");
-        assert!(errors.iter().any(|e| e.starts_with("query.max_context_tokens")), "{errors:?}");
+        assert!(errors.iter().any(|e| e.starts_with("minNewUserMessages: ")), "{errors:?}");
+        assert!(errors.iter().any(|e| e.starts_with("query.maxContextTokens: ")), "{errors:?}");
     }
 }
