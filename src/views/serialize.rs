@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::jsjson;
-use crate::session::{AgentMessage, Block, BoundedText, Content, ContextMessage};
+use crate::session::{AgentMessage, Block, BoundedText, Content};
 
 /// pi's `TOOL_RESULT_MAX_CHARS`, in UTF-16 code units.
 pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
@@ -51,13 +51,6 @@ fn joined_text(blocks: &[Block]) -> String {
         }
     }
     out
-}
-
-fn user_text(content: &Content) -> String {
-    match content {
-        Content::Text(t) => t.clone(),
-        Content::Blocks(blocks) => joined_text(blocks),
-    }
 }
 
 /// `${name}(${Object.entries(args).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ")})`
@@ -118,15 +111,51 @@ fn tool_result_text(blocks: &[Block]) -> Option<String> {
     Some(out)
 }
 
-fn serialize_one(message: &AgentMessage, parts: &mut Vec<String>) {
-    let user = |text: String, parts: &mut Vec<String>| {
-        if !text.is_empty() {
-            parts.push(format!("[User]: {text}"));
+/// The output, written part by part into one string (never held twice).
+struct Out {
+    text: String,
+}
+
+impl Out {
+    /// Starts a new part (parts are joined with a blank line) and returns the text.
+    fn part(&mut self) -> &mut String {
+        if !self.text.is_empty() {
+            self.text.push_str("\n\n");
         }
-    };
+        &mut self.text
+    }
+
+    fn user(&mut self, text: &str) {
+        if !text.is_empty() {
+            let t = self.part();
+            t.push_str("[User]: ");
+            t.push_str(text);
+        }
+    }
+
+    /// `label` + the items joined by `sep`, when there is any item.
+    fn joined<'s>(&mut self, label: &str, sep: &str, items: impl Iterator<Item = &'s str>) {
+        let mut items = items.peekable();
+        if items.peek().is_none() {
+            return;
+        }
+        let t = self.part();
+        t.push_str(label);
+        for (i, item) in items.enumerate() {
+            if i > 0 {
+                t.push_str(sep);
+            }
+            t.push_str(item);
+        }
+    }
+}
+
+fn serialize_one(message: &AgentMessage, out: &mut Out) {
     match message {
-        AgentMessage::User { content, .. } => user(user_text(content), parts),
-        AgentMessage::Custom { content, .. } => user(user_text(content), parts),
+        AgentMessage::User { content, .. } | AgentMessage::Custom { content, .. } => match content {
+            Content::Text(t) => out.user(t),
+            Content::Blocks(blocks) => out.user(&joined_text(blocks)),
+        },
         AgentMessage::BashExecution {
             command,
             output,
@@ -146,51 +175,60 @@ fn serialize_one(message: &AgentMessage, parts: &mut Vec<String>) {
                     *truncated,
                     full_output_path.as_deref(),
                 );
-                user(text, parts);
+                out.user(&text);
             }
         }
         AgentMessage::BranchSummary { summary, .. } => {
-            user(format!("{BRANCH_SUMMARY_PREFIX}{summary}{BRANCH_SUMMARY_SUFFIX}"), parts)
+            let t = out.part();
+            t.push_str("[User]: ");
+            t.push_str(BRANCH_SUMMARY_PREFIX);
+            t.push_str(summary);
+            t.push_str(BRANCH_SUMMARY_SUFFIX);
         }
         AgentMessage::CompactionSummary { summary, .. } => {
-            user(format!("{COMPACTION_SUMMARY_PREFIX}{summary}{COMPACTION_SUMMARY_SUFFIX}"), parts)
+            let t = out.part();
+            t.push_str("[User]: ");
+            t.push_str(COMPACTION_SUMMARY_PREFIX);
+            t.push_str(summary);
+            t.push_str(COMPACTION_SUMMARY_SUFFIX);
         }
         AgentMessage::Assistant { content, .. } => {
-            let mut text = Vec::new();
-            let mut thinking = Vec::new();
-            let mut calls = Vec::new();
-            for block in content {
-                match block {
-                    Block::Text(t) => text.push(t.head.as_str()),
-                    Block::Thinking(t) => thinking.push(t.as_str()),
-                    Block::ToolCall { name, arguments, .. } => calls.push(tool_call_text(name, arguments)),
-                    Block::Image { .. } => {}
-                }
-            }
-            if !thinking.is_empty() {
-                parts.push(format!("[Assistant thinking]: {}", thinking.join("\n")));
-            }
-            if !text.is_empty() {
-                parts.push(format!("[Assistant]: {}", text.join("\n")));
-            }
-            if !calls.is_empty() {
-                parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
-            }
+            let thinking = content.iter().filter_map(|b| match b {
+                Block::Thinking(t) => Some(t.as_str()),
+                _ => None,
+            });
+            out.joined("[Assistant thinking]: ", "\n", thinking);
+            let text = content.iter().filter_map(|b| match b {
+                Block::Text(t) => Some(t.head.as_str()),
+                _ => None,
+            });
+            out.joined("[Assistant]: ", "\n", text);
+            let calls: Vec<String> = content
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolCall { name, arguments, .. } => Some(tool_call_text(name, arguments)),
+                    _ => None,
+                })
+                .collect();
+            out.joined("[Assistant tool calls]: ", "; ", calls.iter().map(String::as_str));
         }
         AgentMessage::ToolResult { content, .. } => {
             if let Some(text) = tool_result_text(content) {
-                parts.push(format!("[Tool result]: {text}"));
+                let t = out.part();
+                t.push_str("[Tool result]: ");
+                t.push_str(&text);
             }
         }
     }
 }
 
-pub fn serialize(messages: &[ContextMessage]) -> String {
-    let mut parts = Vec::new();
+/// Serializes messages in order into one string.
+pub fn serialize<'m>(messages: impl IntoIterator<Item = &'m AgentMessage>) -> String {
+    let mut out = Out { text: String::new() };
     for m in messages {
-        serialize_one(&m.message, &mut parts);
+        serialize_one(m, &mut out);
     }
-    parts.join("\n\n")
+    out.text
 }
 
 #[cfg(test)]
