@@ -462,145 +462,94 @@ impl TextField<'_> {
     }
 }
 
-/// The bounded form of a (possibly long) tool output from its raw JSON string
-/// (quotes included; `None` for any other JSON value). Only the kept head is
-/// unescaped; the full lengths are counted on the escaped form, as serde_json
-/// would decode it: a lone surrogate escape is one UTF-16 unit and three bytes
-/// (U+FFFD in the head, as pi writes a lone surrogate in UTF-8).
-fn bounded_raw(raw: &str) -> Option<crate::session::model::BoundedText> {
-    use crate::session::convert::{utf16_len_bytes, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
-    let s = raw.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
-    let s = s.strip_prefix('"')?.strip_suffix('"')?;
-    let b = s.as_bytes();
+struct BoundedVisitor;
 
-    let mut head = String::new();
-    let (mut units, mut i) = (0usize, 0usize);
-    while i < b.len() {
-        let (c, raw_len) = if b[i] == b'\\' {
-            let e = escape_at(b, i);
-            (e.ch, e.raw_len)
-        } else {
-            let Some(c) = s[i..].chars().next() else { break };
-            (c, c.len_utf8())
-        };
-        if units >= TOOL_TEXT_HEAD_UNITS || head.len() + c.len_utf8() > TOOL_TEXT_HEAD_BYTES {
-            break;
-        }
-        head.push(c);
-        units += c.len_utf16();
-        i += raw_len;
+impl<'de> Visitor<'de> for BoundedVisitor {
+    type Value = TextField<'static>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
     }
-    if i >= b.len() {
-        let full_bytes = head.len();
-        return Some(crate::session::model::BoundedText { head, full_utf16_len: units, full_bytes });
+    fn visit_bytes<E>(self, v: &[u8]) -> Result<Self::Value, E> {
+        Ok(TextField::Bounded(bounded_bytes(v)))
     }
-
-    // Escapes are ASCII: count the escaped bytes, then take off what each
-    // escape loses in decoding.
-    let (mut full_bytes, mut full_units) = (b.len(), utf16_len_bytes(b));
-    let mut at = 0;
-    while let Some(off) = memchr::memchr(b'\\', &b[at..]) {
-        let e = escape_at(b, at + off);
-        full_bytes -= e.raw_len - e.bytes;
-        full_units -= e.raw_len - e.units;
-        at += off + e.raw_len;
+    fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+        Ok(TextField::Bounded(bounded_bytes(v)))
     }
-    Some(crate::session::model::BoundedText { head, full_utf16_len: full_units, full_bytes })
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(TextField::Bounded(bounded_bytes(v.as_bytes())))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(TextField::Missing)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(TextField::Missing)
+    }
 }
 
-/// One escape sequence as serde_json decodes it.
-struct Escape {
-    ch: char,
-    /// Length of the escape in the JSON text.
-    raw_len: usize,
-    /// Decoded length in (WTF-8) bytes and in UTF-16 units.
-    bytes: usize,
-    units: usize,
-}
-
-/// The escape starting at `b[i]` (a backslash) of a string serde_json has
-/// already validated: a surrogate pair is one character, a lone surrogate
-/// U+FFFD (three bytes, one unit, as its WTF-8 form).
-fn escape_at(b: &[u8], i: usize) -> Escape {
-    let simple = |ch: char| Escape { ch, raw_len: 2, bytes: 1, units: 1 };
-    match b.get(i + 1) {
-        Some(b'u') => {}
-        Some(b'b') => return simple('\u{8}'),
-        Some(b'f') => return simple('\u{c}'),
-        Some(b'n') => return simple('\n'),
-        Some(b'r') => return simple('\r'),
-        Some(b't') => return simple('\t'),
-        Some(&c) => return simple(char::from(c)),
-        None => return Escape { ch: '\\', raw_len: 1, bytes: 1, units: 1 },
-    }
-    let hex = |at: usize| -> Option<u32> {
-        let h = b.get(at..at + 4)?;
-        u32::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
-    };
-    let Some(n) = hex(i + 2) else {
-        return Escape { ch: '\u{FFFD}', raw_len: 2, bytes: 3, units: 1 };
-    };
-    if (0xD800..0xDC00).contains(&n) && b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u') {
-        if let Some(lo) = hex(i + 8).filter(|lo| (0xDC00..0xE000).contains(lo)) {
-            let c = char::from_u32(0x10000 + ((n - 0xD800) << 10) + (lo - 0xDC00)).unwrap_or('\u{FFFD}');
-            return Escape { ch: c, raw_len: 12, bytes: 4, units: 2 };
+/// The bounded form of a (possibly long) tool output given as raw bytes:
+/// only the kept head is validated and copied; the lengths are counted on
+/// the bytes (exact for valid UTF-8, which is what pi writes).
+fn bounded_bytes(bytes: &[u8]) -> crate::session::model::BoundedText {
+    use crate::session::convert::{bounded, utf16_len_bytes, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
+    let mut limit = bytes.len().min(TOOL_TEXT_HEAD_BYTES);
+    if limit < bytes.len() {
+        // Do not cut inside a character.
+        while limit > 0 && (bytes[limit] as i8) < -0x40 {
+            limit -= 1;
         }
     }
-    match char::from_u32(n) {
-        Some(c) => Escape { ch: c, raw_len: 6, bytes: c.len_utf8(), units: 1 },
-        None => Escape { ch: '\u{FFFD}', raw_len: 6, bytes: 3, units: 1 },
+    let head = wtf8_lossy(&bytes[..limit]);
+    let mut b = bounded(&head, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES);
+    if limit < bytes.len() || b.head.len() < head.len() {
+        b.full_utf16_len = utf16_len_bytes(bytes);
+        b.full_bytes = bytes.len();
     }
+    b
+}
+
+/// UTF-8 from serde_json's raw string bytes, which encode lone surrogate
+/// escapes as 3-byte WTF-8 sequences: each becomes one U+FFFD (one UTF-16
+/// unit, like the surrogate in JavaScript); other invalid bytes are replaced
+/// as `String::from_utf8_lossy` (and JavaScript's decoder) do.
+fn wtf8_lossy(bytes: &[u8]) -> Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                break;
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                out.push('\u{FFFD}');
+                let surrogate = after.len() >= 3
+                    && after[0] == 0xED
+                    && (0xA0..=0xBF).contains(&after[1])
+                    && (0x80..=0xBF).contains(&after[2]);
+                let skip = if surrogate { 3 } else { e.error_len().unwrap_or(after.len()) };
+                rest = &after[skip..];
+            }
+        }
+    }
+    Cow::Owned(out)
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for TextField<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         if BOUNDED_TEXT.with(|b| b.get()) {
-            // Raw: serde_json only validates the string; nothing beyond the
-            // head is unescaped or copied.
-            let raw = <&'de serde_json::value::RawValue>::deserialize(d)?;
-            return Ok(bounded_raw(raw.get()).map_or(TextField::Missing, TextField::Bounded));
+            // As bytes: serde_json then scans with memchr and skips UTF-8
+            // validation, and nothing beyond the head is copied.
+            return d.deserialize_bytes(BoundedVisitor);
         }
         Ok(match d.deserialize_any(SeenVisitor)? {
             Seen::Str(s) => TextField::Whole(s),
             _ => TextField::Missing,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::session::{bounded, utf16_len, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
-
-    /// What decoding the whole string and then bounding it gives.
-    fn decoded(text: &str) -> crate::session::BoundedText {
-        bounded(text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)
-    }
-
-    #[test]
-    fn raw_heads_match_decoding_the_whole_text() {
-        let long = "é\n\"x\\ 😀\t".repeat(3000);
-        for text in ["", "plain", "a\u{1}b/c", &long, &"z".repeat(9000), &"€".repeat(4000)] {
-            let raw = serde_json::to_string(text).unwrap();
-            let got = bounded_raw(&raw).unwrap();
-            assert_eq!(got, decoded(text), "{raw:.40}");
-            assert_eq!(got.full_utf16_len, utf16_len(text));
-        }
-        // Escaped non-ASCII, pairs split across the head limit, \/ escapes.
-        let raw = format!("\"{}{}\\/\"", "a".repeat(2047), "\\ud83d\\ude00".repeat(3));
-        let text = format!("{}{}/", "a".repeat(2047), "😀".repeat(3));
-        assert_eq!(bounded_raw(&raw).unwrap(), decoded(&text));
-        assert_eq!(bounded_raw("12"), None);
-    }
-
-    #[test]
-    fn raw_lone_surrogates_are_one_unit_each() {
-        // Lone high, lone low, high before a non-low escape, a pair.
-        let raw = format!("\"{}\\ud83d|\\ude00|\\ud83d\\u0041|\\ud83d\\ude00\"", "q".repeat(3000));
-        let got = bounded_raw(&raw).unwrap();
-        let text = format!("{}\u{FFFD}|\u{FFFD}|\u{FFFD}A|😀", "q".repeat(3000));
-        assert_eq!(got, decoded(&text));
-        let short = bounded_raw(r#""\ud800x\udfff""#).unwrap();
-        assert_eq!((short.head.as_str(), short.full_utf16_len, short.full_bytes), ("\u{FFFD}x\u{FFFD}", 3, 7));
     }
 }
