@@ -112,24 +112,37 @@ fn tool_result_text(blocks: &[Block]) -> Option<String> {
 }
 
 /// The output, written part by part into one string (never held twice).
+/// A first pass only counts, so the string is allocated once at its final
+/// size: growing it would copy it while the old copy is still resident.
 struct Out {
     text: String,
+    /// Counting pass: only `len` advances.
+    counting: bool,
+    len: usize,
 }
 
 impl Out {
-    /// Starts a new part (parts are joined with a blank line) and returns the text.
-    fn part(&mut self) -> &mut String {
-        if !self.text.is_empty() {
-            self.text.push_str("\n\n");
+    fn push(&mut self, s: &str) {
+        if self.counting {
+            self.len += s.len();
+        } else {
+            self.text.push_str(s);
         }
-        &mut self.text
+    }
+
+    /// Starts a new part (parts are joined with a blank line).
+    fn part(&mut self, label: &str) {
+        let empty = if self.counting { self.len == 0 } else { self.text.is_empty() };
+        if !empty {
+            self.push("\n\n");
+        }
+        self.push(label);
     }
 
     fn user(&mut self, text: &str) {
         if !text.is_empty() {
-            let t = self.part();
-            t.push_str("[User]: ");
-            t.push_str(text);
+            self.part("[User]: ");
+            self.push(text);
         }
     }
 
@@ -139,13 +152,12 @@ impl Out {
         if items.peek().is_none() {
             return;
         }
-        let t = self.part();
-        t.push_str(label);
+        self.part(label);
         for (i, item) in items.enumerate() {
             if i > 0 {
-                t.push_str(sep);
+                self.push(sep);
             }
-            t.push_str(item);
+            self.push(item);
         }
     }
 }
@@ -179,18 +191,16 @@ fn serialize_one(message: &AgentMessage, out: &mut Out) {
             }
         }
         AgentMessage::BranchSummary { summary, .. } => {
-            let t = out.part();
-            t.push_str("[User]: ");
-            t.push_str(BRANCH_SUMMARY_PREFIX);
-            t.push_str(summary);
-            t.push_str(BRANCH_SUMMARY_SUFFIX);
+            out.part("[User]: ");
+            out.push(BRANCH_SUMMARY_PREFIX);
+            out.push(summary);
+            out.push(BRANCH_SUMMARY_SUFFIX);
         }
         AgentMessage::CompactionSummary { summary, .. } => {
-            let t = out.part();
-            t.push_str("[User]: ");
-            t.push_str(COMPACTION_SUMMARY_PREFIX);
-            t.push_str(summary);
-            t.push_str(COMPACTION_SUMMARY_SUFFIX);
+            out.part("[User]: ");
+            out.push(COMPACTION_SUMMARY_PREFIX);
+            out.push(summary);
+            out.push(COMPACTION_SUMMARY_SUFFIX);
         }
         AgentMessage::Assistant { content, .. } => {
             let thinking = content.iter().filter_map(|b| match b {
@@ -214,17 +224,26 @@ fn serialize_one(message: &AgentMessage, out: &mut Out) {
         }
         AgentMessage::ToolResult { content, .. } => {
             if let Some(text) = tool_result_text(content) {
-                let t = out.part();
-                t.push_str("[Tool result]: ");
-                t.push_str(&text);
+                out.part("[Tool result]: ");
+                out.push(&text);
             }
         }
     }
 }
 
 /// Serializes messages in order into one string.
-pub fn serialize<'m>(messages: impl IntoIterator<Item = &'m AgentMessage>) -> String {
-    let mut out = Out { text: String::new() };
+pub fn serialize<'m, I>(messages: I) -> String
+where
+    I: IntoIterator<Item = &'m AgentMessage>,
+    I::IntoIter: Clone,
+{
+    let messages = messages.into_iter();
+    let mut out = Out { text: String::new(), counting: true, len: 0 };
+    for m in messages.clone() {
+        serialize_one(m, &mut out);
+    }
+    out.text = String::with_capacity(out.len);
+    out.counting = false;
     for m in messages {
         serialize_one(m, &mut out);
     }
