@@ -1,58 +1,55 @@
 //! pi's `buildSessionContext` over an already resolved branch.
 
+use std::borrow::Cow;
+
 use super::convert::iso_to_ms;
 use super::model::*;
 
-fn push(messages: &mut Vec<ContextMessage>, entry: &Entry) {
-    let message = match &entry.kind {
-        EntryKind::Message(m) => m.clone(),
-        EntryKind::CustomMessage { custom_type, content, display } => AgentMessage::Custom {
+/// The context message of one entry: borrowed when the entry is a message,
+/// converted (small) for custom messages and branch summaries.
+fn message_of(entry: &Entry) -> Option<Cow<'_, AgentMessage>> {
+    Some(match &entry.kind {
+        EntryKind::Message(m) => Cow::Borrowed(m),
+        EntryKind::CustomMessage { custom_type, content, display } => Cow::Owned(AgentMessage::Custom {
             custom_type: custom_type.clone(),
             content: content.clone(),
             display: *display,
             timestamp: iso_to_ms(&entry.timestamp),
-        },
-        EntryKind::BranchSummary { from_id, summary, .. } if !summary.is_empty() => AgentMessage::BranchSummary {
-            summary: summary.clone(),
-            from_id: from_id.clone(),
-            timestamp: iso_to_ms(&entry.timestamp),
-        },
-        _ => return,
-    };
-    messages.push(ContextMessage { entry_id: entry.id.clone(), message });
+        }),
+        EntryKind::BranchSummary { from_id, summary, .. } if !summary.is_empty() => {
+            Cow::Owned(AgentMessage::BranchSummary {
+                summary: summary.clone(),
+                from_id: from_id.clone(),
+                timestamp: iso_to_ms(&entry.timestamp),
+            })
+        }
+        _ => return None,
+    })
 }
 
-pub(crate) fn build(path: &[&Entry]) -> BuiltContext {
-    let mut thinking_level = "off".to_string();
-    let mut model = None;
-    let mut compaction: Option<&Entry> = None;
-    for entry in path {
-        match &entry.kind {
-            EntryKind::ThinkingLevelChange { thinking_level: level } => thinking_level = level.clone(),
-            EntryKind::ModelChange { provider, model_id } => {
-                model = Some((provider.clone(), model_id.clone()));
-            }
-            EntryKind::Message(AgentMessage::Assistant { provider, model: m, .. }) => {
-                model = Some((provider.clone(), m.clone()));
-            }
-            EntryKind::Compaction { .. } => compaction = Some(entry),
-            _ => {}
-        }
+fn push<'a>(messages: &mut Vec<ContextRef<'a>>, entry: &'a Entry) {
+    if let Some(message) = message_of(entry) {
+        messages.push(ContextRef { entry_id: &entry.id, message });
     }
+}
 
+/// The messages of pi's `buildSessionContext`, borrowing from the branch so
+/// that large sessions are not copied (see [`super::Session::context_refs`]).
+pub(crate) fn build_refs<'a>(path: &[&'a Entry]) -> Vec<ContextRef<'a>> {
+    let compaction = path.iter().rev().find(|e| matches!(e.kind, EntryKind::Compaction { .. }));
     let mut messages = Vec::new();
     match compaction {
         Some(comp) => {
             let EntryKind::Compaction { summary, first_kept_entry_id, tokens_before, .. } = &comp.kind else {
-                return BuiltContext::default();
+                return messages;
             };
-            messages.push(ContextMessage {
-                entry_id: comp.id.clone(),
-                message: AgentMessage::CompactionSummary {
+            messages.push(ContextRef {
+                entry_id: &comp.id,
+                message: Cow::Owned(AgentMessage::CompactionSummary {
                     summary: summary.clone(),
                     tokens_before: *tokens_before,
                     timestamp: iso_to_ms(&comp.timestamp),
-                },
+                }),
             });
             // pi finds the first compaction on the path with that id (duplicates!).
             let idx = path
@@ -78,5 +75,28 @@ pub(crate) fn build(path: &[&Entry]) -> BuiltContext {
             }
         }
     }
+    messages
+}
+
+pub(crate) fn build(path: &[&Entry]) -> BuiltContext {
+    let mut thinking_level = "off".to_string();
+    let mut model = None;
+    for entry in path {
+        match &entry.kind {
+            EntryKind::ThinkingLevelChange { thinking_level: level } => thinking_level = level.clone(),
+            EntryKind::ModelChange { provider, model_id } => {
+                model = Some((provider.clone(), model_id.clone()));
+            }
+            EntryKind::Message(AgentMessage::Assistant { provider, model: m, .. }) => {
+                model = Some((provider.clone(), m.clone()));
+            }
+            _ => {}
+        }
+    }
+
+    let messages = build_refs(path)
+        .into_iter()
+        .map(|r| ContextMessage { entry_id: r.entry_id.to_string(), message: r.message.into_owned() })
+        .collect();
     BuiltContext { messages, thinking_level, model }
 }

@@ -89,7 +89,7 @@ fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
         "toolCall" => Some(Block::ToolCall {
             id: raw.id.string(),
             name: raw.name.string(),
-            arguments: raw.arguments.clone().unwrap_or(Value::Null),
+            arguments: Box::new(raw.arguments.clone().unwrap_or(Value::Null)),
         }),
         "image" => Some(Block::Image { mime_type: raw.mime_type.string(), data_len: raw.data.map_or(0, |d| d.0) }),
         // Unknown block types are dropped: no pi filter would keep them.

@@ -112,6 +112,12 @@ impl Session {
         context::build(branch)
     }
 
+    /// The messages of pi's `buildSessionContext` over a branch, borrowed from
+    /// the session: what serializing needs, without copying every message.
+    pub fn context_refs<'a>(&'a self, branch: &[&'a Entry]) -> Vec<ContextRef<'a>> {
+        context::build_refs(branch)
+    }
+
     /// Text of the first user message in the file (pi's session list preview:
     /// text blocks joined with spaces; messages without text are skipped).
     pub fn first_user_message(&self) -> Option<String> {

@@ -168,7 +168,8 @@ pub enum Block {
     ToolCall {
         id: String,
         name: String,
-        arguments: Value,
+        /// Boxed: inline, it would make every block (text included) 120 bytes.
+        arguments: Box<Value>,
     },
     /// An image: the base64 data is never materialized, only its length.
     Image {
@@ -236,6 +237,14 @@ impl Warnings {
 pub struct ContextMessage {
     pub entry_id: String,
     pub message: AgentMessage,
+}
+
+/// A message of the built context borrowed from the session (see
+/// [`super::Session::context_refs`]): entries' messages are not copied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextRef<'a> {
+    pub entry_id: &'a str,
+    pub message: std::borrow::Cow<'a, AgentMessage>,
 }
 
 /// pi's `buildSessionContext` result.

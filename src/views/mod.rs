@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::session::{AgentMessage, Block, Content, ContextMessage, Entry, EntryKind};
+use crate::session::{AgentMessage, Block, Content, ContextMessage, ContextRef, Entry, EntryKind};
 
 pub use jsjson::{js_number, stringify as js_stringify};
 pub use serialize::{
@@ -23,7 +23,12 @@ pub const DEFAULT_MAX_LINES: usize = 2000;
 
 /// pi's `serializeConversation(convertToLlm(messages))` of a built context.
 pub fn serialize_context(messages: &[ContextMessage]) -> String {
-    serialize::serialize(messages)
+    serialize::serialize(messages.iter().map(|m| &m.message))
+}
+
+/// [`serialize_context`] over borrowed context messages ([`crate::session::Session::context_refs`]).
+pub fn serialize_context_refs(messages: &[ContextRef<'_>]) -> String {
+    serialize::serialize(messages.iter().map(|m| &*m.message))
 }
 
 /// Result of [`truncate_tail`].
@@ -166,7 +171,7 @@ mod tests {
             .map(|(name, path)| Block::ToolCall {
                 id: format!("c-{path}"),
                 name: name.to_string(),
-                arguments: json!({ "path": path }),
+                arguments: Box::new(json!({ "path": path })),
             })
             .chain([Block::Text(BoundedText::whole("t".into()))])
             .collect();

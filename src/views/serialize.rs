@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::jsjson;
-use crate::session::{AgentMessage, Block, BoundedText, Content, ContextMessage};
+use crate::session::{AgentMessage, Block, BoundedText, Content};
 
 /// pi's `TOOL_RESULT_MAX_CHARS`, in UTF-16 code units.
 pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
@@ -51,13 +51,6 @@ fn joined_text(blocks: &[Block]) -> String {
         }
     }
     out
-}
-
-fn user_text(content: &Content) -> String {
-    match content {
-        Content::Text(t) => t.clone(),
-        Content::Blocks(blocks) => joined_text(blocks),
-    }
 }
 
 /// `${name}(${Object.entries(args).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ")})`
@@ -118,15 +111,63 @@ fn tool_result_text(blocks: &[Block]) -> Option<String> {
     Some(out)
 }
 
-fn serialize_one(message: &AgentMessage, parts: &mut Vec<String>) {
-    let user = |text: String, parts: &mut Vec<String>| {
-        if !text.is_empty() {
-            parts.push(format!("[User]: {text}"));
+/// The output, written part by part into one string (never held twice).
+/// A first pass only counts, so the string is allocated once at its final
+/// size: growing it would copy it while the old copy is still resident.
+struct Out {
+    text: String,
+    /// Counting pass: only `len` advances.
+    counting: bool,
+    len: usize,
+}
+
+impl Out {
+    fn push(&mut self, s: &str) {
+        if self.counting {
+            self.len += s.len();
+        } else {
+            self.text.push_str(s);
         }
-    };
+    }
+
+    /// Starts a new part (parts are joined with a blank line).
+    fn part(&mut self, label: &str) {
+        let empty = if self.counting { self.len == 0 } else { self.text.is_empty() };
+        if !empty {
+            self.push("\n\n");
+        }
+        self.push(label);
+    }
+
+    fn user(&mut self, text: &str) {
+        if !text.is_empty() {
+            self.part("[User]: ");
+            self.push(text);
+        }
+    }
+
+    /// `label` + the items joined by `sep`, when there is any item.
+    fn joined<'s>(&mut self, label: &str, sep: &str, items: impl Iterator<Item = &'s str>) {
+        let mut items = items.peekable();
+        if items.peek().is_none() {
+            return;
+        }
+        self.part(label);
+        for (i, item) in items.enumerate() {
+            if i > 0 {
+                self.push(sep);
+            }
+            self.push(item);
+        }
+    }
+}
+
+fn serialize_one(message: &AgentMessage, out: &mut Out) {
     match message {
-        AgentMessage::User { content, .. } => user(user_text(content), parts),
-        AgentMessage::Custom { content, .. } => user(user_text(content), parts),
+        AgentMessage::User { content, .. } | AgentMessage::Custom { content, .. } => match content {
+            Content::Text(t) => out.user(t),
+            Content::Blocks(blocks) => out.user(&joined_text(blocks)),
+        },
         AgentMessage::BashExecution {
             command,
             output,
@@ -146,51 +187,67 @@ fn serialize_one(message: &AgentMessage, parts: &mut Vec<String>) {
                     *truncated,
                     full_output_path.as_deref(),
                 );
-                user(text, parts);
+                out.user(&text);
             }
         }
         AgentMessage::BranchSummary { summary, .. } => {
-            user(format!("{BRANCH_SUMMARY_PREFIX}{summary}{BRANCH_SUMMARY_SUFFIX}"), parts)
+            out.part("[User]: ");
+            out.push(BRANCH_SUMMARY_PREFIX);
+            out.push(summary);
+            out.push(BRANCH_SUMMARY_SUFFIX);
         }
         AgentMessage::CompactionSummary { summary, .. } => {
-            user(format!("{COMPACTION_SUMMARY_PREFIX}{summary}{COMPACTION_SUMMARY_SUFFIX}"), parts)
+            out.part("[User]: ");
+            out.push(COMPACTION_SUMMARY_PREFIX);
+            out.push(summary);
+            out.push(COMPACTION_SUMMARY_SUFFIX);
         }
         AgentMessage::Assistant { content, .. } => {
-            let mut text = Vec::new();
-            let mut thinking = Vec::new();
-            let mut calls = Vec::new();
-            for block in content {
-                match block {
-                    Block::Text(t) => text.push(t.head.as_str()),
-                    Block::Thinking(t) => thinking.push(t.as_str()),
-                    Block::ToolCall { name, arguments, .. } => calls.push(tool_call_text(name, arguments)),
-                    Block::Image { .. } => {}
-                }
-            }
-            if !thinking.is_empty() {
-                parts.push(format!("[Assistant thinking]: {}", thinking.join("\n")));
-            }
-            if !text.is_empty() {
-                parts.push(format!("[Assistant]: {}", text.join("\n")));
-            }
-            if !calls.is_empty() {
-                parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
-            }
+            let thinking = content.iter().filter_map(|b| match b {
+                Block::Thinking(t) => Some(t.as_str()),
+                _ => None,
+            });
+            out.joined("[Assistant thinking]: ", "\n", thinking);
+            let text = content.iter().filter_map(|b| match b {
+                Block::Text(t) => Some(t.head.as_str()),
+                _ => None,
+            });
+            out.joined("[Assistant]: ", "\n", text);
+            let calls: Vec<String> = content
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolCall { name, arguments, .. } => Some(tool_call_text(name, arguments)),
+                    _ => None,
+                })
+                .collect();
+            out.joined("[Assistant tool calls]: ", "; ", calls.iter().map(String::as_str));
         }
         AgentMessage::ToolResult { content, .. } => {
             if let Some(text) = tool_result_text(content) {
-                parts.push(format!("[Tool result]: {text}"));
+                out.part("[Tool result]: ");
+                out.push(&text);
             }
         }
     }
 }
 
-pub fn serialize(messages: &[ContextMessage]) -> String {
-    let mut parts = Vec::new();
-    for m in messages {
-        serialize_one(&m.message, &mut parts);
+/// Serializes messages in order into one string.
+pub fn serialize<'m, I>(messages: I) -> String
+where
+    I: IntoIterator<Item = &'m AgentMessage>,
+    I::IntoIter: Clone,
+{
+    let messages = messages.into_iter();
+    let mut out = Out { text: String::new(), counting: true, len: 0 };
+    for m in messages.clone() {
+        serialize_one(m, &mut out);
     }
-    parts.join("\n\n")
+    out.text = String::with_capacity(out.len);
+    out.counting = false;
+    for m in messages {
+        serialize_one(m, &mut out);
+    }
+    out.text
 }
 
 #[cfg(test)]

@@ -35,14 +35,14 @@ pub fn run(args: Args) -> Result<(), String> {
     if let (Some(leaf), true) = (&args.leaf, branch.is_empty()) {
         return Err(format!("{}: no entry with id {leaf}", args.file.display()));
     }
-    let context = s.build_context(&branch);
+    let context = s.context_refs(&branch);
     let report = Report {
         id: s.header.id.clone(),
         name: s.session_name(&branch),
         leaf_id,
         branch_ids: branch.iter().map(|e| e.id.clone()).collect(),
-        context_roles: context.messages.iter().map(|m| m.message.role()).collect(),
-        serialized: views::serialize_context(&context.messages),
+        context_roles: context.iter().map(|m| m.message.role()).collect(),
+        serialized: views::serialize_context_refs(&context),
         files: views::files_touched(&branch),
         warnings: s.warnings.clone(),
     };
