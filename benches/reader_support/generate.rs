@@ -12,7 +12,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use super::pools::{iso, push_escaped, Pools, Rng, COMMANDS, MAX_IMAGE_BYTES, MAX_TOOL_OUTPUT, PATHS, WORDS};
+use session_index::time::iso_from_millis as iso;
+
+use super::pools::{push_escaped, Pools, Rng, COMMANDS, MAX_IMAGE_BYTES, MAX_TOOL_OUTPUT, PATHS, WORDS};
 
 /// Bump when the output of [`generate`] changes, so cached files are rebuilt.
 pub const GEN_VERSION: u32 = 1;

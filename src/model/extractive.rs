@@ -14,7 +14,7 @@ use crate::indexing::summary::{
     IndexSummary, MAX_DESCRIPTION_CHARS, MAX_ITEM_CHARS, MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_SUMMARY_CHARS, MAX_TAGS,
     MAX_TAG_CHARS, MIN_TAGS,
 };
-use crate::session::{AgentMessage, Block, Content, Entry, EntryKind};
+use crate::session::{AgentMessage, Block, Entry, EntryKind};
 use crate::views::FilesTouched;
 
 /// `provider/model` key of the offline model.
@@ -125,7 +125,7 @@ fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
     for entry in branch {
         let EntryKind::Message(message) = &entry.kind else { continue };
         let (role, text) = match message {
-            AgentMessage::User { content, .. } => (Role::User, content_text(content)),
+            AgentMessage::User { content, .. } => (Role::User, content.text_joined("\n")),
             AgentMessage::Assistant { content, .. } => (Role::Assistant, blocks_text(content)),
             _ => continue,
         };
@@ -135,13 +135,6 @@ fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
         }
     }
     out
-}
-
-fn content_text(content: &Content) -> String {
-    match content {
-        Content::Text(text) => text.clone(),
-        Content::Blocks(blocks) => blocks_text(blocks),
-    }
 }
 
 fn blocks_text(blocks: &[Block]) -> String {
@@ -466,6 +459,7 @@ fn salient_terms(messages: &[(Role, String)]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::Content;
 
     #[test]
     fn names_drop_fillers_and_use_sentence_case() {

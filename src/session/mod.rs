@@ -123,24 +123,9 @@ impl Session {
     pub fn first_user_message(&self) -> Option<String> {
         self.entries.iter().find_map(|e| match &e.kind {
             EntryKind::Message(AgentMessage::User { content, .. }) => {
-                Some(content_preview(content)).filter(|t| !t.is_empty())
+                Some(content.text_joined(" ")).filter(|t| !t.is_empty())
             }
             _ => None,
         })
-    }
-}
-
-/// pi's `extractTextContent` for list previews.
-pub(crate) fn content_preview(content: &Content) -> String {
-    match content {
-        Content::Text(t) => t.clone(),
-        Content::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text(t) => Some(t.head.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
     }
 }

@@ -158,6 +158,23 @@ pub enum Content {
     Blocks(Vec<Block>),
 }
 
+impl Content {
+    /// The text blocks joined with `separator` (pi's previews join with " ", views with "\n").
+    pub fn text_joined(&self, separator: &str) -> String {
+        match self {
+            Content::Text(text) => text.clone(),
+            Content::Blocks(blocks) => blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Text(t) => Some(t.head.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(separator),
+        }
+    }
+}
+
 /// A content block.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {

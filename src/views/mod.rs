@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::session::{AgentMessage, Block, Content, ContextMessage, ContextRef, Entry, EntryKind};
+use crate::session::{AgentMessage, Block, ContextMessage, ContextRef, Entry, EntryKind};
 
 pub use jsjson::{js_number, stringify as js_stringify};
 pub use serialize::{
@@ -56,7 +56,7 @@ pub fn index_text(branch: &[&Entry], with_ids: bool) -> String {
     let mut out = String::new();
     for entry in branch {
         let (who, text) = match &entry.kind {
-            EntryKind::Message(AgentMessage::User { content, .. }) => ("User", content_text(content)),
+            EntryKind::Message(AgentMessage::User { content, .. }) => ("User", content.text_joined("\n")),
             EntryKind::Message(AgentMessage::Assistant { content, .. }) => {
                 let texts: Vec<&str> = content
                     .iter()
@@ -86,20 +86,6 @@ pub fn index_text(branch: &[&Entry], with_ids: bool) -> String {
         out.push_str(&text);
     }
     out
-}
-
-fn content_text(content: &Content) -> String {
-    match content {
-        Content::Text(t) => t.clone(),
-        Content::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text(t) => Some(t.head.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
 }
 
 /// Files read and modified on a branch (read/write/edit tool calls plus
