@@ -17,6 +17,9 @@ use std::path::PathBuf;
 use session_index::session::{self, discovery, AgentMessage, EntryKind, SessionError, Warnings};
 use session_index::views;
 
+#[path = "support/shared_dir.rs"]
+mod shared_location;
+
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions").join(name)
 }
@@ -97,10 +100,9 @@ fn missing_header_keeps_entries() {
 
 #[test]
 fn non_sessions_are_rejected() {
-    let shared = [PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"), PathBuf::from("/work/shared")]
-        .into_iter()
+    let shared = shared_location::find_shared_dir()
         .map(|d| d.join("fixtures/pi-sessions/real/contact_form_example.jsonl"))
-        .find(|p| p.is_file());
+        .filter(|p| p.is_file());
     let mut files = vec![fixture("divergent/not-a-session.jsonl"), fixture("divergent/empty.jsonl")];
     files.extend(shared);
     for file in files {

@@ -14,12 +14,9 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `<repo>/../shared` (CI layout), else /work/shared.
-fn shared() -> Option<PathBuf> {
-    [repo().join("../shared"), PathBuf::from("/work/shared")]
-        .into_iter()
-        .find(|d| d.join("fixtures/pi-sessions").is_dir())
-}
+#[path = "support/shared_dir.rs"]
+mod shared_location;
+use shared_location::find_shared_dir as shared;
 
 fn fixture_sets() -> Vec<(&'static str, PathBuf)> {
     let mut sets = vec![("own", repo().join("tests/fixtures/sessions"))];

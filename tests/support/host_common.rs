@@ -29,16 +29,10 @@ pub fn plugin_library() -> PathBuf {
     panic!("{file} not found next to {} (cargo builds the cdylib there for integration tests)", exe.display());
 }
 
-/// `shared/fixtures/pi-sessions` beside the repo (CI), else /work/shared.
-pub fn fixtures_dir() -> PathBuf {
-    let candidates =
-        [repo_root().join("../shared/fixtures/pi-sessions"), PathBuf::from("/work/shared/fixtures/pi-sessions")];
-    candidates
-        .iter()
-        .find(|p| p.is_dir())
-        .cloned()
-        .unwrap_or_else(|| panic!("pi session fixtures not found; tried {candidates:?}"))
-}
+#[path = "shared_dir.rs"]
+#[allow(clippy::duplicate_mod)] // stateless; a test may include two support modules that both use it
+mod shared_location;
+pub use shared_location::pi_sessions_dir as fixtures_dir;
 
 /// A real pi session file.
 pub fn real_session() -> PathBuf {

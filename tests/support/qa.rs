@@ -56,21 +56,10 @@ pub fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `<repo>/../shared`, then `/work/shared` (or `$SESSION_INDEX_SHARED`).
-pub fn shared_dir() -> PathBuf {
-    let mut candidates = Vec::new();
-    if let Ok(dir) = std::env::var("SESSION_INDEX_SHARED") {
-        candidates.push(PathBuf::from(dir));
-    }
-    candidates.push(repo_dir().join("..").join("shared"));
-    candidates.push(PathBuf::from("/work/shared"));
-    for c in &candidates {
-        if c.join("fixtures/pi-sessions").is_dir() {
-            return c.clone();
-        }
-    }
-    panic!("shared fixtures not found (tried {candidates:?}); set SESSION_INDEX_SHARED");
-}
+#[path = "shared_dir.rs"]
+#[allow(clippy::duplicate_mod)] // stateless; a test may include two support modules that both use it
+mod shared_location;
+pub use shared_location::shared_dir;
 
 /// All questions and synthetic specs under `tests/fixtures/qa/`.
 pub fn load_fixture() -> (Vec<Question>, Vec<SyntheticSpec>) {

@@ -37,16 +37,9 @@ pub fn plugin_library() -> PathBuf {
     })
 }
 
-/// `shared/fixtures/pi-sessions` beside the repo (CI), else /work/shared.
-pub fn fixtures_dir() -> PathBuf {
-    let candidates =
-        [workspace_root().join("../shared/fixtures/pi-sessions"), PathBuf::from("/work/shared/fixtures/pi-sessions")];
-    candidates
-        .iter()
-        .find(|p| p.is_dir())
-        .cloned()
-        .unwrap_or_else(|| panic!("pi session fixtures not found; tried {candidates:?}"))
-}
+#[path = "../../../../tests/support/shared_dir.rs"]
+mod shared_location;
+pub use shared_location::pi_sessions_dir as fixtures_dir;
 
 /// A copy of a real pi session file in `dir` (so tests can check it is never written).
 pub fn session_copy(dir: &Path) -> PathBuf {
