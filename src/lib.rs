@@ -25,6 +25,7 @@ pub mod references;
 pub mod runtime;
 pub mod session;
 pub mod status;
+pub mod text;
 pub mod time;
 pub mod views;
 

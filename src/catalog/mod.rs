@@ -23,7 +23,7 @@ use serde::Serialize;
 pub use index::{loose_slug, slug};
 pub use matching::{path_like, MIN_PREFIX};
 pub(crate) use scan::content_text;
-pub use scan::{floor_char_boundary, open_inside};
+pub use scan::open_inside;
 
 use matching::Outcome;
 use root::{Refresh, Root};

@@ -223,22 +223,10 @@ pub(crate) fn read_meta(path: &Path) -> Option<(Stamp, Option<MetaLight>)> {
         return Some((stamp, None));
     }
     if meta.summary.len() > SUMMARY_BYTES {
-        let cut = floor_char_boundary(&meta.summary, SUMMARY_BYTES);
+        let cut = crate::text::floor_char_boundary(&meta.summary, SUMMARY_BYTES);
         meta.summary.truncate(cut);
     }
     Some((stamp, Some(meta)))
-}
-
-/// Largest char boundary ≤ `at`.
-pub fn floor_char_boundary(s: &str, at: usize) -> usize {
-    if at >= s.len() {
-        return s.len();
-    }
-    let mut i = at;
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 /// One directory entry worth looking at.

@@ -298,10 +298,7 @@ fn feedback(error: &str) -> String {
 fn bounded_echo(text: &str) -> String {
     const MAX: usize = 16_000;
     let text = if text.trim().is_empty() { "(empty)" } else { text };
-    let mut end = text.len().min(MAX);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = crate::text::floor_char_boundary(text, MAX);
     redact(&text[..end]).into_owned()
 }
 

@@ -226,10 +226,7 @@ fn split_parts(id: &str, role: &str, text: &str) -> Vec<Item> {
 
 /// A byte index ≤ `max` at a char boundary, preferring a line break, then a space.
 fn split_point(text: &str, max: usize) -> usize {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = crate::text::floor_char_boundary(text, max);
     let window = &text[..end];
     let floor = end / 2;
     if let Some(pos) = window.rfind('\n').filter(|&p| p > floor) {

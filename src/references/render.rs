@@ -96,7 +96,7 @@ fn cut(body: &str, alloc: usize) -> String {
         return body.to_string();
     }
     let note = |shown: usize| format!("\n[… cut to fit the size limit: {shown} of {} bytes shown]", body.len());
-    let keep = crate::catalog::floor_char_boundary(body, alloc.saturating_sub(CUT_NOTE_RESERVE));
+    let keep = crate::text::floor_char_boundary(body, alloc.saturating_sub(CUT_NOTE_RESERVE));
     let mut s = body[..keep].to_string();
     let n = note(keep);
     if s.len() + n.len() <= alloc {
