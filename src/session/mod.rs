@@ -7,6 +7,8 @@
 mod context;
 mod convert;
 pub mod discovery;
+mod elide;
+mod jsonstr;
 pub mod model;
 mod raw;
 mod reader;

@@ -146,9 +146,12 @@ impl<'de> Visitor<'de> for LenVisitor {
     fn visit_unit<E>(self) -> Result<StrLen, E> {
         Ok(StrLen(0))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StrLen, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(StrLen(0))
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<StrLen, A::Error> {
+        // Inside an elided parse, an array here is a placeholder (see super::elide).
+        Ok(match super::elide::take(seq)? {
+            Some(super::elide::Elided::Data(len)) => StrLen(len),
+            _ => StrLen(0),
+        })
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrLen, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
@@ -478,9 +481,12 @@ impl<'de> Visitor<'de> for BoundedVisitor {
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
         Ok(TextField::Bounded(bounded_bytes(v.as_bytes())))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(TextField::Missing)
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        // Inside an elided parse, an array here is a placeholder (see super::elide).
+        Ok(match super::elide::take(seq)? {
+            Some(super::elide::Elided::Text(b)) => TextField::Bounded(b),
+            _ => TextField::Missing,
+        })
     }
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
         Ok(TextField::Missing)
@@ -490,7 +496,7 @@ impl<'de> Visitor<'de> for BoundedVisitor {
 /// The bounded form of a (possibly long) tool output given as raw bytes:
 /// only the kept head is validated and copied; the lengths are counted on
 /// the bytes (exact for valid UTF-8, which is what pi writes).
-fn bounded_bytes(bytes: &[u8]) -> crate::session::model::BoundedText {
+pub(crate) fn bounded_bytes(bytes: &[u8]) -> crate::session::model::BoundedText {
     use crate::session::convert::{bounded, utf16_len_bytes, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
     let mut limit = bytes.len().min(TOOL_TEXT_HEAD_BYTES);
     if limit < bytes.len() {

@@ -7,6 +7,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::convert;
+use super::elide::{Elider, Outcome};
 use super::model::*;
 use super::raw::RawLine;
 use super::SessionError;
@@ -150,19 +151,52 @@ fn looks_like_tool_result(text: &[u8]) -> bool {
     memchr::memmem::find(window, KEY).is_some_and(|i| window[i + KEY.len()..].starts_with(b"toolResult\""))
 }
 
-/// [`parse_line`] for an entry line, with a fast path for tool results: their
-/// (often long) text is measured while parsing, never copied whole. The fast
-/// path is used only when the parsed role confirms the guess.
-fn parse_entry<'b>(text: &'b [u8], repaired: &'b mut Option<String>) -> (Result<RawLine<'b>, serde_json::Error>, bool) {
-    if looks_like_tool_result(text) {
-        if let Ok(line) = super::raw::bounded_text_scope(|| serde_json::from_slice::<RawLine<'_>>(text)) {
-            let role = line.message.as_ref().and_then(|m| m.0.as_ref()).and_then(|m| m.role.as_str());
-            if role == Some("toolResult") {
+/// [`parse_line`] for an entry line, with two fast paths. Long lines first go
+/// through [`Elider`]: their image data and tool output are measured in place
+/// and the rest is parsed. Otherwise, tool results are parsed with their
+/// (often long) text measured while parsing, never copied whole. Whenever a
+/// fast path fails, the slower one decides.
+fn parse_entry<'b>(
+    text: &'b [u8],
+    elider: &'b mut Elider,
+    repaired: &'b mut Option<String>,
+) -> (Result<RawLine<'b>, serde_json::Error>, bool) {
+    let tool_result = looks_like_tool_result(text);
+    match elider.elide(text, tool_result) {
+        Outcome::Malformed => return (Err(serde::de::Error::custom("raw control character in a string")), false),
+        Outcome::Elided { line, table } => {
+            if let Some(line) = table.with(|| parse_guessed(line, tool_result)) {
                 return (Ok(line), false);
             }
         }
+        Outcome::Untouched => {}
+    }
+    parse_plain(text, tool_result, repaired)
+}
+
+/// [`parse_entry`] without elision.
+fn parse_plain<'b>(
+    text: &'b [u8],
+    tool_result: bool,
+    repaired: &'b mut Option<String>,
+) -> (Result<RawLine<'b>, serde_json::Error>, bool) {
+    if tool_result {
+        if let Some(line) = parse_guessed(text, true) {
+            return (Ok(line), false);
+        }
     }
     parse_line::<RawLine<'_>>(text, repaired)
+}
+
+/// Parse `line`, with tool-result text bounding on when `tool_result`; such
+/// a guess must be confirmed by the parsed role.
+fn parse_guessed(line: &[u8], tool_result: bool) -> Option<RawLine<'_>> {
+    if !tool_result {
+        return serde_json::from_slice::<RawLine<'_>>(line).ok();
+    }
+    let parsed = super::raw::bounded_text_scope(|| serde_json::from_slice::<RawLine<'_>>(line)).ok()?;
+    let role = parsed.message.as_ref().and_then(|m| m.0.as_ref()).and_then(|m| m.role.as_str());
+    (role == Some("toolResult")).then_some(parsed)
 }
 
 fn hex4(b: &[u8]) -> Option<u16> {
@@ -288,6 +322,7 @@ pub(crate) fn not_a_session(path: &Path, reason: &str) -> SessionError {
 pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
     let file = File::open(path).map_err(|e| io_err(path, e))?;
     let mut lines = LineReader::new(file);
+    let mut elider = Elider::default();
     let mut warnings = Warnings::default();
     let mut header: Option<SessionHeader> = None;
     let mut entries: Vec<Entry> = Vec::new();
@@ -303,7 +338,7 @@ pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
             continue;
         }
         let mut repaired = None;
-        let (parsed, was_repaired) = parse_entry(line.text, &mut repaired);
+        let (parsed, was_repaired) = parse_entry(line.text, &mut elider, &mut repaired);
         if was_repaired {
             warnings.invalid_utf8_lines += 1;
         }
@@ -516,6 +551,130 @@ mod tests {
         assert_eq!(name.as_deref(), Some("a\u{FFFD}|😀|\u{FFFD}|\\ud83d|A"));
         assert_eq!(replace_lone_surrogates(r#""ok \u00e9""#), None);
         assert_eq!(replace_lone_surrogates(r#""\ud800""#).as_deref(), Some(r#""\ufffd""#));
+    }
+
+    /// Entry kinds from the fast (elided) parse and the plain one.
+    fn both_parses(line: &[u8]) -> (Option<EntryKind>, Option<EntryKind>) {
+        let kind = |raw: RawLine<'_>| {
+            let ty = raw.ty.as_str().unwrap_or_default().to_string();
+            convert::kind(&raw, &ty, 3).ok()
+        };
+        let mut elider = Elider::default();
+        let (mut r1, mut r2) = (None, None);
+        let fast = parse_entry(line, &mut elider, &mut r1).0.ok().and_then(kind);
+        let plain = parse_plain(line, looks_like_tool_result(line), &mut r2).0.ok().and_then(kind);
+        (fast, plain)
+    }
+
+    /// Random JSON string bodies from pieces that stress the scanner and the head cut.
+    fn bodies() -> Vec<Vec<u8>> {
+        let pieces: &[&[u8]] = &[
+            b"abc ",
+            b"\\n",
+            b"\\\"",
+            b"\\\\",
+            "\u{e9}".as_bytes(),
+            "\u{65e5}\u{672c}".as_bytes(),
+            "\u{1F600}".as_bytes(),
+            b"\\ud83d\\ude00",
+            b"\\ud83d",
+            b"\\u00e9",
+            b"\\u0001",
+            b"\xff",
+            b"\\/",
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut out = Vec::new();
+        for target in [4095, 4096, 5000, 8191, 8192, 8200, 9000, 16_500, 70_000] {
+            for _ in 0..6 {
+                let mut body = Vec::new();
+                while body.len() < target {
+                    body.extend_from_slice(pieces[(next() % pieces.len() as u64) as usize]);
+                }
+                out.push(body);
+            }
+        }
+        // Plain ASCII, where the head is cut by its UTF-16 unit limit.
+        out.push(b"x".repeat(9000));
+        out
+    }
+
+    #[test]
+    fn elided_and_plain_parses_agree() {
+        let head = r#"{"type":"message","id":"e1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":"#;
+        let base64 = "QUJD".repeat(2000);
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        for body in bodies() {
+            let body = String::from_utf8_lossy(&body).into_owned();
+            // Tool results: one or two text blocks and an image, pretty-printed or not.
+            lines.push(format!(r#"{head}{{"role":"toolResult","toolCallId":"t","toolName":"bash","content":[{{"type":"text","text":"{body}"}}],"isError":false,"timestamp":1}}}}"#).into_bytes());
+            lines.push(format!(r#"{head}{{"role":"toolResult","toolCallId":"t","toolName":"read","content":[{{"type":"text","text":"{body}"}}, {{ "type" : "image" , "data" : "{base64}", "mimeType":"image/png"}},{{"type":"text","text":"short"}}],"details":{{"message":{{"content":[{{"text":"{body}"}}]}}}},"timestamp":1}}}}"#).into_bytes());
+            // A user message: its text stays whole, its image is measured.
+            lines.push(format!(r#"{head}{{"role":"user","content":[{{"type":"text","text":"{body}"}},{{"type":"image","data":"{base64}","mimeType":"image/png"}}],"timestamp":1}}}}"#).into_bytes());
+        }
+        // The invalid bytes `bodies` may hold, raw.
+        lines.push(
+            [
+                head.as_bytes(),
+                br#"{"role":"toolResult","content":[{"type":"text","text":"a"#,
+                &b"\xff".repeat(5000),
+                br#""}]}}"#,
+            ]
+            .concat(),
+        );
+        // An entry's own content (custom_message) with an image.
+        lines.push(format!(r#"{{"type":"custom_message","id":"c","parentId":null,"timestamp":"t","customType":"x","content":[{{"type":"image","data":"{base64}","mimeType":"image/png"}}],"display":true}}"#).into_bytes());
+        // Places the walk must leave to serde: an array as data, an escaped key, a number as text.
+        lines.push(format!(r#"{head}{{"role":"user","content":[{{"type":"image","data":[1],"mimeType":"image/png","pad":"{base64}"}}]}}}}"#).into_bytes());
+        lines.push(
+            format!(
+                r#"{head}{{"role":"user","content":[{{"type":"image","data":"{base64}","mimeType":"image/png"}}]}}}}"#
+            )
+            .into_bytes(),
+        );
+        lines.push(
+            format!(r#"{head}{{"role":"toolResult","content":[{{"type":"text","text":7,"pad":"{base64}"}}]}}}}"#)
+                .into_bytes(),
+        );
+        // Not a tool result after all, though it starts like one.
+        lines.push(
+            format!(r#"{head}{{"role":"toolResult","role":"user","content":[{{"type":"text","text":"{base64}"}}]}}}}"#)
+                .into_bytes(),
+        );
+        // Damage: a truncated line and trailing garbage.
+        lines.push(format!(r#"{head}{{"role":"toolResult","content":[{{"type":"text","text":"{base64}"#).into_bytes());
+        lines.push(
+            format!(r#"{head}{{"role":"toolResult","content":[{{"type":"text","text":"{base64}"}}]}}}} x"#)
+                .into_bytes(),
+        );
+
+        let mut fast_paths = 0;
+        for line in &lines {
+            let mut elider = Elider::default();
+            if matches!(elider.elide(line, looks_like_tool_result(line)), Outcome::Elided { .. }) {
+                fast_paths += 1;
+            }
+            let (fast, plain) = both_parses(line);
+            assert_eq!(fast, plain, "{}", String::from_utf8_lossy(&line[..line.len().min(200)]));
+        }
+        assert!(fast_paths >= 150, "only {fast_paths} of {} lines took the fast path", lines.len());
+    }
+
+    #[test]
+    fn raw_control_characters_make_a_line_malformed_as_in_javascript() {
+        let text = format!("{}\t{}", "a".repeat(3000), "b".repeat(3000)).replace("\\t", "\t");
+        let line = format!(
+            r#"{{"type":"message","id":"e1","parentId":null,"message":{{"role":"toolResult","content":[{{"type":"text","text":"{text}"}}]}}}}"#
+        );
+        assert!(line.contains('\t'));
+        let (fast, _) = both_parses(line.as_bytes());
+        assert_eq!(fast, None);
     }
 
     #[test]

@@ -1,0 +1,370 @@
+//! Taking the large strings out of a line before serde sees it.
+//!
+//! In sessions with screenshots and long tool outputs, nine bytes in ten are
+//! base64 image data (only ever measured) and tool output (of which a head is
+//! kept). serde_json would scan, unescape and copy all of them. This pass
+//! walks the line's structure, measures each such string in place
+//! ([`super::jsonstr`]), and gives serde a copy of the line in which each is
+//! replaced by a placeholder, `[index]` into a side table (an array, because
+//! that is what serde_json's byte-string mode accepts besides a string;
+//! lines with an array at such a place are left alone); the `StrLen` and bounded
+//! `TextField` visitors read their value from that table while the line is
+//! parsed inside [`Table::with`].
+//!
+//! Only strings at the positions those visitors read are taken out: `data`,
+//! and in tool results `text`, of the blocks of `content` (of the entry or of
+//! its `message`). Anything the walk is not sure about leaves the line
+//! untouched for the ordinary parse, which stays the reference behaviour.
+
+use std::cell::RefCell;
+
+use super::jsonstr::{self, StrError, StrScan};
+use super::model::BoundedText;
+
+/// Strings shorter than this are left to serde: taking them out would not pay.
+pub(crate) const MIN_ELIDED: usize = 4096;
+
+/// JSON nesting beyond this is left to serde (which has its own limit).
+const MAX_DEPTH: usize = 64;
+
+/// What an elided string stood for.
+#[derive(Debug)]
+pub(crate) enum Elided {
+    /// Image data: its decoded length in bytes.
+    Data(usize),
+    /// Tool output, bounded as the bounded `TextField` keeps it.
+    Text(BoundedText),
+}
+
+/// What [`Elider::elide`] made of a line.
+pub(crate) enum Outcome<'a> {
+    /// Nothing to take out (or the walk was unsure): parse the line as is.
+    Untouched,
+    /// Parse this copy of the line inside [`Table::with`].
+    Elided { line: &'a [u8], table: &'a mut Table },
+    /// A string holds a raw control character: not JSON for pi either.
+    Malformed,
+}
+
+/// Buffers reused from line to line.
+#[derive(Default)]
+pub(crate) struct Elider {
+    out: Vec<u8>,
+    table: Table,
+    spans: Vec<Span>,
+}
+
+/// The elided strings of one line, by placeholder index.
+#[derive(Default)]
+pub(crate) struct Table(Vec<Option<Elided>>);
+
+struct Span {
+    /// Opening quote.
+    open: usize,
+    scan: StrScan,
+    text: bool,
+}
+
+/// Where a value sits, as far as elision cares.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Root,
+    /// The value of the entry's `message`.
+    Message,
+    /// The value of `content` (of the entry when `in_message` is false).
+    Content {
+        in_message: bool,
+    },
+    /// An element of such a `content` array.
+    Block {
+        in_message: bool,
+    },
+    /// A block's `data`.
+    Data,
+    /// A block's `text`.
+    Text {
+        in_message: bool,
+    },
+    Elsewhere,
+}
+
+enum Stop {
+    /// Let the ordinary parse decide.
+    Unsure,
+    Malformed,
+}
+
+impl From<StrError> for Stop {
+    fn from(e: StrError) -> Stop {
+        match e {
+            StrError::ControlCharacter => Stop::Malformed,
+            StrError::Unterminated | StrError::BadEscape => Stop::Unsure,
+        }
+    }
+}
+
+struct Walk<'l, 's> {
+    s: &'l [u8],
+    i: usize,
+    tool_text: bool,
+    spans: &'s mut Vec<Span>,
+}
+
+impl Walk<'_, '_> {
+    fn ws(&mut self) {
+        while matches!(self.s.get(self.i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+            self.i += 1;
+        }
+    }
+
+    /// The string whose opening quote is at `self.i`; leaves `self.i` after it.
+    /// `utf16`: count its UTF-16 units too.
+    fn string(&mut self, utf16: bool) -> Result<(usize, StrScan), Stop> {
+        let open = self.i;
+        let body = &self.s[open + 1..];
+        let scan = if utf16 { jsonstr::scan::<true>(body) } else { jsonstr::scan::<false>(body) }?;
+        self.i = open + 1 + scan.end + 1;
+        Ok((open, scan))
+    }
+
+    fn value(&mut self, place: Place, depth: usize) -> Result<(), Stop> {
+        if depth > MAX_DEPTH {
+            return Err(Stop::Unsure);
+        }
+        self.ws();
+        match self.s.get(self.i) {
+            // An array where a placeholder could go would be read as one.
+            Some(b'[') if matches!(place, Place::Data | Place::Text { .. }) => Err(Stop::Unsure),
+            Some(b'{') => self.object(place, depth),
+            Some(b'[') => self.array(place, depth),
+            Some(b'"') => {
+                let text = matches!(place, Place::Text { in_message: true }) && self.tool_text;
+                let (open, scan) = self.string(text)?;
+                if !text && place != Place::Data {
+                    return Ok(());
+                }
+                if scan.end >= MIN_ELIDED {
+                    self.spans.push(Span { open, scan, text });
+                }
+                Ok(())
+            }
+            Some(_) => {
+                // true / false / null / a number: serde checks it later.
+                while !matches!(self.s.get(self.i), None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n')) {
+                    self.i += 1;
+                }
+                Ok(())
+            }
+            None => Err(Stop::Unsure),
+        }
+    }
+
+    fn object(&mut self, place: Place, depth: usize) -> Result<(), Stop> {
+        self.i += 1;
+        self.ws();
+        if self.s.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            if self.s.get(self.i) != Some(&b'"') {
+                return Err(Stop::Unsure);
+            }
+            let (open, scan) = self.string(false)?;
+            let key = &self.s[open + 1..open + 1 + scan.end];
+            if place != Place::Elsewhere && key.contains(&b'\\') {
+                // An escaped key could spell one the walk looks for.
+                return Err(Stop::Unsure);
+            }
+            let child = match (place, key) {
+                (Place::Root, b"message") => Place::Message,
+                (Place::Root, b"content") => Place::Content { in_message: false },
+                (Place::Message, b"content") => Place::Content { in_message: true },
+                (Place::Block { .. }, b"data") => Place::Data,
+                (Place::Block { in_message }, b"text") => Place::Text { in_message },
+                _ => Place::Elsewhere,
+            };
+            self.ws();
+            if self.s.get(self.i) != Some(&b':') {
+                return Err(Stop::Unsure);
+            }
+            self.i += 1;
+            self.value(child, depth + 1)?;
+            self.ws();
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(Stop::Unsure),
+            }
+        }
+    }
+
+    fn array(&mut self, place: Place, depth: usize) -> Result<(), Stop> {
+        self.i += 1;
+        let child = match place {
+            Place::Content { in_message } => Place::Block { in_message },
+            _ => Place::Elsewhere,
+        };
+        self.ws();
+        if self.s.get(self.i) == Some(&b']') {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.value(child, depth + 1)?;
+            self.ws();
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(Stop::Unsure),
+            }
+        }
+    }
+}
+
+impl Elider {
+    /// Take the large strings out of `line`. `tool_text`: the line is
+    /// expected to be a tool result, whose block text is bounded.
+    pub fn elide(&mut self, line: &[u8], tool_text: bool) -> Outcome<'_> {
+        if line.len() < MIN_ELIDED {
+            return Outcome::Untouched;
+        }
+        self.spans.clear();
+        let mut walk = Walk { s: line, i: 0, tool_text, spans: &mut self.spans };
+        let walked = walk.value(Place::Root, 0).and_then(|()| {
+            walk.ws();
+            if walk.i == line.len() {
+                Ok(())
+            } else {
+                Err(Stop::Unsure)
+            }
+        });
+        match walked {
+            Err(Stop::Malformed) => return Outcome::Malformed,
+            Err(Stop::Unsure) => return Outcome::Untouched,
+            Ok(()) if self.spans.is_empty() => return Outcome::Untouched,
+            Ok(()) => {}
+        }
+        self.out.clear();
+        self.table.0.clear();
+        let mut copied = 0;
+        for (index, span) in self.spans.iter().enumerate() {
+            let body = &line[span.open + 1..span.open + 1 + span.scan.end];
+            let elided = if span.text {
+                Elided::Text(text_head(body, span.scan))
+            } else {
+                Elided::Data(span.scan.decoded_bytes)
+            };
+            self.table.0.push(Some(elided));
+            self.out.extend_from_slice(&line[copied..span.open]);
+            self.out.push(b'[');
+            self.out.extend_from_slice(index.to_string().as_bytes());
+            self.out.push(b']');
+            copied = span.open + 1 + span.scan.end + 1;
+        }
+        self.out.extend_from_slice(&line[copied..]);
+        Outcome::Elided { line: &self.out, table: &mut self.table }
+    }
+}
+
+impl Table {
+    /// Run `parse` with this table readable by [`take`] (swapped into a
+    /// thread-local and back, so its allocation is reused line after line).
+    pub fn with<R>(&mut self, parse: impl FnOnce() -> R) -> R {
+        struct Restore<'t>(&'t mut Vec<Option<Elided>>);
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                TABLE.with(|t| std::mem::swap(&mut *t.borrow_mut(), self.0));
+            }
+        }
+        TABLE.with(|t| std::mem::swap(&mut *t.borrow_mut(), &mut self.0));
+        let _restore = Restore(&mut self.0);
+        parse()
+    }
+}
+
+thread_local! {
+    static TABLE: RefCell<Vec<Option<Elided>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The elided string a placeholder stands for, when a line is being parsed
+/// inside [`Table::with`] (taken: each is read once). `seq` is what serde
+/// offers for an array; the array is consumed either way.
+pub(crate) fn take<'de, A: serde::de::SeqAccess<'de>>(mut seq: A) -> Result<Option<Elided>, A::Error> {
+    let first = seq.next_element::<serde_json::Value>()?;
+    while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+    let Some(index) = first.as_ref().and_then(serde_json::Value::as_u64).and_then(|i| usize::try_from(i).ok()) else {
+        return Ok(None);
+    };
+    Ok(TABLE.with(|t| t.borrow_mut().get_mut(index).and_then(Option::take)))
+}
+
+/// The bounded form of a long tool output from its raw JSON body: only a
+/// prefix is decoded (by serde, so the head is exactly what a full parse
+/// keeps); the full lengths come from the scan.
+fn text_head(body: &[u8], scan: StrScan) -> BoundedText {
+    // Decode a prefix, doubling it until the head ends clear of its last few
+    // bytes (which a cut between two halves of a surrogate pair can damage):
+    // the head is then the one the whole text gives.
+    const CLEAR: usize = 8;
+    let mut want = 4096;
+    loop {
+        if want >= scan.end {
+            return super::raw::bounded_bytes(&decode_prefix(body, scan.end));
+        }
+        let decoded = decode_prefix(body, want);
+        let mut b = super::raw::bounded_bytes(&decoded);
+        if b.head.len() + CLEAR <= decoded.len() {
+            b.full_utf16_len = scan.utf16_units;
+            b.full_bytes = scan.decoded_bytes;
+            return b;
+        }
+        want *= 2;
+    }
+}
+
+/// serde_json's byte-string decoding of `body[..cut]`, the cut moved back
+/// (at most a few bytes) off a UTF-8 sequence or an escape it would split.
+fn decode_prefix(body: &[u8], cut: usize) -> Vec<u8> {
+    let mut cut = cut.min(body.len());
+    let mut quoted = Vec::with_capacity(cut + 2);
+    while cut > 0 {
+        while cut > 0 && cut < body.len() && (body[cut] as i8) < -0x40 {
+            cut -= 1;
+        }
+        quoted.clear();
+        quoted.push(b'"');
+        quoted.extend_from_slice(&body[..cut]);
+        quoted.push(b'"');
+        if let Ok(RawBytes(bytes)) = serde_json::from_slice::<RawBytes>(&quoted) {
+            return bytes;
+        }
+        cut -= 1;
+    }
+    Vec::new()
+}
+
+struct RawBytes(Vec<u8>);
+
+impl<'de> serde::Deserialize<'de> for RawBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = RawBytes;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<RawBytes, E> {
+                Ok(RawBytes(v.to_vec()))
+            }
+        }
+        d.deserialize_bytes(Visit)
+    }
+}

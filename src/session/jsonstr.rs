@@ -1,0 +1,411 @@
+//! Measuring a JSON string in place, 64 bytes at a time.
+//!
+//! The reader's large strings (base64 image data, tool output) are only
+//! measured or cut, never kept whole. serde_json would unescape and copy
+//! every byte of them; this scanner finds the closing quote and computes the
+//! decoded lengths without decoding, as serde_json's byte-string mode
+//! (`deserialize_bytes`) would decode them: lone surrogate escapes count as
+//! 3-byte WTF-8 and invalid UTF-8 passes through. Unlike that mode, and like
+//! pi's `JSON.parse`, a raw control character is an error.
+
+/// What a string body decodes to, measured on the raw JSON bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StrScan {
+    /// Index of the closing quote in the scanned slice.
+    pub end: usize,
+    /// Bytes of the decoded string (lone surrogates count 3, as WTF-8).
+    pub decoded_bytes: usize,
+    /// UTF-16 code units of the decoded string (JavaScript's `length`), counted
+    /// as [`super::utf16_len`] counts bytes, so invalid UTF-8 agrees with it.
+    pub utf16_units: usize,
+}
+
+/// Why a string cannot be measured: serde_json would reject it too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StrError {
+    Unterminated,
+    ControlCharacter,
+    BadEscape,
+}
+
+const LANES: usize = 64;
+
+/// Per-lane flags of a 64-byte block, one bit per byte. `continuation` and
+/// `four` are only filled when counting UTF-16 units.
+#[derive(Default)]
+struct BlockMasks {
+    quote: u64,
+    backslash: u64,
+    control: u64,
+    /// UTF-8 continuation bytes (0x80..=0xBF).
+    continuation: u64,
+    /// 4-byte UTF-8 leads (0xF0 and up).
+    four: u64,
+}
+
+trait Masks {
+    /// # Safety
+    /// The instruction set of the implementation must be available.
+    unsafe fn masks<const UTF16: bool>(block: &[u8; LANES]) -> BlockMasks;
+}
+
+/// Plain loops, for targets without the vector forms below.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+struct Portable;
+
+impl Masks for Portable {
+    #[inline(always)]
+    unsafe fn masks<const UTF16: bool>(block: &[u8; LANES]) -> BlockMasks {
+        let mut m = BlockMasks::default();
+        for (k, &c) in block.iter().enumerate() {
+            m.quote |= u64::from(c == b'"') << k;
+            m.backslash |= u64::from(c == b'\\') << k;
+            m.control |= u64::from(c < 0x20) << k;
+            if UTF16 {
+                m.continuation |= u64::from((c as i8) < -0x40) << k;
+                m.four |= u64::from(c >= 0xF0) << k;
+            }
+        }
+        m
+    }
+}
+
+/// Generates a [`Masks`] implementation over `$width`-byte vectors.
+#[cfg(target_arch = "x86_64")]
+macro_rules! vector_masks {
+    ($name:ident, $width:expr, $load:ident, $set1:ident, $cmpeq:ident, $max:ident, $movemask:ident, $mask_ty:ty, $below:expr) => {
+        impl Masks for $name {
+            #[inline(always)]
+            unsafe fn masks<const UTF16: bool>(block: &[u8; LANES]) -> BlockMasks {
+                use std::arch::x86_64::*;
+                let mut m = BlockMasks::default();
+                let quote = $set1(b'"' as i8);
+                let backslash = $set1(b'\\' as i8);
+                let max_control = $set1(0x1F);
+                let four_lead = $set1(0xF0u8 as i8);
+                for lane in 0..LANES / $width {
+                    // Unaligned loads inside `block`.
+                    let v = $load(block.as_ptr().add(lane * $width).cast());
+                    let bits = |x| u64::from($movemask(x) as $mask_ty) << (lane * $width);
+                    m.quote |= bits($cmpeq(v, quote));
+                    m.backslash |= bits($cmpeq(v, backslash));
+                    m.control |= bits($cmpeq($max(v, max_control), max_control));
+                    // ASCII-only lanes (no high bit) have neither kind of byte.
+                    if UTF16 && $movemask(v) != 0 {
+                        m.continuation |= bits($below(v));
+                        m.four |= bits($cmpeq($max(v, four_lead), v));
+                    }
+                }
+                m
+            }
+        }
+    };
+}
+
+/// 16 lanes at a time; SSE2 is part of the x86_64 baseline.
+#[cfg(target_arch = "x86_64")]
+struct Sse2;
+
+#[cfg(target_arch = "x86_64")]
+vector_masks!(Sse2, 16, _mm_loadu_si128, _mm_set1_epi8, _mm_cmpeq_epi8, _mm_max_epu8, _mm_movemask_epi8, u16, |v| {
+    // Continuation bytes are below -0x40 as signed bytes.
+    _mm_cmplt_epi8(v, _mm_set1_epi8(-0x40))
+});
+
+/// 32 lanes at a time, when the CPU has AVX2 (checked at run time).
+#[cfg(target_arch = "x86_64")]
+struct Avx2;
+
+#[cfg(target_arch = "x86_64")]
+vector_masks!(
+    Avx2,
+    32,
+    _mm256_loadu_si256,
+    _mm256_set1_epi8,
+    _mm256_cmpeq_epi8,
+    _mm256_max_epu8,
+    _mm256_movemask_epi8,
+    u32,
+    |v| { _mm256_cmpgt_epi8(_mm256_set1_epi8(-0x40), v) }
+);
+
+/// The escaping backslashes and the characters they escape, for one block:
+/// simdjson's branch-free method (`json_escape_scanner.h`). `carry` says the
+/// block's first byte is escaped by the previous block's last backslash, and
+/// is updated for the next block. Returns (escaped, escape).
+#[inline(always)]
+fn escapes(backslash: u64, carry: &mut u64) -> (u64, u64) {
+    const ODD_BITS: u64 = 0xAAAA_AAAA_AAAA_AAAA;
+    let potential_escape = backslash & !*carry;
+    // Backslash runs starting on an odd bit come out inverted; bringing in all
+    // odd bits and subtracting the run starts fixes that parity.
+    let maybe_escaped = potential_escape << 1;
+    let even_series_codes_and_odd_bits = (maybe_escaped | ODD_BITS).wrapping_sub(potential_escape);
+    let escape_and_terminal_code = even_series_codes_and_odd_bits ^ ODD_BITS;
+    let escaped = escape_and_terminal_code ^ (backslash | *carry);
+    let escape = escape_and_terminal_code & backslash;
+    *carry = escape >> 63;
+    (escaped, escape)
+}
+
+fn hex4(b: &[u8]) -> Option<u32> {
+    let digits = b.get(..4)?;
+    let mut n = 0u32;
+    for &d in digits {
+        n = n * 16 + (d as char).to_digit(16)?;
+    }
+    Some(n)
+}
+
+/// A `\\u` escape whose `u` is at `at`: (raw length from its backslash,
+/// decoded bytes, UTF-16 units), as serde_json's `parse_unicode_escape` reads
+/// it in byte-string mode. A high surrogate followed by a low one is one
+/// 12-byte escape; a lone one decodes to 3 bytes of WTF-8.
+fn unicode_escape(s: &[u8], at: usize) -> Result<(usize, usize, usize), StrError> {
+    let n = hex4(s.get(at + 1..).unwrap_or_default()).ok_or(StrError::BadEscape)?;
+    if (0xD800..0xDC00).contains(&n) && s.get(at + 5) == Some(&b'\\') && s.get(at + 6) == Some(&b'u') {
+        let low = hex4(s.get(at + 7..).unwrap_or_default()).ok_or(StrError::BadEscape)?;
+        if (0xDC00..0xE000).contains(&low) {
+            return Ok((12, 4, 2));
+        }
+    }
+    let bytes = match n {
+        0..0x80 => 1,
+        0x80..0x800 => 2,
+        _ => 3,
+    };
+    Ok((6, bytes, 1))
+}
+
+/// Scan the body of a string that starts at `s[0]` (just after its opening
+/// quote) up to its closing quote. Without `UTF16`, `utf16_units` is not
+/// counted (left 0), which is faster on non-ASCII text.
+pub(crate) fn scan<const UTF16: bool>(s: &[u8]) -> Result<StrScan, StrError> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is available, as just checked.
+            return unsafe { scan_avx2::<UTF16>(s) };
+        }
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        unsafe { scan_with::<UTF16, Sse2>(s) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: plain Rust.
+    unsafe {
+        scan_with::<UTF16, Portable>(s)
+    }
+}
+
+/// [`scan_with`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn scan_avx2<const UTF16: bool>(s: &[u8]) -> Result<StrScan, StrError> {
+    scan_with::<UTF16, Avx2>(s)
+}
+
+/// # Safety
+/// `M`'s instruction set must be available.
+#[inline(always)]
+unsafe fn scan_with<const UTF16: bool, M: Masks>(s: &[u8]) -> Result<StrScan, StrError> {
+    // Raw counts over every byte up to the quote, then each escape's raw
+    // bytes (all ASCII, so counted once each) are swapped for what they decode to.
+    let (mut continuation, mut four) = (0usize, 0usize);
+    // Simple escapes (`\\n`): 2 raw bytes for 1 byte and 1 unit.
+    let mut simple = 0usize;
+    // `\\u` escapes: their raw bytes, decoded bytes and units.
+    let (mut raw_unicode, mut unicode_bytes, mut unicode_units) = (0usize, 0usize, 0usize);
+    // The `u` of the low half of a surrogate pair already counted with its high half.
+    let mut pair_low_u = usize::MAX;
+    let mut carry = 0u64;
+    let mut base = 0usize;
+    let mut padded = [0u8; LANES];
+    loop {
+        let avail = s.len().saturating_sub(base);
+        let block: &[u8; LANES] = match s.get(base..base + LANES) {
+            Some(b) => b.try_into().map_err(|_| StrError::Unterminated)?,
+            None => {
+                padded.fill(b' ');
+                padded[..avail].copy_from_slice(&s[base..]);
+                &padded
+            }
+        };
+        let valid = if avail >= LANES { u64::MAX } else { (1u64 << avail) - 1 };
+        let m = M::masks::<UTF16>(block);
+        let (escaped, _) = escapes(m.backslash & valid, &mut carry);
+        let closing = m.quote & !escaped & valid;
+        // The bytes of this block that belong to the string.
+        let inside = if closing != 0 { (1u64 << closing.trailing_zeros()) - 1 } else { valid };
+        if m.control & inside != 0 {
+            return Err(StrError::ControlCharacter);
+        }
+        let mut codes = escaped & inside;
+        while codes != 0 {
+            let at = base + codes.trailing_zeros() as usize;
+            codes &= codes - 1;
+            match s[at] {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => simple += 1,
+                b'u' if at == pair_low_u => {}
+                b'u' => {
+                    let (raw, bytes, units) = unicode_escape(s, at)?;
+                    if raw == 12 {
+                        pair_low_u = at + 6;
+                    }
+                    raw_unicode += raw;
+                    unicode_bytes += bytes;
+                    unicode_units += units;
+                }
+                _ => return Err(StrError::BadEscape),
+            }
+        }
+        if UTF16 {
+            continuation += (m.continuation & inside).count_ones() as usize;
+            four += (m.four & inside).count_ones() as usize;
+        }
+        if closing != 0 {
+            let end = base + closing.trailing_zeros() as usize;
+            let removed_bytes = simple + raw_unicode - unicode_bytes;
+            return Ok(StrScan {
+                end,
+                decoded_bytes: end - removed_bytes,
+                utf16_units: if UTF16 { end - continuation + four - simple - raw_unicode + unicode_units } else { 0 },
+            });
+        }
+        if avail <= LANES {
+            return Err(StrError::Unterminated);
+        }
+        base += LANES;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What serde_json's byte-string mode decodes, measured the slow way
+    /// (raw control characters rejected, as JSON.parse does).
+    fn reference(body: &[u8]) -> Result<StrScan, ()> {
+        struct Bytes(Vec<u8>);
+        impl<'de> serde::Deserialize<'de> for Bytes {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl serde::de::Visitor<'_> for V {
+                    type Value = Bytes;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("bytes")
+                    }
+                    fn visit_bytes<E>(self, v: &[u8]) -> Result<Bytes, E> {
+                        Ok(Bytes(v.to_vec()))
+                    }
+                }
+                d.deserialize_bytes(V)
+            }
+        }
+        let end = (0..body.len())
+            .find(|&i| body[i] == b'"' && body[..i].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0);
+        let end = end.ok_or(())?;
+        if body[..end].iter().any(|&b| b < 0x20) {
+            return Err(());
+        }
+        let mut quoted = vec![b'"'];
+        quoted.extend_from_slice(&body[..=end]);
+        let decoded = serde_json::from_slice::<Bytes>(&quoted).map_err(|_| ())?.0;
+        Ok(StrScan {
+            end,
+            decoded_bytes: decoded.len(),
+            utf16_units: crate::session::convert::utf16_len_bytes(&decoded),
+        })
+    }
+
+    fn check(body: &[u8]) {
+        let ours = scan::<true>(body).ok();
+        let want = reference(body).ok();
+        assert_eq!(ours, want, "{:?}", String::from_utf8_lossy(body));
+        let uncounted = scan::<false>(body).ok();
+        assert_eq!(uncounted, want.map(|w| StrScan { utf16_units: 0, ..w }));
+    }
+
+    #[test]
+    fn measures_like_serde_json_decodes() {
+        let cases: &[&[u8]] = &[
+            b"\"",
+            b"abc\"",
+            b"abc\" trailing",
+            b"a\\nb\\\"c\\\\\"",
+            b"\\u00e9\\u0041\\u20ac\"",
+            b"\\ud83d\\ude00 pair\"",
+            b"\\ud83d lone high\"",
+            b"\\ude00 lone low\"",
+            b"\\ud83d\\ud83d\\ude00 high then pair\"",
+            b"\\ud83d\\n high then simple\"",
+            "caf\u{e9} \u{65e5}\u{672c} \u{1F600}\"".as_bytes(),
+            b"bad \xff utf8\"",
+            b"control \x01 char\"",
+            b"tab \t raw\"",
+            b"bad escape \\x\"",
+            b"short hex \\u12\"",
+            b"unterminated",
+            b"ends in escape \\",
+            b"",
+        ];
+        for c in cases {
+            check(c);
+        }
+    }
+
+    #[test]
+    fn escapes_across_block_boundaries() {
+        // Put every kind of escape at every offset around the 64-byte lanes.
+        let escapes: &[&str] = &["\\n", "\\\\", "\\\"", "\\u00e9", "\\ud83d\\ude00", "\\ud83d", "\u{1F600}", "é"];
+        for esc in escapes {
+            for pad in 0..140 {
+                let mut body = "x".repeat(pad);
+                body.push_str(esc);
+                body.push_str(&"y".repeat(70));
+                body.push_str("\" after");
+                check(body.as_bytes());
+            }
+        }
+        // Pieces that make escapes, surrogates and quotes collide at random.
+        let pieces: &[&[u8]] = &[
+            b"a",
+            b"\\",
+            b"\\\\",
+            b"\\\"",
+            b"\"",
+            b"\\n",
+            b"\\u",
+            b"d83d",
+            b"D83D",
+            b"\\ude00",
+            b"\\uDC00",
+            b"00e9",
+            b"0041",
+            b"u",
+            "\u{e9}".as_bytes(),
+            "\u{1F600}".as_bytes(),
+            b"\xff",
+            b"\x01",
+            b"\\x",
+        ];
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let mut body = Vec::new();
+            let pad = (next() % 70) as usize;
+            body.extend(std::iter::repeat_n(b'x', pad));
+            for _ in 0..next() % 12 {
+                body.extend_from_slice(pieces[(next() % pieces.len() as u64) as usize]);
+            }
+            body.extend_from_slice(b"\" tail \"");
+            check(&body);
+        }
+        let long: String = (0..5000).map(|i| if i % 37 == 0 { "\\n" } else { "é" }).collect::<String>() + "\"";
+        check(long.as_bytes());
+    }
+}
