@@ -8,8 +8,9 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use super::lines::LineReader;
 use super::raw::{Num, RawContent, Str};
-use super::reader::{is_blank, not_a_session, parse_line, LineReader};
+use super::reader::{is_blank, not_a_session, parse_line};
 use super::{iso_to_ms, SessionError};
 
 /// One session as listed by pi's `/resume` (`SessionManager.list`).

@@ -314,7 +314,7 @@ fn text_head(body: &[u8], scan: StrScan) -> BoundedText {
     // bytes (which a cut between two halves of a surrogate pair can damage):
     // the head is then the one the whole text gives.
     const CLEAR: usize = 8;
-    let mut want = 4096;
+    let mut want = 2304;
     loop {
         if want >= scan.end {
             return super::raw::bounded_bytes(&decode_prefix(body, scan.end));

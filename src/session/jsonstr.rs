@@ -232,7 +232,8 @@ unsafe fn scan_with<const UTF16: bool, M: Masks>(s: &[u8]) -> Result<StrScan, St
         };
         let valid = if avail >= LANES { u64::MAX } else { (1u64 << avail) - 1 };
         let m = M::masks::<UTF16>(block);
-        let (escaped, _) = escapes(m.backslash & valid, &mut carry);
+        // Most blocks (all of base64 data) have no escapes at all.
+        let escaped = if (m.backslash & valid) | carry == 0 { 0 } else { escapes(m.backslash & valid, &mut carry).0 };
         let closing = m.quote & !escaped & valid;
         // The bytes of this block that belong to the string.
         let inside = if closing != 0 { (1u64 << closing.trailing_zeros()) - 1 } else { valid };

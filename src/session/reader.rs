@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 use super::convert;
 use super::elide::{Elider, Outcome};
+use super::lines::{LineReader, Lines};
 use super::model::*;
 use super::raw::RawLine;
 use super::SessionError;
@@ -25,92 +25,6 @@ const PI_ENTRY_TYPES: &[&str] = &[
     "label",
     "session_info",
 ];
-
-/// One physical line of a file, without its newline.
-pub(crate) struct Line<'b> {
-    pub number: u64,
-    pub text: &'b [u8],
-    pub terminated: bool,
-}
-
-/// Reads lines into one growing buffer: no copy per line, memory bounded by
-/// the longest line (plus one read chunk).
-pub(crate) struct LineReader<R> {
-    inner: R,
-    buf: Vec<u8>,
-    /// Start of the unconsumed bytes.
-    start: usize,
-    /// End of the bytes read so far.
-    end: usize,
-    /// Where to resume looking for a newline (bytes before it have none).
-    scanned: usize,
-    eof: bool,
-    number: u64,
-}
-
-const READ_CHUNK: usize = 1 << 20;
-const INITIAL_BUFFER: usize = 4 << 20;
-
-impl<R: Read> LineReader<R> {
-    pub fn new(inner: R) -> Self {
-        LineReader { inner, buf: vec![0; INITIAL_BUFFER], start: 0, end: 0, scanned: 0, eof: false, number: 0 }
-    }
-
-    pub fn next_line(&mut self) -> std::io::Result<Option<Line<'_>>> {
-        loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
-                let nl = self.scanned + i;
-                return Ok(Some(self.take(nl, true)));
-            }
-            self.scanned = self.end;
-            if self.eof {
-                if self.start == self.end {
-                    return Ok(None);
-                }
-                let end = self.end;
-                return Ok(Some(self.take(end, false)));
-            }
-            // Compact only when the free tail runs short, so a long line is
-            // moved at most once per buffer-full rather than once per read.
-            if self.buf.len() - self.end < READ_CHUNK {
-                if self.start > 0 {
-                    self.buf.copy_within(self.start..self.end, 0);
-                    self.end -= self.start;
-                    self.scanned -= self.start;
-                    self.start = 0;
-                }
-                if self.buf.len() - self.end < READ_CHUNK {
-                    let grown = (self.buf.len() * 2).max(self.end + READ_CHUNK);
-                    self.buf.resize(grown, 0);
-                }
-            }
-            let n = loop {
-                match self.inner.read(&mut self.buf[self.end..]) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                }
-            };
-            if n == 0 {
-                self.eof = true;
-            }
-            self.end += n;
-        }
-    }
-
-    fn take(&mut self, line_end: usize, terminated: bool) -> Line<'_> {
-        let from = self.start;
-        self.start = if terminated { line_end + 1 } else { line_end };
-        self.scanned = self.start;
-        self.number += 1;
-        let mut text = &self.buf[from..line_end];
-        if self.number == 1 {
-            // JavaScript's trim() drops a leading BOM, so pi reads such files.
-            text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
-        }
-        Line { number: self.number, text, terminated }
-    }
-}
 
 /// Parse one line. pi decodes the file as UTF-8 with replacement characters,
 /// so invalid bytes damage only the strings they are in: on a parse failure
@@ -320,8 +234,7 @@ pub(crate) fn not_a_session(path: &Path, reason: &str) -> SessionError {
 }
 
 pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
-    let file = File::open(path).map_err(|e| io_err(path, e))?;
-    let mut lines = LineReader::new(file);
+    let mut lines = Lines::open(path).map_err(|e| io_err(path, e))?;
     let mut elider = Elider::default();
     let mut warnings = Warnings::default();
     let mut header: Option<SessionHeader> = None;
@@ -490,56 +403,6 @@ pub(crate) fn index_and_check(entries: &[Entry], warnings: &mut Warnings) -> Has
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Hands out at most `step` bytes per read, to cross every buffer boundary.
-    struct Trickle<'a> {
-        data: &'a [u8],
-        step: usize,
-    }
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-            let n = self.step.min(out.len()).min(self.data.len());
-            out[..n].copy_from_slice(&self.data[..n]);
-            self.data = &self.data[n..];
-            Ok(n)
-        }
-    }
-
-    fn lines(data: &[u8], step: usize) -> Vec<(Vec<u8>, bool)> {
-        let mut r = LineReader::new(Trickle { data, step });
-        let mut out = Vec::new();
-        while let Some(l) = r.next_line().unwrap() {
-            out.push((l.text.to_vec(), l.terminated));
-        }
-        out
-    }
-
-    #[test]
-    fn lines_survive_any_read_size() {
-        let long = vec![b'x'; READ_CHUNK * 3 + 17];
-        let mut data = b"\xEF\xBB\xBFfirst\n\nsecond\n".to_vec();
-        data.extend_from_slice(&long);
-        data.extend_from_slice(b"\nlast-unterminated");
-        let want = vec![
-            (b"first".to_vec(), true),
-            (Vec::new(), true),
-            (b"second".to_vec(), true),
-            (long.clone(), true),
-            (b"last-unterminated".to_vec(), false),
-        ];
-        for step in [1, 7, 4096, usize::MAX] {
-            if step == 1 {
-                // One byte per read over 3 MiB is slow in debug builds; the small
-                // steps are covered on the short prefix.
-                assert_eq!(lines(&data[..17], step), want[..3].to_vec());
-                continue;
-            }
-            assert_eq!(lines(&data, step), want, "step {step}");
-        }
-        assert!(lines(b"", 10).is_empty());
-        assert_eq!(lines(b"a\n", 10), vec![(b"a".to_vec(), true)]);
-    }
 
     #[test]
     fn lone_surrogate_escapes_become_replacement_characters() {
