@@ -57,19 +57,26 @@ pub fn vm_hwm_kb(pid: Option<u32>) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// CPU time consumed so far by the calling thread (the reader is single-threaded).
-fn thread_cpu_secs() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
-        .map(|ns| ns as f64 / 1e9)
-        .unwrap_or(0.0)
+/// CPU time (user + system) consumed so far by the whole process, all
+/// threads included (the reader reads large files ahead on a second thread);
+/// the same measure as node's `process.cpuUsage()` on the pi side.
+fn process_cpu_secs() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes one `rusage` into the pointer it is given.
+    let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } == 0;
+    if !ok {
+        return 0.0;
+    }
+    // SAFETY: initialized by the successful call (and zeroed before it).
+    let usage = unsafe { usage.assume_init() };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// The child side for our reader: read `file` and print one JSON [`Sample`].
 pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     let baseline = vm_hwm_kb(None).unwrap_or(0);
-    let cpu0 = thread_cpu_secs();
+    let cpu0 = process_cpu_secs();
     let t0 = Instant::now();
     let session = match session_index::session::open(file) {
         Ok(s) => s,
@@ -84,7 +91,7 @@ pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     let ctx = session.context_refs(&branch);
     let text = session_index::views::serialize_context_refs(&ctx);
     let secs = t0.elapsed().as_secs_f64();
-    let cpu_secs = thread_cpu_secs() - cpu0;
+    let cpu_secs = process_cpu_secs() - cpu0;
     let sample = Sample {
         ok: true,
         secs,

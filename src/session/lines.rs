@@ -98,8 +98,8 @@ impl<R: Read> LineReader<R> {
 const READ_AHEAD_MIN: u64 = 8 << 20;
 /// Size of each read-ahead buffer (grown for a longer line).
 const AHEAD_BUFFER: usize = 2 << 20;
-/// Buffers in flight: one being filled, one queued, one being parsed.
-const AHEAD_BUFFERS: usize = 3;
+/// Buffers in flight: one being filled while the other is parsed.
+const AHEAD_BUFFERS: usize = 2;
 
 /// The lines of a file, read on this thread or ahead on another.
 pub(crate) enum Lines {
@@ -160,7 +160,8 @@ impl Drop for ReadAhead {
 impl ReadAhead {
     /// `None` when no thread can be started.
     fn start(file: File) -> Option<ReadAhead> {
-        let (full_tx, full) = mpsc::sync_channel(1);
+        // A rendezvous: a filled buffer waits in the thread until it is taken.
+        let (full_tx, full) = mpsc::sync_channel(0);
         let (free, free_rx) = mpsc::sync_channel(AHEAD_BUFFERS);
         let thread = std::thread::Builder::new()
             .name("session-read-ahead".into())
@@ -240,13 +241,13 @@ fn fill(mut file: File, full: &SyncSender<io::Result<Filled>>, free: &Receiver<V
         let mut next = if eof {
             Vec::new()
         } else if let Ok(b) = free.try_recv() {
-            b
+            shrunk(b)
         } else if allocated < AHEAD_BUFFERS {
             allocated += 1;
             vec![0u8; AHEAD_BUFFER]
         } else {
             match free.recv() {
-                Ok(b) => b,
+                Ok(b) => shrunk(b),
                 Err(_) => return,
             }
         };
@@ -263,6 +264,16 @@ fn fill(mut file: File, full: &SyncSender<io::Result<Filled>>, free: &Receiver<V
         buf = next;
         len = carried;
     }
+}
+
+/// A recycled buffer, back to its usual size if a long line had grown it, so
+/// that one huge line does not keep two huge buffers alive.
+fn shrunk(mut buf: Vec<u8>) -> Vec<u8> {
+    if buf.len() > AHEAD_BUFFER {
+        buf.truncate(AHEAD_BUFFER);
+        buf.shrink_to_fit();
+    }
+    buf
 }
 
 /// JavaScript's `trim()` drops a leading BOM, so pi reads such files.
