@@ -36,21 +36,27 @@ pub(crate) enum Elided {
     Text(BoundedText),
 }
 
-/// What [`Elider::elide`] made of a line.
-pub(crate) enum Outcome<'a> {
+/// A line made ready for parsing: whether it looks like a tool result, and
+/// what elision made of it. Owned, so that another thread can prepare lines
+/// ahead of the parser (see `super::lines`).
+pub(crate) struct Prepared {
+    /// pi writes a tool result's role first: its block text is bounded.
+    pub tool_result: bool,
+    pub elision: Elision,
+}
+
+pub(crate) enum Elision {
     /// Nothing to take out (or the walk was unsure): parse the line as is.
-    Untouched,
+    None,
     /// Parse this copy of the line inside [`Table::with`].
-    Elided { line: &'a [u8], table: &'a mut Table },
+    Elided { line: Vec<u8>, table: Table },
     /// A string holds a raw control character: not JSON for pi either.
     Malformed,
 }
 
-/// Buffers reused from line to line.
-#[derive(Default)]
+/// What the walk found, reused from line to line.
+#[derive(Default, Clone)]
 pub(crate) struct Elider {
-    out: Vec<u8>,
-    table: Table,
     spans: Vec<Span>,
 }
 
@@ -58,6 +64,7 @@ pub(crate) struct Elider {
 #[derive(Default)]
 pub(crate) struct Table(Vec<Option<Elided>>);
 
+#[derive(Clone)]
 struct Span {
     /// Opening quote.
     open: usize,
@@ -230,11 +237,17 @@ impl Walk<'_, '_> {
 }
 
 impl Elider {
+    /// Prepare one line of a session file.
+    pub fn prepare(&mut self, line: &[u8]) -> Prepared {
+        let tool_result = looks_like_tool_result(line);
+        Prepared { tool_result, elision: self.elide(line, tool_result) }
+    }
+
     /// Take the large strings out of `line`. `tool_text`: the line is
     /// expected to be a tool result, whose block text is bounded.
-    pub fn elide(&mut self, line: &[u8], tool_text: bool) -> Outcome<'_> {
+    fn elide(&mut self, line: &[u8], tool_text: bool) -> Elision {
         if line.len() < MIN_ELIDED {
-            return Outcome::Untouched;
+            return Elision::None;
         }
         self.spans.clear();
         let mut walk = Walk { s: line, i: 0, tool_text, spans: &mut self.spans };
@@ -247,13 +260,14 @@ impl Elider {
             }
         });
         match walked {
-            Err(Stop::Malformed) => return Outcome::Malformed,
-            Err(Stop::Unsure) => return Outcome::Untouched,
-            Ok(()) if self.spans.is_empty() => return Outcome::Untouched,
+            Err(Stop::Malformed) => return Elision::Malformed,
+            Err(Stop::Unsure) => return Elision::None,
+            Ok(()) if self.spans.is_empty() => return Elision::None,
             Ok(()) => {}
         }
-        self.out.clear();
-        self.table.0.clear();
+        let taken: usize = self.spans.iter().map(|s| s.scan.end + 2).sum();
+        let mut out = Vec::with_capacity(line.len() - taken + self.spans.len() * 8);
+        let mut table = Vec::with_capacity(self.spans.len());
         let mut copied = 0;
         for (index, span) in self.spans.iter().enumerate() {
             let body = &line[span.open + 1..span.open + 1 + span.scan.end];
@@ -262,16 +276,24 @@ impl Elider {
             } else {
                 Elided::Data(span.scan.decoded_bytes)
             };
-            self.table.0.push(Some(elided));
-            self.out.extend_from_slice(&line[copied..span.open]);
-            self.out.push(b'[');
-            self.out.extend_from_slice(index.to_string().as_bytes());
-            self.out.push(b']');
+            table.push(Some(elided));
+            out.extend_from_slice(&line[copied..span.open]);
+            out.push(b'[');
+            out.extend_from_slice(index.to_string().as_bytes());
+            out.push(b']');
             copied = span.open + 1 + span.scan.end + 1;
         }
-        self.out.extend_from_slice(&line[copied..]);
-        Outcome::Elided { line: &self.out, table: &mut self.table }
+        out.extend_from_slice(&line[copied..]);
+        Elision::Elided { line: out, table: Table(table) }
     }
+}
+
+/// pi writes `"message":{"role":"toolResult"` right after the scalar
+/// entry fields; such lines are parsed with tool-result text bounding on.
+fn looks_like_tool_result(text: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"message\":{\"role\":\"";
+    let window = &text[..text.len().min(1024)];
+    memchr::memmem::find(window, KEY).is_some_and(|i| window[i + KEY.len()..].starts_with(b"toolResult\""))
 }
 
 impl Table {

@@ -1,10 +1,11 @@
 //! Splitting a session file into lines, in bounded memory.
 //!
 //! [`LineReader`] reads into one growing buffer on the calling thread.
-//! [`Lines::open`] uses it for small files; for large ones it reads ahead on a
-//! second thread ([`ReadAhead`]), so copying the file out of the kernel overlaps
-//! with parsing instead of adding to it: reading is about a fifth of the time
-//! it takes to parse a session (measured by the reader bench).
+//! [`Lines::open`] uses it for small files; for large ones a second thread
+//! ([`ReadAhead`]) reads, splits and prepares lines ahead of the parser, so
+//! copying the file out of the kernel and measuring its large strings (see
+//! `super::elide`), about half the work, overlap with parsing instead of
+//! adding to it.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -101,52 +102,77 @@ const AHEAD_BUFFER: usize = 2 << 20;
 /// Buffers in flight: one being filled while the other is parsed.
 const AHEAD_BUFFERS: usize = 2;
 
-/// The lines of a file, read on this thread or ahead on another.
-pub(crate) enum Lines {
-    Direct(LineReader<File>),
-    Ahead(ReadAhead),
+/// A line with what `prepare` made of it (see [`Lines::open`]).
+pub(crate) struct PreparedLine<'b, P> {
+    pub line: Line<'b>,
+    pub prepared: P,
 }
 
-impl Lines {
-    /// Open `path`, reading ahead when the file is large.
-    pub fn open(path: &Path) -> io::Result<Lines> {
+/// The lines of a file, each with the result of a `prepare` step, run on this
+/// thread for small files and on the read-ahead thread for large ones.
+pub(crate) enum Lines<F, P> {
+    Direct { reader: LineReader<File>, prepare: F },
+    Ahead(ReadAhead<P>),
+}
+
+impl<F, P> Lines<F, P>
+where
+    F: FnMut(&[u8]) -> P + Clone + Send + 'static,
+    P: Send + 'static,
+{
+    /// Open `path`; large files are read (and their lines prepared) ahead,
+    /// unless no thread can be started.
+    pub fn open(path: &Path, prepare: F) -> io::Result<Lines<F, P>> {
         let file = File::open(path)?;
         if file.metadata()?.len() >= READ_AHEAD_MIN {
-            if let Some(ahead) = ReadAhead::start(file.try_clone()?) {
+            // Clones: the thread owns one of each, a failed start keeps the others.
+            if let Some(ahead) = ReadAhead::start(file.try_clone()?, prepare.clone()) {
                 return Ok(Lines::Ahead(ahead));
             }
         }
-        Ok(Lines::Direct(LineReader::new(file)))
+        Ok(Lines::Direct { reader: LineReader::new(file), prepare })
     }
 
-    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+    pub fn next_line(&mut self) -> io::Result<Option<PreparedLine<'_, P>>> {
         match self {
-            Lines::Direct(r) => r.next_line(),
+            Lines::Direct { reader, prepare } => Ok(reader.next_line()?.map(|line| {
+                let prepared = prepare(line.text);
+                PreparedLine { line, prepared }
+            })),
             Lines::Ahead(r) => r.next_line(),
         }
     }
 }
 
-/// A buffer of whole lines from the read-ahead thread: `buf[..len]` ends with
-/// a newline unless it is the end of the file.
-struct Filled {
+/// One line of a [`Filled`] buffer.
+struct Split<P> {
+    start: usize,
+    end: usize,
+    terminated: bool,
+    prepared: Option<P>,
+}
+
+/// A buffer of whole lines from the read-ahead thread, already split and
+/// prepared.
+struct Filled<P> {
     buf: Vec<u8>,
-    len: usize,
+    lines: Vec<Split<P>>,
     eof: bool,
 }
 
-/// Lines read ahead by a second thread into a few recycled buffers. Dropping
-/// it stops the thread (its next send or receive fails) and waits for it.
-pub(crate) struct ReadAhead {
-    full: Option<Receiver<io::Result<Filled>>>,
+/// Lines read and prepared ahead by a second thread, in two recycled
+/// buffers. Dropping it stops the thread (its next send or receive fails)
+/// and waits for it.
+pub(crate) struct ReadAhead<P> {
+    full: Option<Receiver<io::Result<Filled<P>>>>,
     free: Option<SyncSender<Vec<u8>>>,
     thread: Option<std::thread::JoinHandle<()>>,
-    current: Option<Filled>,
-    pos: usize,
+    current: Option<Filled<P>>,
+    next: usize,
     number: u64,
 }
 
-impl Drop for ReadAhead {
+impl<P> Drop for ReadAhead<P> {
     fn drop(&mut self) {
         // Closing both channels first unblocks the thread wherever it waits.
         self.full = None;
@@ -157,33 +183,24 @@ impl Drop for ReadAhead {
     }
 }
 
-impl ReadAhead {
+impl<P: Send + 'static> ReadAhead<P> {
     /// `None` when no thread can be started.
-    fn start(file: File) -> Option<ReadAhead> {
+    fn start<F: FnMut(&[u8]) -> P + Send + 'static>(file: File, prepare: F) -> Option<ReadAhead<P>> {
         // A rendezvous: a filled buffer waits in the thread until it is taken.
         let (full_tx, full) = mpsc::sync_channel(0);
         let (free, free_rx) = mpsc::sync_channel(AHEAD_BUFFERS);
         let thread = std::thread::Builder::new()
             .name("session-read-ahead".into())
-            .spawn(move || fill(file, &full_tx, &free_rx))
+            .spawn(move || fill(file, prepare, &full_tx, &free_rx))
             .ok()?;
-        Some(ReadAhead { full: Some(full), free: Some(free), thread: Some(thread), current: None, pos: 0, number: 0 })
+        Some(ReadAhead { full: Some(full), free: Some(free), thread: Some(thread), current: None, next: 0, number: 0 })
     }
 
-    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+    pub fn next_line(&mut self) -> io::Result<Option<PreparedLine<'_, P>>> {
         loop {
             if let Some(cur) = &self.current {
-                if self.pos < cur.len {
-                    let from = self.pos;
-                    let (to, terminated) = match memchr::memchr(b'\n', &cur.buf[from..cur.len]) {
-                        Some(i) => (from + i, true),
-                        None => (cur.len, false),
-                    };
-                    self.pos = if terminated { to + 1 } else { to };
-                    self.number += 1;
-                    let number = self.number;
-                    let text = self.current.as_ref().map_or(&[][..], |c| &c.buf[from..to]);
-                    return Ok(Some(Line { number, text: strip_bom(number, text), terminated }));
+                if self.next < cur.lines.len() {
+                    break;
                 }
                 if cur.eof {
                     return Ok(None);
@@ -199,21 +216,39 @@ impl ReadAhead {
             match full.recv() {
                 Ok(Ok(filled)) => {
                     self.current = Some(filled);
-                    self.pos = 0;
+                    self.next = 0;
                 }
                 Ok(Err(e)) => return Err(e),
                 Err(_) => return Err(io::Error::other("the read-ahead thread stopped")),
             }
         }
+        let Some(cur) = self.current.as_mut() else {
+            return Ok(None);
+        };
+        let split = &mut cur.lines[self.next];
+        self.next += 1;
+        self.number += 1;
+        let Some(prepared) = split.prepared.take() else {
+            return Err(io::Error::other("a read-ahead line was taken twice"));
+        };
+        let line = Line { number: self.number, text: &cur.buf[split.start..split.end], terminated: split.terminated };
+        Ok(Some(PreparedLine { line, prepared }))
     }
 }
 
-/// The read-ahead thread: fill buffers with whole lines and hand them over;
-/// the unfinished last line of each is carried into the next buffer.
-fn fill(mut file: File, full: &SyncSender<io::Result<Filled>>, free: &Receiver<Vec<u8>>) {
+/// The read-ahead thread: fill buffers with whole lines, split and prepare
+/// them, and hand them over; the unfinished last line of each buffer is
+/// carried into the next.
+fn fill<P, F: FnMut(&[u8]) -> P>(
+    mut file: File,
+    mut prepare: F,
+    full: &SyncSender<io::Result<Filled<P>>>,
+    free: &Receiver<Vec<u8>>,
+) {
     let mut allocated = 1;
     let mut buf = vec![0u8; AHEAD_BUFFER];
     let mut len = 0;
+    let mut number = 0u64;
     loop {
         // Fill the buffer, growing it while it holds no newline at all.
         let mut eof = false;
@@ -238,6 +273,19 @@ fn fill(mut file: File, full: &SyncSender<io::Result<Filled>>, free: &Receiver<V
             }
         }
         let complete = if eof { len } else { last_newline.map_or(len, |i| i + 1) };
+        let mut lines = Vec::new();
+        let mut pos = 0;
+        while pos < complete {
+            let (end, terminated) = match memchr::memchr(b'\n', &buf[pos..complete]) {
+                Some(i) => (pos + i, true),
+                None => (complete, false),
+            };
+            number += 1;
+            let text = strip_bom(number, &buf[pos..end]);
+            let start = end - text.len();
+            lines.push(Split { start, end, terminated, prepared: Some(prepare(text)) });
+            pos = if terminated { end + 1 } else { end };
+        }
         let mut next = if eof {
             Vec::new()
         } else if let Ok(b) = free.try_recv() {
@@ -258,7 +306,7 @@ fn fill(mut file: File, full: &SyncSender<io::Result<Filled>>, free: &Receiver<V
             }
             next[..carried].copy_from_slice(&buf[complete..len]);
         }
-        if full.send(Ok(Filled { buf, len: complete, eof })).is_err() || eof {
+        if full.send(Ok(Filled { buf, lines, eof })).is_err() || eof {
             return;
         }
         buf = next;
@@ -344,10 +392,12 @@ mod tests {
         let mut file = tempfile::tempfile().unwrap();
         std::io::Write::write_all(&mut file, data).unwrap();
         std::io::Seek::rewind(&mut file).unwrap();
-        let mut r = ReadAhead::start(file).unwrap();
+        // The prepared value is the line's length, to check it travels with its line.
+        let mut r = ReadAhead::start(file, |text: &[u8]| text.len()).unwrap();
         let mut out = Vec::new();
-        while let Some(l) = r.next_line().unwrap() {
-            out.push((l.text.to_vec(), l.terminated));
+        while let Some(p) = r.next_line().unwrap() {
+            assert_eq!(p.prepared, p.line.text.len());
+            out.push((p.line.text.to_vec(), p.line.terminated));
         }
         out
     }
@@ -374,7 +424,7 @@ mod tests {
         let mut file = tempfile::tempfile().unwrap();
         std::io::Write::write_all(&mut file, &data).unwrap();
         std::io::Seek::rewind(&mut file).unwrap();
-        let mut r = ReadAhead::start(file).unwrap();
+        let mut r = ReadAhead::start(file, |_: &[u8]| ()).unwrap();
         assert!(r.next_line().unwrap().is_some());
         // Dropping joins the thread: this returns only if it stopped.
         drop(r);

@@ -6,8 +6,8 @@ use std::fs::File;
 use std::path::Path;
 
 use super::convert;
-use super::elide::{Elider, Outcome};
-use super::lines::{LineReader, Lines};
+use super::elide::{Elider, Elision, Prepared};
+use super::lines::{LineReader, Lines, PreparedLine};
 use super::model::*;
 use super::raw::RawLine;
 use super::SessionError;
@@ -57,33 +57,25 @@ pub(crate) fn parse_line<'b, T: serde::Deserialize<'b>>(
     (serde_json::from_str::<T>(fixed), bad_utf8)
 }
 
-/// pi writes `"message":{"role":"toolResult"` right after the scalar
-/// entry fields; such lines are parsed with tool-result text bounding on.
-fn looks_like_tool_result(text: &[u8]) -> bool {
-    const KEY: &[u8] = b"\"message\":{\"role\":\"";
-    let window = &text[..text.len().min(1024)];
-    memchr::memmem::find(window, KEY).is_some_and(|i| window[i + KEY.len()..].starts_with(b"toolResult\""))
-}
-
-/// [`parse_line`] for an entry line, with two fast paths. Long lines first go
-/// through [`Elider`]: their image data and tool output are measured in place
-/// and the rest is parsed. Otherwise, tool results are parsed with their
-/// (often long) text measured while parsing, never copied whole. Whenever a
-/// fast path fails, the slower one decides.
+/// [`parse_line`] for an entry line, with two fast paths. Long lines are
+/// parsed with their image data and tool output taken out and measured
+/// ([`Prepared`]). Otherwise, tool results are parsed with their (often long)
+/// text measured while parsing, never copied whole. Whenever a fast path
+/// fails, the slower one decides.
 fn parse_entry<'b>(
     text: &'b [u8],
-    elider: &'b mut Elider,
+    prepared: &'b mut Prepared,
     repaired: &'b mut Option<String>,
 ) -> (Result<RawLine<'b>, serde_json::Error>, bool) {
-    let tool_result = looks_like_tool_result(text);
-    match elider.elide(text, tool_result) {
-        Outcome::Malformed => return (Err(serde::de::Error::custom("raw control character in a string")), false),
-        Outcome::Elided { line, table } => {
+    let tool_result = prepared.tool_result;
+    match &mut prepared.elision {
+        Elision::Malformed => return (Err(serde::de::Error::custom("raw control character in a string")), false),
+        Elision::Elided { line, table } => {
             if let Some(line) = table.with(|| parse_guessed(line, tool_result)) {
                 return (Ok(line), false);
             }
         }
-        Outcome::Untouched => {}
+        Elision::None => {}
     }
     parse_plain(text, tool_result, repaired)
 }
@@ -234,8 +226,8 @@ pub(crate) fn not_a_session(path: &Path, reason: &str) -> SessionError {
 }
 
 pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
-    let mut lines = Lines::open(path).map_err(|e| io_err(path, e))?;
     let mut elider = Elider::default();
+    let mut lines = Lines::open(path, move |text: &[u8]| elider.prepare(text)).map_err(|e| io_err(path, e))?;
     let mut warnings = Warnings::default();
     let mut header: Option<SessionHeader> = None;
     let mut entries: Vec<Entry> = Vec::new();
@@ -243,7 +235,7 @@ pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
     // Index of the next parsed record in pi's `entries` array (header = 0).
     let mut record_index = 0usize;
 
-    while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
+    while let Some(PreparedLine { line, mut prepared }) = lines.next_line().map_err(|e| io_err(path, e))? {
         if is_blank(line.text) {
             if line.terminated {
                 warnings.blank_lines += 1;
@@ -251,7 +243,7 @@ pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
             continue;
         }
         let mut repaired = None;
-        let (parsed, was_repaired) = parse_entry(line.text, &mut elider, &mut repaired);
+        let (parsed, was_repaired) = parse_entry(line.text, &mut prepared, &mut repaired);
         if was_repaired {
             warnings.invalid_utf8_lines += 1;
         }
@@ -422,10 +414,11 @@ mod tests {
             let ty = raw.ty.as_str().unwrap_or_default().to_string();
             convert::kind(&raw, &ty, 3).ok()
         };
-        let mut elider = Elider::default();
+        let mut prepared = Elider::default().prepare(line);
+        let tool_result = prepared.tool_result;
         let (mut r1, mut r2) = (None, None);
-        let fast = parse_entry(line, &mut elider, &mut r1).0.ok().and_then(kind);
-        let plain = parse_plain(line, looks_like_tool_result(line), &mut r2).0.ok().and_then(kind);
+        let fast = parse_entry(line, &mut prepared, &mut r1).0.ok().and_then(kind);
+        let plain = parse_plain(line, tool_result, &mut r2).0.ok().and_then(kind);
         (fast, plain)
     }
 
@@ -519,8 +512,7 @@ mod tests {
 
         let mut fast_paths = 0;
         for line in &lines {
-            let mut elider = Elider::default();
-            if matches!(elider.elide(line, looks_like_tool_result(line)), Outcome::Elided { .. }) {
+            if matches!(Elider::default().prepare(line).elision, Elision::Elided { .. }) {
                 fast_paths += 1;
             }
             let (fast, plain) = both_parses(line);
