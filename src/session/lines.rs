@@ -96,7 +96,7 @@ impl<R: Read> LineReader<R> {
 
 /// Files at least this large are read ahead on a second thread; below it,
 /// starting a thread costs more than it saves.
-const READ_AHEAD_MIN: u64 = 8 << 20;
+pub(crate) const READ_AHEAD_MIN: u64 = 8 << 20;
 /// Size of each read-ahead buffer (grown for a longer line).
 const AHEAD_BUFFER: usize = 2 << 20;
 /// Buffers in flight: one being filled while the other is parsed.
