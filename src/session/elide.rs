@@ -52,6 +52,8 @@ pub(crate) enum Elision {
     Elided { line: Vec<u8>, table: Table },
     /// A string holds a raw control character: not JSON for pi either.
     Malformed,
+    /// Not done yet: the parsing thread elides this line itself.
+    Deferred,
 }
 
 /// What the walk found, reused from line to line.
@@ -241,6 +243,16 @@ impl Elider {
     pub fn prepare(&mut self, line: &[u8]) -> Prepared {
         let tool_result = looks_like_tool_result(line);
         Prepared { tool_result, elision: self.elide(line, tool_result) }
+    }
+
+    /// [`Elider::prepare`] on the read-ahead thread: tool results are left
+    /// for the parsing thread ([`Elision::Deferred`]), which balances the two
+    /// threads (the read-ahead thread also copies the file out of the kernel;
+    /// measuring tool output costs more per byte than measuring image data).
+    pub fn prepare_ahead(&mut self, line: &[u8]) -> Prepared {
+        let tool_result = looks_like_tool_result(line);
+        let elision = if tool_result { Elision::Deferred } else { self.elide(line, false) };
+        Prepared { tool_result, elision }
     }
 
     /// Take the large strings out of `line`. `tool_text`: the line is

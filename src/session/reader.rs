@@ -65,8 +65,12 @@ pub(crate) fn parse_line<'b, T: serde::Deserialize<'b>>(
 fn parse_entry<'b>(
     text: &'b [u8],
     prepared: &'b mut Prepared,
+    elider: &mut Elider,
     repaired: &'b mut Option<String>,
 ) -> (Result<RawLine<'b>, serde_json::Error>, bool) {
+    if matches!(prepared.elision, Elision::Deferred) {
+        *prepared = elider.prepare(text);
+    }
     let tool_result = prepared.tool_result;
     match &mut prepared.elision {
         Elision::Malformed => return (Err(serde::de::Error::custom("raw control character in a string")), false),
@@ -75,7 +79,7 @@ fn parse_entry<'b>(
                 return (Ok(line), false);
             }
         }
-        Elision::None => {}
+        Elision::None | Elision::Deferred => {}
     }
     parse_plain(text, tool_result, repaired)
 }
@@ -226,8 +230,8 @@ pub(crate) fn not_a_session(path: &Path, reason: &str) -> SessionError {
 }
 
 pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
-    let mut elider = Elider::default();
-    let lines = Lines::open(path, move |text: &[u8]| elider.prepare(text)).map_err(|e| io_err(path, e))?;
+    let mut ahead = Elider::default();
+    let lines = Lines::open(path, move |text: &[u8]| ahead.prepare_ahead(text)).map_err(|e| io_err(path, e))?;
     read_lines(path, lines)
 }
 
@@ -242,6 +246,7 @@ where
     // Index of the next parsed record in pi's `entries` array (header = 0).
     let mut record_index = 0usize;
 
+    let mut elider = Elider::default();
     while let Some(PreparedLine { line, mut prepared }) = lines.next_line().map_err(|e| io_err(path, e))? {
         if is_blank(line.text) {
             if line.terminated {
@@ -250,7 +255,7 @@ where
             continue;
         }
         let mut repaired = None;
-        let (parsed, was_repaired) = parse_entry(line.text, &mut prepared, &mut repaired);
+        let (parsed, was_repaired) = parse_entry(line.text, &mut prepared, &mut elider, &mut repaired);
         if was_repaired {
             warnings.invalid_utf8_lines += 1;
         }
@@ -423,9 +428,13 @@ mod tests {
         };
         let mut prepared = Elider::default().prepare(line);
         let tool_result = prepared.tool_result;
-        let (mut r1, mut r2) = (None, None);
-        let fast = parse_entry(line, &mut prepared, &mut r1).0.ok().and_then(kind);
+        let (mut r1, mut r2, mut r3) = (None, None, None);
+        let fast = parse_entry(line, &mut prepared, &mut Elider::default(), &mut r1).0.ok().and_then(kind);
         let plain = parse_plain(line, tool_result, &mut r2).0.ok().and_then(kind);
+        // As the read-ahead thread prepares it (tool results deferred to the parser).
+        let mut ahead = Elider::default().prepare_ahead(line);
+        let split = parse_entry(line, &mut ahead, &mut Elider::default(), &mut r3).0.ok().and_then(kind);
+        assert_eq!(fast, split);
         (fast, plain)
     }
 
