@@ -385,7 +385,8 @@ fn decode_prefix(body: &[u8], cut: usize) -> Vec<u8> {
     Vec::new()
 }
 
-struct RawBytes(Vec<u8>);
+/// A JSON string's bytes as serde_json's byte-string mode decodes them.
+pub(crate) struct RawBytes(pub Vec<u8>);
 
 impl<'de> serde::Deserialize<'de> for RawBytes {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

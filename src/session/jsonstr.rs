@@ -279,6 +279,17 @@ unsafe fn scan_with<const UTF16: bool, M: Masks>(s: &[u8]) -> Result<StrScan, St
     }
 }
 
+/// A small deterministic PRNG for the randomized tests of this module and the reader's.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,22 +297,6 @@ mod tests {
     /// What serde_json's byte-string mode decodes, measured the slow way
     /// (raw control characters rejected, as JSON.parse does).
     fn reference(body: &[u8]) -> Result<StrScan, ()> {
-        struct Bytes(Vec<u8>);
-        impl<'de> serde::Deserialize<'de> for Bytes {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct V;
-                impl serde::de::Visitor<'_> for V {
-                    type Value = Bytes;
-                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                        f.write_str("bytes")
-                    }
-                    fn visit_bytes<E>(self, v: &[u8]) -> Result<Bytes, E> {
-                        Ok(Bytes(v.to_vec()))
-                    }
-                }
-                d.deserialize_bytes(V)
-            }
-        }
         let end = (0..body.len())
             .find(|&i| body[i] == b'"' && body[..i].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0);
         let end = end.ok_or(())?;
@@ -310,7 +305,7 @@ mod tests {
         }
         let mut quoted = vec![b'"'];
         quoted.extend_from_slice(&body[..=end]);
-        let decoded = serde_json::from_slice::<Bytes>(&quoted).map_err(|_| ())?.0;
+        let decoded = serde_json::from_slice::<crate::session::elide::RawBytes>(&quoted).map_err(|_| ())?.0;
         Ok(StrScan {
             end,
             decoded_bytes: decoded.len(),
@@ -389,13 +384,7 @@ mod tests {
             b"\x01",
             b"\\x",
         ];
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         for _ in 0..20_000 {
             let mut body = Vec::new();
             let pad = (next() % 70) as usize;
