@@ -27,6 +27,9 @@ pub struct Sample {
     /// CPU time of the same work (robust to other load on the machine).
     #[serde(default)]
     pub cpu_secs: f64,
+    /// Ours only: CPU time of the calling (parsing) thread alone.
+    #[serde(default)]
+    pub main_thread_cpu_secs: f64,
     /// Peak RSS reported by the process itself, in KiB.
     #[serde(default)]
     pub peak_rss_kb: u64,
@@ -73,10 +76,20 @@ fn process_cpu_secs() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
+/// CPU time consumed so far by the calling thread.
+fn thread_cpu_secs() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|ns| ns as f64 / 1e9)
+        .unwrap_or(0.0)
+}
+
 /// The child side for our reader: read `file` and print one JSON [`Sample`].
 pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     let baseline = vm_hwm_kb(None).unwrap_or(0);
     let cpu0 = process_cpu_secs();
+    let thread0 = thread_cpu_secs();
     let t0 = Instant::now();
     let session = match session_index::session::open(file) {
         Ok(s) => s,
@@ -92,11 +105,13 @@ pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     let text = session_index::views::serialize_context_refs(&ctx);
     let secs = t0.elapsed().as_secs_f64();
     let cpu_secs = process_cpu_secs() - cpu0;
+    let main_thread_cpu_secs = thread_cpu_secs() - thread0;
     let sample = Sample {
         ok: true,
         secs,
         open_secs,
         cpu_secs,
+        main_thread_cpu_secs,
         peak_rss_kb: vm_hwm_kb(None).unwrap_or(0),
         baseline_rss_kb: baseline,
         branch_len: branch.len() as u64,

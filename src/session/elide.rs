@@ -37,8 +37,7 @@ pub(crate) enum Elided {
 }
 
 /// A line made ready for parsing: whether it looks like a tool result, and
-/// what elision made of it. Owned, so that another thread can prepare lines
-/// ahead of the parser (see `super::lines`).
+/// what elision made of it.
 pub(crate) struct Prepared {
     /// pi writes a tool result's role first: its block text is bounded.
     pub tool_result: bool,
@@ -52,12 +51,10 @@ pub(crate) enum Elision {
     Elided { line: Vec<u8>, table: Table },
     /// A string holds a raw control character: not JSON for pi either.
     Malformed,
-    /// Not done yet: the parsing thread elides this line itself.
-    Deferred,
 }
 
 /// What the walk found, reused from line to line.
-#[derive(Default, Clone)]
+#[derive(Default)]
 pub(crate) struct Elider {
     spans: Vec<Span>,
 }
@@ -66,7 +63,6 @@ pub(crate) struct Elider {
 #[derive(Default)]
 pub(crate) struct Table(Vec<Option<Elided>>);
 
-#[derive(Clone)]
 struct Span {
     /// Opening quote.
     open: usize,
@@ -243,16 +239,6 @@ impl Elider {
     pub fn prepare(&mut self, line: &[u8]) -> Prepared {
         let tool_result = looks_like_tool_result(line);
         Prepared { tool_result, elision: self.elide(line, tool_result) }
-    }
-
-    /// [`Elider::prepare`] on the read-ahead thread: tool results are left
-    /// for the parsing thread ([`Elision::Deferred`]), which balances the two
-    /// threads (the read-ahead thread also copies the file out of the kernel;
-    /// measuring tool output costs more per byte than measuring image data).
-    pub fn prepare_ahead(&mut self, line: &[u8]) -> Prepared {
-        let tool_result = looks_like_tool_result(line);
-        let elision = if tool_result { Elision::Deferred } else { self.elide(line, false) };
-        Prepared { tool_result, elision }
     }
 
     /// Take the large strings out of `line`. `tool_text`: the line is

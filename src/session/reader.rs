@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::convert;
 use super::elide::{Elider, Elision, Prepared};
-use super::lines::{LineReader, Lines, PreparedLine};
+use super::lines::LineReader;
 use super::model::*;
 use super::raw::RawLine;
 use super::SessionError;
@@ -65,12 +65,8 @@ pub(crate) fn parse_line<'b, T: serde::Deserialize<'b>>(
 fn parse_entry<'b>(
     text: &'b [u8],
     prepared: &'b mut Prepared,
-    elider: &mut Elider,
     repaired: &'b mut Option<String>,
 ) -> (Result<RawLine<'b>, serde_json::Error>, bool) {
-    if matches!(prepared.elision, Elision::Deferred) {
-        *prepared = elider.prepare(text);
-    }
     let tool_result = prepared.tool_result;
     match &mut prepared.elision {
         Elision::Malformed => return (Err(serde::de::Error::custom("raw control character in a string")), false),
@@ -79,7 +75,7 @@ fn parse_entry<'b>(
                 return (Ok(line), false);
             }
         }
-        Elision::None | Elision::Deferred => {}
+        Elision::None => {}
     }
     parse_plain(text, tool_result, repaired)
 }
@@ -230,15 +226,8 @@ pub(crate) fn not_a_session(path: &Path, reason: &str) -> SessionError {
 }
 
 pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
-    let mut ahead = Elider::default();
-    let lines = Lines::open(path, move |text: &[u8]| ahead.prepare_ahead(text)).map_err(|e| io_err(path, e))?;
-    read_lines(path, lines)
-}
-
-fn read_lines<F>(path: &Path, mut lines: Lines<F, Prepared>) -> Result<Parsed, SessionError>
-where
-    F: FnMut(&[u8]) -> Prepared + Clone + Send + 'static,
-{
+    let file = File::open(path).map_err(|e| io_err(path, e))?;
+    let mut lines = LineReader::new(file);
     let mut warnings = Warnings::default();
     let mut header: Option<SessionHeader> = None;
     let mut entries: Vec<Entry> = Vec::new();
@@ -247,7 +236,7 @@ where
     let mut record_index = 0usize;
 
     let mut elider = Elider::default();
-    while let Some(PreparedLine { line, mut prepared }) = lines.next_line().map_err(|e| io_err(path, e))? {
+    while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
         if is_blank(line.text) {
             if line.terminated {
                 warnings.blank_lines += 1;
@@ -255,7 +244,8 @@ where
             continue;
         }
         let mut repaired = None;
-        let (parsed, was_repaired) = parse_entry(line.text, &mut prepared, &mut elider, &mut repaired);
+        let mut prepared = elider.prepare(line.text);
+        let (parsed, was_repaired) = parse_entry(line.text, &mut prepared, &mut repaired);
         if was_repaired {
             warnings.invalid_utf8_lines += 1;
         }
@@ -428,13 +418,9 @@ mod tests {
         };
         let mut prepared = Elider::default().prepare(line);
         let tool_result = prepared.tool_result;
-        let (mut r1, mut r2, mut r3) = (None, None, None);
-        let fast = parse_entry(line, &mut prepared, &mut Elider::default(), &mut r1).0.ok().and_then(kind);
+        let (mut r1, mut r2) = (None, None);
+        let fast = parse_entry(line, &mut prepared, &mut r1).0.ok().and_then(kind);
         let plain = parse_plain(line, tool_result, &mut r2).0.ok().and_then(kind);
-        // As the read-ahead thread prepares it (tool results deferred to the parser).
-        let mut ahead = Elider::default().prepare_ahead(line);
-        let split = parse_entry(line, &mut ahead, &mut Elider::default(), &mut r3).0.ok().and_then(kind);
-        assert_eq!(fast, split);
         (fast, plain)
     }
 
@@ -529,62 +515,6 @@ mod tests {
             assert_eq!(fast, plain, "{}", String::from_utf8_lossy(&line[..line.len().min(200)]));
         }
         assert!(fast_paths >= 150, "only {fast_paths} of {} lines took the fast path", lines.len());
-    }
-
-    /// A session large enough to be read ahead, with every kind of line the
-    /// read-ahead thread splits and prepares: it must read as on one thread.
-    #[test]
-    fn read_ahead_reads_a_large_session_as_one_thread_does() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("big.jsonl");
-        let mut data = b"\xEF\xBB\xBF".to_vec();
-        data.extend_from_slice(
-            br#"{"type":"session","version":3,"id":"big","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#,
-        );
-        data.push(b'\n');
-        let image = "iVBORw0KGgo".repeat(12_000);
-        let mut parent = "null".to_string();
-        let mut n = 0;
-        while data.len() < 9 << 20 {
-            for body in bodies().iter().take(8) {
-                n += 1;
-                let body = String::from_utf8_lossy(body);
-                let id = format!("e{n:06}");
-                let line = match n % 4 {
-                    0 => format!(
-                        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"t","message":{{"role":"user","content":[{{"type":"text","text":"look"}},{{"type":"image","data":"{image}","mimeType":"image/png"}}],"timestamp":1}}}}"#
-                    ),
-                    1 => format!(
-                        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"t","message":{{"role":"toolResult","toolCallId":"c","toolName":"bash","content":[{{"type":"text","text":"{body}"}}],"isError":false,"timestamp":2}}}}"#
-                    ),
-                    2 => format!(
-                        r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"t","message":{{"role":"assistant","content":[{{"type":"text","text":"{body}"}}],"timestamp":3}}}}"#
-                    ),
-                    _ => "\n{ not json".to_string(),
-                };
-                data.extend_from_slice(line.as_bytes());
-                data.push(b'\n');
-                if n % 4 != 3 {
-                    parent = format!("\"{id}\"");
-                }
-            }
-        }
-        // A truncated last line.
-        data.extend_from_slice(br#"{"type":"message","id":"cut","parentId":null,"message":{"role":"us"#);
-        std::fs::write(&path, &data).unwrap();
-
-        let ahead = read(&path).unwrap();
-        assert!(std::fs::metadata(&path).unwrap().len() >= super::super::lines::READ_AHEAD_MIN);
-        let mut elider = Elider::default();
-        let file = File::open(&path).unwrap();
-        let direct = Lines::Direct { reader: LineReader::new(file), prepare: move |t: &[u8]| elider.prepare(t) };
-        let one_thread = read_lines(&path, direct).unwrap();
-        assert_eq!(ahead.header, one_thread.header);
-        assert_eq!(ahead.warnings, one_thread.warnings);
-        assert!(ahead.warnings.malformed_lines > 10 && ahead.warnings.truncated_final_line == 1);
-        assert_eq!(ahead.entries.len(), one_thread.entries.len());
-        assert!(ahead.entries == one_thread.entries);
-        assert!(ahead.entries.len() > 100, "{}", ahead.entries.len());
     }
 
     #[test]
