@@ -72,7 +72,7 @@ impl Item {
     pub fn new(key: ItemKey, entry: CatalogEntry, meta_name: Option<&str>) -> Item {
         let mut names: Vec<String> = Vec::new();
         for n in entry.name.iter().map(String::as_str).chain(meta_name) {
-            let lower = n.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+            let lower = name_key(n);
             if !lower.is_empty() && !names.contains(&lower) {
                 names.push(lower);
             }
@@ -91,6 +91,11 @@ impl Item {
 
 fn field(text: &str, weight: f64) -> Field {
     Field { mask: char_mask(text), long: text.len() > LONG_FIELD, text: Utf32String::from(text), weight }
+}
+
+/// How a name is looked up: whitespace runs as one space, lower-cased.
+pub(crate) fn name_key(name: &str) -> String {
+    name.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 /// Fields longer than this (bytes) are matched greedily.

@@ -6,8 +6,10 @@
 //! works from [`crate::app::App`]. Lookups only ever return sessions listed
 //! inside the sessions directory: nothing a user types is used as a path.
 
+mod fields;
 mod fuzzy;
 mod index;
+mod light;
 mod matching;
 mod quick;
 mod root;
@@ -233,7 +235,12 @@ impl Catalog {
         // Only for the very first lookup of an agent dir: it registers the
         // root, so the next lookup builds the catalog (if no prewarm did).
         if self.register(sessions_dir, meta_dir) {
-            if let Some(entry) = quick::quick_id(sessions_dir, meta_dir, reference) {
+            let quick = if quick::id_like(reference) {
+                quick::quick_id(sessions_dir, meta_dir, reference)
+            } else {
+                quick::quick_name(sessions_dir, meta_dir, reference)
+            };
+            if let Some(entry) = quick {
                 return Ok(entry);
             }
         }
