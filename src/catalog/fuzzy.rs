@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use nucleo_matcher::pattern::{AtomKind, CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
 
-use super::index::{char_mask, Field, Index, Item};
+use super::index::{char_mask, Field, Index};
 
 thread_local! {
     pub(crate) static MATCHER: RefCell<Matcher> = RefCell::new(Matcher::new(Config::DEFAULT));
@@ -22,6 +22,8 @@ thread_local! {
 /// (checked against the matcher in the tests below).
 const MAX_PER_CHAR: u32 = 16 + 10;
 const MAX_FIRST_EXTRA: u32 = 10;
+/// Atoms whose scores are remembered for repeats (more are simply rescored).
+const MAX_ATOMS: usize = 16;
 
 /// One pattern atom as the shortcuts see it.
 struct AtomInfo {
@@ -72,22 +74,24 @@ impl Fuzzy {
         (raw as f64 / self.perfect).min(1.0) * weight
     }
 
-    /// Confidence in 0..=1 that `item` is what the query names, over fields
-    /// weighing at least `min_weight`. Results below `floor` are reported as
-    /// 0 (the work to score them exactly is skipped); with `floor` 0 every
-    /// score is exact.
-    pub fn score_fields(&self, item: &Item, matcher: &mut Matcher, min_weight: f64, floor: f64) -> f64 {
-        let mut best = 0.0f64;
+    /// Confidence in 0..=1 that the item in `slot` is what the query names,
+    /// over fields weighing at least `min_weight`. Results below `floor` are
+    /// reported as 0 (the work to score them exactly is skipped); with
+    /// `floor` 0 every score is exact.
+    pub fn score_slot(&self, index: &Index, slot: usize, matcher: &mut Matcher, min_weight: f64, floor: f64) -> f64 {
+        let table = index.table();
         let total: u32 = self.atoms.iter().map(|a| a.bound).sum();
-        for f in item.fields() {
-            if self.mask & !f.mask != 0 || f.weight <= best || f.weight < min_weight {
+        let mut best = 0.0f64;
+        for row in table.rows(slot) {
+            if self.mask & !row.mask != 0 || row.weight <= best || row.weight < min_weight {
                 continue;
             }
             // Below this a field changes nothing: not above `best`, not up to `floor`.
             let useless = |v: f64| v <= best || v < floor;
-            if useless(self.value(total, f.weight)) || !self.may_match(f) {
+            if useless(self.value(total, row.weight)) || !table.ascii(row).is_none_or(|t| self.may_match(t)) {
                 continue;
             }
+            let Some(f) = index.get(slot).and_then(|it| it.fields().get(usize::from(row.field))) else { continue };
             if let Some(s) = self.field_score(f, matcher, total, |raw| useless(self.value(raw, f.weight))) {
                 best = best.max(self.value(s, f.weight));
             }
@@ -99,11 +103,10 @@ impl Fuzzy {
         }
     }
 
-    /// Every atom occurs in order in the field (ASCII case folded). Only a
-    /// necessary condition; fields that are not ASCII always pass.
-    fn may_match(&self, f: &Field) -> bool {
-        let Utf32Str::Ascii(hay) = f.text.slice(..) else { return true };
-        self.atoms.iter().all(|a| a.ascii.as_deref().is_none_or(|n| subsequence(n, hay)))
+    /// Every atom occurs in order in the field's lower-cased ASCII text. Only
+    /// a necessary condition.
+    fn may_match(&self, text: &[u8]) -> bool {
+        self.atoms.iter().all(|a| a.ascii.as_deref().is_none_or(|n| subsequence(n, text)))
     }
 
     /// The field's score (the sum over atoms, as `Pattern::score`), or `None`
@@ -117,23 +120,28 @@ impl Fuzzy {
         hopeless: impl Fn(u32) -> bool,
     ) -> Option<u32> {
         let hay = f.text.slice(..);
-        let mut scores: Vec<u32> = Vec::with_capacity(self.atoms.len());
+        // Atoms are few: keep their scores on the stack.
+        let mut scores = [0u32; MAX_ATOMS];
         let mut possible = total_bound;
-        for (atom, info) in self.pattern.atoms.iter().zip(&self.atoms) {
-            let s = match info.same_as.and_then(|j| scores.get(j)) {
-                Some(&s) => s,
+        let mut sum = 0u32;
+        for (i, (atom, info)) in self.pattern.atoms.iter().zip(&self.atoms).enumerate() {
+            let s = match info.same_as.filter(|&j| j < MAX_ATOMS) {
+                Some(j) => scores[j],
                 // Long fields: every atom must match, as in Pattern::score; greedy keeps them linear.
                 None if f.long => u32::from(matcher.fuzzy_match_greedy(hay, atom.needle_text())?),
                 None => u32::from(atom.score(hay, matcher)?),
             };
-            scores.push(s);
+            if let Some(slot) = scores.get_mut(i) {
+                *slot = s;
+            }
+            sum += s;
             // (`possible` includes this atom's bound; a score over it only makes `possible` larger.)
             possible = possible - info.bound + s;
             if hopeless(possible) {
                 return None;
             }
         }
-        Some(scores.iter().sum())
+        Some(sum)
     }
 
     /// Items scoring at least `floor` (every item with a non-zero score when
@@ -143,8 +151,8 @@ impl Fuzzy {
             let mut m = m.borrow_mut();
             let mut out: Vec<(f64, usize)> = index
                 .iter()
-                .filter_map(|(slot, it)| {
-                    let s = self.score_fields(it, &mut m, 0.0, floor);
+                .filter_map(|(slot, _)| {
+                    let s = self.score_slot(index, slot, &mut m, 0.0, floor);
                     (s > 0.0).then_some((s, slot))
                 })
                 .collect();
@@ -156,38 +164,84 @@ impl Fuzzy {
 
 impl Fuzzy {
     /// Exactly the items scoring at least `threshold` and within `margin` of
-    /// the best score, best first (equal scores keep index order). The floor
-    /// rises as better items are found, so most fields are never scored.
-    pub fn rank_near_best(&self, index: &Index, threshold: f64, margin: f64) -> Vec<(f64, usize)> {
-        MATCHER.with(|m| {
-            let mut m = m.borrow_mut();
-            let mut best = 0.0f64;
-            let mut out: Vec<(f64, usize)> = Vec::new();
-            for (slot, it) in index.iter() {
-                let s = self.score_fields(it, &mut m, 0.0, threshold.max(best - margin));
-                if s > 0.0 {
-                    best = best.max(s);
-                    out.push((s, slot));
+    /// the best score, best first (equal scores keep index order), and
+    /// whether that is all items at the threshold or above. The floor rises
+    /// as better items are found, so most fields are never scored.
+    pub fn rank_near_best(&self, index: &Index, threshold: f64, margin: f64) -> (Vec<(f64, usize)>, bool) {
+        let n = index.slots();
+        let table = index.table();
+        // Scores above the floor of one part, with that part's best.
+        let part = |range: std::ops::Range<usize>| {
+            MATCHER.with(|m| {
+                let mut m = m.borrow_mut();
+                let mut best = 0.0f64;
+                let mut out: Vec<(f64, usize)> = Vec::new();
+                for slot in range {
+                    if table.rows(slot).is_empty() {
+                        continue;
+                    }
+                    let s = self.score_slot(index, slot, &mut m, 0.0, threshold.max(best - margin));
+                    if s > 0.0 {
+                        best = best.max(s);
+                        out.push((s, slot));
+                    }
                 }
-            }
-            // Items kept while the floor was lower may be below the final floor.
-            let floor = threshold.max(best - margin);
-            out.retain(|(s, _)| *s >= floor);
-            out.sort_by(|a, b| b.0.total_cmp(&a.0));
-            out
-        })
+                (best, out)
+            })
+        };
+        let threads = if n >= PARALLEL_SLOTS { worker_threads() } else { 1 };
+        let chunk = n.div_ceil(threads.max(1)).max(1);
+        let ranges: Vec<std::ops::Range<usize>> = (0..n).step_by(chunk).map(|a| a..(a + chunk).min(n)).collect();
+        let parts: Vec<(f64, Vec<(f64, usize)>)> = if ranges.len() < 2 {
+            ranges.into_iter().map(part).collect()
+        } else {
+            std::thread::scope(|s| {
+                let part = &part;
+                let handles: Vec<_> =
+                    ranges[1..].iter().map(|r| (r.clone(), s.spawn(move || part(r.clone())))).collect();
+                let mut parts = vec![part(ranges[0].clone())];
+                for (r, h) in handles {
+                    // A worker that failed: do its part here.
+                    parts.push(h.join().unwrap_or_else(|_| part(r)));
+                }
+                parts
+            })
+        };
+        let best = parts.iter().map(|p| p.0).fold(0.0, f64::max);
+        // Items kept while a floor was lower may be below the final floor.
+        let floor = threshold.max(best - margin);
+        let mut out: Vec<(f64, usize)> = parts.into_iter().flat_map(|p| p.1).filter(|(s, _)| *s >= floor).collect();
+        out.sort_by(|a, b| b.0.total_cmp(&a.0));
+        (out, floor <= threshold)
     }
 }
 
-/// `needle` (lower-case ASCII) occurs in order in `hay`, ignoring ASCII case.
+/// From this many items a fuzzy lookup is split over a few threads (in
+/// tests sooner, so the split is what the tests check).
+const PARALLEL_SLOTS: usize = if cfg!(test) { 64 } else { 2048 };
+
+fn worker_threads() -> usize {
+    // Cached: the std call reads cgroup files.
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(4))
+}
+
+/// `needle` occurs in order in `hay` (both lower-case ASCII).
 fn subsequence(needle: &[u8], hay: &[u8]) -> bool {
-    let mut it = hay.iter();
-    needle.iter().all(|&n| it.any(|&h| h.to_ascii_lowercase() == n))
+    let mut rest = hay;
+    for &n in needle {
+        match memchr::memchr(n, rest) {
+            Some(i) => rest = &rest[i + 1..],
+            None => return false,
+        }
+    }
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::index::{Item, ItemKey};
     use nucleo_matcher::Utf32String;
 
     /// The bound behind the early stop holds for the matcher's real scores,
@@ -246,10 +300,15 @@ mod tests {
     }
 
     fn index() -> Index {
-        let words = ["auth", "refactor", "cache", "Layer", "billing", "résumé", "日本語", "avatar", "email", "v2"];
         let mut index = Index::default();
-        for i in 0..300usize {
-            let w = |k: usize| words[(i * 7 + k * 3 + i / 10) % words.len()];
+        add(&mut index, 0..300, 0);
+        index
+    }
+
+    fn add(index: &mut Index, range: std::ops::Range<usize>, shift: usize) {
+        let words = ["auth", "refactor", "cache", "Layer", "billing", "résumé", "日本語", "avatar", "email", "v2"];
+        for i in range {
+            let w = |k: usize| words[(i * 7 + k * 3 + i / 10 + shift) % words.len()];
             let name = (i % 5 != 0).then(|| format!("{} {}-{} {i}", w(0), w(1), w(2)));
             let entry = crate::catalog::CatalogEntry {
                 id: format!("{i:08x}-0000"),
@@ -267,16 +326,29 @@ mod tests {
                 has_meta: false,
             };
             let meta_name = (i % 7 == 0).then(|| format!("{} {}", w(2), w(5)));
-            index.upsert(Item::new(super::super::index::ItemKey::Orphan(i.to_string()), entry, meta_name.as_deref()));
+            index.upsert(Item::new(ItemKey::Orphan(i.to_string()), entry, meta_name.as_deref()));
         }
-        index
     }
 
     /// Ranking with the shortcuts equals ranking without them: all scores with
     /// floor 0, and exactly the items at or above any floor.
     #[test]
     fn shortcuts_change_no_score() {
-        let index = index();
+        let mut index = index();
+        check(&index);
+        // The flat table follows changes: replaced, removed and new items.
+        add(&mut index, 100..200, 3);
+        for i in 200..260 {
+            index.remove(&ItemKey::Orphan(i.to_string()));
+        }
+        add(&mut index, 300..340, 1);
+        check(&index);
+        // Enough churn to rebuild it.
+        add(&mut index, 0..340, 2);
+        check(&index);
+    }
+
+    fn check(index: &Index) {
         let queries = [
             "auth",
             "ath rfactor",
@@ -296,23 +368,27 @@ mod tests {
             let mut want: Vec<(f64, usize)> =
                 index.iter().map(|(slot, it)| (plain_score(&f, it, &mut m), slot)).filter(|(s, _)| *s > 0.0).collect();
             want.sort_by(|a, b| b.0.total_cmp(&a.0));
-            assert_eq!(f.rank(&index, 0.0), want, "{q}");
+            assert_eq!(f.rank(index, 0.0), want, "{q}");
             for floor in [0.3, 0.6, 0.8] {
                 let above: Vec<(f64, usize)> = want.iter().copied().filter(|(s, _)| *s >= floor).collect();
-                assert_eq!(f.rank(&index, floor), above, "{q} at {floor}");
+                assert_eq!(f.rank(index, floor), above, "{q} at {floor}");
                 for margin in [0.0, 0.1, 0.23] {
                     let top = above.first().map_or(0.0, |x| x.0);
                     let near: Vec<(f64, usize)> = above.iter().copied().filter(|(s, _)| *s >= top - margin).collect();
-                    assert_eq!(f.rank_near_best(&index, floor, margin), near, "{q} at {floor}, margin {margin}");
+                    let (got, all) = f.rank_near_best(index, floor, margin);
+                    assert_eq!(got, near, "{q} at {floor}, margin {margin}");
+                    if all {
+                        assert_eq!(got, above, "{q} at {floor}, margin {margin}: all above the floor");
+                    }
                 }
             }
         }
     }
 
     #[test]
-    fn subsequence_folds_ascii_case() {
-        assert!(subsequence(b"arf", b"Auth ReFactor"));
-        assert!(!subsequence(b"fra", b"Auth ReFactor"));
+    fn subsequence_in_order() {
+        assert!(subsequence(b"arf", b"auth refactor"));
+        assert!(!subsequence(b"fra", b"auth refactor"));
         assert!(subsequence(b"", b""));
         assert!(!subsequence(b"a", b""));
     }

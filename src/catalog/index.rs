@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use nucleo_matcher::Utf32String;
 
+use super::table::Table;
 use super::CatalogEntry;
 
 /// What an item stands for.
@@ -141,6 +142,8 @@ pub(crate) struct Index {
     pub by_slug: HashMap<String, Vec<usize>>,
     /// Bumped on every change; lets callers cache derived views.
     pub generation: u64,
+    /// The fuzzy fields in flat form, from the first fuzzy lookup on.
+    table: OnceLock<Table>,
 }
 
 fn push(map: &mut HashMap<String, Vec<usize>>, key: &str, slot: usize) {
@@ -176,6 +179,11 @@ impl Index {
         self.by_key.len()
     }
 
+    /// One past the highest slot (slots may be empty).
+    pub fn slots(&self) -> usize {
+        self.items.len()
+    }
+
     pub fn upsert(&mut self, item: Item) {
         self.remove(&item.key.clone());
         let slot = match self.free.pop() {
@@ -197,6 +205,20 @@ impl Index {
         self.by_key.insert(item.key.clone(), slot);
         self.items[slot] = Some(item);
         self.generation += 1;
+        self.patch_table(slot);
+    }
+
+    /// The fuzzy table, built on first use.
+    pub fn table(&self) -> &Table {
+        self.table.get_or_init(|| Table::build(self.iter()))
+    }
+
+    fn patch_table(&mut self, slot: usize) {
+        let Some(table) = self.table.get_mut() else { return };
+        table.set(slot, self.items.get(slot).and_then(Option::as_ref));
+        if table.wasteful() {
+            self.table = OnceLock::new();
+        }
     }
 
     pub fn remove(&mut self, key: &ItemKey) -> Option<Item> {
@@ -217,6 +239,7 @@ impl Index {
         }
         self.free.push(slot);
         self.generation += 1;
+        self.patch_table(slot);
         Some(item)
     }
 

@@ -124,14 +124,18 @@ fn fuzzy_resolve(index: &Index, cwd: &str, r: &str, threshold: f64) -> Outcome {
     // A unique match is decided by the scores near the best one alone (the
     // current project's best counts within LOCAL_MARGIN, ties within
     // TIE_MARGIN of that); far fewer fields need scoring for those. An
-    // ambiguous result lists candidates further down, so it is ranked again
-    // in full, as are misses (their suggestions need every score).
-    let near = fuzzy.rank_near_best(index, threshold, LOCAL_MARGIN + TIE_MARGIN + 1e-9);
+    // ambiguous result lists candidates further down, so it needs every
+    // score at the threshold or above (ranked again unless that is what the
+    // near scores were), and a miss's suggestions need every score.
+    let (near, all) = fuzzy.rank_near_best(index, threshold, LOCAL_MARGIN + TIE_MARGIN + 1e-9);
     if near.is_empty() {
         return Outcome::NotFound(suggest(index, r, &fuzzy.rank(index, 0.0)));
     }
     match decide(index, cwd, near) {
-        Outcome::Found(slot) => Outcome::Found(slot),
+        // Decided by the scores near the best alone.
+        found @ Outcome::Found(_) => found,
+        // The near scores were all there are above the threshold.
+        listed if all => listed,
         _ => {
             let above: Vec<(f64, usize)> =
                 fuzzy.rank(index, threshold.max(0.0)).into_iter().filter(|(s, _)| *s >= threshold).collect();
@@ -246,7 +250,7 @@ pub(crate) fn complete(index: &Index, cwd: &str, prefix: &str, limit: usize) -> 
             MATCHER.with(|m| {
                 let mut m = m.borrow_mut();
                 for (slot, it) in index.iter().filter(|(slot, it)| !it.missing() && !have.contains(slot)) {
-                    let s = fuzzy.score_fields(it, &mut m, 0.95, COMPLETE_FUZZY_MIN);
+                    let s = fuzzy.score_slot(index, slot, &mut m, 0.95, COMPLETE_FUZZY_MIN);
                     if s >= COMPLETE_FUZZY_MIN {
                         scored.push((s + local_bonus(it), it.entry.modified_ms, slot));
                     }

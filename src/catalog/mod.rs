@@ -14,6 +14,7 @@ mod matching;
 mod quick;
 mod root;
 mod scan;
+mod table;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -211,7 +212,12 @@ impl Catalog {
     pub fn prewarm_task(&self, sessions_dir: &Path, meta_dir: &Path) -> impl Fn() + Send + Sync + 'static {
         let roots = Arc::clone(&self.roots);
         let (s, m) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
-        move || with_root(&roots, &s, &m, Refresh::Incremental, |_| ())
+        // The fuzzy table too, so the first fuzzy lookup finds it ready.
+        move || {
+            with_root(&roots, &s, &m, Refresh::Incremental, |r| {
+                let _ = r.index.table();
+            })
+        }
     }
 
     /// Number of sessions (and orphan meta files) indexed.
