@@ -6,6 +6,7 @@
 //! result could not be used.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use nucleo_matcher::pattern::{AtomKind, CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
@@ -171,6 +172,9 @@ impl Fuzzy {
         let n = index.slots();
         let table = index.table();
         // Scores above the floor of one part, with that part's best.
+        // The best score so far, shared by all threads (scores are
+        // non-negative, so their bits order like their values).
+        let shared_best = AtomicU64::new(0.0f64.to_bits());
         let part = |range: std::ops::Range<usize>| {
             MATCHER.with(|m| {
                 let mut m = m.borrow_mut();
@@ -180,33 +184,50 @@ impl Fuzzy {
                     if table.rows(slot).is_empty() {
                         continue;
                     }
-                    let s = self.score_slot(index, slot, &mut m, 0.0, threshold.max(best - margin));
+                    let known = best.max(f64::from_bits(shared_best.load(Ordering::Relaxed)));
+                    let s = self.score_slot(index, slot, &mut m, 0.0, threshold.max(known - margin));
                     if s > 0.0 {
                         best = best.max(s);
+                        shared_best.fetch_max(s.to_bits(), Ordering::Relaxed);
                         out.push((s, slot));
                     }
                 }
                 (best, out)
             })
         };
-        let threads = if n >= PARALLEL_SLOTS { worker_threads() } else { 1 };
-        let chunk = n.div_ceil(threads.max(1)).max(1);
-        let ranges: Vec<std::ops::Range<usize>> = (0..n).step_by(chunk).map(|a| a..(a + chunk).min(n)).collect();
-        let parts: Vec<(f64, Vec<(f64, usize)>)> = if ranges.len() < 2 {
-            ranges.into_iter().map(part).collect()
+        let blocks: Vec<std::ops::Range<usize>> = (0..n).step_by(BLOCK).map(|a| a..(a + BLOCK).min(n)).collect();
+        let threads = if n >= PARALLEL_SLOTS { worker_threads().min(blocks.len()) } else { 1 };
+        // Threads take the next block as they go, so one that is descheduled
+        // holds up the lookup by one block at most.
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut done = Vec::new();
+            while let Some(b) = blocks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                done.push((b.start, part(b.clone())));
+            }
+            done
+        };
+        let mut parts: Vec<(usize, (f64, Vec<(f64, usize)>))> = if threads < 2 {
+            work()
         } else {
             std::thread::scope(|s| {
-                let part = &part;
-                let handles: Vec<_> =
-                    ranges[1..].iter().map(|r| (r.clone(), s.spawn(move || part(r.clone())))).collect();
-                let mut parts = vec![part(ranges[0].clone())];
-                for (r, h) in handles {
-                    // A worker that failed: do its part here.
-                    parts.push(h.join().unwrap_or_else(|_| part(r)));
+                let work = &work;
+                let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+                let mut parts = work();
+                for h in helpers {
+                    match h.join() {
+                        Ok(p) => parts.extend(p),
+                        // A helper that failed: redo what it had taken.
+                        Err(_) => return None,
+                    }
                 }
-                parts
+                Some(parts)
             })
+            .unwrap_or_else(|| blocks.iter().map(|b| (b.start, part(b.clone()))).collect())
         };
+        // Back in slot order, as the serial scan would have them.
+        parts.sort_by_key(|p| p.0);
+        let parts: Vec<(f64, Vec<(f64, usize)>)> = parts.into_iter().map(|p| p.1).collect();
         let best = parts.iter().map(|p| p.0).fold(0.0, f64::max);
         // Items kept while a floor was lower may be below the final floor.
         let floor = threshold.max(best - margin);
@@ -219,6 +240,8 @@ impl Fuzzy {
 /// From this many items a fuzzy lookup is split over a few threads (in
 /// tests sooner, so the split is what the tests check).
 const PARALLEL_SLOTS: usize = if cfg!(test) { 64 } else { 2048 };
+/// Items per unit of work when split.
+const BLOCK: usize = if cfg!(test) { 16 } else { 512 };
 
 fn worker_threads() -> usize {
     // Cached: the std call reads cgroup files.
