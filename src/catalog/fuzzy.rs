@@ -207,7 +207,7 @@ impl Fuzzy {
             }
             done
         };
-        let mut parts: Vec<(usize, (f64, Vec<(f64, usize)>))> = if threads < 2 {
+        let mut parts: Vec<(usize, Part)> = if threads < 2 {
             work()
         } else {
             std::thread::scope(|s| {
@@ -227,7 +227,7 @@ impl Fuzzy {
         };
         // Back in slot order, as the serial scan would have them.
         parts.sort_by_key(|p| p.0);
-        let parts: Vec<(f64, Vec<(f64, usize)>)> = parts.into_iter().map(|p| p.1).collect();
+        let parts: Vec<Part> = parts.into_iter().map(|p| p.1).collect();
         let best = parts.iter().map(|p| p.0).fold(0.0, f64::max);
         // Items kept while a floor was lower may be below the final floor.
         let floor = threshold.max(best - margin);
@@ -236,6 +236,9 @@ impl Fuzzy {
         (out, floor <= threshold)
     }
 }
+
+/// One stretch of a split scan: its best score and its items at or above its floor.
+type Part = (f64, Vec<(f64, usize)>);
 
 /// From this many items a fuzzy lookup is split over a few threads (in
 /// tests sooner, so the split is what the tests check).
