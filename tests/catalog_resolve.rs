@@ -326,6 +326,11 @@ fn first_lookup_by_exact_name_agrees_with_the_full_build() {
     std::fs::write(a.meta_dir().join("copy.meta.json"), copy.replace("Dup one", "Dup two")).unwrap();
     // Renamed twice: the last session_info name counts.
     a.session(&Synth::new("0b1b2c3d-0000-4000-8000-000000000008", "/p").name("First name").name("Second name"));
+    // Slugs: a name that is another's slug wins; loose slugs come last.
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-000000000009", "/p").name("alpha-beta"));
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-00000000000a", "/p").name("Alpha Beta"));
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-00000000000b", "/q").name("Fix: login (v2)!"));
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-00000000000c", "/q").name("Ünïcode — ✓ test"));
 
     let warm = catalog();
     warm.prewarm_task(&a.sessions(), &a.meta_dir())();
@@ -340,6 +345,16 @@ fn first_lookup_by_exact_name_agrees_with_the_full_build() {
         "First name",
         "Second name",
         "quick-one",
+        "QUICK-ONE",
+        "alpha-beta",
+        "Alpha Beta",
+        "fix:-login-(v2)!",
+        "fix-login-v2",
+        "ünïcode-test",
+        "ünïcode-—-✓-test",
+        "twin",
+        "only-meta",
+        "ghost",
         "nothing like it",
     ];
     for r in refs {
@@ -354,6 +369,12 @@ fn first_lookup_by_exact_name_agrees_with_the_full_build() {
     let e = cold.resolve(&a.sessions(), &a.meta_dir(), "/p", "Quick one").unwrap();
     assert!(!cold.is_warm(&a.sessions(), &a.meta_dir()), "answered without the full build");
     assert_eq!((e.id.as_str(), e.first_message.as_deref()), (quick_id, Some("hello there")));
+    let cold = catalog();
+    assert_eq!(
+        cold.resolve(&a.sessions(), &a.meta_dir(), "/p", "fix-login-v2").unwrap().name.as_deref(),
+        Some("Fix: login (v2)!")
+    );
+    assert!(!cold.is_warm(&a.sessions(), &a.meta_dir()), "a slug, answered without the full build");
     assert_eq!(resolve(&catalog(), &a, "/p", "Twin").unwrap(), "0b1b2c3d-0000-4000-8000-000000000002");
     assert_eq!(resolve(&catalog(), &a, "/p", "zebras").unwrap(), "zebras-0001");
 }

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::index::name_key;
+use super::index::{loose_slug, name_key, slug};
 use super::light;
 use super::matching::path_like;
 use super::root::{parallel, session_item, MAX_DEPTH, META_SUFFIX};
@@ -71,11 +71,12 @@ pub(crate) fn quick_id(sessions_dir: &Path, meta_dir: &Path, reference: &str) ->
     Some(session_item(&path, stamp, &light, meta.as_ref()).entry)
 }
 
-/// A reference that is an exact (case-insensitive) session name, resolved
-/// from a full read of the files but without building the catalog. Mirrors
-/// the resolution order: no id may equal it (or, for a plain reference of
-/// `MIN_PREFIX`+ characters, start with it), and exactly one session file,
-/// present, may carry the name (its `session_info` name or its meta name).
+/// A reference that is an exact (case-insensitive) session name or slug,
+/// resolved from a full read of the files but without building the catalog.
+/// Mirrors the resolution order: no id may equal it (or, for a plain
+/// reference of `MIN_PREFIX`+ characters, start with it); then the first
+/// step that matches anything (name, slug, loose slug) must match exactly one
+/// present session file (by its `session_info` name or its meta name).
 pub(crate) fn quick_name(sessions_dir: &Path, meta_dir: &Path, reference: &str) -> Option<CatalogEntry> {
     let r = reference.trim();
     if r.is_empty() || path_like(r) {
@@ -94,24 +95,20 @@ pub(crate) fn quick_name(sessions_dir: &Path, meta_dir: &Path, reference: &str) 
     for m in &metas {
         metas_of.entry(m.session_id.as_str()).or_default().push(m);
     }
-    let mut ids: HashSet<&str> = HashSet::with_capacity(sessions.len());
-    let mut found: Option<&SessionSeen> = None;
+    let ids: HashSet<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    // Each entry's first matching step; orphan meta files are entries too.
+    let mut matched: Vec<(u8, Option<&SessionSeen>)> = Vec::new();
     for seen in &sessions {
-        ids.insert(seen.id.as_str());
         let metas = metas_of.get(seen.id.as_str()).map_or(&[][..], Vec::as_slice);
-        if seen.named || metas.iter().any(|m| m.named) {
+        if let Some(step) = metas.iter().filter_map(|m| m.step).chain(seen.step).min() {
             // Several meta files for one id: which one the catalog uses depends on read order.
-            if found.is_some() || metas.len() > 1 {
-                return None;
-            }
-            found = Some(seen);
+            matched.push((step, (metas.len() < 2).then_some(seen)));
         }
     }
-    // Meta files whose session is not listed are entries too (orphans).
-    if metas.iter().any(|m| m.named && !ids.contains(m.session_id.as_str())) {
-        return None;
-    }
-    let found = found?;
+    matched.extend(metas.iter().filter(|m| !ids.contains(m.session_id.as_str())).filter_map(|m| Some((m.step?, None))));
+    let first = matched.iter().map(|m| m.0).min()?;
+    let mut at_first = matched.iter().filter(|m| m.0 == first);
+    let (Some((_, Some(found))), None) = (at_first.next(), at_first.next()) else { return None };
     let meta_path = metas_of.get(found.id.as_str()).and_then(|m| m.first()).map(|m| m.path.as_path());
     // Read the two files again in full, as the catalog will hold them
     // (and to be sure they did not change meanwhile).
@@ -121,8 +118,14 @@ pub(crate) fn quick_name(sessions_dir: &Path, meta_dir: &Path, reference: &str) 
         Some(p) => Some(scan::read_meta(p)?.1.filter(|m| m.session_id == found.id)?),
         None => None,
     };
-    let named = light.name.as_deref().is_some_and(|n| q.names(n)) || meta.as_ref().is_some_and(|m| q.names(&m.name));
-    if !named || !found.path.is_file() {
+    let step = light
+        .name
+        .as_deref()
+        .and_then(|n| q.step(n))
+        .into_iter()
+        .chain(meta.as_ref().and_then(|m| q.step(&m.name)))
+        .min();
+    if step != Some(first) || !found.path.is_file() {
         return None;
     }
     Some(session_item(&found.path, stamp, &light, meta.as_ref()).entry)
@@ -135,6 +138,8 @@ struct Query {
     key: String,
     /// Also an id prefix candidate.
     plain: bool,
+    /// Its slug and loose slug (the steps after names).
+    slugs: [String; 2],
 }
 
 impl Query {
@@ -142,7 +147,25 @@ impl Query {
         let lower = r.to_lowercase();
         let key = lower.split_whitespace().collect::<Vec<_>>().join(" ");
         let plain = !lower.contains(char::is_whitespace) && lower.chars().count() >= super::MIN_PREFIX;
-        Query { lower, key, plain }
+        Query { lower, key, plain, slugs: [slug(r), loose_slug(r)] }
+    }
+
+    /// The first resolution step at which an entry with this name matches:
+    /// 0 by name, 1 by slug, 2 by loose slug (the index keeps an entry under
+    /// its names and their slugs and loose slugs, and looks slugs up in both).
+    fn step(&self, name: &str) -> Option<u8> {
+        if self.names(name) {
+            return Some(0);
+        }
+        let key = name_key(name);
+        if key.is_empty() {
+            return None;
+        }
+        let keys = [slug(&key), loose_slug(&key), key];
+        (1..=2u8).find(|&i| {
+            let s = &self.slugs[usize::from(i - 1)];
+            !s.is_empty() && keys.iter().any(|k| k == s)
+        })
     }
 
     /// The reference would resolve to this id before any name.
@@ -182,15 +205,15 @@ impl Query {
 struct SessionSeen {
     path: PathBuf,
     id: String,
-    /// Its `session_info` name is the reference.
-    named: bool,
+    /// The step at which its `session_info` name matches (see `Query::step`).
+    step: Option<u8>,
 }
 
 struct MetaSeen {
     path: PathBuf,
     session_id: String,
-    /// Its name is the reference.
-    named: bool,
+    /// The step at which its name matches.
+    step: Option<u8>,
 }
 
 /// Every pi session file under the sessions directory (listed as the full
@@ -232,8 +255,8 @@ fn scan_sessions(sessions_dir: &Path, canon: &Path, q: &Query) -> Option<Vec<Ses
             if q.clashes(&light.id) {
                 return None;
             }
-            let named = light.name.as_deref().is_some_and(|n| q.names(n));
-            out.push(SessionSeen { path: p, id: light.id, named });
+            let step = light.name.as_deref().and_then(|n| q.step(n));
+            out.push(SessionSeen { path: p, id: light.id, step });
         }
         Some(out)
     });
@@ -261,15 +284,15 @@ fn read_metas(meta_dir: &Path, q: &Query) -> Option<Vec<MetaSeen>> {
         .collect();
     let metas = parallel(&files, |p| {
         let m = scan::read_meta(p).and_then(|(_, m)| m)?;
-        Some((m.session_id.clone(), q.names(&m.name)))
+        Some((m.session_id.clone(), q.step(&m.name)))
     });
     let mut out = Vec::with_capacity(files.len());
     for (path, m) in files.into_iter().zip(metas) {
-        let Some(Some((session_id, named))) = m else { continue };
+        let Some(Some((session_id, step))) = m else { continue };
         if q.clashes(&session_id) {
             return None;
         }
-        out.push(MetaSeen { path, session_id, named });
+        out.push(MetaSeen { path, session_id, step });
     }
     Some(out)
 }

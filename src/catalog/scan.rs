@@ -1,8 +1,8 @@
 //! Reading what the catalog needs from disk (the light scan of session files
 //! is in `light`): the few meta fields used for resolution, directory
-//! listings, and the one checked way to open a resolved session. Every path read here was listed under the
-//! sessions (or meta) directory and, when it is a symlink, checked to stay
-//! inside it.
+//! listings, and the one checked way to open a resolved session. Every path
+//! read here was listed under the sessions (or meta) directory and, when it
+//! is a symlink, checked to stay inside it.
 
 use std::fs::File;
 use std::io::Read;
