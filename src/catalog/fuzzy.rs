@@ -212,7 +212,9 @@ impl Fuzzy {
         } else {
             std::thread::scope(|s| {
                 let work = &work;
-                let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+                // No thread to be had: the others (or this one) take its blocks.
+                let helpers: Vec<_> =
+                    (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok()).collect();
                 let mut parts = work();
                 for h in helpers {
                     match h.join() {

@@ -86,9 +86,14 @@ pub(crate) fn quick_name(sessions_dir: &Path, meta_dir: &Path, reference: &str) 
     let canon = std::fs::canonicalize(sessions_dir).ok()?;
     // The meta directory is read alongside the session tree.
     let (metas, sessions) = std::thread::scope(|s| {
-        let metas = s.spawn(|| read_metas(meta_dir, &q));
+        let read = || read_metas(meta_dir, &q);
+        let metas = std::thread::Builder::new().spawn_scoped(s, read);
         let sessions = scan_sessions(sessions_dir, &canon, &q);
-        (metas.join().ok().flatten(), sessions)
+        let metas = match metas {
+            Ok(h) => h.join().ok().flatten(),
+            Err(_) => read(),
+        };
+        (metas, sessions)
     });
     let (metas, sessions) = (metas?, sessions?);
     let mut metas_of: HashMap<&str, Vec<&MetaSeen>> = HashMap::new();
@@ -306,21 +311,26 @@ fn each_parallel<I: Sync, O: Send>(items: &[I], f: impl Fn(&I) -> O + Sync) -> V
     }
     let next = AtomicUsize::new(0);
     let mut out: Vec<Option<O>> = std::iter::repeat_with(|| None).take(items.len()).collect();
-    let results: Vec<Vec<(usize, O)>> = std::thread::scope(|s| {
-        let work = || {
-            let mut mine = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item))) {
-                    Ok(o) => mine.push((i, o)),
-                    Err(_) => continue,
-                }
+    let work = || {
+        let mut mine = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item))) {
+                Ok(o) => mine.push((i, o)),
+                Err(_) => continue,
             }
-            mine
-        };
-        let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        }
+        mine
+    };
+    let results: Vec<Vec<(usize, O)>> = std::thread::scope(|s| {
+        // No thread to be had: the others (and this one) take its items.
+        let work = &work;
+        let helpers: Vec<_> =
+            (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok()).collect();
+        let mut all = vec![work()];
+        all.extend(helpers.into_iter().filter_map(|h| h.join().ok()));
+        all
     });
     for (i, o) in results.into_iter().flatten() {
         if let Some(slot) = out.get_mut(i) {
