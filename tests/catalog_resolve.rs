@@ -302,3 +302,79 @@ fn first_lookup_by_id_uses_file_names_and_agrees_with_the_full_scan() {
     assert!(c.is_warm(&a.sessions(), &a.meta_dir()));
     assert_eq!(c.resolve(&a.sessions(), &a.meta_dir(), "/p", id).unwrap(), quick);
 }
+
+#[test]
+fn first_lookup_by_exact_name_agrees_with_the_full_build() {
+    let a = Agent::new();
+    let quick_id = "0b1b2c3d-0000-4000-8000-000000000001";
+    let p = a.session(&Synth::new(quick_id, "/p").name("Quick one").user(&["hello there"]));
+    a.meta(quick_id, "Meta name", "A description", &["tag1"], "A summary", &p);
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-000000000002", "/p").name("Twin"));
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-000000000003", "/q").name("Twin"));
+    let p = a.session(&Synth::new("0b1b2c3d-0000-4000-8000-000000000004", "/q").user(&["unnamed"]));
+    a.meta("0b1b2c3d-0000-4000-8000-000000000004", "Only meta", "", &[], "", &p);
+    a.meta("0b1b2c3d-0000-4000-8000-000000000005", "Ghost", "", &[], "", &a.sessions().join("x/ghost.jsonl"));
+    // A plain reference that is also an id prefix resolves as the id.
+    a.session(&Synth::new("zebras-0001", "/p"));
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-000000000006", "/p").name("zebras"));
+    // Two meta files for one session: which name counts depends on read order
+    // (even between two full builds), so the first lookup leaves it to the build.
+    let dup = "0b1b2c3d-0000-4000-8000-000000000007";
+    let p = a.session(&Synth::new(dup, "/p").user(&["dup"]));
+    a.meta(dup, "Dup one", "", &[], "", &p);
+    let copy = std::fs::read_to_string(a.meta_dir().join(format!("{dup}.meta.json"))).unwrap();
+    std::fs::write(a.meta_dir().join("copy.meta.json"), copy.replace("Dup one", "Dup two")).unwrap();
+    // Renamed twice: the last session_info name counts.
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-000000000008", "/p").name("First name").name("Second name"));
+    // Slugs: a name that is another's slug wins; loose slugs come last.
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-000000000009", "/p").name("alpha-beta"));
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-00000000000a", "/p").name("Alpha Beta"));
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-00000000000b", "/q").name("Fix: login (v2)!"));
+    a.session(&Synth::new("0b1b2c3d-0000-4000-8000-00000000000c", "/q").name("Ünïcode — ✓ test"));
+
+    let warm = catalog();
+    warm.prewarm_task(&a.sessions(), &a.meta_dir())();
+    let refs = [
+        "Quick one",
+        "  quick   ONE ",
+        "Meta name",
+        "Twin",
+        "Only meta",
+        "Ghost",
+        "zebras",
+        "First name",
+        "Second name",
+        "quick-one",
+        "QUICK-ONE",
+        "alpha-beta",
+        "Alpha Beta",
+        "fix:-login-(v2)!",
+        "fix-login-v2",
+        "ünïcode-test",
+        "ünïcode-—-✓-test",
+        "twin",
+        "only-meta",
+        "ghost",
+        "nothing like it",
+    ];
+    for r in refs {
+        let cold = catalog();
+        let got = cold.resolve(&a.sessions(), &a.meta_dir(), "/p", r);
+        assert_eq!(got, warm.resolve(&a.sessions(), &a.meta_dir(), "/p", r), "{r:?}");
+    }
+    let cold = catalog();
+    let _ = cold.resolve(&a.sessions(), &a.meta_dir(), "/p", "Dup one");
+    assert!(cold.is_warm(&a.sessions(), &a.meta_dir()), "left to the full build");
+    let cold = catalog();
+    let e = cold.resolve(&a.sessions(), &a.meta_dir(), "/p", "Quick one").unwrap();
+    assert!(!cold.is_warm(&a.sessions(), &a.meta_dir()), "answered without the full build");
+    assert_eq!((e.id.as_str(), e.first_message.as_deref()), (quick_id, Some("hello there")));
+    let cold = catalog();
+    assert_eq!(
+        cold.resolve(&a.sessions(), &a.meta_dir(), "/p", "fix-login-v2").unwrap().name.as_deref(),
+        Some("Fix: login (v2)!")
+    );
+    assert!(!cold.is_warm(&a.sessions(), &a.meta_dir()), "a slug, answered without the full build");
+    assert_eq!(resolve(&catalog(), &a, "/p", "Twin").unwrap(), "0b1b2c3d-0000-4000-8000-000000000002");
+    assert_eq!(resolve(&catalog(), &a, "/p", "zebras").unwrap(), "zebras-0001");
+}

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use nucleo_matcher::Utf32String;
 
+use super::table::Table;
 use super::CatalogEntry;
 
 /// What an item stands for.
@@ -72,7 +73,7 @@ impl Item {
     pub fn new(key: ItemKey, entry: CatalogEntry, meta_name: Option<&str>) -> Item {
         let mut names: Vec<String> = Vec::new();
         for n in entry.name.iter().map(String::as_str).chain(meta_name) {
-            let lower = n.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+            let lower = name_key(n);
             if !lower.is_empty() && !names.contains(&lower) {
                 names.push(lower);
             }
@@ -91,6 +92,11 @@ impl Item {
 
 fn field(text: &str, weight: f64) -> Field {
     Field { mask: char_mask(text), long: text.len() > LONG_FIELD, text: Utf32String::from(text), weight }
+}
+
+/// How a name is looked up: whitespace runs as one space, lower-cased.
+pub(crate) fn name_key(name: &str) -> String {
+    name.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 /// Fields longer than this (bytes) are matched greedily.
@@ -136,6 +142,8 @@ pub(crate) struct Index {
     pub by_slug: HashMap<String, Vec<usize>>,
     /// Bumped on every change; lets callers cache derived views.
     pub generation: u64,
+    /// The fuzzy fields in flat form, from the first fuzzy lookup on.
+    table: OnceLock<Table>,
 }
 
 fn push(map: &mut HashMap<String, Vec<usize>>, key: &str, slot: usize) {
@@ -171,6 +179,11 @@ impl Index {
         self.by_key.len()
     }
 
+    /// One past the highest slot (slots may be empty).
+    pub fn slots(&self) -> usize {
+        self.items.len()
+    }
+
     pub fn upsert(&mut self, item: Item) {
         self.remove(&item.key.clone());
         let slot = match self.free.pop() {
@@ -192,6 +205,20 @@ impl Index {
         self.by_key.insert(item.key.clone(), slot);
         self.items[slot] = Some(item);
         self.generation += 1;
+        self.patch_table(slot);
+    }
+
+    /// The fuzzy table, built on first use.
+    pub fn table(&self) -> &Table {
+        self.table.get_or_init(|| Table::build(self.iter()))
+    }
+
+    fn patch_table(&mut self, slot: usize) {
+        let Some(table) = self.table.get_mut() else { return };
+        table.set(slot, self.items.get(slot).and_then(Option::as_ref));
+        if table.wasteful() {
+            self.table = OnceLock::new();
+        }
     }
 
     pub fn remove(&mut self, key: &ItemKey) -> Option<Item> {
@@ -212,6 +239,7 @@ impl Index {
         }
         self.free.push(slot);
         self.generation += 1;
+        self.patch_table(slot);
         Some(item)
     }
 

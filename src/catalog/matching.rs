@@ -2,14 +2,11 @@
 //! exact name → unique slug → fuzzy (nucleo) with a confidence threshold.
 //! At every step the current project's sessions win over other projects'.
 
-use std::cell::RefCell;
 use std::collections::HashSet;
 use std::path::Path;
 
-use nucleo_matcher::pattern::{AtomKind, CaseMatching, Normalization, Pattern};
-use nucleo_matcher::{Config, Matcher, Utf32Str};
-
-use super::index::{char_mask, loose_slug, slug, Index, Item};
+use super::fuzzy::{Fuzzy, MATCHER};
+use super::index::{loose_slug, slug, Index, Item};
 
 /// Shortest id prefix accepted as a reference.
 pub const MIN_PREFIX: usize = 6;
@@ -17,10 +14,6 @@ pub const MIN_PREFIX: usize = 6;
 const TIE_MARGIN: f64 = 0.03;
 /// A match in another project beats the current project's only by this much.
 const LOCAL_MARGIN: f64 = 0.2;
-
-thread_local! {
-    static MATCHER: RefCell<Matcher> = RefCell::new(Matcher::new(Config::DEFAULT));
-}
 
 pub(crate) enum Outcome {
     Found(usize),
@@ -126,80 +119,35 @@ fn sort_candidates(index: &Index, slots: &mut [usize], cwd: &str) {
     });
 }
 
-/// A compiled fuzzy query: the pattern, its self-score for normalization and
-/// the characters every matching field must contain.
-pub(crate) struct Fuzzy {
-    pattern: Pattern,
-    perfect: f64,
-    mask: u64,
-}
-
-impl Fuzzy {
-    pub fn new(text: &str) -> Option<Fuzzy> {
-        let needle: String = text.chars().map(|c| if matches!(c, '-' | '_') { ' ' } else { c }).collect();
-        let pattern = Pattern::new(&needle, CaseMatching::Ignore, Normalization::Smart, AtomKind::Fuzzy);
-        if pattern.atoms.is_empty() {
-            return None;
-        }
-        let mut buf = Vec::new();
-        let perfect = MATCHER.with(|m| pattern.score(Utf32Str::new(&needle, &mut buf), &mut m.borrow_mut()))?;
-        (perfect > 0).then(|| Fuzzy { mask: char_mask(&needle), pattern, perfect: perfect as f64 })
-    }
-
-    /// Confidence in 0..=1 that `item` is what the query names.
-    pub fn score(&self, item: &Item, matcher: &mut Matcher) -> f64 {
-        self.score_fields(item, matcher, 0.0)
-    }
-
-    /// Like [`Fuzzy::score`], over fields weighing at least `min_weight`.
-    pub fn score_fields(&self, item: &Item, matcher: &mut Matcher, min_weight: f64) -> f64 {
-        let mut best = 0.0f64;
-        for f in item.fields() {
-            if self.mask & !f.mask != 0 || f.weight <= best || f.weight < min_weight {
-                continue;
-            }
-            let hay = f.text.slice(..);
-            let score = if f.long {
-                // Every atom must match, as in Pattern::score; greedy keeps long fields linear.
-                self.pattern.atoms.iter().try_fold(0u32, |acc, atom| {
-                    matcher.fuzzy_match_greedy(hay, atom.needle_text()).map(|s| acc + u32::from(s))
-                })
-            } else {
-                self.pattern.score(hay, matcher)
-            };
-            if let Some(s) = score {
-                best = best.max((s as f64 / self.perfect).min(1.0) * f.weight);
-            }
-        }
-        best
-    }
-
-    /// Every item with a non-zero score, best first.
-    pub fn rank(&self, index: &Index) -> Vec<(f64, usize)> {
-        MATCHER.with(|m| {
-            let mut m = m.borrow_mut();
-            let mut out: Vec<(f64, usize)> = index
-                .iter()
-                .filter_map(|(slot, it)| {
-                    let s = self.score(it, &mut m);
-                    (s > 0.0).then_some((s, slot))
-                })
-                .collect();
-            out.sort_by(|a, b| b.0.total_cmp(&a.0));
-            out
-        })
-    }
-}
-
 fn fuzzy_resolve(index: &Index, cwd: &str, r: &str, threshold: f64) -> Outcome {
     let Some(fuzzy) = Fuzzy::new(r) else { return Outcome::NotFound(suggest(index, r, &[])) };
-    let ranked = fuzzy.rank(index);
-    let above: Vec<(f64, usize)> = ranked.iter().copied().filter(|(s, _)| *s >= threshold).collect();
-    if above.is_empty() {
-        return Outcome::NotFound(suggest(index, r, &ranked));
+    // A unique match is decided by the scores near the best one alone (the
+    // current project's best counts within LOCAL_MARGIN, ties within
+    // TIE_MARGIN of that); far fewer fields need scoring for those. An
+    // ambiguous result lists candidates further down, so it needs every
+    // score at the threshold or above (ranked again unless that is what the
+    // near scores were), and a miss's suggestions need every score.
+    let (near, all) = fuzzy.rank_near_best(index, threshold, LOCAL_MARGIN + TIE_MARGIN + 1e-9);
+    if near.is_empty() {
+        return Outcome::NotFound(suggest(index, r, &fuzzy.rank(index, 0.0)));
     }
+    match decide(index, cwd, near) {
+        // Decided by the scores near the best alone.
+        found @ Outcome::Found(_) => found,
+        // The near scores were all there are above the threshold.
+        listed if all => listed,
+        _ => {
+            let above: Vec<(f64, usize)> =
+                fuzzy.rank(index, threshold.max(0.0)).into_iter().filter(|(s, _)| *s >= threshold).collect();
+            decide(index, cwd, above)
+        }
+    }
+}
+
+/// The outcome for the items scoring at or above the threshold (non-empty, best first).
+fn decide(index: &Index, cwd: &str, above: Vec<(f64, usize)>) -> Outcome {
+    let Some(&(best_all, _)) = above.first() else { return Outcome::NotFound(Vec::new()) };
     let is_local = |slot: usize| index.get(slot).is_some_and(|it| in_project(it, cwd));
-    let best_all = above[0].0;
     let local: Vec<(f64, usize)> = above.iter().copied().filter(|(_, s)| is_local(*s)).collect();
     let pool = match local.first() {
         Some((best_local, _)) if best_all - best_local <= LOCAL_MARGIN => local,
@@ -267,6 +215,9 @@ fn dice(a: &[(char, char)], b: &[(char, char)]) -> f64 {
     2.0 * common as f64 / (a.len() + b.len()) as f64
 }
 
+/// Fuzzy completion candidates score at least this.
+const COMPLETE_FUZZY_MIN: f64 = 0.3;
+
 /// Completion: id and name prefixes first, then (for 3+ characters, when
 /// prefixes do not fill `limit`) fuzzy matches on names and tags; the current
 /// project ahead of others; newest first on equal scores.
@@ -299,8 +250,8 @@ pub(crate) fn complete(index: &Index, cwd: &str, prefix: &str, limit: usize) -> 
             MATCHER.with(|m| {
                 let mut m = m.borrow_mut();
                 for (slot, it) in index.iter().filter(|(slot, it)| !it.missing() && !have.contains(slot)) {
-                    let s = fuzzy.score_fields(it, &mut m, 0.95);
-                    if s >= 0.3 {
+                    let s = fuzzy.score_slot(index, slot, &mut m, 0.95, COMPLETE_FUZZY_MIN);
+                    if s >= COMPLETE_FUZZY_MIN {
                         scored.push((s + local_bonus(it), it.entry.modified_ms, slot));
                     }
                 }

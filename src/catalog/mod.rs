@@ -6,11 +6,15 @@
 //! works from [`crate::app::App`]. Lookups only ever return sessions listed
 //! inside the sessions directory: nothing a user types is used as a path.
 
+mod fields;
+mod fuzzy;
 mod index;
+mod light;
 mod matching;
 mod quick;
 mod root;
 mod scan;
+mod table;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -208,7 +212,12 @@ impl Catalog {
     pub fn prewarm_task(&self, sessions_dir: &Path, meta_dir: &Path) -> impl Fn() + Send + Sync + 'static {
         let roots = Arc::clone(&self.roots);
         let (s, m) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
-        move || with_root(&roots, &s, &m, Refresh::Incremental, |_| ())
+        // The fuzzy table too, so the first fuzzy lookup finds it ready.
+        move || {
+            with_root(&roots, &s, &m, Refresh::Incremental, |r| {
+                let _ = r.index.table();
+            })
+        }
     }
 
     /// Number of sessions (and orphan meta files) indexed.
@@ -232,7 +241,12 @@ impl Catalog {
         // Only for the very first lookup of an agent dir: it registers the
         // root, so the next lookup builds the catalog (if no prewarm did).
         if self.register(sessions_dir, meta_dir) {
-            if let Some(entry) = quick::quick_id(sessions_dir, meta_dir, reference) {
+            let quick = if quick::id_like(reference) {
+                quick::quick_id(sessions_dir, meta_dir, reference)
+            } else {
+                quick::quick_name(sessions_dir, meta_dir, reference)
+            };
+            if let Some(entry) = quick {
                 return Ok(entry);
             }
         }

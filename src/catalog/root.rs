@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::index::{Index, Item, ItemKey};
-use super::scan::{self, Light, Listed, MetaLight, Stamp};
+use super::light::{self, Light};
+use super::scan::{self, Listed, MetaLight, Stamp};
 use super::CatalogEntry;
 
 /// Known session files re-stat'd on every refresh: the most recently modified.
@@ -22,8 +23,8 @@ const HOT_FILES: usize = 16;
 /// without touching its directory is noticed after a bounded number of refreshes.
 const ROTATION: usize = 12;
 /// Project directories nest one level in pi; a little slack, but bounded.
-const MAX_DEPTH: usize = 3;
-const META_SUFFIX: &str = ".meta.json";
+pub(crate) const MAX_DEPTH: usize = 3;
+pub(crate) const META_SUFFIX: &str = ".meta.json";
 /// Below this many files a refresh reads on the calling thread.
 const PARALLEL_MIN: usize = 128;
 
@@ -129,7 +130,7 @@ impl Root {
             }
             self.metas.insert(job.path, MetaRec { stamp, ino: job.ino, meta });
         }
-        let sessions = parallel(&session_jobs, |j| scan::read_session(&j.path, j.prev.as_ref()).ok());
+        let sessions = parallel(&session_jobs, |j| light::read_session(&j.path, j.prev.as_ref()).ok());
         let touched = !session_jobs.is_empty();
         for (job, read) in session_jobs.into_iter().zip(sessions) {
             self.apply_session(job, read.flatten(), &mut changed);
@@ -481,7 +482,7 @@ fn orphan_item(sessions_dir: &Path, m: &MetaLight) -> Item {
 
 /// Map `f` over `items`, on up to four threads when there are many. A
 /// panicking reader loses only its chunk (`None`: treated as unreadable).
-fn parallel<I: Sync, O: Send>(items: &[I], f: impl Fn(&I) -> O + Sync) -> Vec<Option<O>> {
+pub(crate) fn parallel<I: Sync, O: Send>(items: &[I], f: impl Fn(&I) -> O + Sync) -> Vec<Option<O>> {
     // Cached: the std call reads cgroup files, too slow for every refresh.
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let threads = *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(4));

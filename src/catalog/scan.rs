@@ -1,36 +1,19 @@
-//! Reading what the catalog needs from disk: session headers plus a light
-//! scan (latest `session_info` name, first user message), and the few meta
-//! fields used for resolution. Every path read here was listed under the
-//! sessions (or meta) directory and, when it is a symlink, checked to stay
-//! inside it.
+//! Reading what the catalog needs from disk (the light scan of session files
+//! is in `light`): the few meta fields used for resolution, directory
+//! listings, and the one checked way to open a resolved session. Every path
+//! read here was listed under the sessions (or meta) directory and, when it
+//! is a symlink, checked to stay inside it.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Longest first message kept in memory (chars); enough to match and preview.
-const FIRST_MESSAGE_CHARS: usize = 300;
 /// Longest meta summary kept in memory (bytes); the injector rereads the file.
 const SUMMARY_BYTES: usize = 4096;
-
-/// What the catalog keeps of a session file.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Light {
-    pub id: String,
-    pub cwd: String,
-    pub created: String,
-    pub parent_session: Option<String>,
-    /// Latest `session_info` name; an empty name clears it, as in pi.
-    pub name: Option<String>,
-    pub first_message: Option<String>,
-    /// Bytes consumed up to the end of the last complete line, so appends
-    /// (pi only ever appends) are scanned from there.
-    pub scanned_to: u64,
-}
 
 /// File identity used to decide whether to re-read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,125 +29,6 @@ impl Stamp {
 
     pub fn modified_ms(&self) -> u64 {
         self.mtime.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-    }
-}
-
-/// Scan a session file, continuing from `prev` when the file only grew.
-/// `Ok(None)`: not a pi session file (no session header).
-/// Also returns the file's stamp, taken from the open file (one `fstat`).
-pub(crate) fn read_session(path: &Path, prev: Option<&Light>) -> std::io::Result<(Stamp, Option<Light>)> {
-    let mut file = File::open(path)?;
-    let stamp = Stamp::of(&file.metadata()?);
-    let light = scan_session(file_with_prev(&mut file, prev, stamp.len)?, prev, stamp.len)?;
-    Ok((stamp, light))
-}
-
-fn file_with_prev<'a>(file: &'a mut File, prev: Option<&Light>, len: u64) -> std::io::Result<&'a mut File> {
-    if let Some(p) = prev.filter(|p| len >= p.scanned_to && p.scanned_to > 0) {
-        file.seek(SeekFrom::Start(p.scanned_to))?;
-    }
-    Ok(file)
-}
-
-fn scan_session(file: &mut File, prev: Option<&Light>, len: u64) -> std::io::Result<Option<Light>> {
-    let light = match prev {
-        Some(p) if len >= p.scanned_to && p.scanned_to > 0 => p.clone(),
-        _ => Light::default(),
-    };
-    let mut light = light;
-    let mut reader = BufReader::with_capacity(16 * 1024, file);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line)?;
-        if n == 0 {
-            break;
-        }
-        let complete = line.last() == Some(&b'\n');
-        let first = light.scanned_to == 0 && light.id.is_empty();
-        if first {
-            match parse_header(&line) {
-                Some(h) => {
-                    light.id = h.id;
-                    light.cwd = h.cwd;
-                    light.created = h.created;
-                    light.parent_session = h.parent_session;
-                }
-                None => return Ok(None),
-            }
-        } else {
-            scan_line(&line, &mut light);
-        }
-        // A final line without its newline may still be being written: it is
-        // looked at now (idempotently) but scanned again after the next append.
-        if complete {
-            light.scanned_to += n as u64;
-        } else {
-            break;
-        }
-    }
-    if light.id.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(light))
-}
-
-struct Header {
-    id: String,
-    cwd: String,
-    created: String,
-    parent_session: Option<String>,
-}
-
-fn parse_header(line: &[u8]) -> Option<Header> {
-    let v: Value = serde_json::from_slice(trim_line(line)).ok()?;
-    if v.get("type")?.as_str()? != "session" {
-        return None;
-    }
-    let id = v.get("id")?.as_str()?.to_string();
-    if id.is_empty() {
-        return None;
-    }
-    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-    let parent = v.get("parentSession").and_then(Value::as_str).filter(|p| !p.is_empty()).map(str::to_string);
-    Some(Header { id, cwd: s("cwd"), created: s("timestamp"), parent_session: parent })
-}
-
-fn trim_line(line: &[u8]) -> &[u8] {
-    let mut end = line.len();
-    while end > 0 && matches!(line[end - 1], b'\n' | b'\r') {
-        end -= 1;
-    }
-    &line[..end]
-}
-
-/// Parse only lines that can matter: cheap substring tests first, because a
-/// cold catalog scans thousands of files.
-fn scan_line(line: &[u8], light: &mut Light) {
-    let Ok(text) = std::str::from_utf8(trim_line(line)) else { return };
-    let info = text.contains("\"session_info\"");
-    let user = light.first_message.is_none() && text.contains("\"user\"");
-    if !info && !user {
-        return;
-    }
-    let Ok(v) = serde_json::from_str::<Value>(text) else { return };
-    match v.get("type").and_then(Value::as_str) {
-        Some("session_info") => {
-            let name = v.get("name").and_then(Value::as_str).map(str::trim).unwrap_or_default();
-            light.name = (!name.is_empty()).then(|| name.to_string());
-        }
-        Some("message") if light.first_message.is_none() => {
-            let Some(msg) = v.get("message") else { return };
-            if msg.get("role").and_then(Value::as_str) != Some("user") {
-                return;
-            }
-            let text = content_text(msg.get("content"));
-            let text = text.trim();
-            if !text.is_empty() {
-                light.first_message = Some(text.chars().take(FIRST_MESSAGE_CHARS).collect());
-            }
-        }
-        _ => {}
     }
 }
 
@@ -207,11 +71,15 @@ pub(crate) struct MetaLight {
 /// Read a meta file's light fields. `None` when it is corrupt or not schemaVersion 1.
 /// `None` when the file cannot be opened; `(stamp, None)` when it is corrupt.
 pub(crate) fn read_meta(path: &Path) -> Option<(Stamp, Option<MetaLight>)> {
-    let file = File::open(path).ok()?;
+    let mut file = File::open(path).ok()?;
     let stamp = Stamp::of(&file.metadata().ok()?);
-    let mut bytes = Vec::with_capacity(stamp.len as usize + 1);
-    file.take(8 * 1024 * 1024).read_to_end(&mut bytes).ok()?;
-    let mut meta: MetaLight = match serde_json::from_slice(&bytes) {
+    let mut bytes = META_BUF.with(|b| b.take());
+    let read = read_all(&mut file, stamp.len, META_MAX, &mut bytes);
+    let parsed = read.ok().map(|()| serde_json::from_slice::<MetaLight>(&bytes));
+    if bytes.capacity() <= 4 * KEEP_META_BUF {
+        META_BUF.with(|b| b.set(bytes));
+    }
+    let mut meta = match parsed? {
         Ok(m) => m,
         Err(e) => {
             tracing::warn!("ignoring corrupt meta file {}: {e}", path.display());
@@ -227,6 +95,50 @@ pub(crate) fn read_meta(path: &Path) -> Option<(Stamp, Option<MetaLight>)> {
         meta.summary.truncate(cut);
     }
     Some((stamp, Some(meta)))
+}
+
+/// Meta files are read up to this size (a larger one does not parse).
+const META_MAX: u64 = 8 * 1024 * 1024;
+/// Meta buffers up to this size are kept for the next file.
+const KEEP_META_BUF: usize = 64 * 1024;
+
+thread_local! {
+    static META_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Read the rest of `file` (at most `cap` bytes) into `buf` (cleared first).
+/// `size` is its length from `fstat`: a short read once that much is in
+/// counts as the end, saving the extra `read` that would return 0. (Bytes
+/// appended meanwhile change the file's stamp, so they are read next time.)
+pub(crate) fn read_all(file: &mut File, size: u64, cap: u64, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    buf.clear();
+    let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    // The first read asks for one byte more than the file has, to see the end.
+    let mut ask = size.saturating_add(1);
+    while buf.len() < cap {
+        let old = buf.len();
+        buf.resize(old + ask.min(cap - old), 0);
+        let asked = buf.len() - old;
+        let n = read_retrying(file, &mut buf[old..]);
+        buf.truncate(old + *n.as_ref().unwrap_or(&0));
+        let n = n?;
+        if n == 0 || (n < asked && buf.len() >= size) {
+            break;
+        }
+        ask = 64 * 1024;
+    }
+    Ok(())
+}
+
+/// `read`, retried when interrupted by a signal.
+pub(crate) fn read_retrying(file: &mut File, into: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match file.read(into) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
 }
 
 /// One directory entry worth looking at.
@@ -286,34 +198,4 @@ pub fn open_inside(sessions_dir: &Path, path: &Path) -> std::io::Result<File> {
         ));
     }
     File::open(real)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scans_header_name_and_first_message_incrementally() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.jsonl");
-        let head = "{\"type\":\"session\",\"version\":3,\"id\":\"abc\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"cwd\":\"/p\"}\n\
-             {\"type\":\"message\",\"id\":\"1\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hello there\"}]}}\n";
-        std::fs::write(&p, head).unwrap();
-        let a = read_session(&p, None).unwrap().1.unwrap();
-        assert_eq!((a.id.as_str(), a.first_message.as_deref(), a.name.as_deref()), ("abc", Some("hello there"), None));
-        assert_eq!(a.scanned_to, head.len() as u64);
-        let more = "{\"type\":\"session_info\",\"id\":\"2\",\"parentId\":\"1\",\"name\":\"  Auth work \"}\n";
-        std::fs::write(&p, format!("{head}{more}")).unwrap();
-        let b = read_session(&p, Some(&a)).unwrap().1.unwrap();
-        assert_eq!(b.name.as_deref(), Some("Auth work"));
-        assert_eq!(b.first_message.as_deref(), Some("hello there"));
-    }
-
-    #[test]
-    fn non_session_files_are_rejected() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("x.jsonl");
-        std::fs::write(&p, "{\"createSurface\":{}}\n").unwrap();
-        assert_eq!(read_session(&p, None).unwrap().1, None);
-    }
 }

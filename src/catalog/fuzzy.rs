@@ -1,0 +1,423 @@
+//! Fuzzy scoring of catalog items (nucleo), with exact shortcuts: a field is
+//! only handed to the matcher when every atom can match it (character set,
+//! then an in-order scan for ASCII text), and scoring stops as soon as the
+//! field can no longer reach the score the caller needs. Scores are the
+//! matcher's own, so ranking is unchanged; the shortcuts only skip work whose
+//! result could not be used.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use nucleo_matcher::pattern::{AtomKind, CaseMatching, Normalization, Pattern};
+use nucleo_matcher::{Config, Matcher, Utf32Str};
+
+use super::index::{char_mask, Field, Index};
+
+thread_local! {
+    pub(crate) static MATCHER: RefCell<Matcher> = RefCell::new(Matcher::new(Config::DEFAULT));
+}
+
+/// nucleo's per-character maximum: a match (16) plus the largest bonus it
+/// gives (a word start after whitespace, 10); the first character's bonus
+/// counts twice. So one atom of `n` characters scores at most `26 n + 10`
+/// (checked against the matcher in the tests below).
+const MAX_PER_CHAR: u32 = 16 + 10;
+const MAX_FIRST_EXTRA: u32 = 10;
+/// Atoms whose scores are remembered for repeats (more are simply rescored).
+const MAX_ATOMS: usize = 16;
+
+/// One pattern atom as the shortcuts see it.
+struct AtomInfo {
+    /// Lower-cased ASCII needle when the atom is a plain fuzzy ASCII atom: a
+    /// field can only match it if these bytes occur in order (ASCII case folded).
+    ascii: Option<Vec<u8>>,
+    /// Highest score the matcher can give this atom.
+    bound: u32,
+    /// An earlier identical atom: same score, computed once.
+    same_as: Option<usize>,
+}
+
+/// A compiled fuzzy query: the pattern, its self-score for normalization and
+/// the characters every matching field must contain.
+pub(crate) struct Fuzzy {
+    pattern: Pattern,
+    perfect: f64,
+    mask: u64,
+    atoms: Vec<AtomInfo>,
+}
+
+impl Fuzzy {
+    pub fn new(text: &str) -> Option<Fuzzy> {
+        let needle: String = text.chars().map(|c| if matches!(c, '-' | '_') { ' ' } else { c }).collect();
+        let pattern = Pattern::new(&needle, CaseMatching::Ignore, Normalization::Smart, AtomKind::Fuzzy);
+        if pattern.atoms.is_empty() {
+            return None;
+        }
+        let mut buf = Vec::new();
+        let perfect = MATCHER.with(|m| pattern.score(Utf32Str::new(&needle, &mut buf), &mut m.borrow_mut()))?;
+        let mut atoms: Vec<AtomInfo> = Vec::with_capacity(pattern.atoms.len());
+        for (i, atom) in pattern.atoms.iter().enumerate() {
+            let text = atom.needle_text();
+            let plain = !atom.negative && atom.kind == AtomKind::Fuzzy;
+            let ascii = match text {
+                Utf32Str::Ascii(b) if plain => Some(b.to_ascii_lowercase()),
+                _ => None,
+            };
+            let bound = if plain { MAX_PER_CHAR * text.len() as u32 + MAX_FIRST_EXTRA } else { u32::MAX / 4 };
+            let same_as = pattern.atoms[..i].iter().position(|a| a == atom);
+            atoms.push(AtomInfo { ascii, bound, same_as });
+        }
+        (perfect > 0).then(|| Fuzzy { mask: char_mask(&needle), pattern, perfect: perfect as f64, atoms })
+    }
+
+    /// A field's weighted confidence for a raw matcher score.
+    fn value(&self, raw: u32, weight: f64) -> f64 {
+        (raw as f64 / self.perfect).min(1.0) * weight
+    }
+
+    /// Confidence in 0..=1 that the item in `slot` is what the query names,
+    /// over fields weighing at least `min_weight`. Results below `floor` are
+    /// reported as 0 (the work to score them exactly is skipped); with
+    /// `floor` 0 every score is exact.
+    pub fn score_slot(&self, index: &Index, slot: usize, matcher: &mut Matcher, min_weight: f64, floor: f64) -> f64 {
+        let table = index.table();
+        let total: u32 = self.atoms.iter().map(|a| a.bound).sum();
+        let mut best = 0.0f64;
+        for row in table.rows(slot) {
+            if self.mask & !row.mask != 0 || row.weight <= best || row.weight < min_weight {
+                continue;
+            }
+            // Below this a field changes nothing: not above `best`, not up to `floor`.
+            let useless = |v: f64| v <= best || v < floor;
+            if useless(self.value(total, row.weight)) || !table.ascii(row).is_none_or(|t| self.may_match(t)) {
+                continue;
+            }
+            let Some(f) = index.get(slot).and_then(|it| it.fields().get(usize::from(row.field))) else { continue };
+            if let Some(s) = self.field_score(f, matcher, total, |raw| useless(self.value(raw, f.weight))) {
+                best = best.max(self.value(s, f.weight));
+            }
+        }
+        if best < floor {
+            0.0
+        } else {
+            best
+        }
+    }
+
+    /// Every atom occurs in order in the field's lower-cased ASCII text. Only
+    /// a necessary condition.
+    fn may_match(&self, text: &[u8]) -> bool {
+        self.atoms.iter().all(|a| a.ascii.as_deref().is_none_or(|n| subsequence(n, text)))
+    }
+
+    /// The field's score (the sum over atoms, as `Pattern::score`), or `None`
+    /// when an atom does not match or `hopeless(best still possible)` says the
+    /// rest is not worth computing.
+    fn field_score(
+        &self,
+        f: &Field,
+        matcher: &mut Matcher,
+        total_bound: u32,
+        hopeless: impl Fn(u32) -> bool,
+    ) -> Option<u32> {
+        let hay = f.text.slice(..);
+        // Atoms are few: keep their scores on the stack.
+        let mut scores = [0u32; MAX_ATOMS];
+        let mut possible = total_bound;
+        let mut sum = 0u32;
+        for (i, (atom, info)) in self.pattern.atoms.iter().zip(&self.atoms).enumerate() {
+            let s = match info.same_as.filter(|&j| j < MAX_ATOMS) {
+                Some(j) => scores[j],
+                // Long fields: every atom must match, as in Pattern::score; greedy keeps them linear.
+                None if f.long => u32::from(matcher.fuzzy_match_greedy(hay, atom.needle_text())?),
+                None => u32::from(atom.score(hay, matcher)?),
+            };
+            if let Some(slot) = scores.get_mut(i) {
+                *slot = s;
+            }
+            sum += s;
+            // (`possible` includes this atom's bound; a score over it only makes `possible` larger.)
+            possible = possible - info.bound + s;
+            if hopeless(possible) {
+                return None;
+            }
+        }
+        Some(sum)
+    }
+
+    /// Items scoring at least `floor` (every item with a non-zero score when
+    /// `floor` is 0), best first; equal scores keep index order.
+    pub fn rank(&self, index: &Index, floor: f64) -> Vec<(f64, usize)> {
+        MATCHER.with(|m| {
+            let mut m = m.borrow_mut();
+            let mut out: Vec<(f64, usize)> = index
+                .iter()
+                .filter_map(|(slot, _)| {
+                    let s = self.score_slot(index, slot, &mut m, 0.0, floor);
+                    (s > 0.0).then_some((s, slot))
+                })
+                .collect();
+            out.sort_by(|a, b| b.0.total_cmp(&a.0));
+            out
+        })
+    }
+}
+
+impl Fuzzy {
+    /// Exactly the items scoring at least `threshold` and within `margin` of
+    /// the best score, best first (equal scores keep index order), and
+    /// whether that is all items at the threshold or above. The floor rises
+    /// as better items are found, so most fields are never scored.
+    pub fn rank_near_best(&self, index: &Index, threshold: f64, margin: f64) -> (Vec<(f64, usize)>, bool) {
+        let n = index.slots();
+        let table = index.table();
+        // Scores above the floor of one part, with that part's best.
+        // The best score so far, shared by all threads (scores are
+        // non-negative, so their bits order like their values).
+        let shared_best = AtomicU64::new(0.0f64.to_bits());
+        let part = |range: std::ops::Range<usize>| {
+            MATCHER.with(|m| {
+                let mut m = m.borrow_mut();
+                let mut best = 0.0f64;
+                let mut out: Vec<(f64, usize)> = Vec::new();
+                for slot in range {
+                    if table.rows(slot).is_empty() {
+                        continue;
+                    }
+                    let known = best.max(f64::from_bits(shared_best.load(Ordering::Relaxed)));
+                    let s = self.score_slot(index, slot, &mut m, 0.0, threshold.max(known - margin));
+                    if s > 0.0 {
+                        best = best.max(s);
+                        shared_best.fetch_max(s.to_bits(), Ordering::Relaxed);
+                        out.push((s, slot));
+                    }
+                }
+                (best, out)
+            })
+        };
+        let blocks: Vec<std::ops::Range<usize>> = (0..n).step_by(BLOCK).map(|a| a..(a + BLOCK).min(n)).collect();
+        let threads = if n >= PARALLEL_SLOTS { worker_threads().min(blocks.len()) } else { 1 };
+        // Threads take the next block as they go, so one that is descheduled
+        // holds up the lookup by one block at most.
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut done = Vec::new();
+            while let Some(b) = blocks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                done.push((b.start, part(b.clone())));
+            }
+            done
+        };
+        let mut parts: Vec<(usize, Part)> = if threads < 2 {
+            work()
+        } else {
+            std::thread::scope(|s| {
+                let work = &work;
+                // No thread to be had: the others (or this one) take its blocks.
+                let helpers: Vec<_> =
+                    (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok()).collect();
+                let mut parts = work();
+                for h in helpers {
+                    match h.join() {
+                        Ok(p) => parts.extend(p),
+                        // A helper that failed: redo what it had taken.
+                        Err(_) => return None,
+                    }
+                }
+                Some(parts)
+            })
+            .unwrap_or_else(|| blocks.iter().map(|b| (b.start, part(b.clone()))).collect())
+        };
+        // Back in slot order, as the serial scan would have them.
+        parts.sort_by_key(|p| p.0);
+        let parts: Vec<Part> = parts.into_iter().map(|p| p.1).collect();
+        let best = parts.iter().map(|p| p.0).fold(0.0, f64::max);
+        // Items kept while a floor was lower may be below the final floor.
+        let floor = threshold.max(best - margin);
+        let mut out: Vec<(f64, usize)> = parts.into_iter().flat_map(|p| p.1).filter(|(s, _)| *s >= floor).collect();
+        out.sort_by(|a, b| b.0.total_cmp(&a.0));
+        (out, floor <= threshold)
+    }
+}
+
+/// One stretch of a split scan: its best score and its items at or above its floor.
+type Part = (f64, Vec<(f64, usize)>);
+
+/// From this many items a fuzzy lookup is split over a few threads (in
+/// tests sooner, so the split is what the tests check).
+const PARALLEL_SLOTS: usize = if cfg!(test) { 64 } else { 2048 };
+/// Items per unit of work when split.
+const BLOCK: usize = if cfg!(test) { 16 } else { 512 };
+
+fn worker_threads() -> usize {
+    // Cached: the std call reads cgroup files.
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(4))
+}
+
+/// `needle` occurs in order in `hay` (both lower-case ASCII).
+fn subsequence(needle: &[u8], hay: &[u8]) -> bool {
+    let mut rest = hay;
+    for &n in needle {
+        match memchr::memchr(n, rest) {
+            Some(i) => rest = &rest[i + 1..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::index::{Item, ItemKey};
+    use nucleo_matcher::Utf32String;
+
+    /// The bound behind the early stop holds for the matcher's real scores,
+    /// optimal and greedy, and is reached by a match at a word start.
+    #[test]
+    fn atom_bound_holds_for_the_matcher() {
+        let hays = [
+            "auth refactor",
+            "Auth-Refactor cache layer 17",
+            "aaaa aaaa aaaa",
+            "a/b/c:d;e,f  g",
+            "xAuthRefactor_v2 Ünïcode résumé",
+            "Please help with the cache layer in billing; it fails on retry",
+            "A",
+        ];
+        let needles = ["a", "au", "auth", "aaaa", "arf", "cache layer", "résumé", "g", "v2", "zzz", "ab"];
+        let mut m = Matcher::new(Config::DEFAULT);
+        for n in needles {
+            let p = Pattern::new(n, CaseMatching::Ignore, Normalization::Smart, AtomKind::Fuzzy);
+            for atom in &p.atoms {
+                let bound = MAX_PER_CHAR * atom.needle_text().len() as u32 + MAX_FIRST_EXTRA;
+                for h in hays {
+                    let hay = Utf32String::from(h);
+                    for s in
+                        [atom.score(hay.slice(..), &mut m), m.fuzzy_match_greedy(hay.slice(..), atom.needle_text())]
+                            .into_iter()
+                            .flatten()
+                    {
+                        assert!(u32::from(s) <= bound, "{n:?} in {h:?}: {s} > {bound}");
+                    }
+                }
+                let exact = Utf32String::from(atom.needle_text().to_string().as_str());
+                assert_eq!(atom.score(exact.slice(..), &mut m).map(u32::from), Some(bound), "{n:?}");
+            }
+        }
+    }
+
+    /// The scoring before the shortcuts: every field (that has the query's
+    /// ASCII characters), every atom.
+    fn plain_score(q: &Fuzzy, item: &Item, m: &mut Matcher) -> f64 {
+        let mut best = 0.0f64;
+        for f in item.fields().iter().filter(|f| q.mask & !f.mask == 0) {
+            let hay = f.text.slice(..);
+            let score = if f.long {
+                q.pattern.atoms.iter().try_fold(0u32, |acc, atom| {
+                    m.fuzzy_match_greedy(hay, atom.needle_text()).map(|s| acc + u32::from(s))
+                })
+            } else {
+                q.pattern.score(hay, m)
+            };
+            if let Some(s) = score {
+                best = best.max((s as f64 / q.perfect).min(1.0) * f.weight);
+            }
+        }
+        best
+    }
+
+    fn index() -> Index {
+        let mut index = Index::default();
+        add(&mut index, 0..300, 0);
+        index
+    }
+
+    fn add(index: &mut Index, range: std::ops::Range<usize>, shift: usize) {
+        let words = ["auth", "refactor", "cache", "Layer", "billing", "résumé", "日本語", "avatar", "email", "v2"];
+        for i in range {
+            let w = |k: usize| words[(i * 7 + k * 3 + i / 10 + shift) % words.len()];
+            let name = (i % 5 != 0).then(|| format!("{} {}-{} {i}", w(0), w(1), w(2)));
+            let entry = crate::catalog::CatalogEntry {
+                id: format!("{i:08x}-0000"),
+                path: format!("/s/{i}.jsonl").into(),
+                name,
+                description: (i % 3 == 0)
+                    .then(|| format!("Work on the {} {} of {} and more text to make it long", w(3), w(4), w(5))),
+                summary: None,
+                tags: if i % 4 == 0 { vec![w(6).to_string(), w(7).to_string()] } else { Vec::new() },
+                cwd: "/p".into(),
+                created: String::new(),
+                modified_ms: 0,
+                parent_session: None,
+                first_message: Some(format!("Please help with the {} {}; it fails on {} again", w(8), w(9), w(1))),
+                has_meta: false,
+            };
+            let meta_name = (i % 7 == 0).then(|| format!("{} {}", w(2), w(5)));
+            index.upsert(Item::new(ItemKey::Orphan(i.to_string()), entry, meta_name.as_deref()));
+        }
+    }
+
+    /// Ranking with the shortcuts equals ranking without them: all scores with
+    /// floor 0, and exactly the items at or above any floor.
+    #[test]
+    fn shortcuts_change_no_score() {
+        let mut index = index();
+        check(&index);
+        // The flat table follows changes: replaced, removed and new items.
+        add(&mut index, 100..200, 3);
+        for i in 200..260 {
+            index.remove(&ItemKey::Orphan(i.to_string()));
+        }
+        add(&mut index, 300..340, 1);
+        check(&index);
+        // Enough churn to rebuild it.
+        add(&mut index, 0..340, 2);
+        check(&index);
+    }
+
+    fn check(index: &Index) {
+        let queries = [
+            "auth",
+            "ath rfactor",
+            "cche lyer",
+            "avatar avatar",
+            "resume",
+            "日本",
+            "pls hlp",
+            "v2 e",
+            "zz",
+            "a",
+            "emal avtar bllng",
+        ];
+        let mut m = Matcher::new(Config::DEFAULT);
+        for q in queries {
+            let Some(f) = Fuzzy::new(q) else { continue };
+            let mut want: Vec<(f64, usize)> =
+                index.iter().map(|(slot, it)| (plain_score(&f, it, &mut m), slot)).filter(|(s, _)| *s > 0.0).collect();
+            want.sort_by(|a, b| b.0.total_cmp(&a.0));
+            assert_eq!(f.rank(index, 0.0), want, "{q}");
+            for floor in [0.3, 0.6, 0.8] {
+                let above: Vec<(f64, usize)> = want.iter().copied().filter(|(s, _)| *s >= floor).collect();
+                assert_eq!(f.rank(index, floor), above, "{q} at {floor}");
+                for margin in [0.0, 0.1, 0.23] {
+                    let top = above.first().map_or(0.0, |x| x.0);
+                    let near: Vec<(f64, usize)> = above.iter().copied().filter(|(s, _)| *s >= top - margin).collect();
+                    let (got, all) = f.rank_near_best(index, floor, margin);
+                    assert_eq!(got, near, "{q} at {floor}, margin {margin}");
+                    if all {
+                        assert_eq!(got, above, "{q} at {floor}, margin {margin}: all above the floor");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn subsequence_in_order() {
+        assert!(subsequence(b"arf", b"auth refactor"));
+        assert!(!subsequence(b"fra", b"auth refactor"));
+        assert!(subsequence(b"", b""));
+        assert!(!subsequence(b"a", b""));
+    }
+}
