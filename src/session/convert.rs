@@ -21,14 +21,20 @@ pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
     if text.len() <= max_units.min(max_bytes) {
         return BoundedText::whole(text.to_string());
     }
+    let limit = max_units.min(max_bytes);
     let mut cut = 0;
-    let mut units = 0;
-    for (i, c) in text.char_indices() {
-        if units >= max_units || i + c.len_utf8() > max_bytes {
-            break;
+    if text.as_bytes()[..limit].is_ascii() {
+        // One unit and one byte per character: the first limit reached is here.
+        cut = limit;
+    } else {
+        let mut units = 0;
+        for (i, c) in text.char_indices() {
+            if units >= max_units || i + c.len_utf8() > max_bytes {
+                break;
+            }
+            units += c.len_utf16();
+            cut = i + c.len_utf8();
         }
-        units += c.len_utf16();
-        cut = i + c.len_utf8();
     }
     if cut == text.len() {
         return BoundedText::whole(text.to_string());

@@ -92,6 +92,12 @@ fn tool_result_text(blocks: &[Block]) -> Option<String> {
     let mut out = String::new();
     let mut units = 0usize;
     'outer: for t in &texts {
+        let room = TOOL_RESULT_MAX_CHARS - units;
+        if t.head.len() >= room && t.head.as_bytes()[..room].is_ascii() {
+            // ASCII: the cut is a byte index (the common case, taken without a char loop).
+            out.push_str(&t.head[..room]);
+            break 'outer;
+        }
         for c in t.head.chars() {
             let w = c.len_utf16();
             if units + w > TOOL_RESULT_MAX_CHARS {
