@@ -27,13 +27,21 @@ pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
         // One unit and one byte per character: the first limit reached is here.
         cut = limit;
     } else {
+        // Walk lead bytes (the text is valid UTF-8): cheaper than decoding chars.
+        let bytes = text.as_bytes();
         let mut units = 0;
-        for (i, c) in text.char_indices() {
-            if units >= max_units || i + c.len_utf8() > max_bytes {
+        while cut < bytes.len() {
+            let (len, width) = match bytes[cut] {
+                0..0x80 => (1, 1),
+                0x80..0xE0 => (2, 1),
+                0xE0..0xF0 => (3, 1),
+                _ => (4, 2),
+            };
+            if units >= max_units || cut + len > max_bytes {
                 break;
             }
-            units += c.len_utf16();
-            cut = i + c.len_utf8();
+            units += width;
+            cut += len;
         }
     }
     if cut == text.len() {
@@ -307,6 +315,33 @@ mod tests {
         assert_eq!(utf16_len(""), 0);
         let mixed = "aé€😀ß日本\u{10FFFF}z".repeat(300);
         assert_eq!(utf16_len(&mixed), mixed.encode_utf16().count());
+    }
+
+    #[test]
+    fn bounded_cuts_where_a_char_walk_does() {
+        let walk = |text: &str, max_units: usize, max_bytes: usize| {
+            let (mut cut, mut units) = (0, 0);
+            for (i, c) in text.char_indices() {
+                if units >= max_units || i + c.len_utf8() > max_bytes {
+                    break;
+                }
+                units += c.len_utf16();
+                cut = i + c.len_utf8();
+            }
+            cut
+        };
+        let pieces = ["a", "\u{e9}", "\u{65e5}", "\u{1F600}", "\n"];
+        let mut next = super::super::jsonstr::xorshift(0x1234_5678_9ABC_DEF1);
+        for _ in 0..3000 {
+            let text: String = (0..next() % 300).map(|_| pieces[(next() % 5) as usize]).collect();
+            let (max_units, max_bytes) = ((next() % 200) as usize, (next() % 400) as usize);
+            let b = bounded(&text, max_units, max_bytes);
+            assert_eq!(
+                b.head.len(),
+                walk(&text, max_units, max_bytes).min(text.len()),
+                "{text:?} {max_units} {max_bytes}"
+            );
+        }
     }
 
     #[test]
