@@ -12,6 +12,17 @@ pub fn floor_char_boundary(s: &str, at: usize) -> usize {
     i
 }
 
+/// The UTF-8 length and UTF-16 units of the character whose lead byte is
+/// `lead` (valid UTF-8): walking lead bytes is cheaper than decoding chars.
+pub fn char_size(lead: u8) -> (usize, usize) {
+    match lead {
+        0..0x80 => (1, 1),
+        0x80..0xE0 => (2, 1),
+        0xE0..0xF0 => (3, 1),
+        _ => (4, 2),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::floor_char_boundary;
@@ -23,5 +34,16 @@ mod tests {
         assert_eq!(floor_char_boundary(s, 2), 1);
         assert_eq!(floor_char_boundary(s, 4), 3);
         assert_eq!(floor_char_boundary(s, 99), s.len());
+    }
+}
+
+/// A small deterministic PRNG (xorshift64) for randomized tests.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
     }
 }

@@ -31,12 +31,7 @@ pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
         let bytes = text.as_bytes();
         let mut units = 0;
         while cut < bytes.len() {
-            let (len, width) = match bytes[cut] {
-                0..0x80 => (1, 1),
-                0x80..0xE0 => (2, 1),
-                0xE0..0xF0 => (3, 1),
-                _ => (4, 2),
-            };
+            let (len, width) = crate::text::char_size(bytes[cut]);
             if units >= max_units || cut + len > max_bytes {
                 break;
             }
@@ -331,7 +326,7 @@ mod tests {
             cut
         };
         let pieces = ["a", "\u{e9}", "\u{65e5}", "\u{1F600}", "\n"];
-        let mut next = super::super::jsonstr::xorshift(0x1234_5678_9ABC_DEF1);
+        let mut next = crate::text::xorshift(0x1234_5678_9ABC_DEF1);
         for _ in 0..3000 {
             let text: String = (0..next() % 300).map(|_| pieces[(next() % 5) as usize]).collect();
             let (max_units, max_bytes) = ((next() % 200) as usize, (next() % 400) as usize);

@@ -339,17 +339,6 @@ unsafe fn scan_with<const UTF16: bool, M: Masks>(s: &[u8]) -> Result<StrScan, St
     }
 }
 
-/// A small deterministic PRNG for the randomized tests of this module and the reader's.
-#[cfg(test)]
-pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
-    move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,7 +438,7 @@ mod tests {
             b"\x01",
             b"\\x",
         ];
-        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
+        let mut next = crate::text::xorshift(0x2545_F491_4F6C_DD1D);
         for _ in 0..20_000 {
             let mut body = Vec::new();
             let pad = (next() % 70) as usize;

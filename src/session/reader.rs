@@ -441,7 +441,7 @@ mod tests {
             b"\xff",
             b"\\/",
         ];
-        let mut next = super::super::jsonstr::xorshift(0x9E37_79B9_7F4A_7C15);
+        let mut next = crate::text::xorshift(0x9E37_79B9_7F4A_7C15);
         let mut out = Vec::new();
         for target in [4095, 4096, 5000, 8191, 8192, 8200, 9000, 16_500, 70_000] {
             for _ in 0..6 {

@@ -89,32 +89,41 @@ fn tool_result_text(blocks: &[Block]) -> Option<String> {
     if total <= TOOL_RESULT_MAX_CHARS {
         return Some(texts.iter().map(|t| t.head.as_str()).collect());
     }
-    let mut out = String::new();
+    let mut out = String::with_capacity(TOOL_RESULT_MAX_CHARS + 64);
     let mut units = 0usize;
-    'outer: for t in &texts {
-        let room = TOOL_RESULT_MAX_CHARS - units;
-        if t.head.len() >= room && t.head.as_bytes()[..room].is_ascii() {
-            // ASCII: the cut is a byte index (the common case, taken without a char loop).
-            out.push_str(&t.head[..room]);
-            break 'outer;
+    for t in &texts {
+        let (cut, taken, split_pair) = cut_at_units(&t.head, TOOL_RESULT_MAX_CHARS - units);
+        out.push_str(&t.head[..cut]);
+        units += taken;
+        if split_pair {
+            out.push('\u{FFFD}');
         }
-        for c in t.head.chars() {
-            let w = c.len_utf16();
-            if units + w > TOOL_RESULT_MAX_CHARS {
-                if units < TOOL_RESULT_MAX_CHARS {
-                    out.push('\u{FFFD}');
-                }
-                break 'outer;
-            }
-            out.push(c);
-            units += w;
-            if units == TOOL_RESULT_MAX_CHARS {
-                break 'outer;
-            }
+        if split_pair || units == TOOL_RESULT_MAX_CHARS {
+            break;
         }
     }
     out.push_str(&format!("\n\n[... {} more characters truncated]", total - TOOL_RESULT_MAX_CHARS));
     Some(out)
+}
+
+/// The longest prefix of `text` within `room` UTF-16 units: (its byte length,
+/// its units, whether the next character is a surrogate pair with only one
+/// unit of room left). Walks UTF-8 lead bytes rather than decoding chars.
+fn cut_at_units(text: &str, room: usize) -> (usize, usize, bool) {
+    let bytes = text.as_bytes();
+    if bytes.len() >= room && bytes[..room].is_ascii() {
+        return (room, room, false);
+    }
+    let (mut cut, mut units) = (0, 0);
+    while cut < bytes.len() && units < room {
+        let (len, width) = crate::text::char_size(bytes[cut]);
+        if units + width > room {
+            return (cut, units, true);
+        }
+        cut += len;
+        units += width;
+    }
+    (cut, units, false)
 }
 
 /// The output, written part by part into one string (never held twice).
@@ -260,6 +269,33 @@ where
 mod tests {
     use super::*;
     use crate::session::{bounded, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
+
+    /// The cut the char-by-char loop made, for random heads around the limit.
+    #[test]
+    fn cut_at_units_matches_a_char_walk() {
+        let walk = |text: &str, room: usize| {
+            let (mut out, mut units) = (String::new(), 0);
+            for c in text.chars() {
+                let w = c.len_utf16();
+                if units + w > room {
+                    return (out.len(), units, units < room);
+                }
+                out.push(c);
+                units += w;
+                if units == room {
+                    break;
+                }
+            }
+            (out.len(), units, false)
+        };
+        let pieces = ["a", "\u{e9}", "\u{65e5}", "\u{1F600}"];
+        let mut next = crate::text::xorshift(0x0DDB_1A5E_5BAD_5EED);
+        for _ in 0..5000 {
+            let text: String = (0..next() % 40).map(|_| pieces[(next() % 4) as usize]).collect();
+            let room = 1 + (next() % 50) as usize;
+            assert_eq!(cut_at_units(&text, room), walk(&text, room), "{text:?} {room}");
+        }
+    }
 
     fn tool_result(text: &str) -> String {
         let b = bounded(text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES);
