@@ -23,6 +23,17 @@ pub fn char_size(lead: u8) -> (usize, usize) {
     }
 }
 
+/// A small deterministic PRNG (xorshift64) for randomized tests.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::floor_char_boundary;
@@ -34,16 +45,5 @@ mod tests {
         assert_eq!(floor_char_boundary(s, 2), 1);
         assert_eq!(floor_char_boundary(s, 4), 3);
         assert_eq!(floor_char_boundary(s, 99), s.len());
-    }
-}
-
-/// A small deterministic PRNG (xorshift64) for randomized tests.
-#[cfg(test)]
-pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
-    move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
     }
 }
