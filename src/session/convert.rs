@@ -2,7 +2,8 @@
 //! migration and bounding tool-result text.
 
 use super::model::*;
-use super::raw::{RawBlock, RawContent, RawLine, RawMessage, RawUsage, TextField};
+use super::raw::{RawBlock, RawContent, RawLine, RawMessage, TextField};
+use super::usage::RawUsage;
 use serde_json::Value;
 
 /// Tool-result text kept per block: at most this many UTF-16 units, and at

@@ -13,6 +13,7 @@ mod lines;
 pub mod model;
 mod raw;
 mod reader;
+mod usage;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
