@@ -27,9 +27,6 @@ pub struct Sample {
     /// CPU time of the same work (robust to other load on the machine).
     #[serde(default)]
     pub cpu_secs: f64,
-    /// Ours only: CPU time of the calling (parsing) thread alone.
-    #[serde(default)]
-    pub main_thread_cpu_secs: f64,
     /// Peak RSS reported by the process itself, in KiB.
     #[serde(default)]
     pub peak_rss_kb: u64,
@@ -61,8 +58,8 @@ pub fn vm_hwm_kb(pid: Option<u32>) -> Option<u64> {
 }
 
 /// CPU time (user + system) consumed so far by the whole process, all
-/// threads included (the reader reads large files ahead on a second thread);
-/// the same measure as node's `process.cpuUsage()` on the pi side.
+/// threads included: the same measure as node's `process.cpuUsage()` on
+/// the pi side.
 fn process_cpu_secs() -> f64 {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage writes one `rusage` into the pointer it is given.
@@ -76,20 +73,10 @@ fn process_cpu_secs() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
-/// CPU time consumed so far by the calling thread.
-fn thread_cpu_secs() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
-        .map(|ns| ns as f64 / 1e9)
-        .unwrap_or(0.0)
-}
-
 /// The child side for our reader: read `file` and print one JSON [`Sample`].
 pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     let baseline = vm_hwm_kb(None).unwrap_or(0);
     let cpu0 = process_cpu_secs();
-    let thread0 = thread_cpu_secs();
     let t0 = Instant::now();
     let session = match session_index::session::open(file) {
         Ok(s) => s,
@@ -105,13 +92,11 @@ pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     let text = session_index::views::serialize_context_refs(&ctx);
     let secs = t0.elapsed().as_secs_f64();
     let cpu_secs = process_cpu_secs() - cpu0;
-    let main_thread_cpu_secs = thread_cpu_secs() - thread0;
     let sample = Sample {
         ok: true,
         secs,
         open_secs,
         cpu_secs,
-        main_thread_cpu_secs,
         peak_rss_kb: vm_hwm_kb(None).unwrap_or(0),
         baseline_rss_kb: baseline,
         branch_len: branch.len() as u64,

@@ -103,19 +103,9 @@ pub fn resolve_evidence(id: &str) -> String {
     synthetic_id(turn, k)
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[(self.next() % items.len() as u64) as usize]
-    }
-}
+#[path = "rng.rs"]
+mod rng;
+use rng::Rng;
 
 const FILES: &[&str] = &[
     "src/db/pool.rs",
