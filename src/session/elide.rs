@@ -54,10 +54,45 @@ pub(crate) enum Elision {
 }
 
 /// What the walk found, reused from line to line.
-#[derive(Default)]
 pub(crate) struct Elider {
     spans: Vec<Span>,
+    /// Scans of the line being read, made while its bytes were still in
+    /// cache ([`Elider::progress`]), by opening quote.
+    scans: Vec<Kept>,
+    /// The line being read has too much besides its large strings to be
+    /// walked again as it grows.
+    walked_enough: bool,
+    /// The number of the line `scans` belong to.
+    line: u64,
+    /// [`PROGRESS_MIN`], lowered by tests.
+    progress_min: usize,
 }
+
+impl Default for Elider {
+    fn default() -> Self {
+        Elider { spans: Vec::new(), scans: Vec::new(), walked_enough: false, line: 0, progress_min: PROGRESS_MIN }
+    }
+}
+
+/// A string scan made on part of a line: where the string opens, and
+/// whether UTF-16 units are counted (a scan is only resumed the same way).
+struct Kept {
+    open: usize,
+    utf16: bool,
+    scan: Scanned,
+}
+
+enum Scanned {
+    Done(StrScan),
+    Partial(jsonstr::Partial),
+}
+
+/// A growing line is walked when it holds at least this much.
+const PROGRESS_MIN: usize = 64 << 10;
+
+/// Each walk of a growing line goes again over what is not a large string:
+/// when that exceeds this, the line is left to its final walk.
+const REWALK_MAX: usize = 64 << 10;
 
 /// The elided strings of one line, by placeholder index.
 #[derive(Default)]
@@ -113,6 +148,11 @@ struct Walk<'l, 's> {
     i: usize,
     tool_text: bool,
     spans: &'s mut Vec<Span>,
+    scans: &'s mut Vec<Kept>,
+    /// More of the line may follow `s`.
+    growing: bool,
+    /// Bytes of strings taken from `scans` rather than scanned now.
+    reused: usize,
 }
 
 impl Walk<'_, '_> {
@@ -127,7 +167,39 @@ impl Walk<'_, '_> {
     fn string(&mut self, utf16: bool) -> Result<(usize, StrScan), Stop> {
         let open = self.i;
         let body = &self.s[open + 1..];
-        let scan = if utf16 { jsonstr::scan::<true>(body) } else { jsonstr::scan::<false>(body) }?;
+        let earlier = self.scans.iter().position(|k| k.open == open && k.utf16 == utf16);
+        let mut partial = match earlier.map(|k| &self.scans[k].scan) {
+            Some(Scanned::Done(scan)) => {
+                self.reused += scan.end;
+                self.i = open + 1 + scan.end + 1;
+                return Ok((open, *scan));
+            }
+            Some(Scanned::Partial(partial)) => partial.clone(),
+            None => jsonstr::Partial::default(),
+        };
+        self.reused += partial.scanned();
+        let complete = !self.growing;
+        let progress = if utf16 {
+            jsonstr::scan_more::<true>(&mut partial, body, complete)
+        } else {
+            jsonstr::scan_more::<false>(&mut partial, body, complete)
+        }?;
+        let (scan, result) = match progress {
+            jsonstr::Progress::Done(scan) => (Scanned::Done(scan), Ok((open, scan))),
+            // Only a growing line stops here: it is walked again when longer.
+            jsonstr::Progress::More => (Scanned::Partial(partial), Err(Stop::Unsure)),
+        };
+        let worth_keeping = match &scan {
+            Scanned::Done(scan) => scan.end >= MIN_ELIDED,
+            Scanned::Partial(_) => true,
+        };
+        if self.growing && worth_keeping {
+            match earlier {
+                Some(k) => self.scans[k].scan = scan,
+                None => self.scans.push(Kept { open, utf16, scan }),
+            }
+        }
+        let (open, scan) = result?;
         self.i = open + 1 + scan.end + 1;
         Ok((open, scan))
     }
@@ -235,10 +307,50 @@ impl Walk<'_, '_> {
 }
 
 impl Elider {
-    /// Prepare one line of a session file.
-    pub fn prepare(&mut self, line: &[u8]) -> Prepared {
+    /// Walk the part of a line read so far (at least [`PROGRESS_MIN`] bytes),
+    /// keeping the scans of its strings for [`Elider::prepare`]: called after
+    /// each read, it measures a long string while the read's bytes are still
+    /// in cache, instead of once the whole line is in.
+    pub fn progress(&mut self, number: u64, partial: &[u8]) {
+        self.start_line(number);
+        if self.walked_enough || partial.len() < self.progress_min {
+            return;
+        }
+        self.spans.clear();
+        let tool_text = looks_like_tool_result(partial);
+        let mut walk = self.walk(partial, tool_text, true);
+        // Stopping where the bytes run out is the expected outcome.
+        let _ = walk.value(Place::Root, 0);
+        if walk.i.saturating_sub(walk.reused) > REWALK_MAX {
+            self.walked_enough = true;
+        }
+    }
+
+    /// An elider that walks growing lines from `progress_min` bytes on.
+    #[cfg(test)]
+    pub fn walking_from(progress_min: usize) -> Self {
+        Elider { progress_min, ..Elider::default() }
+    }
+
+    /// Prepare line `number` of a session file.
+    pub fn prepare(&mut self, number: u64, line: &[u8]) -> Prepared {
+        self.start_line(number);
         let tool_result = looks_like_tool_result(line);
-        Prepared { tool_result, elision: self.elide(line, tool_result) }
+        let elision = self.elide(line, tool_result);
+        Prepared { tool_result, elision }
+    }
+
+    /// Forget the scans of another line.
+    fn start_line(&mut self, number: u64) {
+        if self.line != number {
+            self.line = number;
+            self.scans.clear();
+            self.walked_enough = false;
+        }
+    }
+
+    fn walk<'l, 's>(&'s mut self, s: &'l [u8], tool_text: bool, growing: bool) -> Walk<'l, 's> {
+        Walk { s, i: 0, tool_text, spans: &mut self.spans, scans: &mut self.scans, growing, reused: 0 }
     }
 
     /// Take the large strings out of `line`. `tool_text`: the line is
@@ -248,7 +360,7 @@ impl Elider {
             return Elision::None;
         }
         self.spans.clear();
-        let mut walk = Walk { s: line, i: 0, tool_text, spans: &mut self.spans };
+        let mut walk = self.walk(line, tool_text, false);
         let walked = walk.value(Place::Root, 0).and_then(|()| {
             walk.ws();
             if walk.i == line.len() {

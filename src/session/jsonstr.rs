@@ -61,6 +61,17 @@ trait Masks {
         }
         (invalid, u)
     }
+
+    /// Whether no byte of the block needs a look: no quote, backslash,
+    /// control character or non-ASCII byte. Such blocks (all of base64 data,
+    /// long runs of plain text) are skipped without building masks.
+    ///
+    /// # Safety
+    /// As for [`Masks::masks`].
+    #[inline(always)]
+    unsafe fn plain(block: &[u8; LANES]) -> bool {
+        block.iter().all(|&c| (0x20..0x80).contains(&c) && c != b'"' && c != b'\\')
+    }
 }
 
 /// Plain loops, for targets without the vector forms below.
@@ -122,10 +133,33 @@ macro_rules! vector_masks {
 struct Sse2;
 
 #[cfg(target_arch = "x86_64")]
-vector_masks!(Sse2, 16, _mm_loadu_si128, _mm_set1_epi8, _mm_cmpeq_epi8, _mm_max_epu8, _mm_movemask_epi8, u16, |v| {
-    // Continuation bytes are below -0x40 as signed bytes.
-    _mm_cmplt_epi8(v, _mm_set1_epi8(-0x40))
-});
+vector_masks!(
+    Sse2,
+    16,
+    _mm_loadu_si128,
+    _mm_set1_epi8,
+    _mm_cmpeq_epi8,
+    _mm_max_epu8,
+    _mm_movemask_epi8,
+    u16,
+    |v| {
+        // Continuation bytes are below -0x40 as signed bytes.
+        _mm_cmplt_epi8(v, _mm_set1_epi8(-0x40))
+    },
+    #[inline(always)]
+    unsafe fn plain(block: &[u8; LANES]) -> bool {
+        use std::arch::x86_64::*;
+        let (quote, backslash, space) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8), _mm_set1_epi8(0x20));
+        let mut special = _mm_setzero_si128();
+        for lane in 0..4 {
+            let v = _mm_loadu_si128(block.as_ptr().add(lane * 16).cast());
+            // Signed, bytes from 0x80 up are below 0x20 too.
+            let odd = _mm_or_si128(_mm_cmplt_epi8(v, space), _mm_cmpeq_epi8(v, quote));
+            special = _mm_or_si128(special, _mm_or_si128(odd, _mm_cmpeq_epi8(v, backslash)));
+        }
+        _mm_movemask_epi8(special) == 0
+    }
+);
 
 /// 32 lanes at a time, when the CPU has AVX2 (checked at run time).
 #[cfg(target_arch = "x86_64")]
@@ -166,6 +200,20 @@ vector_masks!(
             us |= u64::from(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, u)) as u32) << (lane * 32);
         }
         (invalid, us)
+    },
+    #[inline(always)]
+    unsafe fn plain(block: &[u8; LANES]) -> bool {
+        use std::arch::x86_64::*;
+        let (quote, backslash, space) =
+            (_mm256_set1_epi8(b'"' as i8), _mm256_set1_epi8(b'\\' as i8), _mm256_set1_epi8(0x20));
+        let mut special = _mm256_setzero_si256();
+        for lane in 0..2 {
+            let v = _mm256_loadu_si256(block.as_ptr().add(lane * 32).cast());
+            // Signed, bytes from 0x80 up are below 0x20 too.
+            let odd = _mm256_or_si256(_mm256_cmpgt_epi8(space, v), _mm256_cmpeq_epi8(v, quote));
+            special = _mm256_or_si256(special, _mm256_or_si256(odd, _mm256_cmpeq_epi8(v, backslash)));
+        }
+        _mm256_testz_si256(special, special) == 1
     }
 );
 
@@ -229,50 +277,147 @@ fn unicode_escape(s: &[u8], at: usize) -> Result<(usize, usize, usize), StrError
     Ok((6, bytes, 1))
 }
 
+/// How far a scan of a string whose end has not been read yet got: resumed
+/// with more of the same body by [`scan_more`], so each byte is looked at
+/// once, while it is still in cache after the read that brought it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Partial {
+    /// Start of the next block to look at (a multiple of 64).
+    base: usize,
+    /// The escape carried into that block.
+    carry: u64,
+    continuation: usize,
+    four: usize,
+    /// Simple escapes (`\\n`): 2 raw bytes for 1 byte and 1 unit.
+    simple: usize,
+    /// `\\u` escapes: their raw bytes, decoded bytes and units.
+    raw_unicode: usize,
+    unicode_bytes: usize,
+    unicode_units: usize,
+    /// The `u` of the low half of a surrogate pair already counted with its
+    /// high half (offset + 1, 0 for none).
+    pair_low_u: usize,
+}
+
+impl Partial {
+    /// Bytes of the body already looked at.
+    pub(crate) fn scanned(&self) -> usize {
+        self.base
+    }
+}
+
+/// A scan's outcome on a body that may go on beyond the bytes at hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Progress {
+    Done(StrScan),
+    /// The closing quote is not in the bytes seen so far.
+    More,
+}
+
 /// Scan the body of a string that starts at `s[0]` (just after its opening
 /// quote) up to its closing quote. Without `UTF16`, `utf16_units` is not
 /// counted (left 0), which is faster on non-ASCII text.
+#[cfg(test)]
 pub(crate) fn scan<const UTF16: bool>(s: &[u8]) -> Result<StrScan, StrError> {
+    match scan_more::<UTF16>(&mut Partial::default(), s, true)? {
+        Progress::Done(scan) => Ok(scan),
+        Progress::More => Err(StrError::Unterminated),
+    }
+}
+
+/// Go on with `partial` over `s`, the body read so far (it only grows
+/// between calls). `complete`: nothing follows `s`, so a missing closing
+/// quote is [`StrError::Unterminated`] rather than [`Progress::More`]. The
+/// same `UTF16` must be used on every call for one body.
+pub(crate) fn scan_more<const UTF16: bool>(
+    partial: &mut Partial,
+    s: &[u8],
+    complete: bool,
+) -> Result<Progress, StrError> {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 is available, as just checked.
-            return unsafe { scan_avx2::<UTF16>(s) };
+        if avx2_available() {
+            // SAFETY: AVX2 and the bit instructions are available, as just checked.
+            return unsafe { scan_avx2::<UTF16>(partial, s, complete) };
         }
         // SAFETY: SSE2 is part of the x86_64 baseline.
-        unsafe { scan_with::<UTF16, Sse2>(s) }
+        unsafe { scan_with::<UTF16, Sse2>(partial, s, complete) }
     }
     #[cfg(not(target_arch = "x86_64"))]
     // SAFETY: plain Rust.
     unsafe {
-        scan_with::<UTF16, Portable>(s)
+        scan_with::<UTF16, Portable>(partial, s, complete)
     }
 }
 
-/// [`scan_with`] compiled for AVX2.
+/// Whether [`scan_avx2`] can run: every AVX2 CPU also has the bit
+/// instructions, which matter (a software `count_ones` costs more than the
+/// vector work of a block), but each is checked all the same.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn scan_avx2<const UTF16: bool>(s: &[u8]) -> Result<StrScan, StrError> {
-    scan_with::<UTF16, Avx2>(s)
+fn avx2_available() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("popcnt")
+        && std::arch::is_x86_feature_detected!("bmi1")
 }
+
+/// [`scan_with`] compiled for AVX2 (with POPCNT and BMI1 for the mask bits).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+unsafe fn scan_avx2<const UTF16: bool>(partial: &mut Partial, s: &[u8], complete: bool) -> Result<Progress, StrError> {
+    scan_with::<UTF16, Avx2>(partial, s, complete)
+}
+
+/// Bytes a block's escapes may look at past its end: a `\\u` escape pair.
+const LOOKAHEAD: usize = 12;
 
 /// # Safety
 /// `M`'s instruction set must be available.
 #[inline(always)]
-unsafe fn scan_with<const UTF16: bool, M: Masks>(s: &[u8]) -> Result<StrScan, StrError> {
+unsafe fn scan_with<const UTF16: bool, M: Masks>(
+    partial: &mut Partial,
+    s: &[u8],
+    complete: bool,
+) -> Result<Progress, StrError> {
     // Raw counts over every byte up to the quote, then each escape's raw
     // bytes (all ASCII, so counted once each) are swapped for what they decode to.
-    let (mut continuation, mut four) = (0usize, 0usize);
-    // Simple escapes (`\\n`): 2 raw bytes for 1 byte and 1 unit.
-    let mut simple = 0usize;
-    // `\\u` escapes: their raw bytes, decoded bytes and units.
-    let (mut raw_unicode, mut unicode_bytes, mut unicode_units) = (0usize, 0usize, 0usize);
-    // The `u` of the low half of a surrogate pair already counted with its high half.
-    let mut pair_low_u = usize::MAX;
-    let mut carry = 0u64;
-    let mut base = 0usize;
+    let Partial {
+        mut base,
+        mut carry,
+        mut continuation,
+        mut four,
+        mut simple,
+        mut raw_unicode,
+        mut unicode_bytes,
+        mut unicode_units,
+        mut pair_low_u,
+    } = *partial;
     let mut padded = [0u8; LANES];
     loop {
+        // Plain blocks change no count: every byte is one byte and one unit.
+        if carry == 0 {
+            while let Some(block) = s.get(base..base + LANES) {
+                let block: &[u8; LANES] = block.try_into().map_err(|_| StrError::Unterminated)?;
+                if !M::plain(block) {
+                    break;
+                }
+                base += LANES;
+            }
+        }
+        if !complete && s.len() < base + LANES + LOOKAHEAD {
+            // Blocks are only looked at with their escapes' bytes at hand.
+            *partial = Partial {
+                base,
+                carry,
+                continuation,
+                four,
+                simple,
+                raw_unicode,
+                unicode_bytes,
+                unicode_units,
+                pair_low_u,
+            };
+            return Ok(Progress::More);
+        }
         let avail = s.len().saturating_sub(base);
         let block: &[u8; LANES] = match s.get(base..base + LANES) {
             Some(b) => b.try_into().map_err(|_| StrError::Unterminated)?,
@@ -306,11 +451,11 @@ unsafe fn scan_with<const UTF16: bool, M: Masks>(s: &[u8]) -> Result<StrScan, St
             let at = base + codes.trailing_zeros() as usize;
             codes &= codes - 1;
             match s[at] {
-                b'u' if at == pair_low_u => {}
+                b'u' if at + 1 == pair_low_u => {}
                 b'u' => {
                     let (raw, bytes, units) = unicode_escape(s, at)?;
                     if raw == 12 {
-                        pair_low_u = at + 6;
+                        pair_low_u = at + 7;
                     }
                     raw_unicode += raw;
                     unicode_bytes += bytes;
@@ -326,11 +471,11 @@ unsafe fn scan_with<const UTF16: bool, M: Masks>(s: &[u8]) -> Result<StrScan, St
         if closing != 0 {
             let end = base + closing.trailing_zeros() as usize;
             let removed_bytes = simple + raw_unicode - unicode_bytes;
-            return Ok(StrScan {
+            return Ok(Progress::Done(StrScan {
                 end,
                 decoded_bytes: end - removed_bytes,
                 utf16_units: if UTF16 { end - continuation + four - simple - raw_unicode + unicode_units } else { 0 },
-            });
+            }));
         }
         if avail <= LANES {
             return Err(StrError::Unterminated);
@@ -370,9 +515,39 @@ mod tests {
         assert_eq!(uncounted, want.map(|w| StrScan { utf16_units: 0, ..w }));
         // The forms `scan` does not pick on this machine.
         // SAFETY: plain Rust, and SSE2 is part of the x86_64 baseline.
-        assert_eq!(unsafe { scan_with::<true, Portable>(body) }.ok(), want);
+        assert_eq!(unsafe { whole::<Portable>(body) }, want);
         #[cfg(target_arch = "x86_64")]
-        assert_eq!(unsafe { scan_with::<true, Sse2>(body) }.ok(), want);
+        assert_eq!(unsafe { whole::<Sse2>(body) }, want);
+        // Resumed as the body arrives in pieces of a few sizes.
+        for step in [1, 13, 64, 100] {
+            assert_eq!(resumed(body, step), want, "step {step}: {:?}", String::from_utf8_lossy(body));
+        }
+    }
+
+    /// # Safety
+    /// `M`'s instruction set must be available.
+    unsafe fn whole<M: Masks>(body: &[u8]) -> Option<StrScan> {
+        match unsafe { scan_with::<true, M>(&mut Partial::default(), body, true) } {
+            Ok(Progress::Done(scan)) => Some(scan),
+            _ => None,
+        }
+    }
+
+    fn resumed(body: &[u8], step: usize) -> Option<StrScan> {
+        let mut partial = Partial::default();
+        let mut seen = 0;
+        while seen < body.len() {
+            seen = (seen + step).min(body.len());
+            match scan_more::<true>(&mut partial, &body[..seen], false) {
+                Ok(Progress::Done(scan)) => return Some(scan),
+                Ok(Progress::More) => {}
+                Err(_) => return None,
+            }
+        }
+        match scan_more::<true>(&mut partial, body, true) {
+            Ok(Progress::Done(scan)) => Some(scan),
+            _ => None,
+        }
     }
 
     #[test]

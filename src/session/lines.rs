@@ -28,8 +28,8 @@ pub(crate) struct LineReader<R> {
     number: u64,
 }
 
-const READ_CHUNK: usize = 1 << 20;
-const INITIAL_BUFFER: usize = 4 << 20;
+const READ_CHUNK: usize = 256 << 10;
+const INITIAL_BUFFER: usize = 1 << 20;
 
 impl<R: Read> LineReader<R> {
     pub fn new(inner: R) -> Self {
@@ -37,18 +37,28 @@ impl<R: Read> LineReader<R> {
     }
 
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        self.next_line_observed(|_, _| {})
+    }
+
+    /// [`LineReader::next_line`], showing `observe` the number and the part read so far of the line
+    /// after each read that does not finish it: a long line can be worked on
+    /// while the bytes just read are still in cache.
+    pub fn next_line_observed(&mut self, mut observe: impl FnMut(u64, &[u8])) -> io::Result<Option<Line<'_>>> {
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
                 let nl = self.scanned + i;
                 return Ok(Some(self.take(nl, true)));
             }
-            self.scanned = self.end;
             if self.eof {
                 if self.start == self.end {
                     return Ok(None);
                 }
                 let end = self.end;
                 return Ok(Some(self.take(end, false)));
+            }
+            if self.scanned != self.end {
+                self.scanned = self.end;
+                observe(self.number + 1, strip_bom(self.number + 1, &self.buf[self.start..self.end]));
             }
             // Compact only when the free tail runs short, so a long line is
             // moved at most once per buffer-full rather than once per read.
@@ -65,7 +75,7 @@ impl<R: Read> LineReader<R> {
                 }
             }
             let n = loop {
-                match self.inner.read(&mut self.buf[self.end..]) {
+                match self.inner.read(&mut self.buf[self.end..self.end + READ_CHUNK]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(e),
@@ -149,5 +159,35 @@ mod tests {
         }
         assert!(lines(b"", 10).is_empty());
         assert_eq!(lines(b"a\n", 10), vec![(b"a".to_vec(), true)]);
+    }
+
+    #[test]
+    fn observers_see_each_unfinished_line_grow() {
+        let long = vec![b'y'; READ_CHUNK * 2 + 5];
+        let mut data = b"\xEF\xBB\xBF".to_vec();
+        data.extend_from_slice(&long);
+        data.extend_from_slice(b"\nshort\n");
+        data.extend_from_slice(&long);
+        let mut r = LineReader::new(Trickle { data: &data, step: 4096 });
+        let mut seen: Vec<(u64, usize)> = Vec::new();
+        let mut ends = Vec::new();
+        loop {
+            let line = r
+                .next_line_observed(|number, partial| {
+                    assert!(long.starts_with(partial), "line {number}: not a prefix of the line");
+                    seen.push((number, partial.len()));
+                })
+                .unwrap();
+            let Some(line) = line else { break };
+            ends.push((line.number, line.text.len()));
+        }
+        assert_eq!(ends, vec![(1, long.len()), (2, 5), (3, long.len())]);
+        for number in [1, 3] {
+            let sizes: Vec<usize> = seen.iter().filter(|(n, _)| *n == number).map(|(_, len)| *len).collect();
+            // At least once per read chunk, always growing, never past it.
+            assert!(sizes.len() >= 2, "line {number}: {sizes:?}");
+            assert!(sizes.windows(2).all(|w| w[0] < w[1]) && sizes.iter().all(|&l| l <= long.len()));
+        }
+        assert!(!seen.iter().any(|(n, _)| *n == 2));
     }
 }

@@ -236,7 +236,9 @@ pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
     let mut record_index = 0usize;
 
     let mut elider = Elider::default();
-    while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
+    while let Some(line) =
+        lines.next_line_observed(|number, partial| elider.progress(number, partial)).map_err(|e| io_err(path, e))?
+    {
         if is_blank(line.text) {
             if line.terminated {
                 warnings.blank_lines += 1;
@@ -244,7 +246,7 @@ pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
             continue;
         }
         let mut repaired = None;
-        let mut prepared = elider.prepare(line.text);
+        let mut prepared = elider.prepare(line.number, line.text);
         let (parsed, was_repaired) = parse_entry(line.text, &mut prepared, &mut repaired);
         if was_repaired {
             warnings.invalid_utf8_lines += 1;
@@ -335,6 +337,7 @@ pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
     }
 
     let header = header.ok_or_else(|| not_a_session(path, "no JSON records"))?;
+
     Ok(Parsed { header, entries, warnings })
 }
 
@@ -410,18 +413,32 @@ mod tests {
         assert_eq!(replace_lone_surrogates(r#""\ud800""#).as_deref(), Some(r#""\ufffd""#));
     }
 
+    fn kind_of(raw: RawLine<'_>) -> Option<EntryKind> {
+        let ty = raw.ty.as_str().unwrap_or_default().to_string();
+        convert::kind(&raw, &ty, 3).ok()
+    }
+
     /// Entry kinds from the fast (elided) parse and the plain one.
     fn both_parses(line: &[u8]) -> (Option<EntryKind>, Option<EntryKind>) {
-        let kind = |raw: RawLine<'_>| {
-            let ty = raw.ty.as_str().unwrap_or_default().to_string();
-            convert::kind(&raw, &ty, 3).ok()
-        };
-        let mut prepared = Elider::default().prepare(line);
+        let mut prepared = Elider::default().prepare(1, line);
         let tool_result = prepared.tool_result;
         let (mut r1, mut r2) = (None, None);
-        let fast = parse_entry(line, &mut prepared, &mut r1).0.ok().and_then(kind);
-        let plain = parse_plain(line, tool_result, &mut r2).0.ok().and_then(kind);
+        let fast = parse_entry(line, &mut prepared, &mut r1).0.ok().and_then(kind_of);
+        let plain = parse_plain(line, tool_result, &mut r2).0.ok().and_then(kind_of);
         (fast, plain)
+    }
+
+    /// The entry kind from the fast parse of a line walked as it grew by
+    /// `step` bytes at a time (with the same elider reused from line to line).
+    fn grown_parse(elider: &mut Elider, number: u64, line: &[u8], step: usize) -> Option<EntryKind> {
+        let mut seen = 0;
+        while seen < line.len() {
+            elider.progress(number, &line[..seen]);
+            seen += step;
+        }
+        let mut prepared = elider.prepare(number, line);
+        let mut repaired = None;
+        parse_entry(line, &mut prepared, &mut repaired).0.ok().and_then(kind_of)
     }
 
     /// Random JSON string bodies from pieces that stress the scanner and the head cut.
@@ -506,13 +523,23 @@ mod tests {
                 .into_bytes(),
         );
 
+        // Much besides the large string: walked only until that is too much to walk again.
+        let many = format!(r#"{{"k":"{}"}},"#, "v".repeat(40)).repeat(3000);
+        lines.push(format!(r#"{head}{{"role":"toolResult","details":[{many}{{}}],"content":[{{"type":"text","text":"{base64}"}}]}}}}"#).into_bytes());
+
         let mut fast_paths = 0;
-        for line in &lines {
-            if matches!(Elider::default().prepare(line).elision, Elision::Elided { .. }) {
+        let mut grown = Elider::walking_from(1);
+        for (number, line) in (1u64..).zip(&lines) {
+            if matches!(Elider::default().prepare(1, line).elision, Elision::Elided { .. }) {
                 fast_paths += 1;
             }
             let (fast, plain) = both_parses(line);
-            assert_eq!(fast, plain, "{}", String::from_utf8_lossy(&line[..line.len().min(200)]));
+            let shown = String::from_utf8_lossy(&line[..line.len().min(200)]);
+            assert_eq!(fast, plain, "{shown}");
+            // Walked as it is read, in steps that cut escapes and blocks anywhere.
+            for (k, step) in (0..).zip([257, 4096]) {
+                assert_eq!(grown_parse(&mut grown, number * 4 + k, line, step), plain, "step {step}: {shown}");
+            }
         }
         assert!(fast_paths >= 150, "only {fast_paths} of {} lines took the fast path", lines.len());
     }
