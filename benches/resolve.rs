@@ -249,6 +249,7 @@ fn main() {
     println!("\nwarm resolution ({per_kind} distinct references per kind):");
     for (kind, make) in kinds {
         let mut times = Vec::with_capacity(per_kind);
+        let mut err_times = Vec::new();
         let (mut ok, mut err) = (0, 0);
         for _ in 0..per_kind {
             let s = &sessions[(rng.next() % n as u64) as usize];
@@ -261,16 +262,28 @@ fn main() {
                     ok += 1;
                     hit_times.push(*times.last().unwrap_or(&Duration::ZERO));
                 }
-                Ok(_) | Err(_) => err += 1,
+                Ok(_) | Err(_) => {
+                    err += 1;
+                    err_times.push(*times.last().unwrap_or(&Duration::ZERO));
+                }
             }
         }
         times.sort();
+        err_times.sort();
         println!(
             "  {kind:<7} p50 {:>7.3} ms  p99 {:>7.3} ms  max {:>7.3} ms  (resolved {ok}, other {err})",
             ms(pct(&times, 0.5)),
             ms(pct(&times, 0.99)),
             ms(*times.last().unwrap_or(&Duration::ZERO))
         );
+        if !err_times.is_empty() {
+            println!(
+                "          the {} not resolved to the session (ambiguous, not found, another): p50 {:>7.3} ms  max {:>7.3} ms",
+                err_times.len(),
+                ms(pct(&err_times, 0.5)),
+                ms(*err_times.last().unwrap_or(&Duration::ZERO))
+            );
+        }
         all.extend(times);
     }
     all.sort();

@@ -44,6 +44,9 @@ pub(crate) struct Fuzzy {
     perfect: f64,
     mask: u64,
     atoms: Vec<AtomInfo>,
+    /// Atom indexes, highest bound first: a poor score for a long atom rules
+    /// a field out soonest. (A repeated atom keeps its place after the first.)
+    order: Vec<usize>,
 }
 
 impl Fuzzy {
@@ -67,7 +70,9 @@ impl Fuzzy {
             let same_as = pattern.atoms[..i].iter().position(|a| a == atom);
             atoms.push(AtomInfo { ascii, bound, same_as });
         }
-        (perfect > 0).then(|| Fuzzy { mask: char_mask(&needle), pattern, perfect: perfect as f64, atoms })
+        let mut order: Vec<usize> = (0..atoms.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(atoms[i].bound));
+        (perfect > 0).then(|| Fuzzy { mask: char_mask(&needle), pattern, perfect: perfect as f64, atoms, order })
     }
 
     /// A field's weighted confidence for a raw matcher score.
@@ -125,7 +130,8 @@ impl Fuzzy {
         let mut scores = [0u32; MAX_ATOMS];
         let mut possible = total_bound;
         let mut sum = 0u32;
-        for (i, (atom, info)) in self.pattern.atoms.iter().zip(&self.atoms).enumerate() {
+        for &i in &self.order {
+            let (atom, info) = (&self.pattern.atoms[i], &self.atoms[i]);
             let s = match info.same_as.filter(|&j| j < MAX_ATOMS) {
                 Some(j) => scores[j],
                 // Long fields: every atom must match, as in Pattern::score; greedy keeps them linear.
@@ -146,7 +152,9 @@ impl Fuzzy {
     }
 
     /// Items scoring at least `floor` (every item with a non-zero score when
-    /// `floor` is 0), best first; equal scores keep index order.
+    /// `floor` is 0), best first; equal scores keep index order. The
+    /// reference the pruned rankings are checked against.
+    #[cfg(test)]
     pub fn rank(&self, index: &Index, floor: f64) -> Vec<(f64, usize)> {
         MATCHER.with(|m| {
             let mut m = m.borrow_mut();
@@ -169,13 +177,11 @@ impl Fuzzy {
     /// whether that is all items at the threshold or above. The floor rises
     /// as better items are found, so most fields are never scored.
     pub fn rank_near_best(&self, index: &Index, threshold: f64, margin: f64) -> (Vec<(f64, usize)>, bool) {
-        let n = index.slots();
         let table = index.table();
-        // Scores above the floor of one part, with that part's best.
         // The best score so far, shared by all threads (scores are
         // non-negative, so their bits order like their values).
         let shared_best = AtomicU64::new(0.0f64.to_bits());
-        let part = |range: std::ops::Range<usize>| {
+        let parts = split_scan(index.slots(), |range| {
             MATCHER.with(|m| {
                 let mut m = m.borrow_mut();
                 let mut best = 0.0f64;
@@ -192,55 +198,124 @@ impl Fuzzy {
                         out.push((s, slot));
                     }
                 }
-                (best, out)
+                out
             })
-        };
-        let blocks: Vec<std::ops::Range<usize>> = (0..n).step_by(BLOCK).map(|a| a..(a + BLOCK).min(n)).collect();
-        let threads = if n >= PARALLEL_SLOTS { worker_threads().min(blocks.len()) } else { 1 };
-        // Threads take the next block as they go, so one that is descheduled
-        // holds up the lookup by one block at most.
-        let next = AtomicUsize::new(0);
-        let work = || {
-            let mut done = Vec::new();
-            while let Some(b) = blocks.get(next.fetch_add(1, Ordering::Relaxed)) {
-                done.push((b.start, part(b.clone())));
-            }
-            done
-        };
-        let mut parts: Vec<(usize, Part)> = if threads < 2 {
-            work()
-        } else {
-            std::thread::scope(|s| {
-                let work = &work;
-                // No thread to be had: the others (or this one) take its blocks.
-                let helpers: Vec<_> =
-                    (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok()).collect();
-                let mut parts = work();
-                for h in helpers {
-                    match h.join() {
-                        Ok(p) => parts.extend(p),
-                        // A helper that failed: redo what it had taken.
-                        Err(_) => return None,
-                    }
-                }
-                Some(parts)
-            })
-            .unwrap_or_else(|| blocks.iter().map(|b| (b.start, part(b.clone()))).collect())
-        };
-        // Back in slot order, as the serial scan would have them.
-        parts.sort_by_key(|p| p.0);
-        let parts: Vec<Part> = parts.into_iter().map(|p| p.1).collect();
-        let best = parts.iter().map(|p| p.0).fold(0.0, f64::max);
+        });
+        let best = parts.iter().flatten().map(|p| p.0).fold(0.0, f64::max);
         // Items kept while a floor was lower may be below the final floor.
         let floor = threshold.max(best - margin);
-        let mut out: Vec<(f64, usize)> = parts.into_iter().flat_map(|p| p.1).filter(|(s, _)| *s >= floor).collect();
+        let mut out: Vec<(f64, usize)> = parts.into_iter().flatten().filter(|(s, _)| *s >= floor).collect();
         out.sort_by(|a, b| b.0.total_cmp(&a.0));
         (out, floor <= threshold)
     }
+
+    /// The `k` best items scoring at least `threshold` (and above 0), and the
+    /// `k` best of those `local` says are in the current project: exactly
+    /// the first entries of [`Fuzzy::rank`]'s list and of its local items
+    /// (with every item tied with the last one), merged, best first. The
+    /// floor rises to the `k`-th score found, so most fields are never scored.
+    pub fn rank_top(
+        &self,
+        index: &Index,
+        threshold: f64,
+        k: usize,
+        local: impl Fn(usize) -> bool + Sync,
+    ) -> Vec<(f64, usize)> {
+        if k == 0 {
+            return Vec::new();
+        }
+        let table = index.table();
+        // The highest `k`-th score any part has seen, overall and among local
+        // items: a part's `k`-th is never above the whole index's.
+        let shared = [AtomicU64::new(0.0f64.to_bits()), AtomicU64::new(0.0f64.to_bits())];
+        let parts = split_scan(index.slots(), |range| {
+            MATCHER.with(|m| {
+                let mut m = m.borrow_mut();
+                // This part's `k` best scores, overall and local, ascending.
+                let mut tops: [Vec<f64>; 2] = [Vec::with_capacity(k + 1), Vec::with_capacity(k + 1)];
+                let mut out: Vec<(f64, usize)> = Vec::new();
+                for slot in range {
+                    if table.rows(slot).is_empty() {
+                        continue;
+                    }
+                    let is_local = local(slot);
+                    let kth = |i: usize| {
+                        let own = if tops[i].len() == k { tops[i][0] } else { 0.0 };
+                        own.max(f64::from_bits(shared[i].load(Ordering::Relaxed)))
+                    };
+                    // A local item is kept when it can make either list.
+                    let floor = if is_local { kth(0).min(kth(1)) } else { kth(0) };
+                    let s = self.score_slot(index, slot, &mut m, 0.0, threshold.max(floor));
+                    if s <= 0.0 {
+                        continue;
+                    }
+                    out.push((s, slot));
+                    for (i, top) in tops.iter_mut().enumerate() {
+                        if i == 1 && !is_local {
+                            continue;
+                        }
+                        let at = top.partition_point(|&x| x < s);
+                        top.insert(at, s);
+                        if top.len() > k {
+                            top.remove(0);
+                        }
+                        if top.len() == k {
+                            shared[i].fetch_max(top[0].to_bits(), Ordering::Relaxed);
+                        }
+                    }
+                }
+                out
+            })
+        });
+        let mut all: Vec<(f64, usize)> = parts.into_iter().flatten().filter(|(s, _)| *s >= threshold).collect();
+        all.sort_by(|a, b| b.0.total_cmp(&a.0));
+        // The `k`-th score overall and among local items; ties with it stay.
+        let kth_all = all.get(k - 1).map_or(0.0, |x| x.0);
+        let kth_local = all.iter().filter(|(_, slot)| local(*slot)).nth(k - 1).map_or(0.0, |x| x.0);
+        all.retain(|(s, slot)| *s >= kth_all || (*s >= kth_local && local(*slot)));
+        all
+    }
 }
 
-/// One stretch of a split scan: its best score and its items at or above its floor.
-type Part = (f64, Vec<(f64, usize)>);
+/// Run `part` over the slots `0..n`, split in blocks over a few threads when
+/// there are many; the parts' results come back in slot order.
+fn split_scan<P: Send>(n: usize, part: impl Fn(std::ops::Range<usize>) -> P + Sync) -> Vec<P> {
+    let blocks: Vec<std::ops::Range<usize>> = (0..n).step_by(BLOCK).map(|a| a..(a + BLOCK).min(n)).collect();
+    let threads = if n >= PARALLEL_SLOTS { worker_threads().min(blocks.len()) } else { 1 };
+    // Threads take the next block as they go, so one that is descheduled
+    // holds up the lookup by one block at most.
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        while let Some(b) = blocks.get(next.fetch_add(1, Ordering::Relaxed)) {
+            done.push((b.start, part(b.clone())));
+        }
+        done
+    };
+    let mut parts: Vec<(usize, P)> = if threads < 2 {
+        work()
+    } else {
+        std::thread::scope(|s| {
+            let work = &work;
+            // No thread to be had: the others (or this one) take its blocks.
+            let helpers: Vec<_> =
+                (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok()).collect();
+            let mut parts = work();
+            for h in helpers {
+                match h.join() {
+                    Ok(p) => parts.extend(p),
+                    // A helper that failed: redo what it had taken.
+                    Err(_) => return None,
+                }
+            }
+            Some(parts)
+        })
+        .unwrap_or_else(|| blocks.iter().map(|b| (b.start, part(b.clone()))).collect())
+    };
+    // Back in slot order, as the serial scan would have them.
+    parts.sort_by_key(|p| p.0);
+    parts.into_iter().map(|p| p.1).collect()
+}
 
 /// From this many items a fuzzy lookup is split over a few threads (in
 /// tests sooner, so the split is what the tests check).
@@ -254,16 +329,20 @@ fn worker_threads() -> usize {
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(4))
 }
 
-/// `needle` occurs in order in `hay` (both lower-case ASCII).
+/// `needle` occurs in order in `hay` (both lower-case ASCII). A plain byte
+/// loop: fields are short, and a `memchr` call per needle byte cost more.
 fn subsequence(needle: &[u8], hay: &[u8]) -> bool {
-    let mut rest = hay;
-    for &n in needle {
-        match memchr::memchr(n, rest) {
-            Some(i) => rest = &rest[i + 1..],
-            None => return false,
+    let mut want = needle.iter();
+    let Some(mut next) = want.next() else { return true };
+    for b in hay {
+        if b == next {
+            match want.next() {
+                Some(n) => next = n,
+                None => return true,
+            }
         }
     }
-    true
+    false
 }
 
 #[cfg(test)]
@@ -397,6 +476,7 @@ mod tests {
                 index.iter().map(|(slot, it)| (plain_score(&f, it, &mut m), slot)).filter(|(s, _)| *s > 0.0).collect();
             want.sort_by(|a, b| b.0.total_cmp(&a.0));
             assert_eq!(f.rank(index, 0.0), want, "{q}");
+            assert_eq!(f.rank_top(index, 0.0, 3, |_| false), top(&want, 3, |_| false), "{q}: top 3");
             for floor in [0.3, 0.6, 0.8] {
                 let above: Vec<(f64, usize)> = want.iter().copied().filter(|(s, _)| *s >= floor).collect();
                 assert_eq!(f.rank(index, floor), above, "{q} at {floor}");
@@ -409,6 +489,51 @@ mod tests {
                         assert_eq!(got, above, "{q} at {floor}, margin {margin}: all above the floor");
                     }
                 }
+                for k in [1, 3, 10, 40] {
+                    let local = |slot: usize| slot % 3 == 0;
+                    assert_eq!(f.rank_top(index, floor, k, local), top(&above, k, local), "{q} at {floor}, top {k}");
+                }
+            }
+        }
+    }
+
+    /// The first `k` of a ranking and its first `k` local items, with the
+    /// items tied with either last one, in ranking order.
+    fn top(ranked: &[(f64, usize)], k: usize, local: impl Fn(usize) -> bool) -> Vec<(f64, usize)> {
+        let kth_all = ranked.get(k - 1).map_or(0.0, |x| x.0);
+        let kth_local = ranked.iter().filter(|x| local(x.1)).nth(k - 1).map_or(0.0, |x| x.0);
+        ranked.iter().copied().filter(|&(s, slot)| s >= kth_all || (local(slot) && s >= kth_local)).collect()
+    }
+
+    /// Scores falling with the slot: the floor must not rise past the
+    /// `k`-th score before `k` items are found, in any block.
+    #[test]
+    fn top_k_keeps_exactly_the_best() {
+        let mut index = Index::default();
+        for i in 0..120usize {
+            let name = format!("a{}uth", "x".repeat(i));
+            let entry = crate::catalog::CatalogEntry {
+                id: format!("{i:08x}-0001"),
+                path: format!("/s/{i}.jsonl").into(),
+                name: Some(name),
+                description: None,
+                summary: None,
+                tags: Vec::new(),
+                cwd: "/p".into(),
+                created: String::new(),
+                modified_ms: 0,
+                parent_session: None,
+                first_message: None,
+                has_meta: false,
+            };
+            index.upsert(Item::new(ItemKey::Orphan(i.to_string()), entry, None));
+        }
+        let f = Fuzzy::new("auth").expect("a query");
+        let ranked = f.rank(&index, 0.0);
+        assert!(ranked.windows(2).any(|w| w[0].0 > w[1].0), "scores must differ for this test");
+        for k in [2, 3, 5, 17] {
+            for local in [|_: usize| false, |slot: usize| slot % 2 == 1] {
+                assert_eq!(f.rank_top(&index, 0.0, k, local), top(&ranked, k, local), "top {k}");
             }
         }
     }

@@ -14,6 +14,10 @@ pub const MIN_PREFIX: usize = 6;
 const TIE_MARGIN: f64 = 0.03;
 /// A match in another project beats the current project's only by this much.
 const LOCAL_MARGIN: f64 = 0.2;
+/// Candidates an ambiguity reports, best first.
+pub(crate) const CANDIDATES: usize = 10;
+/// Suggestions for a reference that matches nothing.
+const SUGGESTIONS: usize = 3;
 
 pub(crate) enum Outcome {
     Found(usize),
@@ -124,12 +128,13 @@ fn fuzzy_resolve(index: &Index, cwd: &str, r: &str, threshold: f64) -> Outcome {
     // A unique match is decided by the scores near the best one alone (the
     // current project's best counts within LOCAL_MARGIN, ties within
     // TIE_MARGIN of that); far fewer fields need scoring for those. An
-    // ambiguous result lists candidates further down, so it needs every
-    // score at the threshold or above (ranked again unless that is what the
-    // near scores were), and a miss's suggestions need every score.
+    // ambiguous result lists candidates further down, so it needs the best
+    // scores at the threshold or above, overall and in the project (ranked
+    // again unless the near scores were all there are), and a miss's
+    // suggestions the best few scores of all.
     let (near, all) = fuzzy.rank_near_best(index, threshold, LOCAL_MARGIN + TIE_MARGIN + 1e-9);
     if near.is_empty() {
-        return Outcome::NotFound(suggest(index, r, &fuzzy.rank(index, 0.0)));
+        return Outcome::NotFound(suggest(index, r, &fuzzy.rank_top(index, 0.0, SUGGESTIONS, |_| false)));
     }
     match decide(index, cwd, near) {
         // Decided by the scores near the best alone.
@@ -137,9 +142,9 @@ fn fuzzy_resolve(index: &Index, cwd: &str, r: &str, threshold: f64) -> Outcome {
         // The near scores were all there are above the threshold.
         listed if all => listed,
         _ => {
-            let above: Vec<(f64, usize)> =
-                fuzzy.rank(index, threshold.max(0.0)).into_iter().filter(|(s, _)| *s >= threshold).collect();
-            decide(index, cwd, above)
+            let is_local = |slot: usize| index.get(slot).is_some_and(|it| in_project(it, cwd));
+            // Twice the listed number: candidates with the same id count once.
+            decide(index, cwd, fuzzy.rank_top(index, threshold.max(0.0), 2 * CANDIDATES, is_local))
         }
     }
 }
@@ -168,8 +173,8 @@ fn decide(index: &Index, cwd: &str, above: Vec<(f64, usize)>) -> Outcome {
 /// Nearest names for a miss: the best fuzzy scores, else names sharing the
 /// most character bigrams with the reference.
 fn suggest(index: &Index, r: &str, ranked: &[(f64, usize)]) -> Vec<usize> {
-    let mut out: Vec<usize> = ranked.iter().take(3).map(|(_, s)| *s).collect();
-    if out.len() >= 3 {
+    let mut out: Vec<usize> = ranked.iter().take(SUGGESTIONS).map(|(_, s)| *s).collect();
+    if out.len() >= SUGGESTIONS {
         return out;
     }
     let target = bigrams(&loose_slug(r));
@@ -185,7 +190,7 @@ fn suggest(index: &Index, r: &str, ranked: &[(f64, usize)]) -> Vec<usize> {
         })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    out.extend(scored.into_iter().take(3 - out.len()).map(|(_, s)| s));
+    out.extend(scored.into_iter().take(SUGGESTIONS - out.len()).map(|(_, s)| s));
     out
 }
 

@@ -346,7 +346,7 @@ fn to_result(root: &Root, cwd: &str, reference: &str, threshold: f64) -> Result<
         }
         Outcome::Ambiguous(slots) => Err(ResolveError::Ambiguous {
             reference: reference_owned(),
-            candidates: slots.into_iter().take(LISTED * 2).filter_map(|s| candidate(root, s, 0.0)).collect(),
+            candidates: slots.into_iter().take(matching::CANDIDATES).filter_map(|s| candidate(root, s, 0.0)).collect(),
         }),
         Outcome::NotFound(slots) => Err(ResolveError::NotFound {
             reference: reference_owned(),
