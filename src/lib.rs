@@ -8,6 +8,12 @@
 //! [`indexing`], [`references`] and [`query`] are the three features built on
 //! that flow; [`plugin`] routes host calls to them and [`ffi`] is the boundary.
 
+/// Where the shared pi-session fixtures are, for unit tests (the same file
+/// the integration tests include).
+#[cfg(test)]
+#[path = "../tests/support/shared_dir.rs"]
+mod shared_dir;
+
 pub mod app;
 pub mod catalog;
 pub mod config;

@@ -1,7 +1,6 @@
 use super::*;
 
-#[path = "../../tests/support/shared_dir.rs"]
-mod shared_dir;
+use crate::shared_dir;
 
 /// The scan as it was before chunked reading: every line read in turn,
 /// interesting ones parsed into a `Value`. The reference for equivalence.

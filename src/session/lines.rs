@@ -26,6 +26,8 @@ pub(crate) struct LineReader<R> {
     scanned: usize,
     eof: bool,
     number: u64,
+    /// The first line is the file's first: a BOM before it is dropped.
+    at_file_start: bool,
 }
 
 const READ_CHUNK: usize = 256 << 10;
@@ -33,7 +35,27 @@ const INITIAL_BUFFER: usize = 1 << 20;
 
 impl<R: Read> LineReader<R> {
     pub fn new(inner: R) -> Self {
-        LineReader { inner, buf: vec![0; INITIAL_BUFFER], start: 0, end: 0, scanned: 0, eof: false, number: 0 }
+        LineReader {
+            inner,
+            buf: vec![0; INITIAL_BUFFER],
+            start: 0,
+            end: 0,
+            scanned: 0,
+            eof: false,
+            number: 0,
+            at_file_start: true,
+        }
+    }
+
+    /// Lines from the middle of a file (`inner` starts at a line start), the
+    /// first numbered `after + 1`.
+    pub fn continuing(inner: R, after: u64) -> Self {
+        LineReader { number: after, at_file_start: false, ..LineReader::new(inner) }
+    }
+
+    /// The number of the last line returned (0 before any).
+    pub fn last_number(&self) -> u64 {
+        self.number
     }
 
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
@@ -58,7 +80,8 @@ impl<R: Read> LineReader<R> {
             }
             if self.scanned != self.end {
                 self.scanned = self.end;
-                observe(self.number + 1, strip_bom(self.number + 1, &self.buf[self.start..self.end]));
+                let first = self.at_file_start && self.number == 0;
+                observe(self.number + 1, strip_bom(first, &self.buf[self.start..self.end]));
             }
             // Compact only when the free tail runs short, so a long line is
             // moved at most once per buffer-full rather than once per read.
@@ -92,15 +115,16 @@ impl<R: Read> LineReader<R> {
         let from = self.start;
         self.start = if terminated { line_end + 1 } else { line_end };
         self.scanned = self.start;
+        let first = self.at_file_start && self.number == 0;
         self.number += 1;
-        let text = strip_bom(self.number, &self.buf[from..line_end]);
+        let text = strip_bom(first, &self.buf[from..line_end]);
         Line { number: self.number, text, terminated }
     }
 }
 
 /// JavaScript's `trim()` drops a leading BOM, so pi reads such files.
-fn strip_bom(number: u64, text: &[u8]) -> &[u8] {
-    if number == 1 {
+fn strip_bom(first: bool, text: &[u8]) -> &[u8] {
+    if first {
         text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text)
     } else {
         text

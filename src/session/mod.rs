@@ -13,6 +13,7 @@ mod lines;
 pub mod model;
 mod raw;
 mod reader;
+mod records;
 mod usage;
 
 use std::collections::{HashMap, HashSet};
@@ -48,9 +49,10 @@ pub struct Session {
 }
 
 /// Open and parse a whole session file in bounded memory: one line is held at
-/// a time, image data is only measured and tool-result text keeps a head.
+/// a time (per half, when a large file is read on two threads), image data is
+/// only measured and tool-result text keeps a head.
 pub fn open(path: &Path) -> Result<Session, SessionError> {
-    let reader::Parsed { header, entries, mut warnings } = reader::read(path)?;
+    let records::Parsed { header, entries, mut warnings } = records::read(path)?;
     let by_id = reader::index_and_check(&entries, &mut warnings);
     Ok(Session { path: path.to_path_buf(), header, entries, warnings, by_id })
 }
@@ -60,7 +62,7 @@ pub fn read_header(path: &Path) -> Result<SessionHeader, SessionError> {
     match reader::header_only(path)? {
         Some(header) => Ok(header),
         // Headerless but pi-like: the full reader synthesizes the header.
-        None => reader::read(path).map(|p| p.header),
+        None => records::read(path).map(|p| p.header),
     }
 }
 

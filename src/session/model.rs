@@ -236,6 +236,19 @@ pub struct Warnings {
 }
 
 impl Warnings {
+    /// Count `other`'s problems in too.
+    pub fn add(&mut self, other: &Warnings) {
+        self.blank_lines += other.blank_lines;
+        self.malformed_lines += other.malformed_lines;
+        self.truncated_final_line += other.truncated_final_line;
+        self.invalid_utf8_lines += other.invalid_utf8_lines;
+        self.missing_header += other.missing_header;
+        self.unknown_entry_types += other.unknown_entry_types;
+        self.dangling_parents += other.dangling_parents;
+        self.cyclic_parents += other.cyclic_parents;
+        self.duplicate_ids += other.duplicate_ids;
+    }
+
     pub fn total(&self) -> u64 {
         self.blank_lines
             + self.malformed_lines

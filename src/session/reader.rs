@@ -5,8 +5,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 
-use super::convert;
-use super::elide::{Elider, Elision, Prepared};
+use super::elide::{Elision, Prepared};
 use super::lines::LineReader;
 use super::model::*;
 use super::raw::RawLine;
@@ -14,7 +13,7 @@ use super::SessionError;
 
 /// Entry types pi writes; a headerless file whose first record has one of
 /// these is a damaged pi session, anything else is not a pi session.
-const PI_ENTRY_TYPES: &[&str] = &[
+pub(super) const PI_ENTRY_TYPES: &[&str] = &[
     "message",
     "thinking_level_change",
     "model_change",
@@ -62,7 +61,7 @@ pub(crate) fn parse_line<'b, T: serde::Deserialize<'b>>(
 /// ([`Prepared`]). Otherwise, tool results are parsed with their (often long)
 /// text measured while parsing, never copied whole. Whenever a fast path
 /// fails, the slower one decides.
-fn parse_entry<'b>(
+pub(super) fn parse_entry<'b>(
     text: &'b [u8],
     prepared: &'b mut Prepared,
     repaired: &'b mut Option<String>,
@@ -156,12 +155,12 @@ pub(crate) fn is_blank(bytes: &[u8]) -> bool {
     bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
 }
 
-fn io_err(path: &Path, source: std::io::Error) -> SessionError {
+pub(super) fn io_err(path: &Path, source: std::io::Error) -> SessionError {
     SessionError::Io { path: path.to_path_buf(), source }
 }
 
 /// The id pi's file naming (`<timestamp>_<id>.jsonl`) gives a headerless file.
-fn id_from_file_name(path: &Path) -> String {
+pub(super) fn id_from_file_name(path: &Path) -> String {
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     match stem.rsplit_once('_') {
         Some((_, id)) if !id.is_empty() => id.to_string(),
@@ -169,7 +168,7 @@ fn id_from_file_name(path: &Path) -> String {
     }
 }
 
-fn header_from(raw: &RawLine<'_>) -> SessionHeader {
+pub(super) fn header_from(raw: &RawLine<'_>) -> SessionHeader {
     let version = match raw.version.0 {
         Some(v) if v.is_finite() && v >= 1.0 => v.min(u32::MAX as f64) as u32,
         Some(_) => 1,
@@ -182,20 +181,6 @@ fn header_from(raw: &RawLine<'_>) -> SessionHeader {
         cwd: raw.cwd.string(),
         parent_session: raw.parent_session.owned(),
     }
-}
-
-/// State of the v1 → v2 migration (linear ids, parent = previous entry).
-#[derive(Default)]
-struct V1Ids {
-    /// Id given to each parsed record, by pi's `entries` index (`None` for the header).
-    by_index: Vec<Option<String>>,
-    prev: Option<String>,
-}
-
-pub(crate) struct Parsed {
-    pub header: SessionHeader,
-    pub entries: Vec<Entry>,
-    pub warnings: Warnings,
 }
 
 /// Read only the header (the first JSON record); `Ok(None)` when the file has
@@ -223,135 +208,6 @@ pub(crate) fn header_only(path: &Path) -> Result<Option<SessionHeader>, SessionE
 
 pub(crate) fn not_a_session(path: &Path, reason: &str) -> SessionError {
     SessionError::NotASession { path: path.to_path_buf(), reason: reason.to_string() }
-}
-
-pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
-    let file = File::open(path).map_err(|e| io_err(path, e))?;
-    let mut lines = LineReader::new(file);
-    let mut warnings = Warnings::default();
-    let mut header: Option<SessionHeader> = None;
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut v1 = V1Ids::default();
-    // Index of the next parsed record in pi's `entries` array (header = 0).
-    let mut record_index = 0usize;
-
-    let mut elider = Elider::default();
-    while let Some(line) =
-        lines.next_line_observed(|number, partial| elider.progress(number, partial)).map_err(|e| io_err(path, e))?
-    {
-        if is_blank(line.text) {
-            if line.terminated {
-                warnings.blank_lines += 1;
-            }
-            continue;
-        }
-        let mut repaired = None;
-        let mut prepared = elider.prepare(line.number, line.text);
-        let (parsed, was_repaired) = parse_entry(line.text, &mut prepared, &mut repaired);
-        if was_repaired {
-            warnings.invalid_utf8_lines += 1;
-        }
-        let raw = match parsed {
-            Ok(raw) => raw,
-            Err(_) => {
-                if line.terminated {
-                    warnings.malformed_lines += 1;
-                } else {
-                    warnings.truncated_final_line += 1;
-                }
-                continue;
-            }
-        };
-        let ty = raw.ty.as_str().unwrap_or_default();
-        if header.is_none() {
-            if ty == "session" && raw.id.0.is_some() {
-                header = Some(header_from(&raw));
-                v1.by_index.push(None);
-                record_index += 1;
-                continue;
-            }
-            if ty != "session" && !PI_ENTRY_TYPES.contains(&ty) {
-                return Err(not_a_session(path, "its first record is not a session header"));
-            }
-            // A damaged pi session: keep its entries under a synthesized header.
-            warnings.missing_header += 1;
-            let mut synthesized = header_from(&raw);
-            synthesized.id = id_from_file_name(path);
-            synthesized.version = if ty != "session" && raw.id.0.is_none() { 1 } else { 3 };
-            header = Some(synthesized);
-            if ty == "session" {
-                v1.by_index.push(None);
-                record_index += 1;
-                continue;
-            }
-        }
-        let version = header.as_ref().map_or(3, |h| h.version);
-        let this_index = record_index;
-        record_index += 1;
-        if ty == "session" {
-            // pi skips further headers everywhere (`getEntries` filters them).
-            if version < 2 {
-                v1.by_index.push(None);
-            }
-            continue;
-        }
-
-        let (id, parent_id) = if version < 2 {
-            let id = format!("{:08x}", this_index);
-            let parent = v1.prev.replace(id.clone());
-            v1.by_index.push(Some(id.clone()));
-            (id, parent)
-        } else {
-            match raw.id.owned() {
-                // pi tests `parentId` for truthiness: an empty one means a root.
-                Some(id) => (id, raw.parent_id.owned().filter(|p| !p.is_empty())),
-                None => {
-                    // pi would index it under `undefined`; nothing can reference it.
-                    warnings.malformed_lines += 1;
-                    continue;
-                }
-            }
-        };
-
-        let mut kind = match convert::kind(&raw, ty, version) {
-            Ok(kind @ EntryKind::Unknown { .. }) => {
-                warnings.unknown_entry_types += 1;
-                kind
-            }
-            Ok(kind) => kind,
-            Err(()) => {
-                // A message without a message object or with a role pi's context
-                // code does not know: kept so the tree stays connected.
-                warnings.unknown_entry_types += 1;
-                EntryKind::Unknown { entry_type: ty.to_string() }
-            }
-        };
-        if version < 2 {
-            if let EntryKind::Compaction { first_kept_entry_id, .. } = &mut kind {
-                if let Some(index) = raw.first_kept_entry_index.0 {
-                    *first_kept_entry_id = v1_first_kept(&v1, index, this_index, &id);
-                }
-            }
-        }
-        entries.push(Entry { id, parent_id, timestamp: raw.timestamp.string(), line: line.number, kind });
-    }
-
-    let header = header.ok_or_else(|| not_a_session(path, "no JSON records"))?;
-
-    Ok(Parsed { header, entries, warnings })
-}
-
-/// pi's `firstKeptEntryIndex` → `firstKeptEntryId`: an index into its parsed
-/// records, resolved while ids are being assigned (later records have none yet).
-fn v1_first_kept(v1: &V1Ids, index: f64, this_index: usize, own_id: &str) -> String {
-    if index.fract() != 0.0 || index < 0.0 {
-        return String::new();
-    }
-    let index = index as usize;
-    if index == this_index {
-        return own_id.to_string();
-    }
-    v1.by_index.get(index).cloned().flatten().unwrap_or_default()
 }
 
 /// Index by id (later duplicates win, as in pi's `byId` map) and the tree problems.
@@ -400,6 +256,8 @@ pub(crate) fn index_and_check(entries: &[Entry], warnings: &mut Warnings) -> Has
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::convert;
+    use crate::session::elide::Elider;
 
     #[test]
     fn lone_surrogate_escapes_become_replacement_characters() {
