@@ -32,20 +32,12 @@ pub fn plugin_library() -> PathBuf {
 #[path = "shared_dir.rs"]
 #[allow(clippy::duplicate_mod)] // stateless; a test may include two support modules that both use it
 mod shared_location;
+#[allow(unused_imports)] // each test binary uses a different subset
 pub use shared_location::pi_sessions_dir as fixtures_dir;
 
 /// A real pi session file.
 pub fn real_session() -> PathBuf {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures_dir().join("real"))
-        .expect("real fixtures dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "jsonl")
-                && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("20"))
-        })
-        .collect();
-    files.sort();
-    files.into_iter().next().expect("at least one real session fixture")
+    shared_location::first_real_session()
 }
 
 pub struct Loaded {

@@ -29,3 +29,18 @@ pub fn shared_dir() -> PathBuf {
 pub fn pi_sessions_dir() -> PathBuf {
     shared_dir().join("fixtures/pi-sessions")
 }
+
+/// The first real pi session of the shared fixtures, by file name (the
+/// dated ones pi writes), for tests that need one real session.
+pub fn first_real_session() -> PathBuf {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(pi_sessions_dir().join("real"))
+        .expect("real fixtures dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "jsonl")
+                && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("20"))
+        })
+        .collect();
+    files.sort();
+    files.into_iter().next().expect("at least one real session fixture")
+}

@@ -39,22 +39,12 @@ pub fn plugin_library() -> PathBuf {
 
 #[path = "../../../../tests/support/shared_dir.rs"]
 mod shared_location;
-pub use shared_location::pi_sessions_dir as fixtures_dir;
 
 /// A copy of a real pi session file in `dir` (so tests can check it is never written).
 pub fn session_copy(dir: &Path) -> PathBuf {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures_dir().join("real"))
-        .expect("real fixtures")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "jsonl")
-                && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("20"))
-        })
-        .collect();
-    files.sort();
-    let source = files.first().expect("a real session fixture");
+    let source = shared_location::first_real_session();
     let target = dir.join(source.file_name().expect("file name"));
-    std::fs::copy(source, &target).expect("copy session");
+    std::fs::copy(&source, &target).expect("copy session");
     target
 }
 
