@@ -32,6 +32,7 @@ pub mod runtime;
 pub mod session;
 pub mod status;
 pub mod text;
+mod threads;
 pub mod time;
 pub mod views;
 

@@ -6,7 +6,7 @@
 //! result could not be used.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nucleo_matcher::pattern::{AtomKind, CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
@@ -277,44 +277,16 @@ impl Fuzzy {
     }
 }
 
-/// Run `part` over the slots `0..n`, split in blocks over a few threads when
-/// there are many; the parts' results come back in slot order.
+/// Run `part` over the slots `0..n`, split in blocks over up to four
+/// threads when there are many; the parts' results come back in slot order.
 fn split_scan<P: Send>(n: usize, part: impl Fn(std::ops::Range<usize>) -> P + Sync) -> Vec<P> {
+    if n < PARALLEL_SLOTS {
+        return vec![part(0..n)];
+    }
     let blocks: Vec<std::ops::Range<usize>> = (0..n).step_by(BLOCK).map(|a| a..(a + BLOCK).min(n)).collect();
-    let threads = if n >= PARALLEL_SLOTS { worker_threads().min(blocks.len()) } else { 1 };
-    // Threads take the next block as they go, so one that is descheduled
-    // holds up the lookup by one block at most.
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        while let Some(b) = blocks.get(next.fetch_add(1, Ordering::Relaxed)) {
-            done.push((b.start, part(b.clone())));
-        }
-        done
-    };
-    let mut parts: Vec<(usize, P)> = if threads < 2 {
-        work()
-    } else {
-        std::thread::scope(|s| {
-            let work = &work;
-            // No thread to be had: the others (or this one) take its blocks.
-            let helpers: Vec<_> =
-                (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok()).collect();
-            let mut parts = work();
-            for h in helpers {
-                match h.join() {
-                    Ok(p) => parts.extend(p),
-                    // A helper that failed: redo what it had taken.
-                    Err(_) => return None,
-                }
-            }
-            Some(parts)
-        })
-        .unwrap_or_else(|| blocks.iter().map(|b| (b.start, part(b.clone()))).collect())
-    };
-    // Back in slot order, as the serial scan would have them.
-    parts.sort_by_key(|p| p.0);
-    parts.into_iter().map(|p| p.1).collect()
+    let parts = crate::threads::map_each(&blocks, 4, |b| part(b.clone()));
+    // A block whose scoring panicked is scored again here.
+    parts.into_iter().zip(&blocks).map(|(p, b)| p.unwrap_or_else(|| part(b.clone()))).collect()
 }
 
 /// From this many items a fuzzy lookup is split over a few threads (in
@@ -322,12 +294,6 @@ fn split_scan<P: Send>(n: usize, part: impl Fn(std::ops::Range<usize>) -> P + Sy
 const PARALLEL_SLOTS: usize = if cfg!(test) { 64 } else { 2048 };
 /// Items per unit of work when split.
 const BLOCK: usize = if cfg!(test) { 16 } else { 512 };
-
-fn worker_threads() -> usize {
-    // Cached: the std call reads cgroup files.
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(4))
-}
 
 /// `needle` occurs in order in `hay` (both lower-case ASCII). A plain byte
 /// loop: fields are short, and a `memchr` call per needle byte cost more.

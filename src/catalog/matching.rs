@@ -29,6 +29,11 @@ pub(crate) enum Outcome {
     Outside,
 }
 
+/// Whether the item in `slot` is one of the current project's sessions.
+fn slot_in_project(index: &Index, cwd: &str, slot: usize) -> bool {
+    index.get(slot).is_some_and(|it| in_project(it, cwd))
+}
+
 pub(crate) fn in_project(item: &Item, cwd: &str) -> bool {
     let cwd = cwd.trim_end_matches('/');
     !cwd.is_empty() && item.entry.cwd.trim_end_matches('/') == cwd
@@ -104,8 +109,7 @@ fn pick(index: &Index, slots: Vec<usize>, cwd: &str) -> Option<Outcome> {
     if slots.len() == 1 {
         return Some(Outcome::Found(slots[0]));
     }
-    let local: Vec<usize> =
-        slots.iter().copied().filter(|&s| index.get(s).is_some_and(|it| in_project(it, cwd))).collect();
+    let local: Vec<usize> = slots.iter().copied().filter(|&s| slot_in_project(index, cwd, s)).collect();
     if local.len() == 1 {
         return Some(Outcome::Found(local[0]));
     }
@@ -142,9 +146,12 @@ fn fuzzy_resolve(index: &Index, cwd: &str, r: &str, threshold: f64) -> Outcome {
         // The near scores were all there are above the threshold.
         listed if all => listed,
         _ => {
-            let is_local = |slot: usize| index.get(slot).is_some_and(|it| in_project(it, cwd));
             // Twice the listed number: candidates with the same id count once.
-            decide(index, cwd, fuzzy.rank_top(index, threshold.max(0.0), 2 * CANDIDATES, is_local))
+            decide(
+                index,
+                cwd,
+                fuzzy.rank_top(index, threshold.max(0.0), 2 * CANDIDATES, |s| slot_in_project(index, cwd, s)),
+            )
         }
     }
 }
@@ -152,8 +159,7 @@ fn fuzzy_resolve(index: &Index, cwd: &str, r: &str, threshold: f64) -> Outcome {
 /// The outcome for the items scoring at or above the threshold (non-empty, best first).
 fn decide(index: &Index, cwd: &str, above: Vec<(f64, usize)>) -> Outcome {
     let Some(&(best_all, _)) = above.first() else { return Outcome::NotFound(Vec::new()) };
-    let is_local = |slot: usize| index.get(slot).is_some_and(|it| in_project(it, cwd));
-    let local: Vec<(f64, usize)> = above.iter().copied().filter(|(_, s)| is_local(*s)).collect();
+    let local: Vec<(f64, usize)> = above.iter().copied().filter(|&(_, s)| slot_in_project(index, cwd, s)).collect();
     let pool = match local.first() {
         Some((best_local, _)) if best_all - best_local <= LOCAL_MARGIN => local,
         _ => above,

@@ -12,7 +12,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::index::{loose_slug, name_key, slug};
 use super::light;
@@ -238,7 +237,8 @@ fn scan_sessions(sessions_dir: &Path, canon: &Path, q: &Query) -> Option<Vec<Ses
         }
     }
     units.extend(files.into_iter().map(|p| (p, false)));
-    let per_unit = each_parallel(&units, |(path, is_dir)| {
+    // Directories differ in size: threads take the next one as they go.
+    let per_unit = crate::threads::map_each(&units, 4, |(path, is_dir)| {
         let mut out = Vec::new();
         let mut files = Vec::new();
         if *is_dir {
@@ -300,44 +300,6 @@ fn read_metas(meta_dir: &Path, q: &Query) -> Option<Vec<MetaSeen>> {
         out.push(MetaSeen { path, session_id, step });
     }
     Some(out)
-}
-
-/// Map `f` over `items` on up to four threads taking the next item as they
-/// go (directories differ in size). A panicking item yields `None`.
-fn each_parallel<I: Sync, O: Send>(items: &[I], f: impl Fn(&I) -> O + Sync) -> Vec<Option<O>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(items.len());
-    if threads < 2 {
-        return items.iter().map(|i| Some(f(i))).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let mut out: Vec<Option<O>> = std::iter::repeat_with(|| None).take(items.len()).collect();
-    let work = || {
-        let mut mine = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(item) = items.get(i) else { break };
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item))) {
-                Ok(o) => mine.push((i, o)),
-                Err(_) => continue,
-            }
-        }
-        mine
-    };
-    let results: Vec<Vec<(usize, O)>> = std::thread::scope(|s| {
-        // No thread to be had: the others (and this one) take its items.
-        let work = &work;
-        let helpers: Vec<_> =
-            (1..threads).filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok()).collect();
-        let mut all = vec![work()];
-        all.extend(helpers.into_iter().filter_map(|h| h.join().ok()));
-        all
-    });
-    for (i, o) in results.into_iter().flatten() {
-        if let Some(slot) = out.get_mut(i) {
-            *slot = Some(o);
-        }
-    }
-    out
 }
 
 /// The meta file, unless it is a symlink leading out of the meta directory.

@@ -483,9 +483,7 @@ fn orphan_item(sessions_dir: &Path, m: &MetaLight) -> Item {
 /// Map `f` over `items`, on up to four threads when there are many. A
 /// panicking reader loses only its chunk (`None`: treated as unreadable).
 pub(crate) fn parallel<I: Sync, O: Send>(items: &[I], f: impl Fn(&I) -> O + Sync) -> Vec<Option<O>> {
-    // Cached: the std call reads cgroup files, too slow for every refresh.
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let threads = *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(4));
+    let threads = crate::threads::cpus().min(4);
     if items.len() < PARALLEL_MIN || threads < 2 {
         return items.iter().map(|i| Some(f(i))).collect();
     }

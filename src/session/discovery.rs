@@ -221,7 +221,8 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
     Ok(s)
 }
 
-fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+/// The `.jsonl` files directly in `dir`, sorted (none when it cannot be read).
+pub(crate) fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut files: Vec<PathBuf> = read
         .filter_map(|e| e.ok())

@@ -35,14 +35,8 @@ const SPLIT_MIN: u64 = 8 << 20;
 pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
     let file = File::open(path).map_err(|e| io_err(path, e))?;
     let len = file.metadata().map_err(|e| io_err(path, e))?.len();
-    let cut = if len >= SPLIT_MIN && two_threads() { line_start_after(path, len / 2)? } else { None };
+    let cut = if len >= SPLIT_MIN && crate::threads::cpus() >= 2 { line_start_after(path, len / 2)? } else { None };
     read_parts(path, file, cut)
-}
-
-fn two_threads() -> bool {
-    // Cached: the std call reads cgroup files.
-    static TWO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2))
 }
 
 /// The offset just after the first newline at or after `from`, if a line
@@ -356,24 +350,18 @@ mod tests {
             .collect()
     }
 
-    fn jsonl_in(dir: &Path) -> Vec<std::path::PathBuf> {
-        let mut files: Vec<_> =
-            std::fs::read_dir(dir).map(|r| r.filter_map(|e| e.ok()).map(|e| e.path()).collect()).unwrap_or_default();
-        files.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|x| x == "jsonl"));
-        files.sort();
-        files
-    }
-
     /// Reading from any line start on a second thread gives what one reader
     /// gives: entries, line numbers, header, warnings and errors.
     #[test]
     fn two_halves_read_as_one() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let mut files = written(dir.path());
-        files.extend(jsonl_in(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions")));
+        files.extend(crate::session::discovery::jsonl_files(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions"),
+        ));
         if let Some(shared) = crate::shared_dir::find_shared_dir() {
             for set in ["real", "generated"] {
-                files.extend(jsonl_in(&shared.join("fixtures/pi-sessions").join(set)));
+                files.extend(crate::session::discovery::jsonl_files(&shared.join("fixtures/pi-sessions").join(set)));
             }
         }
         let mut split_reads = 0;
