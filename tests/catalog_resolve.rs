@@ -98,6 +98,29 @@ fn ambiguity_prefers_the_current_project_and_lists_candidates() {
 }
 
 #[test]
+fn fuzzy_matches_prefer_the_current_project_and_list_only_the_ties() {
+    let a = Agent::new();
+    let id = |n: u8| format!("{n}{n}{n}{n}{n}{n}{n}{n}-0000-4000-8000-00000000000{n}");
+    a.session(&Synth::new(&id(1), "/proj/a").name("Auth token refresh"));
+    a.session(&Synth::new(&id(2), "/proj/b").name("Auth token refresh"));
+    // nucleo scores these lower (267 against 287 of 368 for the query below).
+    a.session(&Synth::new(&id(3), "/proj/b").name("Oauth token refresh"));
+    a.session(&Synth::new(&id(4), "/proj/d").name("Authtoken refresh"));
+    a.session(&Synth::new(&id(5), "/proj/e").name("Billing export"));
+    let c = catalog();
+    // Typos: no exact key matches, only the fuzzy scores decide.
+    let typo = "ath tken rfresh";
+    assert_eq!(resolve(&c, &a, "/proj/a", typo).unwrap(), id(1));
+    assert_eq!(resolve(&c, &a, "/proj/d", typo).unwrap(), id(4), "a near match in the project wins");
+    // Elsewhere the two best are tied: both listed, the weaker ones not.
+    let err = resolve(&c, &a, "/proj/e", typo).unwrap_err();
+    let ResolveError::Ambiguous { candidates, .. } = &err else { panic!("{err}") };
+    let mut ids: Vec<&str> = candidates.iter().map(|c| c.id.as_str()).collect();
+    ids.sort();
+    assert_eq!(ids, [id(1), id(2)], "{err}");
+}
+
+#[test]
 fn id_prefixes_need_six_characters_and_uniqueness() {
     let a = Agent::new();
     a.session(&Synth::new("0193aaaa-1111-4000-8000-000000000001", "/p").user(&["alpha"]));

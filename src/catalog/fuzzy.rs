@@ -1,9 +1,10 @@
 //! Fuzzy scoring of catalog items (nucleo), with exact shortcuts: a field is
 //! only handed to the matcher when every atom can match it (character set,
-//! then an in-order scan for ASCII text), and scoring stops as soon as the
-//! field can no longer reach the score the caller needs. Scores are the
-//! matcher's own, so ranking is unchanged; the shortcuts only skip work whose
-//! result could not be used.
+//! then an in-order scan for ASCII text) and when an upper bound on its score
+//! (per atom, from the field's text: [`super::bound`]) still reaches the score
+//! the caller needs; scoring stops as soon as the field can no longer reach
+//! it. Scores are the matcher's own, so ranking is unchanged; the shortcuts
+//! only skip work whose result could not be used.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use nucleo_matcher::pattern::{AtomKind, CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
 
+use super::bound::Needles;
 use super::index::{char_mask, Field, Index};
 
 thread_local! {
@@ -23,8 +25,11 @@ thread_local! {
 /// (checked against the matcher in the tests below).
 const MAX_PER_CHAR: u32 = 16 + 10;
 const MAX_FIRST_EXTRA: u32 = 10;
-/// Atoms whose scores are remembered for repeats (more are simply rescored).
+/// Atoms whose scores are remembered for repeats and whose bounds are
+/// tightened per field (more are simply rescored, with the general bound).
 const MAX_ATOMS: usize = 16;
+/// Each atom's highest possible score in one field (the first `MAX_ATOMS`).
+type Bounds = [u32; MAX_ATOMS];
 
 /// One pattern atom as the shortcuts see it.
 struct AtomInfo {
@@ -47,6 +52,10 @@ pub(crate) struct Fuzzy {
     /// Atom indexes, highest bound first: a poor score for a long atom rules
     /// a field out soonest. (A repeated atom keeps its place after the first.)
     order: Vec<usize>,
+    /// The ASCII atoms for per-field bounds (`None`: too long a query).
+    needles: Option<Needles>,
+    /// The sum of the atoms' general bounds: the most any field can score.
+    total_bound: u32,
 }
 
 impl Fuzzy {
@@ -72,7 +81,23 @@ impl Fuzzy {
         }
         let mut order: Vec<usize> = (0..atoms.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(atoms[i].bound));
-        (perfect > 0).then(|| Fuzzy { mask: char_mask(&needle), pattern, perfect: perfect as f64, atoms, order })
+        let needles = Needles::new(atoms.iter().map(|a| a.ascii.as_deref()));
+        let total_bound = atoms.iter().map(|a| a.bound).sum();
+        (perfect > 0).then(|| Fuzzy {
+            mask: char_mask(&needle),
+            pattern,
+            perfect: perfect as f64,
+            atoms,
+            order,
+            needles,
+            total_bound,
+        })
+    }
+
+    /// The highest score the whole query can reach in a field.
+    fn sum(&self, bounds: &Bounds) -> u32 {
+        let (first, rest) = self.atoms.split_at(self.atoms.len().min(MAX_ATOMS));
+        bounds[..first.len()].iter().sum::<u32>() + rest.iter().map(|a| a.bound).sum::<u32>()
     }
 
     /// A field's weighted confidence for a raw matcher score.
@@ -86,7 +111,6 @@ impl Fuzzy {
     /// `floor` 0 every score is exact.
     pub fn score_slot(&self, index: &Index, slot: usize, matcher: &mut Matcher, min_weight: f64, floor: f64) -> f64 {
         let table = index.table();
-        let total: u32 = self.atoms.iter().map(|a| a.bound).sum();
         let mut best = 0.0f64;
         for row in table.rows(slot) {
             if self.mask & !row.mask != 0 || row.weight <= best || row.weight < min_weight {
@@ -94,11 +118,15 @@ impl Fuzzy {
             }
             // Below this a field changes nothing: not above `best`, not up to `floor`.
             let useless = |v: f64| v <= best || v < floor;
-            if useless(self.value(total, row.weight)) || !table.ascii(row).is_none_or(|t| self.may_match(t)) {
+            if useless(self.value(self.total_bound, row.weight)) {
+                continue;
+            }
+            let Some(bounds) = self.field_bounds(table.ascii(row)) else { continue };
+            if useless(self.value(self.sum(&bounds), row.weight)) {
                 continue;
             }
             let Some(f) = index.get(slot).and_then(|it| it.fields().get(usize::from(row.field))) else { continue };
-            if let Some(s) = self.field_score(f, matcher, total, |raw| useless(self.value(raw, f.weight))) {
+            if let Some(s) = self.field_score(f, matcher, &bounds, |raw| useless(self.value(raw, f.weight))) {
                 best = best.max(self.value(s, f.weight));
             }
         }
@@ -109,6 +137,32 @@ impl Fuzzy {
         }
     }
 
+    /// The highest score each atom can reach in a field, from its ASCII text
+    /// and marks (the general bounds for other text), or `None` when some
+    /// atom cannot match it.
+    fn field_bounds(&self, ascii: Option<(&[u8], &[u8])>) -> Option<Bounds> {
+        let mut bounds: Bounds = [0; MAX_ATOMS];
+        for (b, a) in bounds.iter_mut().zip(&self.atoms) {
+            *b = a.bound;
+        }
+        match (ascii, &self.needles) {
+            (Some((text, marks)), Some(needles)) => {
+                if !needles.in_order(text) {
+                    return None;
+                }
+                let scan = needles.scan(text, marks);
+                for (i, b) in bounds.iter_mut().enumerate() {
+                    if let Some(tight) = needles.atom_bound(i, &scan) {
+                        *b = tight;
+                    }
+                }
+            }
+            (Some((text, _)), None) if !self.may_match(text) => return None,
+            _ => {}
+        }
+        Some(bounds)
+    }
+
     /// Every atom occurs in order in the field's lower-cased ASCII text. Only
     /// a necessary condition.
     fn may_match(&self, text: &[u8]) -> bool {
@@ -117,18 +171,18 @@ impl Fuzzy {
 
     /// The field's score (the sum over atoms, as `Pattern::score`), or `None`
     /// when an atom does not match or `hopeless(best still possible)` says the
-    /// rest is not worth computing.
+    /// rest is not worth computing. `bounds`: each atom's highest score here.
     fn field_score(
         &self,
         f: &Field,
         matcher: &mut Matcher,
-        total_bound: u32,
+        bounds: &Bounds,
         hopeless: impl Fn(u32) -> bool,
     ) -> Option<u32> {
         let hay = f.text.slice(..);
         // Atoms are few: keep their scores on the stack.
         let mut scores = [0u32; MAX_ATOMS];
-        let mut possible = total_bound;
+        let mut possible = self.sum(bounds);
         let mut sum = 0u32;
         for &i in &self.order {
             let (atom, info) = (&self.pattern.atoms[i], &self.atoms[i]);
@@ -142,8 +196,8 @@ impl Fuzzy {
                 *slot = s;
             }
             sum += s;
-            // (`possible` includes this atom's bound; a score over it only makes `possible` larger.)
-            possible = possible - info.bound + s;
+            // (`possible` includes this atom's bound, which the score never exceeds.)
+            possible = (possible + s).saturating_sub(bounds.get(i).copied().unwrap_or(info.bound));
             if hopeless(possible) {
                 return None;
             }
@@ -173,10 +227,17 @@ impl Fuzzy {
 
 impl Fuzzy {
     /// Exactly the items scoring at least `threshold` and within `margin` of
-    /// the best score, best first (equal scores keep index order), and
-    /// whether that is all items at the threshold or above. The floor rises
-    /// as better items are found, so most fields are never scored.
-    pub fn rank_near_best(&self, index: &Index, threshold: f64, margin: f64) -> (Vec<(f64, usize)>, bool) {
+    /// the best score (`local_margin` for the items `local` says are in the
+    /// current project), best first; equal scores keep index order. The
+    /// floors rise as better items are found, so most fields are never scored.
+    pub fn rank_near_best(
+        &self,
+        index: &Index,
+        threshold: f64,
+        margin: f64,
+        local_margin: f64,
+        local: impl Fn(usize) -> bool + Sync,
+    ) -> Vec<(f64, usize)> {
         let table = index.table();
         // The best score so far, shared by all threads (scores are
         // non-negative, so their bits order like their values).
@@ -191,7 +252,8 @@ impl Fuzzy {
                         continue;
                     }
                     let known = best.max(f64::from_bits(shared_best.load(Ordering::Relaxed)));
-                    let s = self.score_slot(index, slot, &mut m, 0.0, threshold.max(known - margin));
+                    let below = if local(slot) { local_margin } else { margin };
+                    let s = self.score_slot(index, slot, &mut m, 0.0, threshold.max(known - below));
                     if s > 0.0 {
                         best = best.max(s);
                         shared_best.fetch_max(s.to_bits(), Ordering::Relaxed);
@@ -202,66 +264,50 @@ impl Fuzzy {
             })
         });
         let best = parts.iter().flatten().map(|p| p.0).fold(0.0, f64::max);
-        // Items kept while a floor was lower may be below the final floor.
-        let floor = threshold.max(best - margin);
-        let mut out: Vec<(f64, usize)> = parts.into_iter().flatten().filter(|(s, _)| *s >= floor).collect();
+        // Items kept while a floor was lower may be below the final floors.
+        let (floor, local_floor) = (threshold.max(best - margin), threshold.max(best - local_margin));
+        let mut out: Vec<(f64, usize)> =
+            parts.into_iter().flatten().filter(|&(s, slot)| s >= floor || (s >= local_floor && local(slot))).collect();
         out.sort_by(|a, b| b.0.total_cmp(&a.0));
-        (out, floor <= threshold)
+        out
     }
 
-    /// The `k` best items scoring at least `threshold` (and above 0), and the
-    /// `k` best of those `local` says are in the current project: exactly
-    /// the first entries of [`Fuzzy::rank`]'s list and of its local items
-    /// (with every item tied with the last one), merged, best first. The
-    /// floor rises to the `k`-th score found, so most fields are never scored.
-    pub fn rank_top(
-        &self,
-        index: &Index,
-        threshold: f64,
-        k: usize,
-        local: impl Fn(usize) -> bool + Sync,
-    ) -> Vec<(f64, usize)> {
+    /// The `k` best items scoring at least `threshold` (and above 0), with
+    /// every item tied with the `k`-th: exactly the first entries of
+    /// [`Fuzzy::rank`]'s list. The floor rises to the `k`-th score found, so
+    /// most fields are never scored.
+    pub fn rank_top(&self, index: &Index, threshold: f64, k: usize) -> Vec<(f64, usize)> {
         if k == 0 {
             return Vec::new();
         }
         let table = index.table();
-        // The highest `k`-th score any part has seen, overall and among local
-        // items: a part's `k`-th is never above the whole index's.
-        let shared = [AtomicU64::new(0.0f64.to_bits()), AtomicU64::new(0.0f64.to_bits())];
+        // The highest `k`-th score any part has seen: a part's `k`-th is
+        // never above the whole index's.
+        let shared = AtomicU64::new(0.0f64.to_bits());
         let parts = split_scan(index.slots(), |range| {
             MATCHER.with(|m| {
                 let mut m = m.borrow_mut();
-                // This part's `k` best scores, overall and local, ascending.
-                let mut tops: [Vec<f64>; 2] = [Vec::with_capacity(k + 1), Vec::with_capacity(k + 1)];
+                // This part's `k` best scores, ascending.
+                let mut top: Vec<f64> = Vec::with_capacity(k + 1);
                 let mut out: Vec<(f64, usize)> = Vec::new();
                 for slot in range {
                     if table.rows(slot).is_empty() {
                         continue;
                     }
-                    let is_local = local(slot);
-                    let kth = |i: usize| {
-                        let own = if tops[i].len() == k { tops[i][0] } else { 0.0 };
-                        own.max(f64::from_bits(shared[i].load(Ordering::Relaxed)))
-                    };
-                    // A local item is kept when it can make either list.
-                    let floor = if is_local { kth(0).min(kth(1)) } else { kth(0) };
+                    let own = if top.len() == k { top[0] } else { 0.0 };
+                    let floor = own.max(f64::from_bits(shared.load(Ordering::Relaxed)));
                     let s = self.score_slot(index, slot, &mut m, 0.0, threshold.max(floor));
                     if s <= 0.0 {
                         continue;
                     }
                     out.push((s, slot));
-                    for (i, top) in tops.iter_mut().enumerate() {
-                        if i == 1 && !is_local {
-                            continue;
-                        }
-                        let at = top.partition_point(|&x| x < s);
-                        top.insert(at, s);
-                        if top.len() > k {
-                            top.remove(0);
-                        }
-                        if top.len() == k {
-                            shared[i].fetch_max(top[0].to_bits(), Ordering::Relaxed);
-                        }
+                    let at = top.partition_point(|&x| x < s);
+                    top.insert(at, s);
+                    if top.len() > k {
+                        top.remove(0);
+                    }
+                    if top.len() == k {
+                        shared.fetch_max(top[0].to_bits(), Ordering::Relaxed);
                     }
                 }
                 out
@@ -269,10 +315,9 @@ impl Fuzzy {
         });
         let mut all: Vec<(f64, usize)> = parts.into_iter().flatten().filter(|(s, _)| *s >= threshold).collect();
         all.sort_by(|a, b| b.0.total_cmp(&a.0));
-        // The `k`-th score overall and among local items; ties with it stay.
-        let kth_all = all.get(k - 1).map_or(0.0, |x| x.0);
-        let kth_local = all.iter().filter(|(_, slot)| local(*slot)).nth(k - 1).map_or(0.0, |x| x.0);
-        all.retain(|(s, slot)| *s >= kth_all || (*s >= kth_local && local(*slot)));
+        // The `k`-th score; ties with it stay.
+        let kth = all.get(k - 1).map_or(0.0, |x| x.0);
+        all.retain(|(s, _)| *s >= kth);
         all
     }
 }
@@ -379,7 +424,20 @@ mod tests {
     }
 
     fn add(index: &mut Index, range: std::ops::Range<usize>, shift: usize) {
-        let words = ["auth", "refactor", "cache", "Layer", "billing", "résumé", "日本語", "avatar", "email", "v2"];
+        let words = [
+            "auth",
+            "refactor",
+            "cache",
+            "Layer",
+            "billing",
+            "résumé",
+            "日本語",
+            "avatar",
+            "email",
+            "v2",
+            "AuthRefactor",
+            "src/cache_v2.rs",
+        ];
         for i in range {
             let w = |k: usize| words[(i * 7 + k * 3 + i / 10 + shift) % words.len()];
             let name = (i % 5 != 0).then(|| format!("{} {}-{} {i}", w(0), w(1), w(2)));
@@ -434,6 +492,10 @@ mod tests {
             "zz",
             "a",
             "emal avtar bllng",
+            "arf",
+            "cache.rs",
+            "src/cche",
+            "athrf v2",
         ];
         let mut m = Matcher::new(Config::DEFAULT);
         for q in queries {
@@ -442,33 +504,32 @@ mod tests {
                 index.iter().map(|(slot, it)| (plain_score(&f, it, &mut m), slot)).filter(|(s, _)| *s > 0.0).collect();
             want.sort_by(|a, b| b.0.total_cmp(&a.0));
             assert_eq!(f.rank(index, 0.0), want, "{q}");
-            assert_eq!(f.rank_top(index, 0.0, 3, |_| false), top(&want, 3, |_| false), "{q}: top 3");
+            assert_eq!(f.rank_top(index, 0.0, 3), top(&want, 3), "{q}: top 3");
             for floor in [0.3, 0.6, 0.8] {
                 let above: Vec<(f64, usize)> = want.iter().copied().filter(|(s, _)| *s >= floor).collect();
                 assert_eq!(f.rank(index, floor), above, "{q} at {floor}");
-                for margin in [0.0, 0.1, 0.23] {
+                for (margin, local_margin) in [(0.0, 0.0), (0.1, 0.1), (0.23, 0.23), (0.03, 0.23), (0.0, 0.5)] {
+                    let local = |slot: usize| slot % 3 == 0;
                     let top = above.first().map_or(0.0, |x| x.0);
-                    let near: Vec<(f64, usize)> = above.iter().copied().filter(|(s, _)| *s >= top - margin).collect();
-                    let (got, all) = f.rank_near_best(index, floor, margin);
-                    assert_eq!(got, near, "{q} at {floor}, margin {margin}");
-                    if all {
-                        assert_eq!(got, above, "{q} at {floor}, margin {margin}: all above the floor");
-                    }
+                    let near: Vec<(f64, usize)> = above
+                        .iter()
+                        .copied()
+                        .filter(|&(s, slot)| s >= top - margin || (local(slot) && s >= top - local_margin))
+                        .collect();
+                    let got = f.rank_near_best(index, floor, margin, local_margin, local);
+                    assert_eq!(got, near, "{q} at {floor}, margins {margin} {local_margin}");
                 }
                 for k in [1, 3, 10, 40] {
-                    let local = |slot: usize| slot % 3 == 0;
-                    assert_eq!(f.rank_top(index, floor, k, local), top(&above, k, local), "{q} at {floor}, top {k}");
+                    assert_eq!(f.rank_top(index, floor, k), top(&above, k), "{q} at {floor}, top {k}");
                 }
             }
         }
     }
 
-    /// The first `k` of a ranking and its first `k` local items, with the
-    /// items tied with either last one, in ranking order.
-    fn top(ranked: &[(f64, usize)], k: usize, local: impl Fn(usize) -> bool) -> Vec<(f64, usize)> {
-        let kth_all = ranked.get(k - 1).map_or(0.0, |x| x.0);
-        let kth_local = ranked.iter().filter(|x| local(x.1)).nth(k - 1).map_or(0.0, |x| x.0);
-        ranked.iter().copied().filter(|&(s, slot)| s >= kth_all || (local(slot) && s >= kth_local)).collect()
+    /// The first `k` of a ranking, with the items tied with the last one.
+    fn top(ranked: &[(f64, usize)], k: usize) -> Vec<(f64, usize)> {
+        let kth = ranked.get(k - 1).map_or(0.0, |x| x.0);
+        ranked.iter().copied().filter(|&(s, _)| s >= kth).collect()
     }
 
     /// Scores falling with the slot: the floor must not rise past the
@@ -498,9 +559,7 @@ mod tests {
         let ranked = f.rank(&index, 0.0);
         assert!(ranked.windows(2).any(|w| w[0].0 > w[1].0), "scores must differ for this test");
         for k in [2, 3, 5, 17] {
-            for local in [|_: usize| false, |slot: usize| slot % 2 == 1] {
-                assert_eq!(f.rank_top(&index, 0.0, k, local), top(&ranked, k, local), "top {k}");
-            }
+            assert_eq!(f.rank_top(&index, 0.0, k), top(&ranked, k), "top {k}");
         }
     }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::fuzzy::{Fuzzy, MATCHER};
 use super::index::{loose_slug, slug, Index, Item};
+use super::table::project_key;
 
 /// Shortest id prefix accepted as a reference.
 pub const MIN_PREFIX: usize = 6;
@@ -35,8 +36,8 @@ fn slot_in_project(index: &Index, cwd: &str, slot: usize) -> bool {
 }
 
 pub(crate) fn in_project(item: &Item, cwd: &str) -> bool {
-    let cwd = cwd.trim_end_matches('/');
-    !cwd.is_empty() && item.entry.cwd.trim_end_matches('/') == cwd
+    let cwd = project_key(cwd);
+    !cwd.is_empty() && project_key(&item.entry.cwd) == cwd
 }
 
 /// Input that looks like a file path rather than an id or a name.
@@ -129,40 +130,27 @@ fn sort_candidates(index: &Index, slots: &mut [usize], cwd: &str) {
 
 fn fuzzy_resolve(index: &Index, cwd: &str, r: &str, threshold: f64) -> Outcome {
     let Some(fuzzy) = Fuzzy::new(r) else { return Outcome::NotFound(suggest(index, r, &[])) };
-    // A unique match is decided by the scores near the best one alone (the
-    // current project's best counts within LOCAL_MARGIN, ties within
-    // TIE_MARGIN of that); far fewer fields need scoring for those. An
-    // ambiguous result lists candidates further down, so it needs the best
-    // scores at the threshold or above, overall and in the project (ranked
-    // again unless the near scores were all there are), and a miss's
-    // suggestions the best few scores of all.
-    let (near, all) = fuzzy.rank_near_best(index, threshold, LOCAL_MARGIN + TIE_MARGIN + 1e-9);
+    // The outcome depends only on the scores near the best one: other
+    // projects' items within TIE_MARGIN of it, and the current project's
+    // within LOCAL_MARGIN (+ TIE_MARGIN), which win over a better match
+    // elsewhere. Far fewer fields need scoring for those. An ambiguity lists
+    // these near matches; a miss suggests the best few scores of all.
+    let local = index.table().in_project(cwd);
+    let near = fuzzy.rank_near_best(index, threshold, TIE_MARGIN + 1e-9, LOCAL_MARGIN + TIE_MARGIN + 1e-9, &local);
     if near.is_empty() {
-        return Outcome::NotFound(suggest(index, r, &fuzzy.rank_top(index, 0.0, SUGGESTIONS, |_| false)));
+        return Outcome::NotFound(suggest(index, r, &fuzzy.rank_top(index, 0.0, SUGGESTIONS)));
     }
-    match decide(index, cwd, near) {
-        // Decided by the scores near the best alone.
-        found @ Outcome::Found(_) => found,
-        // The near scores were all there are above the threshold.
-        listed if all => listed,
-        _ => {
-            // Twice the listed number: candidates with the same id count once.
-            decide(
-                index,
-                cwd,
-                fuzzy.rank_top(index, threshold.max(0.0), 2 * CANDIDATES, |s| slot_in_project(index, cwd, s)),
-            )
-        }
-    }
+    decide(index, cwd, near)
 }
 
-/// The outcome for the items scoring at or above the threshold (non-empty, best first).
-fn decide(index: &Index, cwd: &str, above: Vec<(f64, usize)>) -> Outcome {
-    let Some(&(best_all, _)) = above.first() else { return Outcome::NotFound(Vec::new()) };
-    let local: Vec<(f64, usize)> = above.iter().copied().filter(|&(_, s)| slot_in_project(index, cwd, s)).collect();
+/// The outcome for the near matches (best first): the one session they
+/// name, or the ties first and then the rest of the pool as candidates.
+fn decide(index: &Index, cwd: &str, near: Vec<(f64, usize)>) -> Outcome {
+    let Some(&(best_all, _)) = near.first() else { return Outcome::NotFound(Vec::new()) };
+    let local: Vec<(f64, usize)> = near.iter().copied().filter(|&(_, s)| slot_in_project(index, cwd, s)).collect();
     let pool = match local.first() {
         Some((best_local, _)) if best_all - best_local <= LOCAL_MARGIN => local,
-        _ => above,
+        _ => near,
     };
     let top = pool[0].0;
     let mut tied: Vec<usize> = pool.iter().filter(|(s, _)| *s >= top - TIE_MARGIN).map(|(_, slot)| *slot).collect();

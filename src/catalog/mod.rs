@@ -6,6 +6,7 @@
 //! works from [`crate::app::App`]. Lookups only ever return sessions listed
 //! inside the sessions directory: nothing a user types is used as a path.
 
+mod bound;
 mod fields;
 mod fuzzy;
 mod index;

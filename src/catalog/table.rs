@@ -1,15 +1,23 @@
 //! A compact copy of every item's fuzzy fields for the fuzzy scan: per field
-//! its character mask, weight and lower-cased ASCII text, in two flat arrays.
+//! its character mask, weight, lower-cased ASCII text and the matcher's
+//! bonus at each byte of it (as marks), in flat arrays.
 //! A fuzzy lookup walks all of them; reading the items themselves (scattered
 //! heap objects) for every field cost more than the checks. Built on the
-//! first fuzzy lookup, then patched slot by slot as items change.
+//! first fuzzy lookup, then patched slot by slot as items change. Each slot
+//! also has its project as a number, so "is this the current project's
+//! session" costs no visit to the item either.
+
+use std::collections::HashMap;
 
 use nucleo_matcher::Utf32Str;
 
+use super::bound;
 use super::index::Item;
 
 /// Text length marking a field that is not ASCII (its text is not copied).
 const NOT_ASCII: u32 = u32::MAX;
+/// The project number of an empty slot or an empty working directory.
+const NO_PROJECT: u32 = u32::MAX;
 
 #[derive(Clone, Copy)]
 pub(crate) struct Row {
@@ -25,8 +33,14 @@ pub(crate) struct Row {
 pub(crate) struct Table {
     rows: Vec<Row>,
     text: Vec<u8>,
+    /// nucleo's bonus for a match at each byte of `text`, as marks.
+    marks: Vec<u8>,
     /// Row range of each slot.
     slots: Vec<(u32, u32)>,
+    /// Project number of each slot ([`NO_PROJECT`] for none).
+    projects: Vec<u32>,
+    /// Project numbers by working directory (without trailing slashes).
+    project_ids: HashMap<String, u32>,
     /// Rows (and their text) no slot points at any more.
     dead_rows: usize,
 }
@@ -44,7 +58,15 @@ impl Table {
     pub fn set(&mut self, slot: usize, item: Option<&Item>) {
         if self.slots.len() <= slot {
             self.slots.resize(slot + 1, (0, 0));
+            self.projects.resize(slot + 1, NO_PROJECT);
         }
+        self.projects[slot] = match item.map(|it| project_key(&it.entry.cwd)) {
+            Some(cwd) if !cwd.is_empty() => {
+                let next = self.project_ids.len() as u32;
+                *self.project_ids.entry(cwd.to_string()).or_insert(next)
+            }
+            _ => NO_PROJECT,
+        };
         let (a, b) = self.slots[slot];
         self.dead_rows += (b - a) as usize;
         let start = self.rows.len() as u32;
@@ -53,6 +75,7 @@ impl Table {
                 Utf32Str::Ascii(bytes) => {
                     let at = self.text.len() as u32;
                     self.text.extend(bytes.iter().map(u8::to_ascii_lowercase));
+                    self.marks.extend(bound::marks(bytes));
                     (at, bytes.len() as u32)
                 }
                 Utf32Str::Unicode(_) => (0, NOT_ASCII),
@@ -67,6 +90,16 @@ impl Table {
         self.dead_rows > 1024 && self.dead_rows > self.rows.len() / 2
     }
 
+    /// A test for "the item in this slot is one of `cwd`'s sessions" (the
+    /// same answer as `matching::in_project`).
+    pub fn in_project(&self, cwd: &str) -> impl Fn(usize) -> bool + Sync + '_ {
+        let id = match project_key(cwd) {
+            "" => None,
+            key => self.project_ids.get(key).copied(),
+        };
+        move |slot| id.is_some_and(|id| self.projects.get(slot) == Some(&id))
+    }
+
     pub fn rows(&self, slot: usize) -> &[Row] {
         match self.slots.get(slot) {
             Some(&(a, b)) => self.rows.get(a as usize..b as usize).unwrap_or(&[]),
@@ -74,11 +107,18 @@ impl Table {
         }
     }
 
-    /// The field's text, lower-cased, when it is ASCII.
-    pub fn ascii(&self, row: &Row) -> Option<&[u8]> {
+    /// The field's text, lower-cased, and the marks of its bytes (for
+    /// [`bound::Needles::scan`]), when it is ASCII.
+    pub fn ascii(&self, row: &Row) -> Option<(&[u8], &[u8])> {
         if row.len == NOT_ASCII {
             return None;
         }
-        self.text.get(row.start as usize..(row.start + row.len) as usize)
+        let range = row.start as usize..(row.start + row.len) as usize;
+        Some((self.text.get(range.clone())?, self.marks.get(range)?))
     }
+}
+
+/// A working directory as projects are compared: without trailing slashes.
+pub(crate) fn project_key(cwd: &str) -> &str {
+    cwd.trim_end_matches('/')
 }
