@@ -121,6 +121,42 @@ fn fuzzy_matches_prefer_the_current_project_and_list_only_the_ties() {
 }
 
 #[test]
+fn a_reference_fitting_several_sessions_never_means_the_current_one() {
+    let a = Agent::new();
+    let (x, y) = ("abcdef01-0000-4000-8000-000000000001", "abcdef02-0000-4000-8000-000000000002");
+    let z = "fedcba03-0000-4000-8000-000000000003";
+    a.session(&Synth::new(x, "/p").name("Auth token refresh"));
+    a.session(&Synth::new(y, "/q").name("Auth token refresh"));
+    a.session(&Synth::new(z, "/p").name("Billing export"));
+    a.session(&Synth::new("abcdef04-0000-4000-8000-000000000004", "/r").name("Deploy"));
+    let c = catalog();
+    let from = |current: &str, r: &str| {
+        c.resolve_in_session(&a.sessions(), &a.meta_dir(), "/p", Some(current), r).map(|e| e.id)
+    };
+    // Without the current session, the project's own match wins.
+    assert_eq!(resolve(&c, &a, "/p", "abcdef").unwrap(), x);
+    assert_eq!(resolve(&c, &a, "/p", "Auth token refresh").unwrap(), x);
+    assert_eq!(resolve(&c, &a, "/p", "ath tken rfresh").unwrap(), x);
+    // Typed in x, the same references mean another session.
+    assert!(matches!(from(x, "abcdef"), Err(ResolveError::Ambiguous { ref candidates, .. })
+        if candidates.len() == 2 && candidates.iter().all(|c| c.id != x)));
+    assert_eq!(from(x, "Auth token refresh").unwrap(), y);
+    assert_eq!(from(x, "ath tken rfresh").unwrap(), y);
+    // A reference that names only the current session still finds it.
+    assert_eq!(from(x, x).unwrap(), x);
+    assert_eq!(from(z, "Billing export").unwrap(), z);
+    assert_eq!(from(z, "blling exprt").unwrap(), z);
+
+    // The current session's better score does not hide a weaker match
+    // elsewhere (nucleo: 287 against 267 of 368).
+    let b = Agent::new();
+    b.session(&Synth::new(x, "/p").name("Auth token refresh"));
+    b.session(&Synth::new(y, "/q").name("Oauth token refresh"));
+    let found = c.resolve_in_session(&b.sessions(), &b.meta_dir(), "/p", Some(x), "ath tken rfresh");
+    assert_eq!(found.map(|e| e.id).unwrap(), y);
+}
+
+#[test]
 fn id_prefixes_need_six_characters_and_uniqueness() {
     let a = Agent::new();
     a.session(&Synth::new("0193aaaa-1111-4000-8000-000000000001", "/p").user(&["alpha"]));

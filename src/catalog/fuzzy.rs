@@ -228,8 +228,9 @@ impl Fuzzy {
 impl Fuzzy {
     /// Exactly the items scoring at least `threshold` and within `margin` of
     /// the best score (`local_margin` for the items `local` says are in the
-    /// current project), best first; equal scores keep index order. The
-    /// floors rise as better items are found, so most fields are never scored.
+    /// current project), leaving out those `skip` says, best first; equal
+    /// scores keep index order. The floors rise as better items are found,
+    /// so most fields are never scored.
     pub fn rank_near_best(
         &self,
         index: &Index,
@@ -237,6 +238,7 @@ impl Fuzzy {
         margin: f64,
         local_margin: f64,
         local: impl Fn(usize) -> bool + Sync,
+        skip: impl Fn(usize) -> bool + Sync,
     ) -> Vec<(f64, usize)> {
         let table = index.table();
         // The best score so far, shared by all threads (scores are
@@ -248,7 +250,7 @@ impl Fuzzy {
                 let mut best = 0.0f64;
                 let mut out: Vec<(f64, usize)> = Vec::new();
                 for slot in range {
-                    if table.rows(slot).is_empty() {
+                    if table.rows(slot).is_empty() || skip(slot) {
                         continue;
                     }
                     let known = best.max(f64::from_bits(shared_best.load(Ordering::Relaxed)));
@@ -516,8 +518,18 @@ mod tests {
                         .copied()
                         .filter(|&(s, slot)| s >= top - margin || (local(slot) && s >= top - local_margin))
                         .collect();
-                    let got = f.rank_near_best(index, floor, margin, local_margin, local);
+                    let got = f.rank_near_best(index, floor, margin, local_margin, local, |_| false);
                     assert_eq!(got, near, "{q} at {floor}, margins {margin} {local_margin}");
+                    // Skipped items neither appear nor raise the floors.
+                    let skip = |slot: usize| slot % 5 == 1;
+                    let kept: Vec<(f64, usize)> = above.iter().copied().filter(|&(_, slot)| !skip(slot)).collect();
+                    let top = kept.first().map_or(0.0, |x| x.0);
+                    let near: Vec<(f64, usize)> = kept
+                        .iter()
+                        .copied()
+                        .filter(|&(s, slot)| s >= top - margin || (local(slot) && s >= top - local_margin))
+                        .collect();
+                    assert_eq!(f.rank_near_best(index, floor, margin, local_margin, local, skip), near, "{q}: skip");
                 }
                 for k in [1, 3, 10, 40] {
                     assert_eq!(f.rank_top(index, floor, k), top(&above, k), "{q} at {floor}, top {k}");

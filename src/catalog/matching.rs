@@ -53,31 +53,33 @@ pub fn path_like(reference: &str) -> bool {
         || r.as_bytes().get(1) == Some(&b':')
 }
 
-pub(crate) fn resolve(index: &Index, cwd: &str, reference: &str, threshold: f64) -> Outcome {
+/// Resolve `reference` typed in project `cwd`, in session `current` (its
+/// lower-cased id, when known).
+pub(crate) fn resolve(index: &Index, cwd: &str, current: Option<&str>, reference: &str, threshold: f64) -> Outcome {
     let r = reference.trim();
     if r.is_empty() {
         return Outcome::NotFound(Vec::new());
     }
     let lower = r.to_lowercase();
     if let Some(slots) = index.by_id.get(&lower) {
-        if let Some(o) = pick(index, slots.clone(), cwd) {
+        if let Some(o) = pick(index, slots.clone(), cwd, current) {
             return o;
         }
     }
     let plain = !lower.contains(char::is_whitespace);
     if plain && lower.chars().count() >= MIN_PREFIX {
-        if let Some(o) = pick(index, index.id_prefix(&lower), cwd) {
+        if let Some(o) = pick(index, index.id_prefix(&lower), cwd, current) {
             return o;
         }
     }
     if let Some(slots) = index.by_name.get(&collapse_ws(&lower)) {
-        if let Some(o) = pick(index, slots.clone(), cwd) {
+        if let Some(o) = pick(index, slots.clone(), cwd, current) {
             return o;
         }
     }
     for s in [slug(r), loose_slug(r)] {
         let slots = index.by_slug.get(&s).into_iter().chain(index.by_name.get(&s)).flatten().copied();
-        if let Some(o) = pick(index, slots.collect(), cwd) {
+        if let Some(o) = pick(index, slots.collect(), cwd, current) {
             return o;
         }
     }
@@ -90,16 +92,17 @@ pub(crate) fn resolve(index: &Index, cwd: &str, reference: &str, threshold: f64)
             None => Outcome::Outside,
         };
     }
-    fuzzy_resolve(index, cwd, r, threshold)
+    fuzzy_resolve(index, cwd, current, r, threshold)
 }
 
 fn collapse_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// One candidate per session id (copies of a file share an id), then the
-/// current project's single match if there is exactly one.
-fn pick(index: &Index, slots: Vec<usize>, cwd: &str) -> Option<Outcome> {
+/// One candidate per session id (copies of a file share an id), not the
+/// current session if there are others, then the current project's single
+/// match if there is exactly one.
+fn pick(index: &Index, slots: Vec<usize>, cwd: &str, current: Option<&str>) -> Option<Outcome> {
     let mut slots: Vec<usize> = slots.into_iter().filter(|&s| index.get(s).is_some()).collect();
     if slots.is_empty() {
         return None;
@@ -107,6 +110,7 @@ fn pick(index: &Index, slots: Vec<usize>, cwd: &str) -> Option<Outcome> {
     sort_candidates(index, &mut slots, cwd);
     let mut seen = HashSet::new();
     slots.retain(|&s| index.get(s).is_some_and(|it| seen.insert(it.id_lower.clone())));
+    drop_current(index, &mut slots, current);
     if slots.len() == 1 {
         return Some(Outcome::Found(slots[0]));
     }
@@ -115,6 +119,17 @@ fn pick(index: &Index, slots: Vec<usize>, cwd: &str) -> Option<Outcome> {
         return Some(Outcome::Found(local[0]));
     }
     Some(Outcome::Ambiguous(slots))
+}
+
+/// A reference that fits several sessions, one of them the session it is
+/// typed in, means one of the others: that one is already in the
+/// conversation. (Copies of the current session go too.)
+fn drop_current(index: &Index, slots: &mut Vec<usize>, current: Option<&str>) {
+    let Some(current) = current else { return };
+    let is_current = |s: usize| index.get(s).is_some_and(|it| it.id_lower == current);
+    if slots.iter().any(|&s| !is_current(s)) {
+        slots.retain(|&s| !is_current(s));
+    }
 }
 
 /// Present files first, then the current project, then newest.
@@ -128,24 +143,40 @@ fn sort_candidates(index: &Index, slots: &mut [usize], cwd: &str) {
     });
 }
 
-fn fuzzy_resolve(index: &Index, cwd: &str, r: &str, threshold: f64) -> Outcome {
+fn fuzzy_resolve(index: &Index, cwd: &str, current: Option<&str>, r: &str, threshold: f64) -> Outcome {
     let Some(fuzzy) = Fuzzy::new(r) else { return Outcome::NotFound(suggest(index, r, &[])) };
     // The outcome depends only on the scores near the best one: other
     // projects' items within TIE_MARGIN of it, and the current project's
     // within LOCAL_MARGIN (+ TIE_MARGIN), which win over a better match
     // elsewhere. Far fewer fields need scoring for those. An ambiguity lists
     // these near matches; a miss suggests the best few scores of all.
+    // The current session is ranked apart: it must not raise the floor over
+    // the others, since it is only the answer when nothing else matches.
+    let current_slots: &[usize] = current.and_then(|c| index.by_id.get(c)).map_or(&[], Vec::as_slice);
     let local = index.table().in_project(cwd);
-    let near = fuzzy.rank_near_best(index, threshold, TIE_MARGIN + 1e-9, LOCAL_MARGIN + TIE_MARGIN + 1e-9, &local);
+    let (margin, local_margin) = (TIE_MARGIN + 1e-9, LOCAL_MARGIN + TIE_MARGIN + 1e-9);
+    let mut near = fuzzy.rank_near_best(index, threshold, margin, local_margin, &local, |s| current_slots.contains(&s));
+    if near.is_empty() {
+        near = MATCHER.with(|m| {
+            let mut m = m.borrow_mut();
+            let scored = current_slots.iter().map(|&s| (fuzzy.score_slot(index, s, &mut m, 0.0, threshold), s));
+            let mut scored: Vec<(f64, usize)> = scored.filter(|&(score, _)| score > 0.0).collect();
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+            scored
+        });
+    }
     if near.is_empty() {
         return Outcome::NotFound(suggest(index, r, &fuzzy.rank_top(index, 0.0, SUGGESTIONS)));
     }
-    decide(index, cwd, near)
+    decide(index, cwd, current, near)
 }
 
 /// The outcome for the near matches (best first): the one session they
 /// name, or the ties first and then the rest of the pool as candidates.
-fn decide(index: &Index, cwd: &str, near: Vec<(f64, usize)>) -> Outcome {
+fn decide(index: &Index, cwd: &str, current: Option<&str>, near: Vec<(f64, usize)>) -> Outcome {
+    let mut slots: Vec<usize> = near.iter().map(|&(_, s)| s).collect();
+    drop_current(index, &mut slots, current);
+    let near: Vec<(f64, usize)> = near.into_iter().filter(|(_, s)| slots.contains(s)).collect();
     let Some(&(best_all, _)) = near.first() else { return Outcome::NotFound(Vec::new()) };
     let local: Vec<(f64, usize)> = near.iter().copied().filter(|&(_, s)| slot_in_project(index, cwd, s)).collect();
     let pool = match local.first() {
@@ -159,7 +190,9 @@ fn decide(index: &Index, cwd: &str, near: Vec<(f64, usize)>) -> Outcome {
     if tied.len() == 1 {
         return Outcome::Found(tied[0]);
     }
+    // The rest of the pool, once per session.
     let mut rest: Vec<usize> = pool.iter().map(|(_, s)| *s).filter(|s| !tied.contains(s)).collect();
+    rest.retain(|&s| index.get(s).is_some_and(|it| seen.insert(it.id_lower.clone())));
     tied.append(&mut rest);
     Outcome::Ambiguous(tied)
 }

@@ -230,7 +230,8 @@ impl Catalog {
         self.len(sessions_dir, meta_dir) == 0
     }
 
-    /// Resolve a reference (id, id prefix ≥ 6, name, slug or fuzzy text).
+    /// Resolve a reference (id, id prefix ≥ 6, name, slug or fuzzy text)
+    /// typed in project `current_cwd`.
     pub fn resolve(
         &self,
         sessions_dir: &Path,
@@ -238,6 +239,20 @@ impl Catalog {
         current_cwd: &str,
         reference: &str,
     ) -> Result<CatalogEntry, ResolveError> {
+        self.resolve_in_session(sessions_dir, meta_dir, current_cwd, None, reference)
+    }
+
+    /// As [`Catalog::resolve`], typed in session `current_session` (an id):
+    /// a reference that fits it among other sessions means one of the others.
+    pub fn resolve_in_session(
+        &self,
+        sessions_dir: &Path,
+        meta_dir: &Path,
+        current_cwd: &str,
+        current_session: Option<&str>,
+        reference: &str,
+    ) -> Result<CatalogEntry, ResolveError> {
+        let current = current_session.map(str::to_lowercase);
         let threshold = self.fuzzy_threshold();
         // Only for the very first lookup of an agent dir: it registers the
         // root, so the next lookup builds the catalog (if no prewarm did).
@@ -251,7 +266,7 @@ impl Catalog {
                 return Ok(entry);
             }
         }
-        let attempt = |root: &Root| to_result(root, current_cwd, reference, threshold);
+        let attempt = |root: &Root| to_result(root, current_cwd, current.as_deref(), reference, threshold);
         let first = self.with_root(sessions_dir, meta_dir, Refresh::Incremental, attempt);
         if first.is_ok() {
             return first;
@@ -332,9 +347,15 @@ fn with_root<T>(roots: &Roots, sessions_dir: &Path, meta_dir: &Path, mode: Refre
     f(root)
 }
 
-fn to_result(root: &Root, cwd: &str, reference: &str, threshold: f64) -> Result<CatalogEntry, ResolveError> {
+fn to_result(
+    root: &Root,
+    cwd: &str,
+    current: Option<&str>,
+    reference: &str,
+    threshold: f64,
+) -> Result<CatalogEntry, ResolveError> {
     let reference_owned = || reference.trim().to_string();
-    match matching::resolve(&root.index, cwd, reference, threshold) {
+    match matching::resolve(&root.index, cwd, current, reference, threshold) {
         Outcome::Found(slot) => {
             let Some(it) = root.index.get(slot) else {
                 return Err(ResolveError::NotFound { reference: reference_owned(), suggestions: Vec::new() });

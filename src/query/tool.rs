@@ -89,7 +89,8 @@ fn run(app: &Arc<App>, call: &ToolCall) -> Result<QueryAnswer, QueryError> {
 /// The same resolver as `@@` references: id, id prefix, name, slug, fuzzy.
 fn resolve(app: &App, ctx: &SessionContext, reference: &str) -> Result<CatalogEntry, QueryError> {
     let cwd = if ctx.cwd.is_empty() { app.host.context().cwd } else { ctx.cwd.clone() };
-    app.catalog.resolve(&app.sessions_dir(ctx), &app.meta_dir(ctx), &cwd, reference).map_err(|e| {
+    let current = ctx.session_id.as_deref();
+    app.catalog.resolve_in_session(&app.sessions_dir(ctx), &app.meta_dir(ctx), &cwd, current, reference).map_err(|e| {
         let message = one_line(&e.to_string());
         match e {
             ResolveError::NotFound { suggestions, .. } => QueryError::NotFound { message, suggestions },

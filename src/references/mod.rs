@@ -106,7 +106,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
             });
             continue;
         }
-        match app.catalog.resolve(&sessions_dir, &meta_dir, &ctx.cwd, &r.target) {
+        match app.catalog.resolve_in_session(&sessions_dir, &meta_dir, &ctx.cwd, ctx.session_id.as_deref(), &r.target) {
             Ok(e) => resolved.push((group, r, e)),
             Err(e) => {
                 out.unresolved.push(Unresolved { reference: r.raw.clone(), reason: e.to_string(), code: e.code() })
