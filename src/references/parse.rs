@@ -125,11 +125,14 @@ fn depth_suffix(s: &str) -> Option<(u32, usize)> {
     Some((d, n + 1))
 }
 
-/// Byte ranges of fenced code blocks (``` or ~~~, CommonMark-style) and
-/// inline code spans (matched backtick runs on one line).
+/// Byte ranges of code, CommonMark-style: fenced blocks (``` or ~~~),
+/// indented blocks (4 spaces or a tab, not continuing a paragraph) and
+/// inline code spans (matched backtick runs within a paragraph: they may
+/// span lines, but not a blank line or a fence).
 fn code_ranges(text: &str) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut fence: Option<(char, usize, usize)> = None; // (char, length, block start)
+    let mut paragraph: Option<usize> = None; // start of the current paragraph
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let start = offset;
@@ -145,18 +148,32 @@ fn code_ranges(text: &str) -> Vec<Range<usize>> {
             }
             continue;
         }
-        if indent_ok {
-            let (bt, tl) = (run('`'), run('~'));
-            if bt >= 3 && !trimmed[bt..].contains('`') {
-                fence = Some(('`', bt, start));
-                continue;
+        let opens = indent_ok
+            .then(|| {
+                let (bt, tl) = (run('`'), run('~'));
+                if bt >= 3 && !trimmed[bt..].contains('`') {
+                    Some(('`', bt))
+                } else {
+                    (tl >= 3).then_some(('~', tl))
+                }
+            })
+            .flatten();
+        if opens.is_some() || line.trim().is_empty() {
+            // A fence or a blank line ends the paragraph before it.
+            if let Some(p) = paragraph.take() {
+                inline_spans(&text[p..start], p, &mut out);
             }
-            if tl >= 3 {
-                fence = Some(('~', tl, start));
-                continue;
-            }
+            fence = opens.map(|(c, n)| (c, n, start));
+            continue;
         }
-        inline_spans(line, start, &mut out);
+        if paragraph.is_none() && (!indent_ok || line.starts_with('\t')) {
+            out.push(start..offset);
+            continue;
+        }
+        paragraph.get_or_insert(start);
+    }
+    if let Some(p) = paragraph {
+        inline_spans(&text[p..], p, &mut out);
     }
     if let Some((_, _, block_start)) = fence {
         // An unclosed fence runs to the end, as in CommonMark.
@@ -165,8 +182,8 @@ fn code_ranges(text: &str) -> Vec<Range<usize>> {
     out
 }
 
-fn inline_spans(line: &str, base: usize, out: &mut Vec<Range<usize>>) {
-    let bytes = line.as_bytes();
+fn inline_spans(paragraph: &str, base: usize, out: &mut Vec<Range<usize>>) {
+    let bytes = paragraph.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] != b'`' {
@@ -226,6 +243,20 @@ mod tests {
         assert!(parse("```\n@@auth\n```\n").is_empty());
         assert!(parse("~~~md\n@@auth\n~~~").is_empty());
         assert!(parse("@@ alone, @@\"\" and @@@triple").is_empty());
+        // A code span may run over lines within a paragraph.
+        assert!(parse("see ``a\n@@auth b`` done").is_empty());
+        assert!(parse("code:\n\n    @@auth x\n\tfoo(@@y)\n").is_empty());
+    }
+
+    #[test]
+    fn code_spans_end_with_their_paragraph() {
+        // A blank line ends the paragraph: the backtick stays literal.
+        assert_eq!(targets("`a\n\n@@auth`"), vec![("auth".into(), 0, None)]);
+        // A fence interrupts the paragraph (CommonMark): the opening run on
+        // the first line has no closer before it, so `@@b` is not in code.
+        assert_eq!(targets("see ``` and\n@@b\n```\n@@c\n```"), vec![("b".into(), 0, None)]);
+        // Indented text continuing a paragraph is not code.
+        assert_eq!(targets("compare\n    @@auth"), vec![("auth".into(), 0, None)]);
     }
 
     #[test]
