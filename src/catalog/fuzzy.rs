@@ -244,13 +244,13 @@ impl Fuzzy {
         // The best score so far, shared by all threads (scores are
         // non-negative, so their bits order like their values).
         let shared_best = AtomicU64::new(0.0f64.to_bits());
-        let parts = split_scan(index.slots(), |range| {
+        let parts = split_scan(&table.slots_with_chars(self.mask), |block| {
             MATCHER.with(|m| {
                 let mut m = m.borrow_mut();
                 let mut best = 0.0f64;
                 let mut out: Vec<(f64, usize)> = Vec::new();
-                for slot in range {
-                    if table.rows(slot).is_empty() || skip(slot) {
+                for &slot in block {
+                    if skip(slot) {
                         continue;
                     }
                     let known = best.max(f64::from_bits(shared_best.load(Ordering::Relaxed)));
@@ -286,16 +286,13 @@ impl Fuzzy {
         // The highest `k`-th score any part has seen: a part's `k`-th is
         // never above the whole index's.
         let shared = AtomicU64::new(0.0f64.to_bits());
-        let parts = split_scan(index.slots(), |range| {
+        let parts = split_scan(&table.slots_with_chars(self.mask), |block| {
             MATCHER.with(|m| {
                 let mut m = m.borrow_mut();
                 // This part's `k` best scores, ascending.
                 let mut top: Vec<f64> = Vec::with_capacity(k + 1);
                 let mut out: Vec<(f64, usize)> = Vec::new();
-                for slot in range {
-                    if table.rows(slot).is_empty() {
-                        continue;
-                    }
+                for &slot in block {
                     let own = if top.len() == k { top[0] } else { 0.0 };
                     let floor = own.max(f64::from_bits(shared.load(Ordering::Relaxed)));
                     let s = self.score_slot(index, slot, &mut m, 0.0, threshold.max(floor));
@@ -324,20 +321,21 @@ impl Fuzzy {
     }
 }
 
-/// Run `part` over the slots `0..n`, split in blocks over up to four
-/// threads when there are many; the parts' results come back in slot order.
-fn split_scan<P: Send>(n: usize, part: impl Fn(std::ops::Range<usize>) -> P + Sync) -> Vec<P> {
-    if n < PARALLEL_SLOTS {
-        return vec![part(0..n)];
+/// Run `part` over `slots`, split in blocks over up to four threads when
+/// there are many; the parts' results come back in slot order.
+fn split_scan<P: Send>(slots: &[usize], part: impl Fn(&[usize]) -> P + Sync) -> Vec<P> {
+    if slots.len() < PARALLEL_SLOTS {
+        return vec![part(slots)];
     }
-    let blocks: Vec<std::ops::Range<usize>> = (0..n).step_by(BLOCK).map(|a| a..(a + BLOCK).min(n)).collect();
-    let parts = crate::threads::map_each(&blocks, 4, |b| part(b.clone()));
+    let blocks: Vec<&[usize]> = slots.chunks(BLOCK).collect();
+    let parts = crate::threads::map_each(&blocks, 4, |b| part(b));
     // A block whose scoring panicked is scored again here.
-    parts.into_iter().zip(&blocks).map(|(p, b)| p.unwrap_or_else(|| part(b.clone()))).collect()
+    parts.into_iter().zip(&blocks).map(|(p, b)| p.unwrap_or_else(|| part(b))).collect()
 }
 
-/// From this many items a fuzzy lookup is split over a few threads (in
-/// tests sooner, so the split is what the tests check).
+/// From this many candidate items (with every character of the query) a
+/// fuzzy lookup is split over a few threads; below it, starting a thread
+/// costs more than it saves. (In tests sooner, so the split is checked.)
 const PARALLEL_SLOTS: usize = if cfg!(test) { 64 } else { 2048 };
 /// Items per unit of work when split.
 const BLOCK: usize = if cfg!(test) { 16 } else { 512 };

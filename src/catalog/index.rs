@@ -179,11 +179,6 @@ impl Index {
         self.by_key.len()
     }
 
-    /// One past the highest slot (slots may be empty).
-    pub fn slots(&self) -> usize {
-        self.items.len()
-    }
-
     pub fn upsert(&mut self, item: Item) {
         self.remove(&item.key.clone());
         let slot = match self.free.pop() {

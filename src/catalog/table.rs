@@ -18,6 +18,8 @@ use super::index::Item;
 const NOT_ASCII: u32 = u32::MAX;
 /// The project number of an empty slot or an empty working directory.
 const NO_PROJECT: u32 = u32::MAX;
+/// The owner of a row no slot points at any more.
+const DEAD: u32 = u32::MAX;
 
 #[derive(Clone, Copy)]
 pub(crate) struct Row {
@@ -37,6 +39,10 @@ pub(crate) struct Table {
     marks: Vec<u8>,
     /// Row range of each slot.
     slots: Vec<(u32, u32)>,
+    /// Per row, densely for the first filter of a lookup: its character
+    /// mask, and its slot ([`DEAD`] once no slot points at it).
+    masks: Vec<u64>,
+    owners: Vec<u32>,
     /// Project number of each slot ([`NO_PROJECT`] for none).
     projects: Vec<u32>,
     /// Project numbers by working directory (without trailing slashes).
@@ -69,6 +75,9 @@ impl Table {
         };
         let (a, b) = self.slots[slot];
         self.dead_rows += (b - a) as usize;
+        if let Some(owners) = self.owners.get_mut(a as usize..b as usize) {
+            owners.fill(DEAD);
+        }
         let start = self.rows.len() as u32;
         for (i, f) in item.map_or(&[][..], Item::fields).iter().enumerate() {
             let (start, len) = match f.text.slice(..) {
@@ -81,8 +90,28 @@ impl Table {
                 Utf32Str::Unicode(_) => (0, NOT_ASCII),
             };
             self.rows.push(Row { mask: f.mask, weight: f.weight, field: i as u8, start, len });
+            self.masks.push(f.mask);
+            self.owners.push(slot as u32);
         }
         self.slots[slot] = (start, self.rows.len() as u32);
+    }
+
+    /// The slots, ascending, with a field containing every character of
+    /// `mask`: one pass over the masks instead of a visit to every slot.
+    pub fn slots_with_chars(&self, mask: u64) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut last = DEAD;
+        for (&m, &owner) in self.masks.iter().zip(&self.owners) {
+            // (A slot's rows are adjacent: its first passing row adds it.)
+            if mask & !m == 0 && owner != last && owner != DEAD {
+                out.push(owner as usize);
+                last = owner;
+            }
+        }
+        // Slots patched later have their rows at the end.
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// Mostly rows that no slot uses: rebuilding is cheaper than keeping them.
