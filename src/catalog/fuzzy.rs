@@ -510,24 +510,23 @@ mod tests {
                 assert_eq!(f.rank(index, floor), above, "{q} at {floor}");
                 for (margin, local_margin) in [(0.0, 0.0), (0.1, 0.1), (0.23, 0.23), (0.03, 0.23), (0.0, 0.5)] {
                     let local = |slot: usize| slot % 3 == 0;
-                    let top = above.first().map_or(0.0, |x| x.0);
-                    let near: Vec<(f64, usize)> = above
-                        .iter()
-                        .copied()
-                        .filter(|&(s, slot)| s >= top - margin || (local(slot) && s >= top - local_margin))
-                        .collect();
+                    // The items of a ranking near its best one.
+                    let near = |ranked: &[(f64, usize)]| -> Vec<(f64, usize)> {
+                        let top = ranked.first().map_or(0.0, |x| x.0);
+                        let near =
+                            |&(s, slot): &(f64, usize)| s >= top - margin || (local(slot) && s >= top - local_margin);
+                        ranked.iter().copied().filter(near).collect()
+                    };
                     let got = f.rank_near_best(index, floor, margin, local_margin, local, |_| false);
-                    assert_eq!(got, near, "{q} at {floor}, margins {margin} {local_margin}");
+                    assert_eq!(got, near(&above), "{q} at {floor}, margins {margin} {local_margin}");
                     // Skipped items neither appear nor raise the floors.
                     let skip = |slot: usize| slot % 5 == 1;
                     let kept: Vec<(f64, usize)> = above.iter().copied().filter(|&(_, slot)| !skip(slot)).collect();
-                    let top = kept.first().map_or(0.0, |x| x.0);
-                    let near: Vec<(f64, usize)> = kept
-                        .iter()
-                        .copied()
-                        .filter(|&(s, slot)| s >= top - margin || (local(slot) && s >= top - local_margin))
-                        .collect();
-                    assert_eq!(f.rank_near_best(index, floor, margin, local_margin, local, skip), near, "{q}: skip");
+                    assert_eq!(
+                        f.rank_near_best(index, floor, margin, local_margin, local, skip),
+                        near(&kept),
+                        "{q}: skip"
+                    );
                 }
                 for k in [1, 3, 10, 40] {
                     assert_eq!(f.rank_top(index, floor, k), top(&above, k), "{q} at {floor}, top {k}");
