@@ -112,8 +112,8 @@ impl Fuzzy {
     pub fn score_slot(&self, index: &Index, slot: usize, matcher: &mut Matcher, min_weight: f64, floor: f64) -> f64 {
         let table = index.table();
         let mut best = 0.0f64;
-        for row in table.rows(slot) {
-            if self.mask & !row.mask != 0 || row.weight <= best || row.weight < min_weight {
+        for (mask, row) in table.rows(slot) {
+            if self.mask & !mask != 0 || row.weight <= best || row.weight < min_weight {
                 continue;
             }
             // Below this a field changes nothing: not above `best`, not up to `floor`.

@@ -110,7 +110,7 @@ fn pick(index: &Index, slots: Vec<usize>, cwd: &str, current: Option<&str>) -> O
     sort_candidates(index, &mut slots, cwd);
     let mut seen = HashSet::new();
     slots.retain(|&s| index.get(s).is_some_and(|it| seen.insert(it.id_lower.clone())));
-    drop_current(index, &mut slots, current);
+    drop_current(index, &mut slots, |&s| s, current);
     if slots.len() == 1 {
         return Some(Outcome::Found(slots[0]));
     }
@@ -124,11 +124,11 @@ fn pick(index: &Index, slots: Vec<usize>, cwd: &str, current: Option<&str>) -> O
 /// A reference that fits several sessions, one of them the session it is
 /// typed in, means one of the others: that one is already in the
 /// conversation. (Copies of the current session go too.)
-fn drop_current(index: &Index, slots: &mut Vec<usize>, current: Option<&str>) {
+fn drop_current<T>(index: &Index, items: &mut Vec<T>, slot: impl Fn(&T) -> usize, current: Option<&str>) {
     let Some(current) = current else { return };
-    let is_current = |s: usize| index.get(s).is_some_and(|it| it.id_lower == current);
-    if slots.iter().any(|&s| !is_current(s)) {
-        slots.retain(|&s| !is_current(s));
+    let is_current = |t: &T| index.get(slot(t)).is_some_and(|it| it.id_lower == current);
+    if items.iter().any(|t| !is_current(t)) {
+        items.retain(|t| !is_current(t));
     }
 }
 
@@ -173,10 +173,8 @@ fn fuzzy_resolve(index: &Index, cwd: &str, current: Option<&str>, r: &str, thres
 
 /// The outcome for the near matches (best first): the one session they
 /// name, or the ties first and then the rest of the pool as candidates.
-fn decide(index: &Index, cwd: &str, current: Option<&str>, near: Vec<(f64, usize)>) -> Outcome {
-    let mut slots: Vec<usize> = near.iter().map(|&(_, s)| s).collect();
-    drop_current(index, &mut slots, current);
-    let near: Vec<(f64, usize)> = near.into_iter().filter(|(_, s)| slots.contains(s)).collect();
+fn decide(index: &Index, cwd: &str, current: Option<&str>, mut near: Vec<(f64, usize)>) -> Outcome {
+    drop_current(index, &mut near, |&(_, s)| s, current);
     let Some(&(best_all, _)) = near.first() else { return Outcome::NotFound(Vec::new()) };
     let local: Vec<(f64, usize)> = near.iter().copied().filter(|&(_, s)| slot_in_project(index, cwd, s)).collect();
     let pool = match local.first() {

@@ -23,7 +23,6 @@ const DEAD: u32 = u32::MAX;
 
 #[derive(Clone, Copy)]
 pub(crate) struct Row {
-    pub mask: u64,
     pub weight: f64,
     /// Index into the item's `fields()`.
     pub field: u8,
@@ -89,7 +88,7 @@ impl Table {
                 }
                 Utf32Str::Unicode(_) => (0, NOT_ASCII),
             };
-            self.rows.push(Row { mask: f.mask, weight: f.weight, field: i as u8, start, len });
+            self.rows.push(Row { weight: f.weight, field: i as u8, start, len });
             self.masks.push(f.mask);
             self.owners.push(slot as u32);
         }
@@ -129,11 +128,11 @@ impl Table {
         move |slot| id.is_some_and(|id| self.projects.get(slot) == Some(&id))
     }
 
-    pub fn rows(&self, slot: usize) -> &[Row] {
-        match self.slots.get(slot) {
-            Some(&(a, b)) => self.rows.get(a as usize..b as usize).unwrap_or(&[]),
-            None => &[],
-        }
+    /// The slot's fields: each one's character mask and row.
+    pub fn rows(&self, slot: usize) -> impl Iterator<Item = (u64, &Row)> {
+        let range = self.slots.get(slot).map_or(0..0, |&(a, b)| a as usize..b as usize);
+        let masks = self.masks.get(range.clone()).unwrap_or(&[]);
+        masks.iter().copied().zip(self.rows.get(range).unwrap_or(&[]))
     }
 
     /// The field's text, lower-cased, and the marks of its bytes (for
