@@ -338,7 +338,7 @@ fn split_scan<P: Send>(slots: &[usize], part: impl Fn(&[usize]) -> P + Sync) -> 
 /// costs more than it saves. (In tests sooner, so the split is checked.)
 const PARALLEL_SLOTS: usize = if cfg!(test) { 64 } else { 2048 };
 /// Items per unit of work when split.
-const BLOCK: usize = if cfg!(test) { 16 } else { 512 };
+const BLOCK: usize = if cfg!(test) { 16 } else { 128 };
 
 /// `needle` occurs in order in `hay` (both lower-case ASCII). A plain byte
 /// loop: fields are short, and a `memchr` call per needle byte cost more.
