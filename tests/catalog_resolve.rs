@@ -182,6 +182,14 @@ fn missing_names_suggest_the_nearest() {
     }
     assert!(err.to_string().contains("did you mean"), "{err}");
     assert!(matches!(resolve(&c, &a, "/p", "zzzz-qqqq"), Err(ResolveError::NotFound { .. })));
+    // Suggestions are near names: a long first message that merely holds
+    // the letters in order is not one.
+    a.session(
+        &Synth::new("ffffffff-0000-4000-8000-000000000003", "/p")
+            .user(&["Run the unit tests, profile the endpoints, note what is thin, then bring it in"]),
+    );
+    let err = resolve(&c, &a, "/p", "nope-nothing").unwrap_err();
+    assert!(matches!(&err, ResolveError::NotFound { suggestions, .. } if suggestions.is_empty()), "{err}");
 }
 
 #[test]

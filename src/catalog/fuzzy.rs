@@ -274,11 +274,12 @@ impl Fuzzy {
         out
     }
 
-    /// The `k` best items scoring at least `threshold` (and above 0), with
-    /// every item tied with the `k`-th: exactly the first entries of
-    /// [`Fuzzy::rank`]'s list. The floor rises to the `k`-th score found, so
-    /// most fields are never scored.
-    pub fn rank_top(&self, index: &Index, threshold: f64, k: usize) -> Vec<(f64, usize)> {
+    /// The `k` best items scoring at least `threshold` (and above 0) over
+    /// fields weighing at least `min_weight`, with every item tied with the
+    /// `k`-th: exactly the first entries of [`Fuzzy::rank`]'s list (for
+    /// `min_weight` 0). The floor rises to the `k`-th score found, so most
+    /// fields are never scored.
+    pub fn rank_top(&self, index: &Index, threshold: f64, k: usize, min_weight: f64) -> Vec<(f64, usize)> {
         if k == 0 {
             return Vec::new();
         }
@@ -295,7 +296,7 @@ impl Fuzzy {
                 for &slot in block {
                     let own = if top.len() == k { top[0] } else { 0.0 };
                     let floor = own.max(f64::from_bits(shared.load(Ordering::Relaxed)));
-                    let s = self.score_slot(index, slot, &mut m, 0.0, threshold.max(floor));
+                    let s = self.score_slot(index, slot, &mut m, min_weight, threshold.max(floor));
                     if s <= 0.0 {
                         continue;
                     }
@@ -504,7 +505,7 @@ mod tests {
                 index.iter().map(|(slot, it)| (plain_score(&f, it, &mut m), slot)).filter(|(s, _)| *s > 0.0).collect();
             want.sort_by(|a, b| b.0.total_cmp(&a.0));
             assert_eq!(f.rank(index, 0.0), want, "{q}");
-            assert_eq!(f.rank_top(index, 0.0, 3), top(&want, 3), "{q}: top 3");
+            assert_eq!(f.rank_top(index, 0.0, 3, 0.0), top(&want, 3), "{q}: top 3");
             for floor in [0.3, 0.6, 0.8] {
                 let above: Vec<(f64, usize)> = want.iter().copied().filter(|(s, _)| *s >= floor).collect();
                 assert_eq!(f.rank(index, floor), above, "{q} at {floor}");
@@ -529,7 +530,7 @@ mod tests {
                     );
                 }
                 for k in [1, 3, 10, 40] {
-                    assert_eq!(f.rank_top(index, floor, k), top(&above, k), "{q} at {floor}, top {k}");
+                    assert_eq!(f.rank_top(index, floor, k, 0.0), top(&above, k), "{q} at {floor}, top {k}");
                 }
             }
         }
@@ -568,7 +569,7 @@ mod tests {
         let ranked = f.rank(&index, 0.0);
         assert!(ranked.windows(2).any(|w| w[0].0 > w[1].0), "scores must differ for this test");
         for k in [2, 3, 5, 17] {
-            assert_eq!(f.rank_top(&index, 0.0, k), top(&ranked, k), "top {k}");
+            assert_eq!(f.rank_top(&index, 0.0, k, 0.0), top(&ranked, k), "top {k}");
         }
     }
 

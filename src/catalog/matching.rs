@@ -19,6 +19,11 @@ const LOCAL_MARGIN: f64 = 0.2;
 pub(crate) const CANDIDATES: usize = 10;
 /// Suggestions for a reference that matches nothing.
 const SUGGESTIONS: usize = 3;
+/// Fields weighing this much are names (1.0) and tags (0.95).
+const NAME_WEIGHT: f64 = 0.95;
+/// Suggestions are the nearest names only: a long first message or a row of
+/// tags shares scattered letters with almost anything.
+const ONLY_NAMES: f64 = 1.0;
 
 pub(crate) enum Outcome {
     Found(usize),
@@ -166,7 +171,7 @@ fn fuzzy_resolve(index: &Index, cwd: &str, current: Option<&str>, r: &str, thres
         });
     }
     if near.is_empty() {
-        return Outcome::NotFound(suggest(index, r, &fuzzy.rank_top(index, 0.0, SUGGESTIONS)));
+        return Outcome::NotFound(suggest(index, r, &fuzzy.rank_top(index, 0.0, SUGGESTIONS, ONLY_NAMES)));
     }
     decide(index, cwd, current, near)
 }
@@ -280,7 +285,7 @@ pub(crate) fn complete(index: &Index, cwd: &str, prefix: &str, limit: usize) -> 
             MATCHER.with(|m| {
                 let mut m = m.borrow_mut();
                 for (slot, it) in index.iter().filter(|(slot, it)| !it.missing() && !have.contains(slot)) {
-                    let s = fuzzy.score_slot(index, slot, &mut m, 0.95, COMPLETE_FUZZY_MIN);
+                    let s = fuzzy.score_slot(index, slot, &mut m, NAME_WEIGHT, COMPLETE_FUZZY_MIN);
                     if s >= COMPLETE_FUZZY_MIN {
                         scored.push((s + local_bonus(it), it.entry.modified_ms, slot));
                     }
