@@ -110,10 +110,24 @@ impl Fuzzy {
     /// reported as 0 (the work to score them exactly is skipped); with
     /// `floor` 0 every score is exact.
     pub fn score_slot(&self, index: &Index, slot: usize, matcher: &mut Matcher, min_weight: f64, floor: f64) -> f64 {
+        self.score_fields(index, slot, matcher, min_weight..f64::INFINITY, floor, 0.0)
+    }
+
+    /// As [`Fuzzy::score_slot`], over the fields whose weight is in
+    /// `weights`, for an item already known to score `known` on others.
+    fn score_fields(
+        &self,
+        index: &Index,
+        slot: usize,
+        matcher: &mut Matcher,
+        weights: std::ops::Range<f64>,
+        floor: f64,
+        known: f64,
+    ) -> f64 {
         let table = index.table();
-        let mut best = 0.0f64;
+        let mut best = known;
         for (mask, row) in table.rows(slot) {
-            if self.mask & !mask != 0 || row.weight <= best || row.weight < min_weight {
+            if self.mask & !mask != 0 || row.weight <= best || !weights.contains(&row.weight) {
                 continue;
             }
             // Below this a field changes nothing: not above `best`, not up to `floor`.
@@ -241,21 +255,68 @@ impl Fuzzy {
         skip: impl Fn(usize) -> bool + Sync,
     ) -> Vec<(f64, usize)> {
         let table = index.table();
+        let candidates: Vec<usize> = table.slots_with_chars(self.mask).into_iter().filter(|&s| !skip(s)).collect();
         // The best score so far, shared by all threads (scores are
         // non-negative, so their bits order like their values).
         let shared_best = AtomicU64::new(0.0f64.to_bits());
-        let parts = split_scan(&table.slots_with_chars(self.mask), |block| {
+        // Names first: a reference usually means a name, and a good name
+        // score early lets the floor rule out most other fields unread.
+        // Then the other fields, each item starting from its name score.
+        let names: Vec<(f64, usize)> = self.near_pass(
+            index,
+            &candidates,
+            1.0..f64::INFINITY,
+            &[],
+            threshold,
+            (margin, local_margin),
+            &local,
+            &shared_best,
+        );
+        let parts = self.near_pass(
+            index,
+            &candidates,
+            0.0..1.0,
+            &names,
+            threshold,
+            (margin, local_margin),
+            &local,
+            &shared_best,
+        );
+        let best = parts.iter().map(|p| p.0).fold(0.0, f64::max);
+        // Items kept while a floor was lower may be below the final floors.
+        let (floor, local_floor) = (threshold.max(best - margin), threshold.max(best - local_margin));
+        let mut out: Vec<(f64, usize)> =
+            parts.into_iter().filter(|&(s, slot)| s >= floor || (s >= local_floor && local(slot))).collect();
+        out.sort_by(|a, b| b.0.total_cmp(&a.0));
+        out
+    }
+
+    /// One pass of [`Fuzzy::rank_near_best`] over the fields weighing
+    /// `weights`: each candidate's score (at least its score in `known`,
+    /// sorted by slot), where it can still be near the best, in slot order.
+    #[allow(clippy::too_many_arguments)]
+    fn near_pass(
+        &self,
+        index: &Index,
+        candidates: &[usize],
+        weights: std::ops::Range<f64>,
+        known: &[(f64, usize)],
+        threshold: f64,
+        (margin, local_margin): (f64, f64),
+        local: impl Fn(usize) -> bool + Sync,
+        shared_best: &AtomicU64,
+    ) -> Vec<(f64, usize)> {
+        let parts = split_scan(candidates, |block| {
             MATCHER.with(|m| {
                 let mut m = m.borrow_mut();
                 let mut best = 0.0f64;
                 let mut out: Vec<(f64, usize)> = Vec::new();
                 for &slot in block {
-                    if skip(slot) {
-                        continue;
-                    }
-                    let known = best.max(f64::from_bits(shared_best.load(Ordering::Relaxed)));
+                    let before = known.binary_search_by_key(&slot, |&(_, s)| s).map_or(0.0, |i| known[i].0);
+                    let seen = best.max(f64::from_bits(shared_best.load(Ordering::Relaxed)));
                     let below = if local(slot) { local_margin } else { margin };
-                    let s = self.score_slot(index, slot, &mut m, 0.0, threshold.max(known - below));
+                    let floor = threshold.max(seen - below);
+                    let s = self.score_fields(index, slot, &mut m, weights.clone(), floor, before);
                     if s > 0.0 {
                         best = best.max(s);
                         shared_best.fetch_max(s.to_bits(), Ordering::Relaxed);
@@ -265,13 +326,7 @@ impl Fuzzy {
                 out
             })
         });
-        let best = parts.iter().flatten().map(|p| p.0).fold(0.0, f64::max);
-        // Items kept while a floor was lower may be below the final floors.
-        let (floor, local_floor) = (threshold.max(best - margin), threshold.max(best - local_margin));
-        let mut out: Vec<(f64, usize)> =
-            parts.into_iter().flatten().filter(|&(s, slot)| s >= floor || (s >= local_floor && local(slot))).collect();
-        out.sort_by(|a, b| b.0.total_cmp(&a.0));
-        out
+        parts.into_iter().flatten().collect()
     }
 
     /// The `k` best items scoring at least `threshold` (and above 0) over
