@@ -218,16 +218,6 @@ mod tests {
     use nucleo_matcher::pattern::{AtomKind, CaseMatching, Normalization, Pattern};
     use nucleo_matcher::{Config, Matcher, Utf32String};
 
-    struct Rng(u64);
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-
     /// Checks the bound of every atom of `query` in `hay` against the
     /// matcher (optimal and greedy); returns how many atoms matched.
     fn check(query: &str, hay: &str, m: &mut Matcher) -> usize {
@@ -288,19 +278,20 @@ mod tests {
     #[test]
     fn bound_holds_for_the_matcher_on_random_fields() {
         let alphabet = b"abcAB1 2/,-._:xyzXY";
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut next = crate::text::xorshift(0x2545_f491_4f6c_dd1d);
+        let mut below = |n: usize| (next() % n as u64) as usize;
         let mut m = Matcher::new(Config::DEFAULT);
         let mut matched = 0;
         for _ in 0..20_000 {
-            let len = 1 + rng.below(40);
-            let hay: String = (0..len).map(|_| alphabet[rng.below(alphabet.len())] as char).collect();
+            let len = 1 + below(40);
+            let hay: String = (0..len).map(|_| alphabet[below(alphabet.len())] as char).collect();
             let mut query = String::new();
-            for _ in 0..1 + rng.below(3) {
-                let want = 1 + rng.below(5);
+            for _ in 0..1 + below(3) {
+                let want = 1 + below(5);
                 let word: String = hay
                     .chars()
                     .filter(|c| c.is_ascii_alphanumeric() || ".-_".contains(*c))
-                    .filter(|_| rng.below(len) < want + 1)
+                    .filter(|_| below(len) < want + 1)
                     .take(want)
                     .collect();
                 if !word.is_empty() {

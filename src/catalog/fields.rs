@@ -8,39 +8,7 @@ use std::borrow::Cow;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-/// Skips every other kind of value, yielding `$none`.
-macro_rules! scalars {
-    ($none:expr) => {
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-    };
-}
-
-/// Skips strings, arrays and scalars, yielding `$none` (for visitors of objects).
-macro_rules! not_an_object {
-    ($none:expr) => {
-        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            drain_seq(seq).map(|()| $none)
-        }
-        scalars!($none);
-    };
-}
+use crate::session::lenient::{not_an_object, scalars};
 
 /// Top-level fields of an entry line (strings only, except `message`).
 #[derive(Default)]

@@ -481,24 +481,10 @@ fn orphan_item(sessions_dir: &Path, m: &MetaLight) -> Item {
 }
 
 /// Map `f` over `items`, on up to four threads when there are many. A
-/// panicking reader loses only its chunk (`None`: treated as unreadable).
+/// panicking reader loses only its item (`None`: treated as unreadable).
 pub(crate) fn parallel<I: Sync, O: Send>(items: &[I], f: impl Fn(&I) -> O + Sync) -> Vec<Option<O>> {
-    let threads = crate::threads::cpus().min(4);
-    if items.len() < PARALLEL_MIN || threads < 2 {
+    if items.len() < PARALLEL_MIN {
         return items.iter().map(|i| Some(f(i))).collect();
     }
-    let chunk = items.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let f = &f;
-        let handles: Vec<_> =
-            items.chunks(chunk).map(|c| (c.len(), s.spawn(move || c.iter().map(f).collect::<Vec<O>>()))).collect();
-        let mut out = Vec::with_capacity(items.len());
-        for (len, h) in handles {
-            match h.join() {
-                Ok(v) => out.extend(v.into_iter().map(Some)),
-                Err(_) => out.extend(std::iter::repeat_with(|| None).take(len)),
-            }
-        }
-        out
-    })
+    crate::threads::map_each(items, 4, f)
 }

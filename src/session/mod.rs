@@ -9,6 +9,7 @@ mod convert;
 pub mod discovery;
 mod elide;
 mod jsonstr;
+pub(crate) mod lenient;
 mod lines;
 pub mod model;
 mod raw;

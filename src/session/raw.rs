@@ -12,6 +12,8 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::lenient::{not_an_object, scalars};
+
 /// A string field; any non-string JSON value reads as `None`.
 #[derive(Debug, Default)]
 pub(crate) struct Str<'a>(pub Option<Cow<'a, str>>);
@@ -131,21 +133,7 @@ impl<'de> Visitor<'de> for LenVisitor {
     fn visit_str<E>(self, v: &str) -> Result<StrLen, E> {
         Ok(StrLen(v.len()))
     }
-    fn visit_bool<E>(self, _: bool) -> Result<StrLen, E> {
-        Ok(StrLen(0))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<StrLen, E> {
-        Ok(StrLen(0))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<StrLen, E> {
-        Ok(StrLen(0))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<StrLen, E> {
-        Ok(StrLen(0))
-    }
-    fn visit_unit<E>(self) -> Result<StrLen, E> {
-        Ok(StrLen(0))
-    }
+    scalars!(StrLen(0));
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<StrLen, A::Error> {
         // Inside an elided parse, an array here is a placeholder (see super::elide).
         Ok(match super::elide::take(seq)? {
@@ -211,28 +199,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectOr<T> {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
         T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Some)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    not_an_object!(None);
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for MaybeBlock<'a> {
@@ -269,21 +236,7 @@ impl<'de> Visitor<'de> for ContentVisitor {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(RawContent::Other)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(RawContent::Other)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(RawContent::Other)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(RawContent::Other)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(RawContent::Other)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(RawContent::Other)
-    }
+    scalars!(RawContent::Other);
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for RawContent<'a> {

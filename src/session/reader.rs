@@ -196,15 +196,36 @@ pub(crate) fn header_only(path: &Path) -> Result<Option<SessionHeader>, SessionE
         let Ok(raw) = parse_line::<RawLine<'_>>(line.text, &mut repaired).0 else {
             continue;
         };
-        return match raw.ty.as_str() {
-            Some("session") if raw.id.0.is_some() => Ok(Some(header_from(&raw))),
-            Some("session") => Ok(None),
-            Some(t) if PI_ENTRY_TYPES.contains(&t) => Ok(None),
-            _ => Err(not_a_session(path, "its first record is not a session header")),
+        return match first_record(&raw) {
+            FirstRecord::Header => Ok(Some(header_from(&raw))),
+            FirstRecord::Damaged => Ok(None),
+            FirstRecord::NotASession => Err(not_a_session(path, NOT_A_HEADER)),
         };
     }
     Err(not_a_session(path, "no JSON records"))
 }
+
+/// What a file's first JSON record makes of it.
+pub(crate) enum FirstRecord {
+    /// A `session` record with an id: the header.
+    Header,
+    /// An id-less `session` record or a pi entry: a damaged pi session,
+    /// read under a synthesized header.
+    Damaged,
+    /// Anything else: not a pi session file at all.
+    NotASession,
+}
+
+pub(crate) fn first_record(raw: &RawLine<'_>) -> FirstRecord {
+    match raw.ty.as_str() {
+        Some("session") if raw.id.0.is_some() => FirstRecord::Header,
+        Some("session") => FirstRecord::Damaged,
+        Some(t) if PI_ENTRY_TYPES.contains(&t) => FirstRecord::Damaged,
+        _ => FirstRecord::NotASession,
+    }
+}
+
+pub(crate) const NOT_A_HEADER: &str = "its first record is not a session header";
 
 pub(crate) fn not_a_session(path: &Path, reason: &str) -> SessionError {
     SessionError::NotASession { path: path.to_path_buf(), reason: reason.to_string() }

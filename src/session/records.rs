@@ -18,7 +18,10 @@ use super::convert;
 use super::elide::Elider;
 use super::lines::LineReader;
 use super::model::*;
-use super::reader::{header_from, id_from_file_name, io_err, is_blank, not_a_session, parse_entry, PI_ENTRY_TYPES};
+use super::reader::{
+    first_record, header_from, id_from_file_name, io_err, is_blank, not_a_session, parse_entry, FirstRecord,
+    NOT_A_HEADER,
+};
 use super::SessionError;
 
 /// What reading a whole file gives.
@@ -35,29 +38,35 @@ const SPLIT_MIN: u64 = 8 << 20;
 pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
     let file = File::open(path).map_err(|e| io_err(path, e))?;
     let len = file.metadata().map_err(|e| io_err(path, e))?.len();
-    let cut = if len >= SPLIT_MIN && crate::threads::cpus() >= 2 { line_start_after(path, len / 2)? } else { None };
+    let cut = if len >= SPLIT_MIN && crate::threads::cpus() >= 2 {
+        line_start_after(&file, len / 2).map_err(|e| io_err(path, e))?
+    } else {
+        None
+    };
     read_parts(path, file, cut)
 }
 
 /// The offset just after the first newline at or after `from`, if a line
-/// starts there (none when the rest of the file is one line).
-fn line_start_after(path: &Path, from: u64) -> Result<Option<u64>, SessionError> {
-    let mut file = File::open(path).map_err(|e| io_err(path, e))?;
-    file.seek(SeekFrom::Start(from)).map_err(|e| io_err(path, e))?;
+/// starts there (none when the rest of the file is one line). Leaves `file`
+/// at its start again.
+fn line_start_after(mut file: &File, from: u64) -> std::io::Result<Option<u64>> {
+    file.seek(SeekFrom::Start(from))?;
     let mut buf = vec![0u8; 64 << 10];
     let mut at = from;
-    loop {
+    let cut = loop {
         let n = match file.read(&mut buf) {
-            Ok(0) => return Ok(None),
+            Ok(0) => break None,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(path, e)),
+            Err(e) => return Err(e),
         };
         if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
-            return Ok(Some(at + i as u64 + 1));
+            break Some(at + i as u64 + 1);
         }
         at += n as u64;
-    }
+    };
+    file.seek(SeekFrom::Start(0))?;
+    Ok(cut)
 }
 
 /// Read the file, the part from `cut` on (a line start) on a second thread.
@@ -198,14 +207,15 @@ impl<'p> Records<'p> {
         let ty = raw.ty.as_str().unwrap_or_default();
         let v1 = &mut self.v1;
         if self.header.is_none() {
-            if ty == "session" && raw.id.0.is_some() {
-                self.header = Some(header_from(&raw));
-                v1.by_index.push(None);
-                self.record_index += 1;
-                return Ok(());
-            }
-            if ty != "session" && !PI_ENTRY_TYPES.contains(&ty) {
-                return Err(not_a_session(self.path, "its first record is not a session header"));
+            match first_record(&raw) {
+                FirstRecord::Header => {
+                    self.header = Some(header_from(&raw));
+                    v1.by_index.push(None);
+                    self.record_index += 1;
+                    return Ok(());
+                }
+                FirstRecord::NotASession => return Err(not_a_session(self.path, NOT_A_HEADER)),
+                FirstRecord::Damaged => {}
             }
             // A damaged pi session: keep its entries under a synthesized header.
             warnings.missing_header += 1;
@@ -377,5 +387,29 @@ mod tests {
             }
         }
         assert!(split_reads > 200, "only {split_reads} split reads");
+    }
+
+    /// A file large enough to be split: the cut is found on the open file,
+    /// which is then read from its start (the same result as one reader).
+    #[test]
+    fn a_large_file_reads_as_one_reader_reads_it() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("large.jsonl");
+        let mut text = String::from(r#"{"type":"session","version":3,"id":"big","timestamp":"t","cwd":"/p"}"#);
+        let mut parent = String::new();
+        let mut i = 0;
+        while text.len() < SPLIT_MIN as usize + (1 << 20) {
+            let body = "x".repeat(900);
+            text.push_str(&format!(
+                "\n{{\"type\":\"message\",\"id\":\"m{i}\",\"parentId\":\"{parent}\",\"timestamp\":\"t\",\"message\":{{\"role\":\"user\",\"content\":\"{body} {i}\"}}}}"
+            ));
+            parent = format!("m{i}");
+            i += 1;
+        }
+        std::fs::write(&path, text).expect("write the large file");
+        let read = |p: Parsed| (p.header, p.entries, p.warnings);
+        let split = read(super::read(&path).expect("a split read"));
+        assert_eq!(Ok(split.clone()), outcome(&path, None));
+        assert_eq!(split.1.len(), i);
     }
 }

@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+
+use super::lenient::not_an_object;
 
 use super::raw::{Num, Str};
 
@@ -40,28 +42,7 @@ impl<'de> Visitor<'de> for UsageVisitor {
         }
         Ok(u)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawUsage, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(RawUsage::default())
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<RawUsage, E> {
-        Ok(RawUsage::default())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<RawUsage, E> {
-        Ok(RawUsage::default())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<RawUsage, E> {
-        Ok(RawUsage::default())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<RawUsage, E> {
-        Ok(RawUsage::default())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<RawUsage, E> {
-        Ok(RawUsage::default())
-    }
-    fn visit_unit<E>(self) -> Result<RawUsage, E> {
-        Ok(RawUsage::default())
-    }
+    not_an_object!(RawUsage::default());
 }
 
 impl<'de> Deserialize<'de> for RawUsage {
@@ -98,26 +79,5 @@ impl<'de> Visitor<'de> for CostVisitor {
         }
         Ok(total)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Num, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Num(None))
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Num, E> {
-        Ok(Num(None))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Num, E> {
-        Ok(Num(None))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Num, E> {
-        Ok(Num(None))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Num, E> {
-        Ok(Num(None))
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Num, E> {
-        Ok(Num(None))
-    }
-    fn visit_unit<E>(self) -> Result<Num, E> {
-        Ok(Num(None))
-    }
+    not_an_object!(Num(None));
 }
