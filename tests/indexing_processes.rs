@@ -45,7 +45,7 @@ fn check_meta_dir(meta_dir: &Path) -> (usize, usize) {
             assert!(name.starts_with('.'), "{name}");
             temps += 1;
         } else {
-            assert!(name.ends_with(".meta.json.lock"), "unexpected file {name}");
+            assert_eq!(name, meta::store::LOCK_DIR, "unexpected file {name}: lock files stay in their directory");
         }
     }
     (metas, temps)

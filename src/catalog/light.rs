@@ -47,7 +47,7 @@ pub(crate) struct Light {
 /// `Ok(None)`: not a pi session file (no session header).
 /// Also returns the file's stamp, taken from the open file (one `fstat`).
 pub(crate) fn read_session(path: &Path, prev: Option<&Light>) -> std::io::Result<(Stamp, Option<Light>)> {
-    let mut file = File::open(path)?;
+    let mut file = regular_files::open_regular(path)?;
     let stamp = Stamp::of(&file.metadata()?);
     let light = match prev {
         Some(p) if stamp.len >= p.scanned_to && p.scanned_to > 0 => {

@@ -71,7 +71,7 @@ pub(crate) struct MetaLight {
 /// Read a meta file's light fields. `None` when it is corrupt or not schemaVersion 1.
 /// `None` when the file cannot be opened; `(stamp, None)` when it is corrupt.
 pub(crate) fn read_meta(path: &Path) -> Option<(Stamp, Option<MetaLight>)> {
-    let mut file = File::open(path).ok()?;
+    let mut file = regular_files::open_regular(path).ok()?;
     let stamp = Stamp::of(&file.metadata().ok()?);
     let mut bytes = META_BUF.with(|b| b.take());
     let read = read_all(&mut file, stamp.len, META_MAX, &mut bytes);
@@ -86,7 +86,7 @@ pub(crate) fn read_meta(path: &Path) -> Option<(Stamp, Option<MetaLight>)> {
             return Some((stamp, None));
         }
     };
-    if meta.schema_version != crate::meta::SCHEMA_VERSION || meta.session_id.trim().is_empty() {
+    if meta.schema_version < crate::meta::SCHEMA_VERSION || meta.session_id.trim().is_empty() {
         tracing::warn!("ignoring meta file {} (unsupported schema or empty sessionId)", path.display());
         return Some((stamp, None));
     }
@@ -150,24 +150,25 @@ pub(crate) enum Listed {
 }
 
 /// List a directory, following symlinks only when their target stays inside
-/// `root` (canonical). Entries that cannot be checked are skipped.
+/// `root` (canonical). Only directories and regular files are listed;
+/// entries that cannot be checked are skipped.
 pub(crate) fn list_dir(dir: &Path, root: &Path, suffix: &str) -> (Vec<Listed>, bool) {
     let Ok(rd) = std::fs::read_dir(dir) else { return (Vec::new(), false) };
     let mut out = Vec::new();
     for de in rd.flatten() {
         let Ok(ft) = de.file_type() else { continue };
         let path = de.path();
-        let is_dir = if ft.is_symlink() {
+        let (is_dir, is_file) = if ft.is_symlink() {
             match std::fs::canonicalize(&path) {
-                Ok(target) if target.starts_with(root) => target.is_dir(),
+                Ok(target) if target.starts_with(root) => (target.is_dir(), target.is_file()),
                 _ => continue,
             }
         } else {
-            ft.is_dir()
+            (ft.is_dir(), ft.is_file())
         };
         if is_dir {
             out.push(Listed::Dir(path));
-        } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(suffix)) {
+        } else if is_file && path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(suffix)) {
             out.push(Listed::File(path, inode(&de)));
         }
     }
@@ -185,17 +186,10 @@ fn inode(_de: &std::fs::DirEntry) -> u64 {
     0
 }
 
-/// Open a session file for reading only if it really lies inside the
-/// sessions directory (symlinks resolved). The one way features read a
-/// resolved session.
+/// Open a session file for reading only if it is a regular file really
+/// inside the sessions directory (symlinks resolved). The one way features
+/// read a resolved session.
 pub fn open_inside(sessions_dir: &Path, path: &Path) -> std::io::Result<File> {
-    let root = std::fs::canonicalize(sessions_dir)?;
-    let real = std::fs::canonicalize(path)?;
-    if !real.starts_with(&root) || real == root {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            format!("{} is outside the sessions directory", path.display()),
-        ));
-    }
-    File::open(real)
+    regular_files::open_inside(sessions_dir, path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }

@@ -1,9 +1,9 @@
 //! The meta store: `<agent dir>/sessions-meta/<id>.meta.json`, written atomically
-//! under a lock file.
+//! under a lock file in `sessions-meta/.locks/`.
 //!
-//! CONTRACT: [`SessionMeta`] (schemaVersion 1, compatible with pi's existing
-//! `session-index` extension) and the store functions below (stubs until the
-//! store lands).
+//! [`SessionMeta`] is schemaVersion 1, compatible with pi's existing
+//! `session-index` extension. Meta files are users' data: a file of a newer
+//! schema is read as far as it is readable and never written.
 
 pub mod schema;
 pub mod store;
@@ -19,6 +19,8 @@ pub enum MetaError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: invalid meta file: {reason}")]
     Invalid { path: PathBuf, reason: String },
+    #[error("{path}: schemaVersion {version} is newer than this session-index understands ({SCHEMA_VERSION}); left untouched")]
+    Newer { path: PathBuf, version: u64 },
     #[error("session id {0:?} cannot name a meta file")]
     BadSessionId(String),
 }
@@ -42,15 +44,27 @@ pub fn read(meta_dir: &Path, session_id: &str) -> Result<Option<SessionMeta>, Me
     read_path(&path)
 }
 
-/// Read a meta file by path (see [`read`]).
+/// Read a meta file by path (see [`read`]): only a regular file that stays
+/// inside its directory (a symlink may not lead out of it). A newer schema's
+/// file is returned when it still parses as [`SessionMeta`], else `Err(Newer)`.
 pub fn read_path(path: &Path) -> Result<Option<SessionMeta>, MetaError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
+    let bytes = match regular_files::read_inside(path.parent().unwrap_or(Path::new(".")), path) {
+        Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(MetaError::Io { path: path.to_path_buf(), source }),
     };
-    let meta: SessionMeta = serde_json::from_str(&text)
-        .map_err(|e| MetaError::Invalid { path: path.to_path_buf(), reason: e.to_string() })?;
-    meta.check().map_err(|reason| MetaError::Invalid { path: path.to_path_buf(), reason })?;
-    Ok(Some(meta))
+    let invalid = |reason: String| MetaError::Invalid { path: path.to_path_buf(), reason };
+    match serde_json::from_slice::<SessionMeta>(&bytes) {
+        Ok(meta) => meta.check().map(|()| Some(meta)).map_err(invalid),
+        Err(e) => match newer_version(&bytes) {
+            Some(version) => Err(MetaError::Newer { path: path.to_path_buf(), version }),
+            None => Err(invalid(e.to_string())),
+        },
+    }
+}
+
+/// The `schemaVersion` of a document, when it is newer than this crate's.
+fn newer_version(bytes: &[u8]) -> Option<u64> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    value.get("schemaVersion")?.as_u64().filter(|&v| v > u64::from(SCHEMA_VERSION))
 }

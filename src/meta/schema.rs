@@ -60,9 +60,10 @@ pub struct MetaFiles {
 }
 
 impl SessionMeta {
-    /// Structural checks beyond serde: a meta file failing them is treated as corrupt.
+    /// Structural checks beyond serde: a meta file failing them is treated as
+    /// corrupt. A newer schemaVersion passes (the store never writes over it).
     pub fn check(&self) -> Result<(), String> {
-        if self.schema_version != SCHEMA_VERSION {
+        if self.schema_version < SCHEMA_VERSION {
             return Err(format!("unsupported schemaVersion {}", self.schema_version));
         }
         if self.session_id.trim().is_empty() {

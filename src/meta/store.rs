@@ -3,9 +3,11 @@
 //! A write goes to a temp file in the meta directory, is fsynced, renamed over
 //! `<id>.meta.json` and the directory is fsynced, so a reader (or a crash)
 //! only ever sees the old or the new complete document. Writers in different
-//! processes serialize on `<id>.meta.json.lock` with an fs4 exclusive lock:
-//! the file renamed over cannot carry the lock (rename swaps the inode), so
-//! the lock lives on a separate file that is never replaced.
+//! processes serialize on `.locks/<id>.lock` with an fs4 exclusive lock: the
+//! file renamed over cannot carry the lock (rename swaps the inode), so the
+//! lock lives on a separate file that is never replaced. Lock files stay in
+//! the hidden `.locks` directory, out of the users' listing of meta files.
+//! A file of a newer schemaVersion is never replaced.
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -14,12 +16,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::{meta_path, read_path, MetaError, SessionMeta};
+use super::{meta_path, read_path, MetaError, SessionMeta, SCHEMA_VERSION};
 
 /// Suffix of temp files: never `.meta.json`, so listings of meta files skip them.
 pub const TEMP_SUFFIX: &str = ".tmp";
-/// Suffix appended to the meta file name for its lock file.
-pub const LOCK_SUFFIX: &str = ".lock";
+/// Directory in the meta directory holding the lock files.
+pub const LOCK_DIR: &str = ".locks";
 
 /// Read a meta file, treating a corrupt one as missing. The corruption is
 /// warned about once per file per process; the next successful write
@@ -29,28 +31,25 @@ pub fn read_or_missing(meta_dir: &Path, session_id: &str) -> Result<Option<Sessi
     match read_path(&path) {
         Ok(meta) => Ok(meta),
         Err(MetaError::Invalid { path, reason }) => {
-            warn_corrupt_once(&path, &reason);
+            warn_once(&path, &format!("ignoring corrupt meta file {} ({reason}); it will be replaced", path.display()));
             Ok(None)
         }
         Err(e) => Err(e),
     }
 }
 
-/// True the first time `path` is reported in this process.
-fn warn_corrupt_once(path: &Path, reason: &str) -> bool {
+/// Warn about `path`; true the first time it is reported in this process.
+fn warn_once(path: &Path, message: &str) -> bool {
     static WARNED: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
     let first =
         WARNED.get_or_init(Default::default).lock().map(|mut set| set.insert(path.to_path_buf())).unwrap_or(false);
     if first {
-        tracing::warn!(
-            "ignoring corrupt meta file {} ({reason}); it will be replaced on the next index",
-            path.display()
-        );
+        tracing::warn!("{message}");
     }
     first
 }
 
-/// Holds `<id>.meta.json.lock` exclusively until dropped.
+/// Holds `.locks/<id>.lock` exclusively until dropped.
 pub struct MetaLock {
     file: File,
 }
@@ -58,8 +57,10 @@ pub struct MetaLock {
 impl MetaLock {
     /// Block until this process holds the session's meta lock.
     pub fn acquire(meta_dir: &Path, session_id: &str) -> Result<MetaLock, MetaError> {
-        let path = lock_path(&meta_path(meta_dir, session_id)?);
-        create_dir(meta_dir)?;
+        meta_path(meta_dir, session_id)?;
+        let dir = meta_dir.join(LOCK_DIR);
+        create_dir(&dir)?;
+        let path = dir.join(format!("{session_id}.lock"));
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -79,33 +80,35 @@ impl Drop for MetaLock {
     }
 }
 
-fn lock_path(meta_file: &Path) -> PathBuf {
-    let mut name = meta_file.as_os_str().to_owned();
-    name.push(LOCK_SUFFIX);
-    PathBuf::from(name)
-}
-
 fn create_dir(dir: &Path) -> Result<(), MetaError> {
     std::fs::create_dir_all(dir).map_err(|source| MetaError::Io { path: dir.to_path_buf(), source })
 }
 
 /// Read-modify-write under the session's lock: `build` gets the current meta
-/// (corrupt → `None`) and returns the document to write atomically.
+/// (corrupt → `None`) and returns the document to write atomically. A
+/// current file of a newer schema is left untouched: `Err(Newer)`, warned once.
 pub fn update<F>(meta_dir: &Path, session_id: &str, build: F) -> Result<(PathBuf, SessionMeta), MetaError>
 where
     F: FnOnce(Option<SessionMeta>) -> SessionMeta,
 {
     let _lock = MetaLock::acquire(meta_dir, session_id)?;
-    let current = read_or_missing(meta_dir, session_id)?;
-    let meta = build(current);
+    let current = match read_or_missing(meta_dir, session_id) {
+        Ok(Some(m)) if m.schema_version > SCHEMA_VERSION => {
+            Err(MetaError::Newer { path: meta_path(meta_dir, session_id)?, version: m.schema_version.into() })
+        }
+        current => current,
+    };
+    if let Err(e @ MetaError::Newer { .. }) = &current {
+        warn_once(&meta_path(meta_dir, session_id)?, &e.to_string());
+    }
+    let meta = build(current?);
     let path = write_unlocked(meta_dir, &meta)?;
     Ok((path, meta))
 }
 
-/// Write `meta` atomically under its lock.
+/// Write `meta` atomically under its lock (never over a newer schema's file).
 pub fn write(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaError> {
-    let _lock = MetaLock::acquire(meta_dir, &meta.session_id)?;
-    write_unlocked(meta_dir, meta)
+    update(meta_dir, &meta.session_id, |_| meta.clone()).map(|(path, _)| path)
 }
 
 /// The atomic write itself; the caller holds the lock.
@@ -209,10 +212,36 @@ mod tests {
         let path = write(dir.path(), &meta).unwrap();
         assert_eq!(path, dir.path().join("abc.meta.json"));
         assert_eq!(crate::meta::read(dir.path(), "abc").unwrap(), Some(meta));
-        let names: Vec<String> =
+        let mut names: Vec<String> =
             std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-        assert!(names.iter().all(|n| !n.ends_with(TEMP_SUFFIX)), "{names:?}");
-        assert!(names.contains(&"abc.meta.json.lock".to_string()), "{names:?}");
+        names.sort();
+        assert_eq!(names, [LOCK_DIR, "abc.meta.json"], "lock files stay out of the listing");
+        assert!(dir.path().join(LOCK_DIR).join("abc.lock").is_file());
+    }
+
+    #[test]
+    fn a_newer_schema_is_read_where_readable_and_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("n.meta.json");
+        // Readable: the fields of schema 1 are still there.
+        let mut newer = serde_json::to_value(sample("n", "Kept")).unwrap();
+        newer["schemaVersion"] = 2.into();
+        newer["futureField"] = "x".into();
+        let text = serde_json::to_string(&newer).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(crate::meta::read(dir.path(), "n").unwrap().unwrap().name, "Kept");
+        let refused = update(dir.path(), "n", |_| sample("n", "Overwritten")).unwrap_err();
+        assert!(matches!(refused, MetaError::Newer { version: 2, .. }), "{refused}");
+        assert!(write(dir.path(), &sample("n", "Overwritten")).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        // Unreadable: a newer schema whose fields changed shape.
+        let text = r#"{"schemaVersion":7,"sessionId":"n","name":{"parts":["a"]}}"#;
+        std::fs::write(&path, text).unwrap();
+        let err = crate::meta::read(dir.path(), "n").unwrap_err();
+        assert!(err.to_string().contains("schemaVersion 7 is newer"), "{err}");
+        assert!(matches!(read_or_missing(dir.path(), "n"), Err(MetaError::Newer { version: 7, .. })));
+        assert!(update(dir.path(), "n", |_| sample("n", "Overwritten")).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     }
 
     #[test]
@@ -222,7 +251,7 @@ mod tests {
         std::fs::write(&path, "{\"schemaVersion\":1,\"sessionId\":").unwrap();
         assert!(matches!(crate::meta::read(dir.path(), "bad"), Err(MetaError::Invalid { .. })));
         assert_eq!(read_or_missing(dir.path(), "bad").unwrap(), None);
-        assert!(!warn_corrupt_once(&path, "again"), "a second report of the same file is not warned");
+        assert!(!warn_once(&path, "again"), "a second report of the same file is not warned");
         let (_, written) = update(dir.path(), "bad", |prev| {
             assert!(prev.is_none());
             sample("bad", "Fixed")

@@ -5,7 +5,6 @@
 //! scanned past, never copied). Once the first user message is known, message
 //! lines are parsed for their role and timestamp only.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::lines::LineReader;
@@ -129,7 +128,8 @@ fn mtime_ms(path: &Path) -> u64 {
 
 /// Summarize one session file (header + light scan), as pi's `buildSessionInfo`.
 pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
-    let file = File::open(path).map_err(|source| SessionError::Io { path: path.to_path_buf(), source })?;
+    let file =
+        regular_files::open_regular(path).map_err(|source| SessionError::Io { path: path.to_path_buf(), source })?;
     let mut lines = LineReader::new(file);
     let mut summary: Option<SessionSummary> = None;
     let mut name: Option<String> = None;
@@ -221,16 +221,34 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
     Ok(s)
 }
 
-/// The `.jsonl` files directly in `dir`, sorted (none when it cannot be read).
-pub(crate) fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
+/// The `.jsonl` files directly in `dir`, sorted: only regular files whose
+/// canonical path lies inside the canonical `sessions_dir` (the containment
+/// rule every reader follows; others are skipped with a note).
+pub(crate) fn jsonl_files(sessions_dir: &Path, dir: &Path) -> Vec<PathBuf> {
+    let (Ok(root), Ok(read)) = (std::fs::canonicalize(sessions_dir), std::fs::read_dir(dir)) else { return Vec::new() };
     let mut files: Vec<PathBuf> = read
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .filter(|p| {
+            let keep = regular_files::listed_inside(&root, p);
+            if !keep {
+                tracing::warn!("skipping {}: not a regular file inside {}", p.display(), sessions_dir.display());
+            }
+            keep
+        })
         .collect();
     files.sort();
     files
+}
+
+/// Every session file under `sessions_dir` (`<project dir>/*.jsonl`, pi's
+/// layout), sorted; see [`jsonl_files`] for which files count.
+pub fn session_files(sessions_dir: &Path) -> Vec<PathBuf> {
+    let Ok(read) = std::fs::read_dir(sessions_dir) else { return Vec::new() };
+    let mut dirs: Vec<PathBuf> = read.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    dirs.iter().flat_map(|d| jsonl_files(sessions_dir, d)).collect()
 }
 
 fn summarize_all(files: impl IntoIterator<Item = PathBuf>) -> Vec<SessionSummary> {
@@ -243,15 +261,12 @@ fn summarize_all(files: impl IntoIterator<Item = PathBuf>) -> Vec<SessionSummary
 /// Sessions of one project: `<sessions_dir>/--<cwd>--/*.jsonl`, newest first.
 /// Files that are not pi sessions are skipped, as pi skips them.
 pub fn list_project(sessions_dir: &Path, cwd: &str) -> Vec<SessionSummary> {
-    summarize_all(jsonl_files(&sessions_dir.join(encode_cwd(cwd))))
+    summarize_all(jsonl_files(sessions_dir, &sessions_dir.join(encode_cwd(cwd))))
 }
 
 /// Sessions of every project under `sessions_dir`, newest first.
 pub fn list_all(sessions_dir: &Path) -> Vec<SessionSummary> {
-    let Ok(read) = std::fs::read_dir(sessions_dir) else { return Vec::new() };
-    let mut dirs: Vec<PathBuf> = read.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
-    dirs.sort();
-    summarize_all(dirs.iter().flat_map(|d| jsonl_files(d)))
+    summarize_all(session_files(sessions_dir))
 }
 
 #[cfg(test)]

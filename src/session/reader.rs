@@ -2,7 +2,6 @@
 //! `loadEntriesFromFile` + `migrateToCurrentVersion` would see them.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
 
 use super::elide::{Elision, Prepared};
@@ -186,7 +185,7 @@ pub(super) fn header_from(raw: &RawLine<'_>) -> SessionHeader {
 /// Read only the header (the first JSON record); `Ok(None)` when the file has
 /// no header but looks like a damaged pi session.
 pub(crate) fn header_only(path: &Path) -> Result<Option<SessionHeader>, SessionError> {
-    let file = File::open(path).map_err(|e| io_err(path, e))?;
+    let file = regular_files::open_regular(path).map_err(|e| io_err(path, e))?;
     let mut lines = LineReader::new(file);
     while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
         if is_blank(line.text) {

@@ -3,7 +3,7 @@
 //! Uses the offline model unless a configured model is available (API key in
 //! the environment), exactly as the plugin would, and prints a JSON summary.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use session_index::app::App;
 use session_index::host::{HostApi, NotifyLevel};
 use session_index::indexing::{index_session, IndexOutcome, IndexRequest};
+use session_index::session::discovery;
 
 #[derive(Debug, Args)]
 pub struct IndexArgs {
@@ -38,7 +39,9 @@ pub struct IndexArgs {
 pub fn run(args: IndexArgs) -> Result<(), String> {
     let agent_dir = args.agent_dir.clone().or_else(default_agent_dir).ok_or("cannot find the agent directory")?;
     let config_json = match &args.config {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?,
+        Some(path) => regular_files::read_regular(path)
+            .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+            .map_err(|e| format!("{}: {e}", path.display()))?,
         None => String::new(),
     };
     let host = Arc::new(CliHost { agent_dir: agent_dir.to_string_lossy().into_owned() });
@@ -47,7 +50,7 @@ pub fn run(args: IndexArgs) -> Result<(), String> {
     if !app.config_ok() {
         return Err(format!("invalid config: {}", app.config_problems.join("; ")));
     }
-    let files = if args.all { all_sessions(&agent_dir.join("sessions")) } else { args.files.clone() };
+    let files = if args.all { discovery::session_files(&agent_dir.join("sessions")) } else { args.files.clone() };
     if files.is_empty() && !args.all {
         return Err("nothing to index: pass --all or session files".into());
     }
@@ -109,23 +112,6 @@ fn default_agent_dir() -> Option<PathBuf> {
         return Some(PathBuf::from(dir));
     }
     std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".pi").join("agent"))
-}
-
-/// `<sessions>/<project dir>/*.jsonl`, sorted (pi's layout).
-fn all_sessions(sessions_dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(projects) = std::fs::read_dir(sessions_dir) else { return out };
-    for project in projects.flatten() {
-        let Ok(files) = std::fs::read_dir(project.path()) else { continue };
-        for file in files.flatten() {
-            let path = file.path();
-            if path.extension().is_some_and(|e| e == "jsonl") && path.is_file() {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// The CLI as a host: no UI, no session to write to; warnings go to stderr.
