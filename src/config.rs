@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use garde::Validate;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// The whole config file. Every field has a default, so `{}` is valid.
 #[derive(Debug, Clone, Serialize, Deserialize, Validate, PartialEq)]
@@ -196,18 +197,70 @@ impl Default for QueryConfig {
     }
 }
 
-/// Parse and validate a config document. On failure, returns every problem
-/// as `path: message`, one per entry.
+/// Parse and validate a config document as the host hands it over: `null`
+/// (no config file: the defaults), a JSON string (the host could not use the
+/// file: the string says why), or the file's object. On failure, returns
+/// every problem (all unknown keys, type errors and invalid values) as
+/// `path: message`, one per entry.
 pub fn parse(json: &str) -> Result<Config, Vec<String>> {
-    let trimmed = json.trim();
-    if trimmed.is_empty() || trimmed == "null" {
-        return Ok(Config::default());
-    }
-    let config: Config = serde_json::from_str(trimmed).map_err(|e| vec![format!("config: {e}")])?;
+    let value: Value = match serde_json::from_str(json) {
+        Ok(value) => value,
+        Err(_) if json.trim().is_empty() => return Err(vec!["the config is empty, not a JSON object".into()]),
+        Err(e) => return Err(vec![format!("the config is not JSON: {e}")]),
+    };
+    let fields = match value {
+        Value::Null => return Ok(Config::default()),
+        Value::String(problem) => return Err(vec![problem]),
+        Value::Object(fields) => fields,
+        _ => return Err(vec!["the config is not a JSON object".into()]),
+    };
+    let mut problems = Vec::new();
+    field_problems::<Config>(&fields, "", &mut problems);
+    let config: Config = match serde_json::from_value(Value::Object(fields)) {
+        Ok(config) if problems.is_empty() => config,
+        Ok(_) => return Err(problems),
+        Err(e) => return Err(if problems.is_empty() { vec![e.to_string()] } else { problems }),
+    };
     config.validate().map_err(|report| {
         report.iter().map(|(path, error)| format!("{}: {error}", file_spelling(&path.to_string()))).collect::<Vec<_>>()
     })?;
     Ok(config)
+}
+
+/// serde stops at the first problem; trying each field on its own (every
+/// section has defaults) finds all of them. Sections and map entries are
+/// searched the same way one level down.
+fn field_problems<T: serde::de::DeserializeOwned>(fields: &Map<String, Value>, at: &str, out: &mut Vec<String>) {
+    for (key, value) in fields {
+        let path = format!("{at}{key}");
+        let nested =
+            |out: &mut Vec<String>, check: fn(&Map<String, Value>, &str, &mut Vec<String>)| match value.as_object() {
+                Some(inner) => check(inner, &format!("{path}."), out),
+                None => out.push(format!("{path}: invalid type: expected an object")),
+            };
+        match (at, key.as_str()) {
+            ("", "indexing") => nested(out, field_problems::<IndexingConfig>),
+            ("", "references") => nested(out, field_problems::<ReferencesConfig>),
+            ("", "query") => nested(out, field_problems::<QueryConfig>),
+            ("", "providers") => nested(out, entry_problems::<ProviderConfig>),
+            ("", "prices") => nested(out, entry_problems::<Price>),
+            _ => {
+                let one = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
+                if let Err(e) = serde_json::from_value::<T>(one) {
+                    out.push(format!("{path}: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// Each entry of a map section must be a `T` (first problem per entry).
+fn entry_problems<T: serde::de::DeserializeOwned>(entries: &Map<String, Value>, at: &str, out: &mut Vec<String>) {
+    for (key, value) in entries {
+        if let Err(e) = serde_json::from_value::<T>(value.clone()) {
+            out.push(format!("{at}{key}: {e}"));
+        }
+    }
 }
 
 /// garde reports Rust field names (`query.max_context_tokens`); users edit the
@@ -241,15 +294,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn empty_document_is_the_default() {
+    fn only_an_empty_object_or_no_config_is_the_default() {
         assert_eq!(parse("{}").unwrap(), Config::default());
-        assert_eq!(parse("").unwrap(), Config::default());
+        assert_eq!(parse("null").unwrap(), Config::default(), "the host has no config file");
+        for (text, problem) in [("", "empty"), ("  \n", "empty"), ("[]", "not a JSON object"), ("{", "not JSON")] {
+            let errors = parse(text).unwrap_err();
+            assert!(errors.len() == 1 && errors[0].contains(problem), "{text:?}: {errors:?}");
+        }
+        let from_host = r#""/p/c.json: config file (plugin.config) is a FIFO, not a regular file""#;
+        assert_eq!(
+            parse(from_host).unwrap_err(),
+            ["/p/c.json: config file (plugin.config) is a FIFO, not a regular file"]
+        );
     }
 
     #[test]
-    fn unknown_keys_are_errors() {
-        let errors = parse(r#"{"commandName":"x","bogus":1}"#).unwrap_err();
-        assert!(errors[0].contains("bogus"), "{errors:?}");
+    fn every_unknown_key_and_type_error_is_reported_at_once() {
+        let text = r#"{"commandName":"x","bogus":1,"other":2,"timeoutMs":"slow","offlineFallback":3,
+            "indexing":{"auto":"yes","nope":1},"query":[],"providers":{"p":{"baseUrl":5}}}"#;
+        let errors = parse(text).unwrap_err();
+        for want in [
+            "bogus: unknown field",
+            "other: unknown field",
+            "timeoutMs: invalid type",
+            "offlineFallback: invalid type",
+            "indexing.auto: invalid type",
+            "indexing.nope: unknown field",
+            "query: invalid type",
+            "providers.p: invalid type",
+        ] {
+            assert!(errors.iter().any(|e| e.starts_with(want)), "{want}: {errors:?}");
+        }
+        assert_eq!(errors.len(), 8, "{errors:?}");
     }
 
     #[test]

@@ -156,7 +156,10 @@ pub struct PluginMod {
     pub plugin_id: extern "C" fn() -> RString,
 
     /// Create a plugin instance. `config_json` is the plugin's config file
-    /// content (or `null`); `plugin_dir` is the directory of its `plugin.toml`.
+    /// content (a JSON object), `null` when it has none, or a JSON string
+    /// naming the file and why the host could not use it (the plugin then
+    /// runs with the features that need config off); `plugin_dir` is the
+    /// directory of its `plugin.toml`.
     #[sabi(last_prefix_field)]
     pub instantiate:
         extern "C" fn(host: HostBox, plugin_dir: RStr<'_>, config_json: RStr<'_>) -> RResult<PluginBox, RString>,

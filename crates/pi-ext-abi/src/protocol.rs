@@ -14,6 +14,15 @@ fn protocol_version() -> u32 {
     PROTOCOL_VERSION
 }
 
+/// Refuse a call document of a protocol version this side does not speak
+/// (`v` is the major version; minor additions need no new `v`).
+pub fn check_version(v: u32) -> Result<(), String> {
+    match v {
+        PROTOCOL_VERSION => Ok(()),
+        other => Err(format!("unsupported protocol version v={other} (this side speaks v={PROTOCOL_VERSION})")),
+    }
+}
+
 /// The events a plugin may subscribe to (a subset of pi's).
 pub const EVENTS: &[&str] = &["session_start", "input", "before_agent_start", "agent_end", "session_shutdown"];
 

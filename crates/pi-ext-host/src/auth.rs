@@ -62,8 +62,8 @@ pub fn lookup(provider: &str, agent_dir: &Path) -> (Option<(String, KeySource)>,
 
 fn from_auth_file(provider: &str, agent_dir: &Path) -> (Option<String>, Option<String>) {
     let path = agent_dir.join("auth.json");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
+    let text = match regular_files::read_regular(&path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (None, None),
         Err(e) => return (None, Some(format!("{}: {e}", path.display()))),
     };

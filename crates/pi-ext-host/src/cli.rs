@@ -128,7 +128,7 @@ pub struct Loaded {
 /// recording host over `context`.
 pub fn load(cli: &Cli, context: SessionContext) -> Result<Loaded, HostError> {
     let manifest = Manifest::load(&cli.plugin)?;
-    let config = manifest.config_json(cli.config.as_deref())?;
+    let config = manifest.config_json(cli.config.as_deref());
     let library = crate::loader::find_library(&manifest, cli.lib.as_deref())?;
     let module = crate::loader::load_module_from_path(&library)?;
     let host = RecordingHost::new(context);

@@ -62,13 +62,10 @@ pub fn session_context(
     cwd: Option<&Path>,
 ) -> Result<SessionContext, HostError> {
     let shown = session_file.display();
-    let file = std::fs::File::open(session_file).map_err(|e| {
+    let file = regular_files::open_regular(session_file).map_err(|e| {
         let what = if e.kind() == std::io::ErrorKind::NotFound { "not found".to_string() } else { e.to_string() };
         HostError::Session(format!("session file {shown}: {what}"))
     })?;
-    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-        return Err(HostError::Session(format!("session file {shown}: is a directory")));
-    }
     let mut line = String::new();
     BufReader::new(file.take(MAX_HEADER_BYTES))
         .read_line(&mut line)

@@ -37,10 +37,6 @@ pub enum HostError {
     #[error("{0}")]
     Session(String),
 
-    /// A config file could not be read.
-    #[error("{0}")]
-    Config(String),
-
     /// The plugin refused or failed a call (its one-line message).
     #[error("{0}")]
     Plugin(String),

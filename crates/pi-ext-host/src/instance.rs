@@ -257,7 +257,7 @@ fn list_or_none<'a>(names: impl Iterator<Item = &'a str>) -> String {
     }
 }
 
-fn json_kind(value: &Value) -> &'static str {
+pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

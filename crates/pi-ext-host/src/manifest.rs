@@ -129,10 +129,8 @@ impl Manifest {
         let file = if names_dir { path.join(MANIFEST_FILE) } else { path.to_path_buf() };
         // Absolute, so messages and the plugin directory handed to the plugin do not depend on the cwd.
         let file = std::path::absolute(&file).unwrap_or(file);
-        let text = std::fs::read_to_string(&file).map_err(|e| {
-            let what = if e.kind() == std::io::ErrorKind::NotFound { "not found".to_string() } else { e.to_string() };
-            HostError::Manifest(format!("{}: plugin manifest {what}", file.display()))
-        })?;
+        let text = read_text(&file)
+            .map_err(|what| HostError::Manifest(format!("{}: plugin manifest {what}", file.display())))?;
         let manifest = Manifest::parse(&file, &text)?;
         manifest.check_abi(&text)?;
         Ok(manifest)
@@ -249,17 +247,42 @@ impl Manifest {
         problems
     }
 
-    /// The config text to hand the plugin: `override_path` if given, else
-    /// the manifest's config file, else `null`.
-    pub fn config_json(&self, override_path: Option<&Path>) -> Result<String, HostError> {
+    /// The config document to hand the plugin: the text of `override_path`
+    /// if given, else of the manifest's config file, else `null`. A file that
+    /// cannot be read (missing, not a regular file, not UTF-8) or does not
+    /// hold a JSON object never stops the host: the plugin gets a JSON string
+    /// naming the file and the problem (see `pi_ext_abi::PluginMod::instantiate`),
+    /// so it starts with the features that need its config off and says why.
+    pub fn config_json(&self, override_path: Option<&Path>) -> String {
         let (path, source) = match (override_path, &self.config) {
             (Some(p), _) => (p.to_path_buf(), "--config"),
             (None, Some(p)) => (p.clone(), "plugin.config"),
-            (None, None) => return Ok("null".to_string()),
+            (None, None) => return "null".to_string(),
         };
-        std::fs::read_to_string(&path)
-            .map_err(|e| HostError::Config(format!("{}: cannot read config file ({source}): {e}", path.display())))
+        let problem = match read_text(&path) {
+            Ok(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(serde_json::Value::Object(_)) => return text,
+                Ok(other) => format!("holds {}, not a JSON object", crate::instance::json_kind(&other)),
+                Err(_) if text.trim().is_empty() => "is empty, not a JSON object".to_string(),
+                Err(e) => format!("is not JSON: {e}"),
+            },
+            Err(e) => e,
+        };
+        let message = format!("{}: config file ({source}) {problem}", path.display());
+        eprintln!("pi-ext-host: warning: {message}; the plugin runs without it");
+        serde_json::Value::String(message).to_string()
     }
+}
+
+/// A whole regular UTF-8 file, without ever blocking on a FIFO; the error
+/// says what is wrong ("not found", "is a directory, not a regular file").
+fn read_text(path: &Path) -> Result<String, String> {
+    let bytes = regular_files::read_regular(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "not found".to_string(),
+        _ => one_line(&e.to_string()),
+    })?;
+    String::from_utf8(bytes)
+        .map_err(|e| format!("is not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()))
 }
 
 /// `file:line:col` of the `abi` key, for the mismatch message.

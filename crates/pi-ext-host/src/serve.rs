@@ -207,17 +207,17 @@ impl Server {
             "init" => self.init(&params),
             "event" => {
                 let call: EventCall = parse(params, "event call")?;
-                self.host.set_context(&call.ctx);
+                self.accept(call.v, &call.ctx)?;
                 self.backend()?.event(&call)
             }
             "tool" => {
                 let call: ToolCall = parse(params, "tool call")?;
-                self.host.set_context(&call.ctx);
+                self.accept(call.v, &call.ctx)?;
                 self.backend()?.tool(&call)
             }
             "command" => {
                 let call: CommandCall = parse(params, "command call")?;
-                self.host.set_context(&call.ctx);
+                self.accept(call.v, &call.ctx)?;
                 self.backend()?.command(&call)
             }
             "request" => {
@@ -235,9 +235,19 @@ impl Server {
         }
     }
 
+    /// A call's `v` must be this protocol's, and its context becomes the
+    /// current one only if its session file passes [`check_session_file`].
+    fn accept(&self, v: u32, ctx: &SessionContext) -> Result<(), String> {
+        pi_ext_abi::protocol::check_version(v)?;
+        check_session_file(ctx)?;
+        self.host.set_context(ctx);
+        Ok(())
+    }
+
     fn init(&self, params: &Value) -> Result<Value, String> {
         if let Some(ctx) = params.get("ctx") {
             let ctx: SessionContext = parse(ctx.clone(), "init ctx")?;
+            check_session_file(&ctx)?;
             self.host.set_context(&ctx);
         }
         self.host.set_can_complete(params.get("canComplete").and_then(Value::as_bool).unwrap_or(false));
@@ -286,6 +296,20 @@ impl Server {
             let _ = rx.recv_timeout(timeout + Duration::from_secs(1));
         }
     }
+}
+
+/// A session file named by the client is read by the plugin, so it gets the
+/// plugin's containment rule: a regular file inside `<agentDir>/sessions`
+/// (symlinks resolved). A file that does not exist yet passes: pi writes a
+/// new session's file only after its first reply.
+fn check_session_file(ctx: &SessionContext) -> Result<(), String> {
+    let Some(file) = ctx.session_file.as_deref().map(std::path::Path::new) else { return Ok(()) };
+    if std::fs::symlink_metadata(file).is_err() {
+        return Ok(());
+    }
+    let sessions = std::path::Path::new(&ctx.agent_dir).join("sessions");
+    let checked = regular_files::open_inside(&sessions, file);
+    checked.map(drop).map_err(|e| format!("ctx.sessionFile {}: {e}", file.display()))
 }
 
 fn parse<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, String> {

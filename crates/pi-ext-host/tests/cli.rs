@@ -108,6 +108,59 @@ fn an_invalid_config_shows_up_as_a_notify_effect() {
     assert!(notify[0]["text"].as_str().unwrap().contains("config is invalid"));
 }
 
+/// Every config fault leaves the host running: a one-line warning naming the
+/// file, the plugin loaded with its config features off and saying why (all
+/// problems at once), and never a hang (each run has a deadline).
+#[test]
+fn config_faults_are_warnings_never_exits_or_hangs() {
+    let t = setup();
+    let dir = t.dir.path();
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let mut faults = vec![
+        (dir.join("missing.json"), "not found"),
+        (dir.to_path_buf(), "is a directory, not a regular file"),
+        (write("latin1.json", b"{\"commandName\": \"caf\xe9\"}"), "is not UTF-8"),
+        (write("array.json", b"[]"), "holds an array, not a JSON object"),
+        (write("null.json", b"null\n"), "holds null, not a JSON object"),
+        (write("empty.json", b""), "is empty"),
+        (write("broken.json", b"{\"a\":"), "is not JSON"),
+    ];
+    #[cfg(unix)]
+    {
+        let fifo = dir.join("fifo.json");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        faults.push((fifo, "is a FIFO, not a regular file"));
+    }
+    for (config, problem) in &faults {
+        let r = run(&t.args(&["--config", &s(config), "event", "session_start", "--session", &t.session]));
+        let doc = r.json();
+        let warning = format!("{}: config file (--config) {problem}", s(config));
+        assert!(r.stderr.contains(&warning), "{warning}\nstderr: {}", r.stderr);
+        let notify: Vec<&Value> = doc["effects"].as_array().unwrap().iter().filter(|e| e["type"] == "notify").collect();
+        let text = notify.first().and_then(|n| n["text"].as_str()).unwrap_or_default();
+        assert!(text.contains("config is invalid") && text.contains(&warning), "{problem}: {notify:?}");
+    }
+    let many = write("many.json", br#"{"bogus":1,"other":2,"timeoutMs":"soon","query":{"enabled":"no"}}"#);
+    let doc = run(&t.args(&["--config", &s(&many), "event", "session_start", "--session", &t.session])).json();
+    let effects = doc["effects"].as_array().unwrap();
+    let text = effects.iter().find(|e| e["type"] == "notify").and_then(|n| n["text"].as_str()).unwrap_or_default();
+    for want in
+        ["bogus: unknown field", "other: unknown field", "timeoutMs: invalid type", "query.enabled: invalid type"]
+    {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+    // The plugin is up with indexing off: the command says why instead of indexing.
+    let doc = run(&t.args(&["--config", &s(&many), "command", "index-session", "--session", &t.session])).json();
+    assert_eq!(doc["result"]["ok"], false, "{doc}");
+    assert!(doc["result"]["message"].as_str().unwrap_or_default().contains("config is invalid"), "{doc}");
+}
+
 #[test]
 fn prompt_runs_input_then_before_agent_start() {
     let t = setup();

@@ -42,7 +42,7 @@ pub fn run(args: IndexArgs) -> Result<(), String> {
         Some(path) => regular_files::read_regular(path)
             .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
             .map_err(|e| format!("{}: {e}", path.display()))?,
-        None => String::new(),
+        None => "null".to_string(),
     };
     let host = Arc::new(CliHost { agent_dir: agent_dir.to_string_lossy().into_owned() });
     session_index::logging::forward_to(host.clone());

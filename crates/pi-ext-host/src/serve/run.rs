@@ -31,7 +31,7 @@ pub struct ServeArgs {
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<(), HostError> {
     let log_level = parse_level(&args.log_level)?;
     let manifest = Manifest::load(&cli.plugin)?;
-    let config = manifest.config_json(cli.config.as_deref())?;
+    let config = manifest.config_json(cli.config.as_deref());
     let library = crate::loader::find_library(&manifest, cli.lib.as_deref())?;
     let module = crate::loader::load_module_from_path(&library)?;
 

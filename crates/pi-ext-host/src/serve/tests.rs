@@ -267,3 +267,58 @@ fn calls_sent_with_init_wait_for_it_and_eof_lets_them_answer() {
     assert_eq!(replies[0]["result"]["plugin"], "scripted@0");
     assert_eq!(replies[1], json!({"id": 2, "result": {"pending": 0, "idle": true}}));
 }
+
+#[test]
+fn another_protocol_version_is_refused_clearly() {
+    let h = Harness::start(HostTimeouts::default());
+    h.init();
+    for (id, method, params) in [
+        (2, "event", json!({"v": 2, "event": "agent_end"})),
+        (3, "tool", json!({"v": 0, "tool": "ask", "params": {}})),
+        (4, "command", json!({"v": 99, "command": "c"})),
+    ] {
+        h.send(json!({"id": id, "method": method, "params": params}));
+        let v = params["v"].as_u64().unwrap();
+        let want = format!("unsupported protocol version v={v} (this side speaks v=1)");
+        assert_eq!(h.next(), json!({"id": id, "error": {"message": want}}));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_client_session_file_must_be_a_regular_file_inside_the_sessions_dir() {
+    let agent = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let project = agent.path().join("sessions/--w--");
+    std::fs::create_dir_all(&project).unwrap();
+    let secret = outside.path().join("s.jsonl");
+    std::fs::write(&secret, "{}\n").unwrap();
+    std::os::unix::fs::symlink(&secret, project.join("link.jsonl")).unwrap();
+    let fifo = project.join("fifo.jsonl");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    std::fs::write(project.join("ok.jsonl"), "{}\n").unwrap();
+    let h = Harness::start(HostTimeouts::default());
+    h.init();
+    let agent_dir = agent.path().to_str().unwrap();
+    let call = |id: u32, file: &std::path::Path| {
+        let ctx = json!({"cwd": "/w", "agentDir": agent_dir, "sessionFile": file});
+        h.send(json!({"id": id, "method": "event", "params": {"v": 1, "event": "agent_end", "ctx": ctx}}));
+        loop {
+            let line = h.next();
+            if line.get("id").is_some() {
+                return line; // the reply, past the scripted notifications
+            }
+        }
+    };
+    for (id, file, problem) in
+        [(2, secret.clone(), "outside"), (3, project.join("link.jsonl"), "outside"), (4, fifo, "FIFO")]
+    {
+        let reply = call(id, &file);
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("ctx.sessionFile ") && message.contains(problem), "{reply}");
+    }
+    assert_eq!(call(5, &project.join("ok.jsonl")), json!({"id": 5, "result": null}));
+    assert_eq!(call(6, &project.join("not-yet-written.jsonl")), json!({"id": 6, "result": null}));
+}

@@ -3,7 +3,8 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -74,13 +75,23 @@ impl Run {
     }
 }
 
+/// Run the binary; a run that hangs past 60 s is killed and fails the test.
 pub fn run_with(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut command = Command::new(bin());
     command.args(args).env_remove("PI_EXT_LIB").env_remove("SESSION_INDEX_PANIC_ON").env("PI_EXT_LOG", "off");
     for (k, v) in env {
         command.env(k, v);
     }
-    let Output { status, stdout, stderr } = command.output().expect("run pi-ext-host");
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run pi-ext-host");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("pi-ext-host {args:?} did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let Output { status, stdout, stderr } = child.wait_with_output().expect("output");
     Run {
         code: status.code(),
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
