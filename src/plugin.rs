@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pi_ext_abi::protocol::{
-    BeforeAgentStartResult, CommandCall, CommandResult, EventCall, FlushReport, InputResult, Registrations, ToolCall,
-    ToolResult, EVENTS,
+    check_version, BeforeAgentStartResult, CommandCall, CommandResult, Event, EventCall, FlushReport, InputResult,
+    Registrations, ToolCall, ToolResult, EVENTS,
 };
 use serde_json::Value;
 
@@ -58,8 +58,8 @@ impl SessionIndexPlugin {
     pub fn on_event(&self, call: EventCall) -> Result<Value, String> {
         panic_if_requested(&format!("event:{}", call.event));
         let app = &self.app;
-        match call.event.as_str() {
-            "session_start" => {
+        match call.typed()? {
+            Event::SessionStart { .. } => {
                 if !app.config_problems.is_empty() {
                     let text = format!("session-index config is invalid: {}", app.config_problems.join("; "));
                     app.host.notify(&text, NotifyLevel::Warning);
@@ -67,31 +67,30 @@ impl SessionIndexPlugin {
                 crate::references::on_session_start(app, &call.ctx);
                 Ok(Value::Null)
             }
-            "input" => to_value(&InputResult::Continue),
-            "before_agent_start" => {
+            Event::Input { .. } => to_value(&InputResult::Continue),
+            Event::BeforeAgentStart { prompt, .. } => {
                 app.query_calls_this_run.store(0, Ordering::SeqCst);
-                let prompt = call.payload.get("prompt").and_then(Value::as_str).unwrap_or_default();
-                let message = crate::references::before_agent_start(app, &call.ctx, prompt);
+                let message = crate::references::before_agent_start(app, &call.ctx, &prompt);
                 match message {
                     Some(message) => to_value(&BeforeAgentStartResult { message: Some(message), system_prompt: None }),
                     None => Ok(Value::Null),
                 }
             }
-            "agent_end" => {
+            Event::AgentEnd {} => {
                 crate::indexing::on_agent_end(app, &call.ctx);
                 Ok(Value::Null)
             }
-            "session_shutdown" => {
+            Event::SessionShutdown {} => {
                 // Give in-flight indexing a moment; the host's own shutdown waits longer.
                 app.jobs.flush(Duration::from_millis(200));
                 Ok(Value::Null)
             }
-            other => Err(format!("unknown event '{other}'")),
         }
     }
 
     pub fn call_tool(&self, call: ToolCall) -> Result<ToolResult, String> {
         panic_if_requested(&format!("tool:{}", call.tool));
+        check_version(call.v)?;
         match call.tool.as_str() {
             "query_session" if self.app.config.query.enabled => Ok(crate::query::call_tool(&self.app, &call)),
             other => Err(format!("unknown tool '{other}'")),
@@ -100,6 +99,7 @@ impl SessionIndexPlugin {
 
     pub fn run_command(&self, call: CommandCall) -> Result<CommandResult, String> {
         panic_if_requested(&format!("command:{}", call.command));
+        check_version(call.v)?;
         if call.command == self.app.config.command_name {
             Ok(crate::indexing::run_command(&self.app, &call))
         } else {

@@ -140,7 +140,7 @@ fn reindex_keeps_created_at_and_unknown_fields() {
 
 #[test]
 fn corrupt_meta_is_replaced_on_the_next_index() {
-    for corrupt in ["{\"schemaVersion\":1,\"sessionId\":\"x\",", "[]", "{\"schemaVersion\":2,\"sessionId\":\"a\",\"sessionFile\":\"\",\"name\":\"\",\"description\":\"\",\"summary\":\"\",\"createdAt\":\"\",\"updatedAt\":\"\"}"] {
+    for corrupt in ["{\"schemaVersion\":1,\"sessionId\":\"x\",", "[]", "{\"schemaVersion\":0,\"sessionId\":\"a\"}"] {
         let f = Fixture::new(FLAKY_CI, offline(json!({})));
         std::fs::create_dir_all(f.meta_dir()).unwrap();
         std::fs::write(f.meta_file(), corrupt).unwrap();
@@ -149,6 +149,23 @@ fn corrupt_meta_is_replaced_on_the_next_index() {
         let meta = f.meta().expect("replaced by a valid document");
         assert!(meta.tags.contains(&"ticket:OPS-7".to_string()), "{:?}", meta.tags);
         assert!(f.effects().contains(&Effect::SetSessionName { name: meta.name.clone() }));
+    }
+}
+
+#[test]
+fn a_meta_file_of_a_newer_schema_is_never_overwritten() {
+    let newer = [
+        r#"{"schemaVersion":2,"sessionId":"a","sessionFile":"","name":"Mine","description":"","summary":"","createdAt":"","updatedAt":"","later":1}"#,
+        r#"{"schemaVersion":3,"sessionId":"a","name":{"text":"Mine"}}"#,
+    ];
+    for text in newer {
+        let f = Fixture::new(FLAKY_CI, offline(json!({})));
+        std::fs::create_dir_all(f.meta_dir()).unwrap();
+        std::fs::write(f.meta_file(), text).unwrap();
+        let result = f.command();
+        assert!(!result.ok, "{result:?}");
+        assert!(result.message.unwrap_or_default().contains("is newer than this session-index understands"));
+        assert_eq!(std::fs::read_to_string(f.meta_file()).unwrap(), text, "left untouched");
     }
 }
 

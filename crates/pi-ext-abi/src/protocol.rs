@@ -68,6 +68,40 @@ pub struct EventCall {
     pub ctx: SessionContext,
 }
 
+/// An event with its payload, typed: `{"event": "before_agent_start",
+/// "payload": {"prompt", "systemPrompt"}}` (adjacently tagged, so the JSON
+/// is [`EventCall`]'s own). Payload fields a plugin does not use are ignored.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "event", content = "payload", rename_all = "snake_case")]
+pub enum Event {
+    SessionStart {
+        #[serde(default)]
+        reason: String,
+    },
+    Input {
+        #[serde(default)]
+        text: String,
+    },
+    BeforeAgentStart {
+        #[serde(default)]
+        prompt: String,
+        #[serde(default, rename = "systemPrompt")]
+        system_prompt: String,
+    },
+    AgentEnd {},
+    SessionShutdown {},
+}
+
+impl EventCall {
+    /// The event, typed; an unknown event or a malformed payload is an error.
+    pub fn typed(&self) -> Result<Event, String> {
+        check_version(self.v)?;
+        let payload = if self.payload.is_null() { Value::Object(Default::default()) } else { self.payload.clone() };
+        let doc = serde_json::json!({"event": self.event, "payload": payload});
+        serde_json::from_value(doc).map_err(|e| format!("event '{}': {e}", self.event))
+    }
+}
+
 /// Result of the `input` event (pi's `{action, text}`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "action", rename_all = "camelCase")]
@@ -248,4 +282,31 @@ pub struct CompletionResponse {
     pub model: String,
     #[serde(default)]
     pub usage: Usage,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(v: u32, event: &str, payload: Value) -> EventCall {
+        EventCall { v, event: event.into(), payload, ctx: SessionContext::default() }
+    }
+
+    #[test]
+    fn events_are_typed_from_the_wire_document() {
+        let payload = json!({"prompt": "p", "systemPrompt": "s", "images": []});
+        let typed = call(1, "before_agent_start", payload).typed().unwrap();
+        assert_eq!(typed, Event::BeforeAgentStart { prompt: "p".into(), system_prompt: "s".into() });
+        let wire = serde_json::to_value(&typed).unwrap();
+        assert_eq!(wire, json!({"event": "before_agent_start", "payload": {"prompt": "p", "systemPrompt": "s"}}));
+        assert_eq!(call(1, "agent_end", Value::Null).typed().unwrap(), Event::AgentEnd {});
+        for name in EVENTS {
+            assert!(call(1, name, json!({})).typed().is_ok(), "{name}");
+        }
+        let unknown = call(1, "turn_end", json!({})).typed().unwrap_err();
+        assert!(unknown.starts_with("event 'turn_end': unknown variant"), "{unknown}");
+        let version = call(2, "agent_end", json!({})).typed().unwrap_err();
+        assert_eq!(version, "unsupported protocol version v=2 (this side speaks v=1)");
+    }
 }
