@@ -168,6 +168,11 @@ fn the_cli_reads_only_regular_files_inside_the_sessions_directory() {
     // The current session's meta file is a FIFO: that one fails, clearly.
     assert!(out.contains("is a FIFO, not a regular file"), "{out}\n{err}");
     assert!(err.contains("not a regular file inside"), "a note on skipped files: {err}");
+    // Named on the command line, an outside file is refused just the same.
+    let secret = outside.sessions().join("--out--").join(format!("2026-02-20T12-00-00-000Z_{OUTSIDE_ID}.jsonl"));
+    let named = run_cli(&["index", "--offline", secret.to_str().unwrap()], &a.dir);
+    assert!(!named.status.success());
+    assert!(String::from_utf8_lossy(&named.stdout).contains("outside"), "{}", String::from_utf8_lossy(&named.stdout));
     let outside_meta = std::fs::read_to_string(outside.meta_dir().join(format!("{OUTSIDE_ID}.meta.json"))).unwrap();
     assert!(outside_meta.contains("outside summary"), "the outside meta file is untouched");
 }

@@ -304,14 +304,7 @@ fn read_metas(meta_dir: &Path, q: &Query) -> Option<Vec<MetaSeen>> {
 
 /// The meta file, unless it is a symlink leading out of the meta directory.
 fn meta_inside(meta_dir: &Path, path: &Path) -> Option<scan::MetaLight> {
-    let md = std::fs::symlink_metadata(path).ok()?;
-    if md.file_type().is_symlink() {
-        let root = std::fs::canonicalize(meta_dir).ok()?;
-        if !std::fs::canonicalize(path).ok()?.starts_with(root) {
-            return None;
-        }
-    }
-    scan::read_meta(path)?.1
+    scan::read_meta(&regular_files::inside(meta_dir, path).ok()?)?.1
 }
 
 #[cfg(test)]

@@ -233,13 +233,6 @@ pub fn answer(
     entry: &CatalogEntry,
     question: &str,
 ) -> Result<QueryAnswer, QueryError> {
-    if !entry.path.is_file() {
-        return Err(QueryError::FileMissing(format!(
-            "session {}: its file is missing ({})",
-            entry.id,
-            entry.path.display()
-        )));
-    }
     answer_path(app, &entry.path, &app.meta_dir(ctx), entry.name.as_deref(), question)
 }
 

@@ -32,31 +32,17 @@ fn open_with(path: &Path, no_follow: bool) -> std::io::Result<File> {
     let _ = no_follow;
     let file = options.open(path)?;
     let kind = file.metadata()?.file_type();
-    if kind.is_file() {
-        return Ok(file);
-    }
-    Err(Error::new(ErrorKind::InvalidInput, format!("is {}, not a regular file", describe(&kind))))
-}
-
-fn describe(kind: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a FIFO";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-        if kind.is_char_device() || kind.is_block_device() {
-            return "a device";
-        }
-    }
-    if kind.is_dir() {
-        "a directory"
-    } else {
-        "a special file"
-    }
+    let fifo = std::os::unix::fs::FileTypeExt::is_fifo(&kind);
+    #[cfg(not(unix))]
+    let fifo = false;
+    let what = match (kind.is_file(), kind.is_dir(), fifo) {
+        (true, ..) => return Ok(file),
+        (_, true, _) => "a directory",
+        (.., true) => "a FIFO",
+        _ => "a special file",
+    };
+    Err(Error::new(ErrorKind::InvalidInput, format!("is {what}, not a regular file")))
 }
 
 /// Read a whole regular file (see [`open_regular`]).

@@ -50,7 +50,8 @@ pub fn run(args: IndexArgs) -> Result<(), String> {
     if !app.config_ok() {
         return Err(format!("invalid config: {}", app.config_problems.join("; ")));
     }
-    let files = if args.all { discovery::session_files(&agent_dir.join("sessions")) } else { args.files.clone() };
+    let sessions_dir = agent_dir.join("sessions");
+    let files = if args.all { discovery::session_files(&sessions_dir) } else { args.files.clone() };
     if files.is_empty() && !args.all {
         return Err("nothing to index: pass --all or session files".into());
     }
@@ -58,6 +59,11 @@ pub fn run(args: IndexArgs) -> Result<(), String> {
     let mut indexed = Vec::new();
     let mut failed = Vec::new();
     for file in &files {
+        // The containment rule of every reader: regular files inside the sessions directory.
+        if let Err(e) = regular_files::inside(&sessions_dir, file) {
+            failed.push(json!({"sessionFile": file.to_string_lossy(), "error": format!("{}: {e}", file.display())}));
+            continue;
+        }
         let request = IndexRequest {
             session_file: file.clone(),
             meta_dir: meta_dir.clone(),
