@@ -59,7 +59,7 @@ impl SessionIndexPlugin {
         panic_if_requested(&format!("event:{}", call.event));
         let app = &self.app;
         match call.typed()? {
-            Event::SessionStart { .. } => {
+            Event::SessionStart {} => {
                 if !app.config_problems.is_empty() {
                     let text = format!("session-index config is invalid: {}", app.config_problems.join("; "));
                     app.host.notify(&text, NotifyLevel::Warning);
@@ -67,8 +67,8 @@ impl SessionIndexPlugin {
                 crate::references::on_session_start(app, &call.ctx);
                 Ok(Value::Null)
             }
-            Event::Input { .. } => to_value(&InputResult::Continue),
-            Event::BeforeAgentStart { prompt, .. } => {
+            Event::Input {} => to_value(&InputResult::Continue),
+            Event::BeforeAgentStart { prompt } => {
                 app.query_calls_this_run.store(0, Ordering::SeqCst);
                 let message = crate::references::before_agent_start(app, &call.ctx, &prompt);
                 match message {

@@ -68,25 +68,17 @@ pub struct EventCall {
     pub ctx: SessionContext,
 }
 
-/// An event with its payload, typed: `{"event": "before_agent_start",
-/// "payload": {"prompt", "systemPrompt"}}` (adjacently tagged, so the JSON
-/// is [`EventCall`]'s own). Payload fields a plugin does not use are ignored.
+/// An event with what a plugin reads of its payload, typed:
+/// `{"event": "before_agent_start", "payload": {"prompt", …}}` (adjacently
+/// tagged, so the JSON is [`EventCall`]'s own). Other payload fields are ignored.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "event", content = "payload", rename_all = "snake_case")]
 pub enum Event {
-    SessionStart {
-        #[serde(default)]
-        reason: String,
-    },
-    Input {
-        #[serde(default)]
-        text: String,
-    },
+    SessionStart {},
+    Input {},
     BeforeAgentStart {
         #[serde(default)]
         prompt: String,
-        #[serde(default, rename = "systemPrompt")]
-        system_prompt: String,
     },
     AgentEnd {},
     SessionShutdown {},
@@ -297,9 +289,11 @@ mod tests {
     fn events_are_typed_from_the_wire_document() {
         let payload = json!({"prompt": "p", "systemPrompt": "s", "images": []});
         let typed = call(1, "before_agent_start", payload).typed().unwrap();
-        assert_eq!(typed, Event::BeforeAgentStart { prompt: "p".into(), system_prompt: "s".into() });
+        assert_eq!(typed, Event::BeforeAgentStart { prompt: "p".into() });
         let wire = serde_json::to_value(&typed).unwrap();
-        assert_eq!(wire, json!({"event": "before_agent_start", "payload": {"prompt": "p", "systemPrompt": "s"}}));
+        assert_eq!(wire, json!({"event": "before_agent_start", "payload": {"prompt": "p"}}));
+        let payload = json!({"reason": null, "previousSessionFile": 5});
+        assert_eq!(call(1, "session_start", payload).typed().unwrap(), Event::SessionStart {});
         assert_eq!(call(1, "agent_end", Value::Null).typed().unwrap(), Event::AgentEnd {});
         for name in EVENTS {
             assert!(call(1, name, json!({})).typed().is_ok(), "{name}");
