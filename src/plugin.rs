@@ -51,6 +51,7 @@ impl SessionIndexPlugin {
                 description: "Index this session now: name, description, summary and tags in sessions-meta".into(),
             }],
             tools,
+            config_problems: self.app.config_problems.clone(),
         }
     }
 

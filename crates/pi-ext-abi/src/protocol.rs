@@ -156,6 +156,10 @@ pub struct Registrations {
     pub events: Vec<String>,
     pub commands: Vec<CommandSpec>,
     pub tools: Vec<ToolSpec>,
+    /// Every problem the plugin found in the config object it was handed
+    /// (`key: message`); the host, which read the file, names it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_problems: Vec<String>,
 }
 
 /// A tool invocation.

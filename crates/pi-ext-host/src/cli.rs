@@ -133,6 +133,7 @@ pub fn load(cli: &Cli, context: SessionContext) -> Result<Loaded, HostError> {
     let module = crate::loader::load_module_from_path(&library)?;
     let host = RecordingHost::new(context);
     let instance = PluginInstance::new(module, host.to_host_box(), &manifest.dir, &config)?;
+    manifest.warn_config_problems(cli.config.as_deref(), &instance.registrations());
     Ok(Loaded { manifest, library, host, instance })
 }
 

@@ -272,6 +272,17 @@ impl Manifest {
         eprintln!("pi-ext-host: warning: {message}; the plugin runs without it");
         serde_json::Value::String(message).to_string()
     }
+
+    /// Print the problems the plugin found in the config object it was handed
+    /// (`Registrations::config_problems`), naming the file: the plugin saw only
+    /// its text. Faults of the file itself were named by [`Manifest::config_json`].
+    pub fn warn_config_problems(&self, override_path: Option<&Path>, registrations: &Registrations) {
+        let Some(file) = override_path.map(Path::to_path_buf).or_else(|| self.config.clone()) else { return };
+        let named = |p: &&String| p.starts_with(&*file.to_string_lossy());
+        for problem in registrations.config_problems.iter().filter(|p| !named(p)) {
+            eprintln!("pi-ext-host: warning: {}: {problem}", file.display());
+        }
+    }
 }
 
 /// A whole regular UTF-8 file, without ever blocking on a FIFO; the error

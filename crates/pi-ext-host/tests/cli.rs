@@ -142,12 +142,18 @@ fn config_faults_are_warnings_never_exits_or_hangs() {
         let doc = r.json();
         let warning = format!("{}: config file (--config) {problem}", s(config));
         assert!(r.stderr.contains(&warning), "{warning}\nstderr: {}", r.stderr);
+        assert_eq!(r.stderr.lines().filter(|l| l.contains("warning")).count(), 1, "named once: {}", r.stderr);
         let notify: Vec<&Value> = doc["effects"].as_array().unwrap().iter().filter(|e| e["type"] == "notify").collect();
         let text = notify.first().and_then(|n| n["text"].as_str()).unwrap_or_default();
         assert!(text.contains("config is invalid") && text.contains(&warning), "{problem}: {notify:?}");
     }
     let many = write("many.json", br#"{"bogus":1,"other":2,"timeoutMs":"soon","query":{"enabled":"no"}}"#);
-    let doc = run(&t.args(&["--config", &s(&many), "event", "session_start", "--session", &t.session])).json();
+    let r = run(&t.args(&["--config", &s(&many), "event", "session_start", "--session", &t.session]));
+    for key in ["bogus", "other", "timeoutMs", "query.enabled"] {
+        let named = format!("pi-ext-host: warning: {}: {key}: ", s(&many));
+        assert!(r.stderr.lines().any(|l| l.starts_with(&named)), "{named}\nstderr: {}", r.stderr);
+    }
+    let doc = r.json();
     let effects = doc["effects"].as_array().unwrap();
     let text = effects.iter().find(|e| e["type"] == "notify").and_then(|n| n["text"].as_str()).unwrap_or_default();
     for want in

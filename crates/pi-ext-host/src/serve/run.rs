@@ -43,10 +43,11 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<(), HostError> {
         "version": manifest.version,
         "library": library.display().to_string(),
     });
-    let plugin_dir = manifest.dir.clone();
+    let config_override = cli.config.clone();
     let factory: BackendFactory = Box::new(move |host: ServeHost| {
         let host: HostBox = Host_TO::from_value(host, TD_Opaque);
-        let instance = PluginInstance::new(module, host, &plugin_dir, &config).map_err(|e| e.to_string())?;
+        let instance = PluginInstance::new(module, host, &manifest.dir, &config).map_err(|e| e.to_string())?;
+        manifest.warn_config_problems(config_override.as_deref(), &instance.registrations());
         Ok(Arc::new(instance) as Arc<dyn Backend>)
     });
     let options = ServerOptions {
