@@ -17,6 +17,7 @@ mod shared_dir;
 pub mod app;
 pub mod catalog;
 pub mod config;
+pub mod error_code;
 mod ffi;
 pub mod host;
 pub mod indexing;

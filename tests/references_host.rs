@@ -59,7 +59,7 @@ fn references_through_the_abi() {
     );
     let unresolved = m["details"]["unresolved"].as_array().unwrap();
     let codes: Vec<&str> = unresolved.iter().filter_map(|u| u["code"].as_str()).collect();
-    assert_eq!(codes, vec!["ambiguous", "outside"], "{unresolved:?}");
+    assert_eq!(codes, vec!["SESSION_AMBIGUOUS", "SESSION_OUTSIDE"], "{unresolved:?}");
     let reason = unresolved[0]["reason"].as_str().unwrap();
     assert!(reason.contains("/y") && reason.contains("/z") && reason.contains("0b000000"), "{reason}");
     let content = m["content"].as_str().unwrap();
@@ -76,7 +76,7 @@ fn references_through_the_abi() {
     assert_eq!(telemetry.len(), 1);
     let t = &telemetry[0]["data"];
     assert_eq!((t["resolvedCount"].as_u64(), t["unresolvedCount"].as_u64()), (Some(3), Some(2)));
-    assert_eq!(t["unresolvedReasons"], json!(["ambiguous", "outside"]));
+    assert_eq!(t["unresolvedReasons"], json!(["SESSION_AMBIGUOUS", "SESSION_OUTSIDE"]));
     assert_eq!(t["injectedBytes"].as_u64(), Some(content.len() as u64));
     assert!(effects.iter().any(|e| e["type"] == "notify" && e["level"] == "warning"));
 

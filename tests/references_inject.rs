@@ -143,13 +143,13 @@ fn unresolved_references_never_fail_the_turn() {
     let un = message(&r)["details"]["unresolved"].as_array().unwrap().clone();
     assert_eq!(un.len(), 2, "{un:?}");
     assert_eq!(un[0]["reference"], "@@no-such-thing");
-    assert_eq!(un[0]["code"], "not_found");
-    assert_eq!(un[1]["code"], "outside");
+    assert_eq!(un[0]["code"], "SESSION_NOT_FOUND");
+    assert_eq!(un[1]["code"], "SESSION_OUTSIDE");
     assert!(content(&r).contains("Unresolved reference @@no-such-thing"));
     let t = &appended(&rec, "session-reference:inject")[0];
     assert_eq!(t["success"], false);
     assert_eq!(t["unresolvedCount"], 2);
-    assert_eq!(t["unresolvedReasons"], json!(["not_found", "outside"]));
+    assert_eq!(t["unresolvedReasons"], json!(["SESSION_NOT_FOUND", "SESSION_OUTSIDE"]));
     assert!(notifications(&rec)[0].contains("@@no-such-thing"));
     assert!(rec.effects().iter().any(|e| matches!(e, Effect::SetStatus { text: Some(t), .. } if t.contains("2 of 3"))));
     // Only unresolved: still a message telling the model so.
@@ -167,7 +167,7 @@ fn references_are_deduplicated_and_capped() {
     assert_eq!(ids(&r), vec!["01a20000-0000-7000-8000-000000000001", "01a20000-0000-7000-8000-000000000002"]);
     let un = message(&r)["details"]["unresolved"].as_array().unwrap().clone();
     assert_eq!(un.len(), 1, "{un:?}");
-    assert_eq!(un[0]["code"], "limit");
+    assert_eq!(un[0]["code"], "TOO_MANY_REFERENCES");
     assert_eq!(un[0]["reference"], "@@redis");
 }
 

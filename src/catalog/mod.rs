@@ -25,6 +25,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::error_code::ErrorCode;
+
 pub use index::{loose_slug, slug};
 pub use matching::{path_like, MIN_PREFIX};
 pub(crate) use scan::content_text;
@@ -100,13 +102,12 @@ pub enum ResolveError {
 }
 
 impl ResolveError {
-    /// Stable short code (telemetry, tool error codes).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            ResolveError::NotFound { .. } => "not_found",
-            ResolveError::Ambiguous { .. } => "ambiguous",
-            ResolveError::FileMissing { .. } => "file_missing",
-            ResolveError::Outside { .. } => "outside",
+            ResolveError::NotFound { .. } => ErrorCode::SessionNotFound,
+            ResolveError::Ambiguous { .. } => ErrorCode::SessionAmbiguous,
+            ResolveError::FileMissing { .. } => ErrorCode::SessionFileMissing,
+            ResolveError::Outside { .. } => ErrorCode::SessionOutside,
         }
     }
 }

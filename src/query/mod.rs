@@ -23,6 +23,7 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::catalog::{Candidate, CatalogEntry};
+use crate::error_code::ErrorCode;
 use crate::meta::SessionMeta;
 use crate::session::{Session, SessionError};
 pub use context::{assemble, estimate_tokens, Assembled, SessionHead};
@@ -171,18 +172,18 @@ impl QueryError {
         details
     }
 
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            QueryError::InvalidArgs(_) => "INVALID_ARGS",
-            QueryError::CallLimitExceeded { .. } => "CALL_LIMIT_EXCEEDED",
-            QueryError::NotFound { .. } => "SESSION_NOT_FOUND",
-            QueryError::Ambiguous { .. } => "SESSION_AMBIGUOUS",
-            QueryError::FileMissing(_) => "SESSION_FILE_MISSING",
-            QueryError::ParseFailed(_) => "SESSION_PARSE_FAILED",
-            QueryError::Empty(_) => "SESSION_EMPTY",
-            QueryError::ModelUnavailable(_) => "QUERY_MODEL_UNAVAILABLE",
-            QueryError::Transport(_) => "QUERY_TRANSPORT_FAILED",
-            QueryError::InvalidOutput(_) => "QUERY_INVALID_OUTPUT",
+            QueryError::InvalidArgs(_) => ErrorCode::InvalidArgs,
+            QueryError::CallLimitExceeded { .. } => ErrorCode::CallLimitExceeded,
+            QueryError::NotFound { .. } => ErrorCode::SessionNotFound,
+            QueryError::Ambiguous { .. } => ErrorCode::SessionAmbiguous,
+            QueryError::FileMissing(_) => ErrorCode::SessionFileMissing,
+            QueryError::ParseFailed(_) => ErrorCode::SessionParseFailed,
+            QueryError::Empty(_) => ErrorCode::SessionEmpty,
+            QueryError::ModelUnavailable(_) => ErrorCode::QueryModelUnavailable,
+            QueryError::Transport(_) => ErrorCode::QueryTransportFailed,
+            QueryError::InvalidOutput(_) => ErrorCode::QueryInvalidOutput,
         }
     }
 }

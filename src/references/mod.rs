@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 
 use crate::app::App;
 use crate::catalog::{Ancestor, CatalogEntry};
+use crate::error_code::ErrorCode;
 use crate::host::NotifyLevel;
 
 pub use parse::{parse, Reference};
@@ -30,8 +31,7 @@ pub struct Unresolved {
     /// As written in the prompt, from `@@`.
     pub reference: String,
     pub reason: String,
-    /// `not_found`, `ambiguous`, `file_missing`, `outside` or `limit`.
-    pub code: &'static str,
+    pub code: ErrorCode,
 }
 
 /// `session_start`: build the session catalog in the background, so the
@@ -102,7 +102,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
             out.unresolved.push(Unresolved {
                 reference: r.raw.clone(),
                 reason: format!("more than {} references in one prompt", cfg.max_refs_per_prompt),
-                code: "limit",
+                code: ErrorCode::TooManyReferences,
             });
             continue;
         }
@@ -238,7 +238,7 @@ fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
         );
         crate::status::show(app, STATUS_OWNER, &status, false);
     }
-    let reasons: Vec<&str> = built.unresolved.iter().map(|u| u.code).collect();
+    let reasons: Vec<ErrorCode> = built.unresolved.iter().map(|u| u.code).collect();
     host.append_entry(
         TELEMETRY_TYPE,
         &json!({
