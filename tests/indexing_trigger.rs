@@ -159,13 +159,18 @@ fn a_meta_file_of_a_newer_schema_is_never_overwritten() {
         r#"{"schemaVersion":3,"sessionId":"a","name":{"text":"Mine"}}"#,
     ];
     for text in newer {
-        let f = Fixture::new(FLAKY_CI, offline(json!({})));
+        let f = Fixture::new(FLAKY_CI, offline(json!({"minNewUserMessages": 1})));
         std::fs::create_dir_all(f.meta_dir()).unwrap();
         std::fs::write(f.meta_file(), text).unwrap();
         let result = f.command();
         assert!(!result.ok, "{result:?}");
         assert!(result.message.unwrap_or_default().contains("is newer than this session-index understands"));
         assert_eq!(std::fs::read_to_string(f.meta_file()).unwrap(), text, "left untouched");
+        // agent_end leaves it alone quietly: no failure entry in the session, every turn.
+        let before = f.effects().len();
+        f.agent_end();
+        assert_eq!(f.effects().len(), before, "{:?}", &f.effects()[before..]);
+        assert_eq!(std::fs::read_to_string(f.meta_file()).unwrap(), text);
     }
 }
 

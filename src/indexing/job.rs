@@ -118,7 +118,13 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
         return Err(fail(error, sid, None));
     };
     let leaf_id = leaf.id.clone();
-    let previous = meta::read_or_missing(&request.meta_dir, &session_id).map_err(|e| fail(e.into(), sid, None))?;
+    let previous = match meta::read_or_missing(&request.meta_dir, &session_id) {
+        // A newer session-index owns this meta file: only an explicit index reports it.
+        Err(meta::MetaError::Newer { .. }) if !request.force => {
+            return Ok(IndexOutcome::Skipped { session_id: session_id.clone(), new_user_messages: 0 })
+        }
+        previous => previous.map_err(|e| fail(e.into(), sid, None))?,
+    };
     let last_indexed = previous.as_ref().and_then(|m| m.last_indexed_leaf_id.as_deref());
     let new_start = new_messages_start(&branch, last_indexed);
     if !request.force {

@@ -23,19 +23,25 @@ pub const TEMP_SUFFIX: &str = ".tmp";
 /// Directory in the meta directory holding the lock files.
 pub const LOCK_DIR: &str = ".locks";
 
-/// Read a meta file, treating a corrupt one as missing. The corruption is
-/// warned about once per file per process; the next successful write
-/// replaces the file.
+/// Read a meta file to write it again: a corrupt one counts as missing (the
+/// write replaces it), one of a newer schema is `Err(Newer)` (never written).
+/// Either is warned about once per file per process.
 pub fn read_or_missing(meta_dir: &Path, session_id: &str) -> Result<Option<SessionMeta>, MetaError> {
     let path = meta_path(meta_dir, session_id)?;
-    match read_path(&path) {
-        Ok(meta) => Ok(meta),
-        Err(MetaError::Invalid { path, reason }) => {
+    let result = match read_path(&path) {
+        Ok(Some(m)) if m.schema_version > SCHEMA_VERSION => {
+            Err(MetaError::Newer { path: path.clone(), version: m.schema_version.into() })
+        }
+        Err(MetaError::Invalid { reason, .. }) => {
             warn_once(&path, &format!("ignoring corrupt meta file {} ({reason}); it will be replaced", path.display()));
             Ok(None)
         }
-        Err(e) => Err(e),
+        other => other,
+    };
+    if let Err(e @ MetaError::Newer { .. }) = &result {
+        warn_once(&path, &e.to_string());
     }
+    result
 }
 
 /// Warn about `path`; true the first time it is reported in this process.
@@ -92,16 +98,7 @@ where
     F: FnOnce(Option<SessionMeta>) -> SessionMeta,
 {
     let _lock = MetaLock::acquire(meta_dir, session_id)?;
-    let current = match read_or_missing(meta_dir, session_id) {
-        Ok(Some(m)) if m.schema_version > SCHEMA_VERSION => {
-            Err(MetaError::Newer { path: meta_path(meta_dir, session_id)?, version: m.schema_version.into() })
-        }
-        current => current,
-    };
-    if let Err(e @ MetaError::Newer { .. }) = &current {
-        warn_once(&meta_path(meta_dir, session_id)?, &e.to_string());
-    }
-    let meta = build(current?);
+    let meta = build(read_or_missing(meta_dir, session_id)?);
     let path = write_unlocked(meta_dir, &meta)?;
     Ok((path, meta))
 }
