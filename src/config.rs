@@ -216,11 +216,10 @@ pub fn parse(json: &str) -> Result<Config, Vec<String>> {
     };
     let mut problems = Vec::new();
     field_problems::<Config>(&fields, "", &mut problems);
-    let config: Config = match serde_json::from_value(Value::Object(fields)) {
-        Ok(config) if problems.is_empty() => config,
-        Ok(_) => return Err(problems),
-        Err(e) => return Err(if problems.is_empty() { vec![e.to_string()] } else { problems }),
-    };
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let config: Config = serde_json::from_value(Value::Object(fields)).map_err(|e| vec![e.to_string()])?;
     config.validate().map_err(|report| {
         report.iter().map(|(path, error)| format!("{}: {error}", file_spelling(&path.to_string()))).collect::<Vec<_>>()
     })?;

@@ -30,7 +30,6 @@ use crate::error_code::ErrorCode;
 pub use index::{loose_slug, slug};
 pub use matching::{path_like, MIN_PREFIX};
 pub(crate) use scan::content_text;
-pub use scan::open_inside;
 
 use matching::Outcome;
 use root::{Refresh, Root};

@@ -185,11 +185,3 @@ fn inode(de: &std::fs::DirEntry) -> u64 {
 fn inode(_de: &std::fs::DirEntry) -> u64 {
     0
 }
-
-/// Open a session file for reading only if it is a regular file really
-/// inside the sessions directory (symlinks resolved). The one way features
-/// read a resolved session.
-pub fn open_inside(sessions_dir: &Path, path: &Path) -> std::io::Result<File> {
-    regular_files::open_inside(sessions_dir, path)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
-}

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::catalog::{open_inside, CatalogEntry};
+use crate::catalog::CatalogEntry;
 
 const FIRST_REQUEST_CHARS: usize = 800;
 const LAST_TEXT_CHARS: usize = 1500;
@@ -28,7 +28,7 @@ pub struct Extract {
 
 /// Read `entry`'s file (only if it lies inside `sessions_dir`).
 pub fn extract(sessions_dir: &Path, entry: &CatalogEntry) -> std::io::Result<Extract> {
-    let file = open_inside(sessions_dir, &entry.path)?;
+    let file = regular_files::open_inside(sessions_dir, &entry.path)?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let mut out = Extract::default();
     let mut line = Vec::new();

@@ -54,14 +54,15 @@ pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// The canonical path of `path` if it lies strictly inside the directory
-/// `root` once every symlink is resolved; an error naming neither otherwise.
+/// `root` once every symlink is resolved; otherwise an error naming the root
+/// (never where the path leads: that may be private).
 pub fn inside(root: &Path, path: &Path) -> std::io::Result<PathBuf> {
     let root = std::fs::canonicalize(root)?;
     let real = std::fs::canonicalize(path)?;
     if real.starts_with(&root) && real != root {
         return Ok(real);
     }
-    Err(Error::new(ErrorKind::PermissionDenied, format!("resolves to {}, outside {}", real.display(), root.display())))
+    Err(Error::new(ErrorKind::PermissionDenied, format!("leads outside {}", root.display())))
 }
 
 /// Open `path` only if it is a regular file inside `root` (see [`inside`]).
