@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pi_ext_abi::protocol::{CommandCall, CommandResult, SessionContext};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::app::App;
 use crate::host::NotifyLevel;
@@ -45,7 +45,7 @@ pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
 pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
     let failed = |message: String| {
         app.host.notify(&message, NotifyLevel::Error);
-        CommandResult { ok: false, message: Some(message), details: Value::Null }
+        CommandResult { ok: false, message: Some(message), ..CommandResult::default() }
     };
     if !app.config_ok() {
         return failed(format!("session-index config is invalid: {}", app.config_problems.join("; ")));
@@ -73,6 +73,7 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
                     "incremental": indexed.incremental,
                     "usage": meta.usage,
                 }),
+                actions: Vec::new(),
             }
         }
         Ok(None) => failed("nothing to index".into()),

@@ -47,7 +47,7 @@ fn info_lists_the_manifest_and_registrations() {
     assert_eq!(doc["pluginId"], "session-index@0.1.0");
     assert_eq!(doc["manifest"]["name"], "session-index");
     assert_eq!(doc["abi"]["host"], pi_ext_abi::ABI_VERSION);
-    assert_eq!(doc["abi"]["declared"], "1.0");
+    assert_eq!(doc["abi"]["declared"], "1.1");
     let events: Vec<&str> =
         doc["registrations"]["events"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(events.contains(&"agent_end") && events.contains(&"before_agent_start"), "{events:?}");
