@@ -158,7 +158,7 @@ fn a_manifest_declaring_another_abi_major_is_refused_before_loading() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(workspace_root().join("plugin.toml"))
         .unwrap()
-        .replace("abi = \"1.0\"", "abi = \"2.0\"");
+        .replace("abi = \"1.1\"", "abi = \"2.0\"");
     std::fs::write(dir.path().join("plugin.toml"), text).unwrap();
     // The library does not exist: the refusal must come first.
     let line = run(&["--plugin", &s(dir.path()), "--lib", "/nonexistent/lib.so", "info"]).failure();
