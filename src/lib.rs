@@ -16,6 +16,7 @@ mod shared_dir;
 
 pub mod app;
 pub mod catalog;
+pub mod commands;
 pub mod config;
 mod ffi;
 pub mod host;
@@ -30,6 +31,7 @@ pub mod redact;
 pub mod references;
 pub mod runtime;
 pub mod session;
+pub mod spend;
 pub mod status;
 pub mod text;
 mod threads;

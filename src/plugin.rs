@@ -44,14 +44,12 @@ impl SessionIndexPlugin {
         if config.query.enabled {
             tools.push(crate::query::tool_spec());
         }
-        Registrations {
-            events: EVENTS.iter().map(|e| e.to_string()).collect(),
-            commands: vec![pi_ext_abi::protocol::CommandSpec {
-                name: config.command_name.clone(),
-                description: "Index this session now: name, description, summary and tags in sessions-meta".into(),
-            }],
-            tools,
-        }
+        let mut commands = vec![pi_ext_abi::protocol::CommandSpec {
+            name: config.command_name.clone(),
+            description: "Index this session now: name, description, summary and tags in sessions-meta".into(),
+        }];
+        commands.extend(crate::commands::specs(&self.app));
+        Registrations { events: EVENTS.iter().map(|e| e.to_string()).collect(), commands, tools }
     }
 
     /// Returns the event's result document (`null` when it has none).
@@ -101,10 +99,9 @@ impl SessionIndexPlugin {
     pub fn run_command(&self, call: CommandCall) -> Result<CommandResult, String> {
         panic_if_requested(&format!("command:{}", call.command));
         if call.command == self.app.config.command_name {
-            Ok(crate::indexing::run_command(&self.app, &call))
-        } else {
-            Err(format!("unknown command '{}'", call.command))
+            return Ok(crate::indexing::run_command(&self.app, &call));
         }
+        crate::commands::run(&self.app, &call).ok_or_else(|| format!("unknown command '{}'", call.command))
     }
 
     pub fn request(&self, method: &str, payload: Value) -> Result<Value, String> {

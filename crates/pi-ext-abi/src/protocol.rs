@@ -282,6 +282,10 @@ pub struct CompletionRequest {
     /// `provider/id`; `None` lets the host choose its cheapest suitable model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Since 1.1: every acceptable `provider/id`, in order of preference. When
+    /// none is usable the host picks its cheapest capable model, else the session's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
     pub system: String,
     pub messages: Vec<ChatMessage>,
     pub max_tokens: u32,
@@ -310,6 +314,10 @@ pub struct CompletionResponse {
     pub model: String,
     #[serde(default)]
     pub usage: Usage,
+    /// Since 1.1: why the host used `model`: `configured` (requested), `cheapest`
+    /// (its registry's cheapest capable model) or `session` (the session's model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
 }
 
 #[cfg(test)]
