@@ -234,19 +234,6 @@ pub enum Action {
 /// Every [`Action`] type, for hosts that perform them all.
 pub const ACTIONS: &[&str] = &["select", "switchSession", "newSession", "insertText", "command"];
 
-impl Action {
-    /// The `type` tag, as listed in [`SessionContext::actions`].
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Action::Select { .. } => "select",
-            Action::SwitchSession { .. } => "switchSession",
-            Action::NewSession { .. } => "newSession",
-            Action::InsertText { .. } => "insertText",
-            Action::Command { .. } => "command",
-        }
-    }
-}
-
 /// One choice of [`Action::Select`].
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
