@@ -94,7 +94,9 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
     let over_cap_ok = args.contains(&OVER_CAP);
     let weak = Arc::downgrade(app);
     let todo = found.todo.clone();
-    app.jobs.submit(&app.runtime, "bulk-index", move || {
+    // A key of its own: a run started while a cancelled one finishes must not be folded into it.
+    let key = format!("bulk-index:{:p}", Arc::as_ptr(&cancel));
+    app.jobs.submit(&app.runtime, &key, move || {
         if let Some(app) = weak.upgrade() {
             run(&app, &todo, &meta_dir, &cancel, over_cap_ok);
         }

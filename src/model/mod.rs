@@ -249,7 +249,7 @@ impl SelectedModel {
 /// The `provider/id` a failed host call names as the model it tried (the pi
 /// bridge starts its errors with it, after the host's `complete: `).
 pub fn tried_model(message: &str) -> Option<&str> {
-    let rest = message.strip_prefix("complete: ").unwrap_or(message);
+    let rest = message.split_once("complete: ").map_or(message, |(_, rest)| rest);
     let (head, _) = rest.split_once(": ")?;
     (head.contains('/') && !head.contains(char::is_whitespace)).then_some(head)
 }
@@ -337,6 +337,8 @@ mod tests {
     #[test]
     fn the_model_a_failed_host_call_tried_is_read_from_its_error() {
         assert_eq!(tried_model("complete: mock/mock-cheap: HTTP 500: down"), Some("mock/mock-cheap"));
+        let error = ModelError::Transport("complete: mock/mock-cheap: 500 status code".into());
+        assert_eq!(tried_model(&error.to_string()), Some("mock/mock-cheap"));
         assert_eq!(tried_model("openai/gpt-4o: no credentials: none"), Some("openai/gpt-4o"));
         assert_eq!(tried_model("complete: the bridge did not answer within 5 ms"), None);
         assert_eq!(tried_model("no model available in pi for x/y"), None);

@@ -169,6 +169,22 @@ test("/continue starts a session whose header names the parent and whose first e
 	assert.match(ref.content, /relation="ancestor level 1/);
 });
 
+test("a failed attempt's telemetry names the model the bridge actually tried", async () => {
+	mock.pluginFailStatus = 500;
+	try {
+		await pi.command({ type: "prompt", message: "/index-session" }, 120_000);
+	} finally {
+		mock.pluginFailStatus = 0;
+	}
+	const { sessionId } = await pi.command({ type: "get_state" });
+	const attempt = await eventually(
+		() => readEntries(sessionFileById(world.agentDir, sessionId)).find((e) => e.customType === "session-index:index" && e.data.success === false),
+		`a failed index entry\n${bridgeLog()}`,
+	);
+	assert.equal(attempt.data.model, "mock/mock-cheap", "not the configured key absent/not-in-pi");
+	assert.match(attempt.data.error, /mock\/mock-cheap/);
+});
+
 test("past the daily cap a second pi process pauses auto-indexing once and asks before /index-all", async () => {
 	// The ledger already holds today's spending from the bulk run: any cap below it is reached.
 	writeFileSync(join(world.root, "capped.json"), JSON.stringify({ ...CONFIG, spending: { dailyCapUsd: 0.0000001 } }));
