@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU32;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pi_ext_abi::protocol::SessionContext;
 
@@ -30,6 +30,12 @@ pub struct App {
     pub status: StatusLine,
     /// `query_session` calls made in the current agent run.
     pub query_calls_this_run: AtomicU32,
+    /// Money this process spent on models (this pi session).
+    pub spent: Mutex<crate::spend::Spent>,
+    /// The cancel flag of the running bulk index (`/index-all`), if one runs.
+    pub bulk: Mutex<Option<Arc<std::sync::atomic::AtomicBool>>>,
+    /// Automatic indexing was paused by the daily cap (noticed once).
+    pub cap_noticed: std::sync::atomic::AtomicBool,
 }
 
 impl App {
@@ -49,6 +55,9 @@ impl App {
             catalog,
             status: StatusLine::new(),
             query_calls_this_run: AtomicU32::new(0),
+            spent: Mutex::default(),
+            bulk: Mutex::default(),
+            cap_noticed: Default::default(),
         }))
     }
 

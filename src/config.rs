@@ -52,6 +52,12 @@ pub struct Config {
     pub references: ReferencesConfig,
     #[garde(dive)]
     pub query: QueryConfig,
+    /// Names of the commands in pi besides `commandName` (issue 15).
+    #[garde(dive)]
+    pub commands: CommandsConfig,
+    /// Optional daily spending cap for background indexing and queries.
+    #[garde(dive)]
+    pub spending: SpendingConfig,
 }
 
 impl Default for Config {
@@ -75,6 +81,8 @@ impl Default for Config {
             indexing: IndexingConfig::default(),
             references: ReferencesConfig::default(),
             query: QueryConfig::default(),
+            commands: CommandsConfig::default(),
+            spending: SpendingConfig::default(),
         }
     }
 }
@@ -195,6 +203,40 @@ impl Default for QueryConfig {
     fn default() -> Self {
         QueryConfig { enabled: true, max_context_tokens: 8000, max_calls_per_turn: 1, max_output_tokens: 1200 }
     }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CommandsConfig {
+    /// The overview (`/session-index`).
+    #[garde(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9-]*$"))]
+    pub overview: String,
+    /// Start a new session from a referenced one (`/continue <ref>`).
+    #[serde(rename = "continue")]
+    #[garde(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9-]*$"))]
+    pub continue_from: String,
+    /// Index every session lacking an up-to-date meta, in the background (`/index-all`).
+    #[garde(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9-]*$"))]
+    pub index_all: String,
+}
+
+impl Default for CommandsConfig {
+    fn default() -> Self {
+        CommandsConfig {
+            overview: "session-index".into(),
+            continue_from: "continue".into(),
+            index_all: "index-all".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Validate, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct SpendingConfig {
+    /// USD per day (UTC) for automatic indexing and queries; past it, automatic
+    /// indexing pauses and commands ask first. `null`: no cap.
+    #[garde(inner(range(min = 0.0, max = 10_000.0)))]
+    pub daily_cap_usd: Option<f64>,
 }
 
 /// Parse and validate a config document as the host hands it over: `null`

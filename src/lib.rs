@@ -16,6 +16,7 @@ mod shared_dir;
 
 pub mod app;
 pub mod catalog;
+pub mod commands;
 pub mod config;
 pub mod error_code;
 mod ffi;
@@ -31,6 +32,7 @@ pub mod redact;
 pub mod references;
 pub mod runtime;
 pub mod session;
+pub mod spend;
 pub mod status;
 pub mod text;
 mod threads;

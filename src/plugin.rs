@@ -44,12 +44,14 @@ impl SessionIndexPlugin {
         if config.query.enabled {
             tools.push(crate::query::tool_spec());
         }
+        let mut commands = vec![pi_ext_abi::protocol::CommandSpec {
+            name: config.command_name.clone(),
+            description: "Index this session now: name, description, summary and tags in sessions-meta".into(),
+        }];
+        commands.extend(crate::commands::specs(&self.app));
         Registrations {
             events: EVENTS.iter().map(|e| e.to_string()).collect(),
-            commands: vec![pi_ext_abi::protocol::CommandSpec {
-                name: config.command_name.clone(),
-                description: "Index this session now: name, description, summary and tags in sessions-meta".into(),
-            }],
+            commands,
             tools,
             config_problems: self.app.config_problems.clone(),
         }
@@ -102,10 +104,9 @@ impl SessionIndexPlugin {
         panic_if_requested(&format!("command:{}", call.command));
         check_version(call.v)?;
         if call.command == self.app.config.command_name {
-            Ok(crate::indexing::run_command(&self.app, &call))
-        } else {
-            Err(format!("unknown command '{}'", call.command))
+            return Ok(crate::indexing::run_command(&self.app, &call));
         }
+        crate::commands::run(&self.app, &call).ok_or_else(|| format!("unknown command '{}'", call.command))
     }
 
     pub fn request(&self, method: &str, payload: Value) -> Result<Value, String> {

@@ -101,7 +101,12 @@ fn index_command_through_the_host_uses_the_mock_provider() {
     assert!(!of_type(&effects, "waitForIdle").is_empty(), "the command waits for idle first");
     let entry = of_type(&effects, "appendEntry")[0];
     assert_eq!(entry["data"]["usage"]["costUsd"], 0.003);
-    assert!(of_type(&effects, "setStatus").iter().any(|e| e["text"] == "indexed ($0.0030)"), "{effects:?}");
+    assert!(
+        of_type(&effects, "setStatus")
+            .iter()
+            .any(|e| e["text"] == "indexed ($0.0030 by anthropic/claude-haiku-4-5: configured key)"),
+        "{effects:?}"
+    );
     h.instance.shutdown(Duration::from_secs(5));
 }
 

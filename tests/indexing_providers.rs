@@ -76,7 +76,9 @@ fn happy_path(wire: Wire, model_key: &str) {
     let status = |text: &str| Effect::SetStatus { key: "session-index".into(), text: Some(text.into()) };
     assert_eq!(effects[0], status("indexing…"));
     assert!(effects.contains(&Effect::SetSessionName { name: meta.name.clone() }), "{effects:?}");
-    assert!(effects.contains(&status("indexed ($0.0014)")), "{effects:?}");
+    let shown = format!("indexed ($0.0014 by {}: configured key)", meta.model);
+    assert!(effects.contains(&status(&shown)), "{effects:?}");
+    assert_eq!(meta.model_choice.as_deref(), Some("configured"), "why the model, in the meta file");
     let entries = f.index_entries();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0]["success"], true);
@@ -274,7 +276,8 @@ fn a_command_during_a_background_index_waits_for_it() {
 
     // One run after the other: their effects do not interleave.
     let shown: Vec<String> = f.statuses().into_iter().flatten().collect();
-    assert_eq!(shown, ["indexing…", "indexed ($0.0001)", "indexing…", "indexed ($0.0001)"], "{shown:?}");
+    let done = "indexed ($0.0001 by openai/gpt-4o-mini: configured key)";
+    assert_eq!(shown, ["indexing…", done, "indexing…", done], "{shown:?}");
     let entries = f.index_entries();
     assert_eq!(entries.len(), 2);
     assert!(entries.iter().all(|e| e["success"] == true), "{entries:?}");

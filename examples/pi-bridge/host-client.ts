@@ -23,6 +23,8 @@ export interface HostClientOptions {
 	onNotification: HostNotificationHandler;
 	/** Diagnostics from the client itself and the host's stderr. */
 	log: (level: string, message: string) => void;
+	/** Called when the process stops unexpectedly (not after `close`). */
+	onExit?: () => void;
 	/** Called after every (re)start, before any queued request is sent; usually sends `init`. */
 	onStart: (client: HostClient) => Promise<void>;
 	/** Restarts allowed over the client's lifetime; after that the client stays down. */
@@ -95,7 +97,10 @@ export class HostClient {
 			p.reject(new HostError(`pi-ext-host stopped (${why}) during ${p.method}${detail}`));
 			this.pending.delete(id);
 		}
-		if (!this.closed) this.options.log("warn", `pi-ext-host stopped (${why})`);
+		if (!this.closed) {
+			this.options.log("warn", `pi-ext-host stopped (${why})`);
+			this.options.onExit?.();
+		}
 	}
 
 	private onLine(line: string): void {

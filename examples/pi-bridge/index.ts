@@ -6,7 +6,9 @@
  * session_shutdown, plus the plugin's tools and commands, registered with the
  * schemas the plugin reports at `init`.
  * plugin → pi: status line, notifications, custom entries and the session name
- * through pi's own API; model calls and API keys through pi's model registry.
+ * through pi's own API; model calls and API keys through pi's model registry;
+ * a command's actions (ABI 1.1: selector, switching or starting a session,
+ * editor text, another command) once the command has returned.
  *
  * Environment: PI_EXT_HOST (host binary), PI_EXT_PLUGIN (plugin directory),
  * PI_EXT_CONFIG / PI_EXT_LIB (config file / library overrides), PI_EXT_LOG
@@ -85,9 +87,12 @@ function log(level: string, message: string): void {
 	}
 }
 
+/** The pi-ext-abi 1.1 action types this bridge performs (see `perform`). */
+const ACTIONS = ["select", "switchSession", "newSession", "insertText", "command"];
+
 /** pi-ext-abi `SessionContext` from pi's context. */
 function sessionContext(ctx: ExtensionContext | undefined): Record<string, unknown> {
-	const base = { cwd: process.cwd(), agentDir: getAgentDir(), hasUi: false };
+	const base = { cwd: process.cwd(), agentDir: getAgentDir(), hasUi: false, actions: ACTIONS };
 	if (!ctx) return base;
 	const sm = ctx.sessionManager;
 	return {
@@ -99,6 +104,7 @@ function sessionContext(ctx: ExtensionContext | undefined): Record<string, unkno
 		agentDir: getAgentDir(),
 		hasUi: ctx.hasUI,
 		model: modelKey(ctx.model),
+		actions: ACTIONS,
 	};
 }
 
@@ -118,11 +124,19 @@ export default async function piBridge(pi: ExtensionAPI) {
 	/** Notices the plugin showed while a command ran: its result message is not shown a second time. */
 	let commandNotices: Set<string> | undefined;
 	let startupError: string | undefined;
+	/** Why the last call to the host failed (cleared by the next success): the plugin is down. */
+	let lastFailure: string | undefined;
+	/** Status keys the plugin set: cleared when its process stops, so no stale text stays. */
+	const statusKeys = new Set<string>();
 
 	const host = new HostClient({
 		command: hostBinary(plugin),
 		args,
 		log,
+		onExit: () => {
+			for (const key of statusKeys) current?.ui.setStatus(key, undefined);
+			statusKeys.clear();
+		},
 		onStart: async (client) => {
 			const params = { ctx: sessionContext(current), canComplete: true, client: `pi-bridge (pi ${VERSION})` };
 			const result = await client.send("init", params, TIMEOUTS.init);
@@ -131,6 +145,7 @@ export default async function piBridge(pi: ExtensionAPI) {
 		onNotification: (method, params) => {
 			switch (method) {
 				case "setStatus":
+					statusKeys.add(String(params.key));
 					current?.ui.setStatus(String(params.key), params.text ?? undefined);
 					break;
 				case "notify":
@@ -199,9 +214,12 @@ export default async function piBridge(pi: ExtensionAPI) {
 		current = ctx;
 		if (!subscribed.has(event)) return null;
 		try {
-			return await host.request("event", { v: 1, event, payload, ctx: sessionContext(ctx) }, timeoutMs);
+			const result = await host.request("event", { v: 1, event, payload, ctx: sessionContext(ctx) }, timeoutMs);
+			lastFailure = undefined;
+			return result;
 		} catch (err) {
-			log("warn", `${event}: ${errorText(err)}`);
+			lastFailure = errorText(err);
+			log("warn", `${event}: ${lastFailure}`);
 			return null;
 		}
 	}
@@ -235,6 +253,10 @@ export default async function piBridge(pi: ExtensionAPI) {
 	pi.on("before_agent_start", async (event, ctx) => {
 		const payload = { prompt: event.prompt, systemPrompt: event.systemPrompt };
 		const result = await send("before_agent_start", payload, ctx, TIMEOUTS.beforeAgentStart);
+		const down = startupError ?? lastFailure;
+		if (down && event.prompt.includes("@@")) {
+			ctx.ui.notify(`session-index is off, @@ references are not resolved: ${down}`, "warning");
+		}
 		if (!result || (!result.message && !result.systemPrompt)) return undefined;
 		return {
 			message: result.message
@@ -284,27 +306,72 @@ export default async function piBridge(pi: ExtensionAPI) {
 		});
 	}
 
+	/** Run a plugin command, show its outcome once, then perform its actions. */
+	async function runCommand(name: string, commandArgs: string, ctx: ExtensionCommandContext): Promise<void> {
+		current = ctx;
+		commandCtx = ctx;
+		const notices = new Set<string>();
+		commandNotices = notices;
+		let actions: unknown[] = [];
+		try {
+			const call = { v: 1, command: name, args: commandArgs, ctx: sessionContext(ctx) };
+			const result = await host.request("command", call, TIMEOUTS.command);
+			// Plugins may report the outcome themselves (session-index does); show it once.
+			const message = result?.message ? String(result.message) : "";
+			if (message && !notices.has(message)) ctx.ui.notify(message, result.ok ? "info" : "error");
+			actions = Array.isArray(result?.actions) ? result.actions : [];
+		} catch (err) {
+			ctx.ui.notify(`/${name}: ${errorText(err)}`, "error");
+		} finally {
+			commandCtx = undefined;
+			if (commandNotices === notices) commandNotices = undefined;
+		}
+		await perform(actions, ctx);
+	}
+
+	/**
+	 * A command's actions, in order. Switching or starting a session replaces
+	 * this extension instance (its ctx goes stale), so such an action ends the list.
+	 */
+	async function perform(actions: any[], ctx: ExtensionCommandContext): Promise<void> {
+		for (const action of actions) {
+			switch (action?.type) {
+				case "select": {
+					const options: any[] = Array.isArray(action.options) ? action.options : [];
+					const choice = await ctx.ui.select(String(action.title), options.map((o) => String(o.label)));
+					const picked = options.find((o) => String(o.label) === choice);
+					if (picked) await perform(Array.isArray(picked.actions) ? picked.actions : [], ctx);
+					break;
+				}
+				case "insertText":
+					ctx.ui.pasteToEditor(String(action.text));
+					break;
+				case "command":
+					await runCommand(String(action.command), String(action.args ?? ""), ctx);
+					break;
+				case "switchSession":
+					await ctx.switchSession(String(action.sessionFile));
+					return;
+				case "newSession": {
+					const m = action.message;
+					const setup = m
+						? async (sm: { appendCustomMessageEntry: (...args: any[]) => string }) => {
+								sm.appendCustomMessageEntry(String(m.customType), String(m.content), m.display ?? true, m.details);
+							}
+						: undefined;
+					await ctx.newSession({ parentSession: action.parentSession ?? undefined, setup });
+					return;
+				}
+				default:
+					log("warn", `unknown action from the plugin: ${JSON.stringify(action?.type)}`);
+			}
+		}
+	}
+
 	for (const command of registrations?.commands ?? []) {
 		pi.registerCommand(command.name, {
 			description: command.description,
-			handler: async (commandArgs, ctx) => {
-				current = ctx;
-				commandCtx = ctx;
-				const notices = new Set<string>();
-				commandNotices = notices;
-				try {
-					const call = { v: 1, command: command.name, args: commandArgs ?? "", ctx: sessionContext(ctx) };
-					const result = await host.request("command", call, TIMEOUTS.command);
-					// Plugins may report the outcome themselves (session-index does); show it once.
-					const message = result?.message ? String(result.message) : "";
-					if (message && !notices.has(message)) ctx.ui.notify(message, result.ok ? "info" : "error");
-				} catch (err) {
-					ctx.ui.notify(`/${command.name}: ${errorText(err)}`, "error");
-				} finally {
-					commandCtx = undefined;
-					if (commandNotices === notices) commandNotices = undefined;
-				}
-			},
+			handler: (commandArgs, ctx) => runCommand(command.name, commandArgs ?? "", ctx),
 		});
 	}
 }

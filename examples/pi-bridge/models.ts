@@ -9,6 +9,8 @@ import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
 /** pi-ext-abi `CompletionRequest` (camelCase JSON). */
 export interface CompletionRequest {
 	model?: string;
+	/** Since 1.1: every acceptable `provider/id` in order of preference (the plugin's modelKeys). */
+	candidates?: string[];
 	system: string;
 	messages: { role: string; content: string }[];
 	maxTokens: number;
@@ -21,33 +23,48 @@ export interface CompletionResponse {
 	text: string;
 	model: string;
 	usage: { inputTokens: number; outputTokens: number; costUsd?: number };
+	/** Since 1.1: why this model: `configured`, `cheapest` (pi's registry) or `session` (fallback). */
+	choice: Choice;
 }
+
+type Choice = "configured" | "cheapest" | "session";
 
 export function modelKey(model: { provider: string; id: string } | undefined): string | undefined {
 	return model ? `${model.provider}/${model.id}` : undefined;
 }
 
+/** Typical indexing call: about ten input tokens per output token. */
+const priceOf = (m: { cost: { input: number; output: number } }) => m.cost.input * 10 + m.cost.output;
+
 /**
- * The requested `provider/id` when pi knows it and has credentials for it,
+ * The first requested `provider/id` pi knows and has credentials for; else the
+ * cheapest model in pi's registry with credentials (text input, a context of
+ * at least 16k tokens, a known price: an all-zero price is unknown, not free);
  * else the session's current model (which the user is evidently able to use).
- * The response names the model that answered, so the plugin records the truth.
+ * The response names the model that answered and why, so the plugin records the truth.
  */
-function pickModel(ctx: ExtensionContext, wanted: string | undefined) {
-	if (wanted) {
-		const slash = wanted.indexOf("/");
-		if (slash > 0) {
-			const found = ctx.modelRegistry.find(wanted.slice(0, slash), wanted.slice(slash + 1));
-			if (found && (found === ctx.model || ctx.modelRegistry.hasConfiguredAuth(found))) return found;
-		}
+function pickModel(ctx: ExtensionContext, request: CompletionRequest) {
+	const registry = ctx.modelRegistry;
+	for (const wanted of [request.model, ...(request.candidates ?? [])]) {
+		const slash = wanted?.indexOf("/") ?? -1;
+		if (!wanted || slash <= 0) continue;
+		const found = registry.find(wanted.slice(0, slash), wanted.slice(slash + 1));
+		if (found && (found === ctx.model || registry.hasConfiguredAuth(found))) return { model: found, choice: "configured" as Choice };
 	}
-	return ctx.model;
+	const capable = registry
+		.getAvailable()
+		.filter((m) => m.input.includes("text") && m.contextWindow >= 16_000 && priceOf(m) > 0)
+		.sort((a, b) => priceOf(a) - priceOf(b));
+	if (capable[0]) return { model: capable[0], choice: "cheapest" as Choice };
+	return { model: ctx.model, choice: "session" as Choice };
 }
 
 export async function complete(ctx: ExtensionContext, request: CompletionRequest): Promise<CompletionResponse> {
-	const model = pickModel(ctx, request.model);
+	const { model, choice } = pickModel(ctx, request);
 	if (!model) throw new Error(`no model available in pi for ${request.model ?? "the plugin"}`);
+	// Every error names the model tried first (`provider/id: …`): the plugin records it.
 	const auth = await ctx.modelRegistry.getApiKeyAndHeaders(model);
-	if (!auth.ok) throw new Error(`no credentials for ${modelKey(model)}: ${auth.error}`);
+	if (!auth.ok) throw new Error(`${modelKey(model)}: no credentials: ${auth.error}`);
 
 	let systemPrompt = request.system;
 	if (request.jsonSchema) {
@@ -108,7 +125,11 @@ export async function complete(ctx: ExtensionContext, request: CompletionRequest
 				outputTokens: response.usage?.output ?? 0,
 				costUsd: response.usage?.cost?.total,
 			},
+			choice,
 		};
+	} catch (err) {
+		const message = err instanceof Error ? err.message : String(err);
+		throw new Error(message.startsWith(`${modelKey(model)}: `) ? message : `${modelKey(model)}: ${message}`);
 	} finally {
 		clearTimeout(timer);
 	}

@@ -90,6 +90,7 @@ struct Generated {
     attempts: u32,
     incremental: bool,
     fallback_reason: Option<String>,
+    choice: String,
 }
 
 /// Where the answer comes from.
@@ -150,6 +151,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                 attempts: 1,
                 incremental: false,
                 fallback_reason: reason,
+                choice: "offline".into(),
             }
         }
         Chosen::Remote(selected) => {
@@ -174,8 +176,10 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                 schema: summary::json_schema(),
                 max_output_tokens: app.config.indexing.max_output_tokens,
             };
-            let outcome =
-                selected.complete_json::<IndexSummary>(app, &task).map_err(|e| fail(e.into(), sid, Some(&key)))?;
+            let outcome = selected.complete_json::<IndexSummary>(app, &task).map_err(|e| {
+                let tried = model::tried_model(&e.to_string()).unwrap_or(&key).to_string();
+                fail(e.into(), sid, Some(&tried))
+            })?;
             let usage = MetaUsage {
                 input_tokens: outcome.usage.input_tokens,
                 output_tokens: outcome.usage.output_tokens,
@@ -188,10 +192,12 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                 attempts: outcome.attempts,
                 incremental: incremental.is_some(),
                 fallback_reason: None,
+                choice: outcome.choice,
             }
         }
     };
-    let Generated { summary: result, model: model_key, usage, attempts, incremental, fallback_reason } = generated;
+    let Generated { summary: result, model: model_key, usage, attempts, incremental, fallback_reason, choice } =
+        generated;
 
     let previous_meta_name = previous.as_ref().map(|m| m.name.clone());
     let session_file = absolute(&request.session_file);
@@ -212,6 +218,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
             created_at: created_at.unwrap_or_else(|| now.clone()),
             updated_at: now,
             model: model_key.clone(),
+            model_choice: Some(choice.clone()),
             last_indexed_leaf_id: Some(leaf_id),
             usage: Some(usage),
             files: Some(MetaFiles { read: files.read, modified: files.modified }),

@@ -1,6 +1,7 @@
 //! Auto-indexing: the `agent_end` trigger, the `index-session` command and the
 //! background job that turns a session into its meta file.
 
+pub mod bulk;
 pub mod job;
 pub mod report;
 pub mod summary;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pi_ext_abi::protocol::{CommandCall, CommandResult, SessionContext};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::app::App;
 use crate::host::NotifyLevel;
@@ -30,6 +31,15 @@ pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
         tracing::debug!("not indexing an ephemeral session");
         return;
     };
+    if let Some((spent, cap)) = crate::spend::over_cap(app, &app.meta_dir(ctx)) {
+        if !app.cap_noticed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let text = format!(
+                "session-index: today's spending cap is reached (${spent:.4} of ${cap:.2}); automatic indexing is paused until tomorrow (UTC)"
+            );
+            app.host.notify(&text, NotifyLevel::Warning);
+        }
+        return;
+    }
     let key = ctx.session_id.clone().unwrap_or_else(|| session_file.clone());
     let weak = Arc::downgrade(app);
     let ctx = ctx.clone();
@@ -43,10 +53,10 @@ pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
 
 /// `/index-session`: wait for idle, index regardless of the threshold, report.
 pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
-    let failed = |message: String| {
-        app.host.notify(&message, NotifyLevel::Error);
-        CommandResult { ok: false, message: Some(message), details: Value::Null }
-    };
+    let failed = |message: String| crate::commands::failed(app, message);
+    if let Some(ask) = crate::commands::ask_over_cap(app, call) {
+        return ask;
+    }
     if !app.config_ok() {
         return failed(format!("session-index config is invalid: {}", app.config_problems.join("; ")));
     }
@@ -73,6 +83,7 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
                     "incremental": indexed.incremental,
                     "usage": meta.usage,
                 }),
+                actions: Vec::new(),
             }
         }
         Ok(None) => failed("nothing to index".into()),

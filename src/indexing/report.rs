@@ -28,6 +28,8 @@ pub fn run_reported(app: &Arc<App>, request: &IndexRequest) -> Result<Option<Ind
             Ok(None)
         }
         Ok(IndexOutcome::Indexed(indexed)) => {
+            let cost = indexed.meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
+            crate::spend::record(app, &request.meta_dir, crate::spend::Kind::Indexing, cost);
             report_success(app, &indexed);
             Ok(Some(*indexed))
         }
@@ -66,7 +68,22 @@ fn report_success(app: &Arc<App>, indexed: &Indexed) {
         attempts = indexed.attempts,
         "indexed session"
     );
-    show_status(app, &format!("indexed ({})", cost_label(meta)), true);
+    let text = match meta.model_choice.as_deref().filter(|c| *c != "offline").map(choice_label) {
+        Some(why) => format!("indexed ({} by {}: {why})", cost_label(meta), meta.model),
+        None => format!("indexed ({})", cost_label(meta)),
+    };
+    show_status(app, &text, true);
+}
+
+/// What a `modelChoice` means, for people.
+pub fn choice_label(choice: &str) -> &'static str {
+    match choice {
+        "configured" => "configured key",
+        "cheapest" => "cheapest in pi's registry",
+        "session" => "fallback: the session's model",
+        "offline" => "offline model",
+        _ => "",
+    }
 }
 
 /// `$0.0012` for a priced model; `offline` for the local model, whose zero

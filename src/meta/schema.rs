@@ -28,6 +28,10 @@ pub struct SessionMeta {
     /// `provider/id` of the model that wrote it (`local/extractive` offline).
     #[serde(default)]
     pub model: String,
+    /// Why that model: `configured` (a modelKeys entry), `cheapest` (pi's registry),
+    /// `session` (the session's model, as a last resort) or `offline`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_choice: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_indexed_leaf_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

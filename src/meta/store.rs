@@ -193,6 +193,7 @@ mod tests {
             created_at: "2026-01-01T00:00:00.000Z".into(),
             updated_at: "2026-01-01T00:00:00.000Z".into(),
             model: "local/extractive".into(),
+            model_choice: None,
             last_indexed_leaf_id: None,
             usage: None,
             files: None,

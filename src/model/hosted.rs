@@ -9,6 +9,7 @@ use crate::redact::redact;
 pub(super) fn call(app: &App, key: &str, system: &str, turns: &[Turn], task: &JsonTask) -> Result<Answer, ModelError> {
     let request = CompletionRequest {
         model: Some(key.to_string()),
+        candidates: app.config.model_keys.iter().filter(|k| !k.starts_with("local/")).cloned().collect(),
         system: system.to_string(),
         messages: turns
             .iter()
@@ -35,6 +36,7 @@ pub(super) fn call(app: &App, key: &str, system: &str, turns: &[Turn], task: &Js
         output_tokens: response.usage.output_tokens,
         cost_usd: response.usage.cost_usd,
         model,
+        choice: response.choice,
         ..Answer::default()
     })
 }

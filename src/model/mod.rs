@@ -62,6 +62,8 @@ pub struct ModelOutcome<T> {
     pub usage: Usage,
     /// Answers requested (1..=[`MAX_ATTEMPTS`]); a 429/503/529 retry is not an answer.
     pub attempts: u32,
+    /// Why this model (see [`crate::meta::SessionMeta::model_choice`]).
+    pub choice: String,
 }
 
 /// Why no validated answer came back. `Display` is one line and never
@@ -160,6 +162,8 @@ struct Answer {
     model: Option<String>,
     /// The answer stopped at the output token limit.
     truncated: bool,
+    /// Why the host chose the model, when it says.
+    choice: Option<String>,
 }
 
 impl SelectedModel {
@@ -186,12 +190,14 @@ impl SelectedModel {
         let mut output_tokens = 0u64;
         let mut cost = 0.0f64;
         let mut model = self.key.clone();
+        let mut choice = "configured".to_string();
         let mut last_error = String::new();
         for attempt in 1..=MAX_ATTEMPTS {
             let answer = self.call(app, &system, &turns, task)?;
             if let Some(answered_by) = answer.model.filter(|m| m.contains('/')) {
                 model = answered_by;
             }
+            choice = answer.choice.unwrap_or(choice);
             input_tokens += answer.input_tokens;
             output_tokens += answer.output_tokens;
             // A host may price the call itself; otherwise our price table does.
@@ -202,7 +208,7 @@ impl SelectedModel {
             match parse_and_validate::<T>(&text, answer.problem.as_deref(), answer.truncated) {
                 Ok(value) => {
                     let usage = Usage { input_tokens, output_tokens, cost_usd: Some(cost) };
-                    return Ok(ModelOutcome { value, model, usage, attempts: attempt });
+                    return Ok(ModelOutcome { value, model, usage, attempts: attempt, choice });
                 }
                 Err(error) => {
                     tracing::debug!(model = %model, attempt, "invalid model output: {error}");
@@ -238,6 +244,14 @@ impl SelectedModel {
             }
         }
     }
+}
+
+/// The `provider/id` a failed host call names as the model it tried (the pi
+/// bridge starts its errors with it, after the host's `complete: `).
+pub fn tried_model(message: &str) -> Option<&str> {
+    let rest = message.split_once("complete: ").map_or(message, |(_, rest)| rest);
+    let (head, _) = rest.split_once(": ")?;
+    (head.contains('/') && !head.contains(char::is_whitespace)).then_some(head)
 }
 
 /// Parse the answer as `T` (tolerating a Markdown code fence) and validate it.
@@ -320,6 +334,16 @@ pub(crate) fn one_line(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_model_a_failed_host_call_tried_is_read_from_its_error() {
+        assert_eq!(tried_model("complete: mock/mock-cheap: HTTP 500: down"), Some("mock/mock-cheap"));
+        let error = ModelError::Transport("complete: mock/mock-cheap: 500 status code".into());
+        assert_eq!(tried_model(&error.to_string()), Some("mock/mock-cheap"));
+        assert_eq!(tried_model("openai/gpt-4o: no credentials: none"), Some("openai/gpt-4o"));
+        assert_eq!(tried_model("complete: the bridge did not answer within 5 ms"), None);
+        assert_eq!(tried_model("no model available in pi for x/y"), None);
+    }
+
     use super::*;
 
     #[derive(Debug, serde::Deserialize, garde::Validate)]

@@ -261,10 +261,13 @@ pub fn answer_path(
     };
     let prepared = prepare(&session, meta.as_ref(), fallback_name, question, app.config.query.max_context_tokens)?;
     drop(session);
-    let mut answer = match model_answer::answer(app, &prepared, question)? {
+    // Past the daily cap, queries are answered offline (no model, no cost).
+    let over_cap = crate::spend::over_cap(app, meta_dir).is_some();
+    let mut answer = match if over_cap { None } else { model_answer::answer(app, &prepared, question)? } {
         Some(answer) => answer,
         None => offline_answer(&prepared),
     };
+    crate::spend::record(app, meta_dir, crate::spend::Kind::Queries, answer.cost_usd);
     answer.latency_ms = started.elapsed().as_millis().min(u128::from(u64::MAX)) as u64;
     Ok(answer)
 }

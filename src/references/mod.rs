@@ -85,6 +85,8 @@ pub fn before_agent_start(app: &Arc<App>, ctx: &SessionContext, prompt: &str) ->
 
 struct Built {
     blocks: Vec<render::Block>,
+    /// Files of the referenced sessions (not their ancestors), in reference order.
+    files: Vec<std::path::PathBuf>,
     /// Every injected session (references first, then their ancestors), once.
     session_ids: Vec<String>,
     resolved: usize,
@@ -95,7 +97,8 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
     let cfg = &app.config.references;
     let sessions_dir = app.sessions_dir(ctx);
     let meta_dir = app.meta_dir(ctx);
-    let mut out = Built { blocks: Vec::new(), session_ids: Vec::new(), resolved: 0, unresolved: Vec::new() };
+    let mut out =
+        Built { blocks: Vec::new(), files: Vec::new(), session_ids: Vec::new(), resolved: 0, unresolved: Vec::new() };
     let mut resolved: Vec<(usize, &Reference, CatalogEntry)> = Vec::new();
     for (group, r) in refs.iter().enumerate() {
         if group >= cfg.max_refs_per_prompt {
@@ -136,6 +139,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
     for (k, (group, r, entry)) in resolved.iter().enumerate() {
         let (group, entry) = (*group, entry.clone());
         out.resolved += 1;
+        out.files.push(entry.path.clone());
         let answered = answers.get_mut(k).and_then(Option::take);
         if out.session_ids.contains(&entry.id) {
             // Already injected by an earlier reference: only its answer is new.
@@ -205,6 +209,30 @@ fn add_ancestors(
             }
         }
     }
+}
+
+/// `/continue <ref>`: the referenced session's context (summary, decisions,
+/// open tasks, files; with `~N` its ancestors, with `: question` an answer)
+/// as the first message of a new session, redacted before it is cut to
+/// `references.maxInjectedBytes`. Returns the session's file and the message.
+pub fn continue_message(app: &App, ctx: &SessionContext, reference: &str) -> Result<(String, CustomMessage), String> {
+    let written = if reference.starts_with("@@") { reference.to_string() } else { format!("@@{reference}") };
+    let Some(r) = parse(&written).into_iter().next() else {
+        return Err(format!(
+            "\"{reference}\" is not a session reference (try @@<name>, @@<id prefix> or @@\"Quoted name\")"
+        ));
+    };
+    let mut built = build(app, ctx, std::slice::from_ref(&r));
+    if let Some(u) = built.unresolved.first() {
+        return Err(u.reason.clone());
+    }
+    let file = built.files.first().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    for block in &mut built.blocks {
+        block.body = crate::redact::redact(&block.body).into_owned();
+    }
+    let rendered = render::render(&built.blocks, &[], app.config.references.max_injected_bytes);
+    let details = json!({"sessionIds": built.session_ids, "continuedFrom": file, "truncated": rendered.truncated});
+    Ok((file, CustomMessage { custom_type: CUSTOM_TYPE.into(), content: rendered.content, display: true, details }))
 }
 
 fn ask(app: &App, ctx: &SessionContext, entry: &CatalogEntry, question: &str) -> describe::Answered {

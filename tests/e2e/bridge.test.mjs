@@ -137,3 +137,24 @@ test("a host that never answers cannot hang pi: the event times out and the prom
 	const log = readFileSync(join(world.root, "bridge.log"), "utf8");
 	assert.match(log, /before_agent_start: pi-ext-host did not answer event within 2000 ms/);
 });
+
+test("a host that stops leaves no stale status, and once given up every @@ prompt says references are off", async () => {
+	const from = pi.events.length;
+	// Three more crashes use up the bridge's three restarts (one was used above, the last crash is not restarted).
+	for (const n of [1, 2, 3]) {
+		const at = pi.events.length;
+		await pi.command({ type: "prompt", message: "/fake-cmd crash" });
+		await pi.waitFor((e) => e.method === "notify" && /fake-cmd: pi-ext-host stopped/.test(e.message ?? ""), `crash ${n}`, 10_000, at);
+	}
+	const statuses = pi.events.slice(from).filter((e) => e.method === "setStatus" && e.statusKey === "fake").map((e) => e.statusText ?? null);
+	assert.deepEqual(statuses, ["working…", null, "working…", null, "working…", null], "a stopped plugin's status is cleared, never left stale");
+
+	const notices = () => pi.events.filter((e) => e.method === "notify" && /^session-index is off, @@ references are not resolved: /.test(e.message ?? ""));
+	await pi.prompt("no reference here");
+	await pi.prompt("compare @@alpha with this");
+	await pi.prompt("and @@beta too");
+	const off = notices();
+	assert.equal(off.length, 2, `one notice per @@ prompt: ${JSON.stringify(off)}`);
+	assert.match(off[1].message, /gave up after 3 restarts/);
+	assert.equal(off[1].notifyType, "warning");
+});

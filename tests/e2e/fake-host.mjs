@@ -39,7 +39,10 @@ async function handle(method, params) {
 		case "tool":
 			return { content: [{ type: "text", text: `echo: ${params.params.text}` }], details: { echoed: true }, isError: false };
 		case "command":
-			if (params.args === "crash") process.exit(3);
+			if (params.args === "crash") {
+				send({ method: "setStatus", params: { key: "fake", text: "working…" } }); // killed mid-work
+				process.exit(3);
+			}
 			send({ method: "appendEntry", params: { customType: "fake:command", data: { args: params.args, idle: (await hostRequest("waitForIdle", { timeoutMs: 1000 })).idle } } });
 			return { ok: true, message: "fake done", details: {} };
 		case "flush":

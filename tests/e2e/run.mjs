@@ -56,6 +56,7 @@ const tests = files.length
 			join(REPO, "tests/e2e/autocomplete.test.mjs"),
 			join(REPO, "tests/e2e/bridge.test.mjs"),
 			join(REPO, "tests/e2e/session-index.test.mjs"),
+			join(REPO, "tests/e2e/in-pi.test.mjs"),
 		];
 const run = spawnSync(process.execPath, ["--test", "--test-concurrency=1", ...tests], {
 	stdio: "inherit",

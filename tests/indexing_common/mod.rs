@@ -75,6 +75,7 @@ impl Fixture {
             agent_dir: agent_dir.to_string_lossy().into_owned(),
             has_ui: true,
             model: None,
+            actions: Vec::new(),
         };
         let host = RecordingHost::new(ctx);
         host.keys.lock().unwrap().extend(keys.iter().map(|(p, k)| (p.to_string(), k.to_string())));

@@ -529,7 +529,7 @@ impl HostApi for ServingHost {
         self.requests.lock().unwrap().push(request.clone());
         let text = self.answers.lock().unwrap().pop_front().ok_or("mock host: no scripted answer")?;
         let usage = Usage { input_tokens: 10, output_tokens: 5, cost_usd: Some(0.001) };
-        Ok(CompletionResponse { text, model: request.model.clone().unwrap_or_default(), usage })
+        Ok(CompletionResponse { text, model: request.model.clone().unwrap_or_default(), usage, choice: None })
     }
     fn log(&self, level: LogLevel, target: &str, message: &str) {
         self.inner.log(level, target, message)

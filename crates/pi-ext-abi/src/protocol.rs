@@ -3,6 +3,14 @@
 //!
 //! Every call document carries `v` ([`PROTOCOL_VERSION`]). Readers ignore
 //! unknown fields so either side can add fields in a minor version.
+//!
+//! Since 1.1, a command may ask the host for pi's session controls
+//! ([`Action`]: the selector, switching and starting sessions, editor text)
+//! in its [`CommandResult`], and the host lists the ones it performs in
+//! [`SessionContext::actions`]. They are results, not [`crate::Host`]
+//! methods, because abi_stable's layout check refuses a library whose vtables
+//! are shorter than the loader's: a host with a longer `Host` vtable would
+//! stop loading every 1.0 plugin.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -51,6 +59,16 @@ pub struct SessionContext {
     /// The model pi is using, as `provider/id`, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Since 1.1: the [`Action`] types (`select`, `newSession`, …) this host performs; empty on 1.0 hosts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<String>,
+}
+
+impl SessionContext {
+    /// Whether the host performs actions of `kind` (e.g. `newSession`).
+    pub fn can(&self, kind: &str) -> bool {
+        self.actions.iter().any(|a| a == kind)
+    }
 }
 
 /// An event delivered to [`crate::Plugin::on_event`].
@@ -222,6 +240,46 @@ pub struct CommandResult {
     pub message: Option<String>,
     #[serde(default)]
     pub details: Value,
+    /// Since 1.1: what the host does next, in order, once the command returned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<Action>,
+}
+
+/// Since 1.1: a session control the host performs for a command (pi's
+/// `ctx.ui.select`, `ctx.switchSession`, `ctx.newSession`, `ctx.ui.pasteToEditor`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Action {
+    /// Let the user pick one option; its actions run, nothing runs on dismissal.
+    #[serde(rename_all = "camelCase")]
+    Select { title: String, options: Vec<SelectOption> },
+    /// Switch to another session file.
+    #[serde(rename_all = "camelCase")]
+    SwitchSession { session_file: String },
+    /// Start a new session whose header records `parent_session` and whose first entry is `message`.
+    #[serde(rename_all = "camelCase")]
+    NewSession {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_session: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<CustomMessage>,
+    },
+    /// Insert text into the user's editor.
+    InsertText { text: String },
+    /// Run a command of this plugin (its result may carry further actions).
+    Command { command: String, args: String },
+}
+
+/// Every [`Action`] type, for hosts that perform them all.
+pub const ACTIONS: &[&str] = &["select", "switchSession", "newSession", "insertText", "command"];
+
+/// One choice of [`Action::Select`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectOption {
+    pub label: String,
+    #[serde(default)]
+    pub actions: Vec<Action>,
 }
 
 /// State of background work after [`crate::Plugin::flush`] or `shutdown`.
@@ -250,6 +308,10 @@ pub struct CompletionRequest {
     /// `provider/id`; `None` lets the host choose its cheapest suitable model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Since 1.1: every acceptable `provider/id`, in order of preference. When
+    /// none is usable the host picks its cheapest capable model, else the session's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
     pub system: String,
     pub messages: Vec<ChatMessage>,
     pub max_tokens: u32,
@@ -278,12 +340,39 @@ pub struct CompletionResponse {
     pub model: String,
     #[serde(default)]
     pub usage: Usage,
+    /// Since 1.1: why the host used `model`: `configured` (requested), `cheapest`
+    /// (its registry's cheapest capable model) or `session` (the session's model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn actions_are_tagged_camel_case_documents_and_1_0_results_still_read() {
+        let result = CommandResult {
+            ok: true,
+            actions: vec![Action::Select {
+                title: "t".into(),
+                options: vec![SelectOption {
+                    label: "go".into(),
+                    actions: vec![Action::NewSession { parent_session: Some("/p.jsonl".into()), message: None }],
+                }],
+            }],
+            ..CommandResult::default()
+        };
+        let doc = serde_json::to_value(&result).unwrap();
+        let option = &doc["actions"][0]["options"][0];
+        assert_eq!(option["actions"][0], json!({"type": "newSession", "parentSession": "/p.jsonl"}));
+        let old: CommandResult = serde_json::from_value(json!({"ok": true, "details": null})).unwrap();
+        assert!(old.actions.is_empty());
+        let ctx: SessionContext = serde_json::from_value(json!({"cwd": "/w", "actions": ["newSession"]})).unwrap();
+        assert!(ctx.can("newSession") && !ctx.can("select"));
+        assert!(!SessionContext::default().can("newSession"), "a 1.0 host performs no actions");
+    }
 
     fn call(v: u32, event: &str, payload: Value) -> EventCall {
         EventCall { v, event: event.into(), payload, ctx: SessionContext::default() }

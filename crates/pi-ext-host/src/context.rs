@@ -97,6 +97,7 @@ pub fn session_context(
         agent_dir: agent_dir.display().to_string(),
         has_ui: false,
         model: None,
+        actions: all_actions(),
     })
 }
 
@@ -105,8 +106,15 @@ pub fn bare_context(agent_dir: &Path) -> SessionContext {
     SessionContext {
         cwd: std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
         agent_dir: agent_dir.display().to_string(),
+        actions: all_actions(),
         ..SessionContext::default()
     }
+}
+
+/// This host reports a command's actions in its result (as it reports every
+/// effect) instead of performing them, so it accepts them all.
+fn all_actions() -> Vec<String> {
+    pi_ext_abi::protocol::ACTIONS.iter().map(|a| a.to_string()).collect()
 }
 
 #[cfg(test)]

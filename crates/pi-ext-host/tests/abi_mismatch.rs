@@ -3,7 +3,10 @@
 //! crates/pi-ext-abi with a bumped version, builds a minimal plugin against
 //! it with cargo (offline, the workspace's Cargo.lock, a persistent target
 //! dir under the workspace target so reruns are cheap) and loads it. A
-//! control build of the same plugin against the current version loads.
+//! control build of the same plugin against the current version loads, and
+//! so does one built as pi-ext-abi 1.0: old plugins keep loading in a newer
+//! host of the same major (1.1 added JSON documents only; a longer `Host`
+//! vtable in the host would fail abi_stable's layout check for them).
 
 mod common;
 
@@ -147,4 +150,18 @@ fn the_same_plugin_built_against_this_abi_loads() {
         err.to_string(),
         "abi-fixture-same@0.1.0: instantiate failed: abi-fixture-same is a test fixture and cannot be instantiated"
     );
+}
+
+#[test]
+fn a_plugin_built_against_abi_1_0_loads_and_calls_the_1_1_host() {
+    let (plugin_dir, lib) = build_fixture("abi-fixture-old", "1.0.0");
+    let module = pi_ext_host::loader::load_module_from_path(&lib).unwrap_or_else(|e| panic!("{e}"));
+    let host = pi_ext_host::RecordingHost::with_stderr_level(Default::default(), None);
+    let Err(err) = pi_ext_host::PluginInstance::new(module, host.to_host_box(), &plugin_dir, "null") else {
+        panic!("the fixture refuses to instantiate")
+    };
+    assert!(err.to_string().contains("abi-fixture-old is a test fixture"), "{err}");
+    let effects = host.effects();
+    assert_eq!(effects[0]["type"], "notify", "{effects:?}");
+    assert_eq!(effects[0]["text"], "abi-fixture-old loaded");
 }

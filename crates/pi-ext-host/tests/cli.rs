@@ -47,7 +47,7 @@ fn info_lists_the_manifest_and_registrations() {
     assert_eq!(doc["pluginId"], "session-index@0.1.0");
     assert_eq!(doc["manifest"]["name"], "session-index");
     assert_eq!(doc["abi"]["host"], pi_ext_abi::ABI_VERSION);
-    assert_eq!(doc["abi"]["declared"], "1.0");
+    assert_eq!(doc["abi"]["declared"], "1.1");
     let events: Vec<&str> =
         doc["registrations"]["events"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(events.contains(&"agent_end") && events.contains(&"before_agent_start"), "{events:?}");
@@ -217,7 +217,7 @@ fn a_manifest_declaring_another_abi_major_is_refused_before_loading() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(workspace_root().join("plugin.toml"))
         .unwrap()
-        .replace("abi = \"1.0\"", "abi = \"2.0\"");
+        .replace("abi = \"1.1\"", "abi = \"2.0\"");
     std::fs::write(dir.path().join("plugin.toml"), text).unwrap();
     // The library does not exist: the refusal must come first.
     let line = run(&["--plugin", &s(dir.path()), "--lib", "/nonexistent/lib.so", "info"]).failure();
