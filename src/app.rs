@@ -36,6 +36,8 @@ pub struct App {
     pub bulk: Mutex<Option<Arc<std::sync::atomic::AtomicBool>>>,
     /// Automatic indexing was paused by the daily cap (noticed once).
     pub cap_noticed: std::sync::atomic::AtomicBool,
+    /// `search_sessions` calls made in the current agent run.
+    pub search_calls_this_run: AtomicU32,
 }
 
 impl App {
@@ -58,6 +60,7 @@ impl App {
             spent: Mutex::default(),
             bulk: Mutex::default(),
             cap_noticed: Default::default(),
+            search_calls_this_run: AtomicU32::new(0),
         }))
     }
 

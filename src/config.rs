@@ -58,6 +58,8 @@ pub struct Config {
     /// Optional daily spending cap for background indexing and queries.
     #[garde(dive)]
     pub spending: SpendingConfig,
+    #[garde(dive)]
+    pub search: SearchConfig,
 }
 
 impl Default for Config {
@@ -83,6 +85,7 @@ impl Default for Config {
             query: QueryConfig::default(),
             commands: CommandsConfig::default(),
             spending: SpendingConfig::default(),
+            search: SearchConfig::default(),
         }
     }
 }
@@ -237,6 +240,30 @@ pub struct SpendingConfig {
     /// indexing pauses and commands ask first. `null`: no cap.
     #[garde(inner(range(min = 0.0, max = 10_000.0)))]
     pub daily_cap_usd: Option<f64>,
+}
+
+/// The search index (`<agent dir>/sessions-index/`), its tool and command.
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct SearchConfig {
+    /// Keep the index up to date in the background and offer `search_sessions` and the command.
+    #[garde(skip)]
+    pub enabled: bool,
+    /// Name of the in-pi search command (`/sessions`).
+    #[garde(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9-]*$"))]
+    pub command_name: String,
+    /// `search_sessions` calls allowed per agent run.
+    #[garde(range(min = 1, max = 100))]
+    pub max_calls_per_turn: u32,
+    /// Sessions a search returns unless asked for fewer.
+    #[garde(range(min = 1, max = 50))]
+    pub max_results: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig { enabled: true, command_name: "sessions".into(), max_calls_per_turn: 3, max_results: 8 }
+    }
 }
 
 /// Parse and validate a config document as the host hands it over: `null`

@@ -31,6 +31,7 @@ pub mod query;
 pub mod redact;
 pub mod references;
 pub mod runtime;
+pub mod search;
 pub mod session;
 pub mod spend;
 pub mod status;

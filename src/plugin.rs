@@ -49,6 +49,9 @@ impl SessionIndexPlugin {
             description: "Index this session now: name, description, summary and tags in sessions-meta".into(),
         }];
         commands.extend(crate::commands::specs(&self.app));
+        if config.search.enabled {
+            tools.push(crate::search::tool::tool_spec());
+        }
         Registrations {
             events: EVENTS.iter().map(|e| e.to_string()).collect(),
             commands,
@@ -68,11 +71,13 @@ impl SessionIndexPlugin {
                     app.host.notify(&text, NotifyLevel::Warning);
                 }
                 crate::references::on_session_start(app, &call.ctx);
+                crate::search::tool::refresh(app, &call.ctx);
                 Ok(Value::Null)
             }
             Event::Input {} => to_value(&InputResult::Continue),
             Event::BeforeAgentStart { prompt } => {
                 app.query_calls_this_run.store(0, Ordering::SeqCst);
+                app.search_calls_this_run.store(0, Ordering::SeqCst);
                 let message = crate::references::before_agent_start(app, &call.ctx, &prompt);
                 match message {
                     Some(message) => to_value(&BeforeAgentStartResult { message: Some(message), system_prompt: None }),
@@ -81,6 +86,7 @@ impl SessionIndexPlugin {
             }
             Event::AgentEnd {} => {
                 crate::indexing::on_agent_end(app, &call.ctx);
+                crate::search::tool::refresh(app, &call.ctx);
                 Ok(Value::Null)
             }
             Event::SessionShutdown {} => {
@@ -96,6 +102,7 @@ impl SessionIndexPlugin {
         check_version(call.v)?;
         match call.tool.as_str() {
             "query_session" if self.app.config.query.enabled => Ok(crate::query::call_tool(&self.app, &call)),
+            "search_sessions" if self.app.config.search.enabled => Ok(crate::search::tool::call(&self.app, &call)),
             other => Err(format!("unknown tool '{other}'")),
         }
     }

@@ -141,7 +141,7 @@ fn item(id: &str, role: &str, text: &str) -> Item {
     Item { entry_id: id.to_string(), role: role.to_string(), text: text.trim().to_string() }
 }
 
-fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
+pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
     match message {
         AgentMessage::User { content, .. } => split_parts(id, "user", &content_text(content)),
         AgentMessage::Assistant { content, error_message, .. } => {

@@ -67,6 +67,27 @@ pub fn read_header(path: &Path) -> Result<SessionHeader, SessionError> {
     }
 }
 
+/// What [`read_appended`] read.
+#[derive(Debug, Clone)]
+pub struct Appended {
+    /// The file's header when reading from 0 (`None` for a file with no complete line yet).
+    pub header: Option<SessionHeader>,
+    pub entries: Vec<Entry>,
+    /// Offset just after the last complete line read: where the next call starts.
+    pub end: u64,
+}
+
+/// For readers that follow a file as it grows (the search index): the
+/// entries of the complete lines from byte `from` on. `from` is 0 or an
+/// [`Appended::end`] of a version 3+ file (older versions number their
+/// entries by position, so they are read from 0). A half-written last line is
+/// left for the next call.
+pub fn read_appended(path: &Path, from: u64) -> Result<Appended, SessionError> {
+    let (parsed, end) = records::read_complete(path, from)?;
+    let header = (from == 0 && end > 0).then_some(parsed.header);
+    Ok(Appended { header, entries: parsed.entries, end })
+}
+
 impl Session {
     /// The entry with this id.
     pub fn get(&self, id: &str) -> Option<&Entry> {

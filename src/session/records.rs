@@ -36,7 +36,7 @@ pub(crate) struct Parsed {
 const SPLIT_MIN: u64 = 8 << 20;
 
 pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
-    let file = regular_files::open_regular(path).map_err(|e| io_err(path, e))?;
+    let file = File::open(path).map_err(|e| io_err(path, e))?;
     let len = file.metadata().map_err(|e| io_err(path, e))?.len();
     let cut = if len >= SPLIT_MIN && crate::threads::cpus() >= 2 {
         line_start_after(&file, len / 2).map_err(|e| io_err(path, e))?
@@ -77,7 +77,7 @@ pub(crate) fn read_parts(path: &Path, file: File, cut: Option<u64>) -> Result<Pa
         return records.finish();
     };
     let rest = |lines_before: u64| -> Result<LineReader<File>, SessionError> {
-        let mut file = regular_files::open_regular(path).map_err(|e| io_err(path, e))?;
+        let mut file = File::open(path).map_err(|e| io_err(path, e))?;
         file.seek(SeekFrom::Start(cut)).map_err(|e| io_err(path, e))?;
         Ok(LineReader::continuing(file, lines_before))
     };
@@ -107,6 +107,49 @@ pub(crate) fn read_parts(path: &Path, file: File, cut: Option<u64>) -> Result<Pa
         }
     }
     first.finish()
+}
+
+/// The entries of the complete (newline-terminated) lines from byte `from`
+/// on, and the offset just after the last of them: an unterminated last line
+/// may still be being written, so it is left for the next call. `from` is 0
+/// (the header is read too) or an offset this returned for a version 3+ file,
+/// whose lines stand alone.
+pub(crate) fn read_complete(path: &Path, from: u64) -> Result<(Parsed, u64), SessionError> {
+    let mut file = File::open(path).map_err(|e| io_err(path, e))?;
+    let mut end = from;
+    if from == 0 {
+        // The reader drops a leading BOM from the first line; count its bytes here.
+        let mut bom = [0u8; 3];
+        if file.read_exact(&mut bom).is_ok() && bom == *b"\xEF\xBB\xBF" {
+            end = 3;
+        }
+    }
+    file.seek(SeekFrom::Start(from)).map_err(|e| io_err(path, e))?;
+    let (mut records, mut lines) = if from == 0 {
+        (Records::new(path), LineReader::new(file))
+    } else {
+        (Records::after_header(path), LineReader::continuing(file, 0))
+    };
+    loop {
+        let elider = &mut records.elider;
+        let next = lines.next_line_observed(|number, partial| elider.progress(number, partial));
+        match next.map_err(|e| io_err(path, e))? {
+            Some(line) if line.terminated => {
+                end += line.text.len() as u64 + 1;
+                records.take(line.number, line.text, true)?;
+            }
+            _ => break,
+        }
+    }
+    if records.header.is_none() {
+        // Nothing complete yet (an empty or half-written file).
+        return Ok((Parsed { header: dummy_header(), entries: Vec::new(), warnings: records.warnings }, from));
+    }
+    Ok((records.finish()?, end))
+}
+
+fn dummy_header() -> SessionHeader {
+    SessionHeader { id: String::new(), version: 3, timestamp: String::new(), cwd: String::new(), parent_session: None }
 }
 
 /// State of the v1 → v2 migration (linear ids, parent = previous entry).
@@ -144,14 +187,7 @@ impl<'p> Records<'p> {
 
     /// For lines that follow a version 3+ header (the second half of a file).
     fn after_header(path: &'p Path) -> Self {
-        let header = SessionHeader {
-            id: String::new(),
-            version: 3,
-            timestamp: String::new(),
-            cwd: String::new(),
-            parent_session: None,
-        };
-        Records { header: Some(header), ..Records::new(path) }
+        Records { header: Some(dummy_header()), ..Records::new(path) }
     }
 
     /// Take every line of `lines`; returns the number of the last one.
@@ -366,12 +402,12 @@ mod tests {
     fn two_halves_read_as_one() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let mut files = written(dir.path());
-        let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions");
-        files.extend(crate::session::discovery::jsonl_files(&bundled, &bundled));
+        files.extend(crate::session::discovery::jsonl_files(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions"),
+        ));
         if let Some(shared) = crate::shared_dir::find_shared_dir() {
             for set in ["real", "generated"] {
-                let dir = shared.join("fixtures/pi-sessions").join(set);
-                files.extend(crate::session::discovery::jsonl_files(&dir, &dir));
+                files.extend(crate::session::discovery::jsonl_files(&shared.join("fixtures/pi-sessions").join(set)));
             }
         }
         let mut split_reads = 0;

@@ -18,7 +18,7 @@ pub struct Args {
 }
 
 /// pi's `getAgentDir`: `$PI_CODING_AGENT_DIR` (with `~` expanded) or `~/.pi/agent`.
-fn default_agent_dir() -> Result<PathBuf, String> {
+pub(crate) fn default_agent_dir() -> Result<PathBuf, String> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     if let Some(dir) = std::env::var_os("PI_CODING_AGENT_DIR").filter(|d| !d.is_empty()) {
         let dir = dir.to_string_lossy().into_owned();

@@ -4,6 +4,7 @@
 mod index;
 mod inspect;
 mod list;
+mod search;
 
 use std::process::ExitCode;
 
@@ -24,6 +25,8 @@ enum Command {
     List(list::Args),
     /// Index sessions into <agent dir>/sessions-meta (offline model unless one is available); prints JSON.
     Index(index::IndexArgs),
+    /// Search past sessions by what was said in them (a persistent full-text index).
+    Search(search::Args),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::List(args) => list::run(args),
         Command::Index(args) => index::run(args),
+        Command::Search(args) => search::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

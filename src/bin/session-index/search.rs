@@ -1,0 +1,150 @@
+//! `session-index search QUERY [--project DIR | --all] [--since T] [--until T] [--limit N] [--json]`:
+//! brings the search index up to date (for at most a second unless `--wait`)
+//! and prints the matching sessions, best first.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use session_index::search::{self, Query, SessionHit};
+
+#[derive(clap::Args)]
+#[command(after_help = "Query syntax: words (any matches, more rank higher), \"exact phrase\", -exclude, \
+    file:PATH, tag:TAG.\nExamples:\n  session-index search sqlite wal busy\n  \
+    session-index search '\"connection refused\"' file:src/db.rs --since 2w\n  \
+    session-index search deploy -staging --all --json")]
+pub struct Args {
+    /// What to look for.
+    #[arg(required = true, num_args = 1..)]
+    query: Vec<String>,
+    /// pi's agent directory (default: $PI_CODING_AGENT_DIR, else ~/.pi/agent).
+    #[arg(long)]
+    agent_dir: Option<PathBuf>,
+    /// Only sessions of this project directory (default: every project, the current one ranked first).
+    #[arg(long, conflicts_with = "all")]
+    project: Option<String>,
+    /// Every project, the current one not ranked first.
+    #[arg(long)]
+    all: bool,
+    /// Sessions modified since: 2w, 3d, 12h, 6m, 1y ago, or a date (2026-11-01).
+    #[arg(long)]
+    since: Option<String>,
+    /// Sessions modified until (same forms; a date includes its whole day).
+    #[arg(long)]
+    until: Option<String>,
+    #[arg(long, default_value_t = 10)]
+    limit: usize,
+    /// One JSON document instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Finish bringing the index up to date first, however long it takes.
+    #[arg(long)]
+    wait: bool,
+}
+
+pub fn run(args: Args) -> Result<(), String> {
+    let agent_dir = match args.agent_dir {
+        Some(dir) => dir,
+        None => crate::list::default_agent_dir()?,
+    };
+    // Stored paths are absolute, whichever way the directory was named.
+    let agent_dir = std::path::absolute(&agent_dir).map_err(|e| format!("{}: {e}", agent_dir.display()))?;
+    let now = session_index::time::now_ms();
+    let time = |t: &Option<String>, end| t.as_deref().map(|t| search::parse_since(t, now, end)).transpose();
+    let cwd = std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned());
+    let query = Query {
+        project: args.project,
+        current_cwd: cwd.filter(|_| !args.all),
+        since_ms: time(&args.since, false).map_err(|e| e.to_string())?,
+        until_ms: time(&args.until, true).map_err(|e| e.to_string())?,
+        limit: args.limit.max(1),
+        ..Query::parse(&args.query.join(" ")).map_err(|e| e.to_string())?
+    };
+    let mut index = search::Index::open(&agent_dir).map_err(|e| e.to_string())?;
+    if let Some(reason) = &index.rebuilt {
+        eprintln!("session-index: the search index was rebuilt: {reason}");
+    }
+    let budget = (!args.wait).then(|| Duration::from_secs(1));
+    let report = index
+        .update(&agent_dir.join("sessions"), &agent_dir.join("sessions-meta"), budget)
+        .map_err(|e| e.to_string())?;
+    let hits = index.search(&query).map_err(|e| e.to_string())?;
+    if args.json {
+        let results: Vec<serde_json::Value> = hits
+            .iter()
+            .map(|h| {
+                let mut v = serde_json::to_value(h).unwrap_or_default();
+                v["reopen"] = reopen(h).into();
+                v
+            })
+            .collect();
+        let doc = serde_json::json!({ "results": results, "index": report });
+        out(&format!("{}\n", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?));
+    } else {
+        out(&table(&hits, std::io::stdout().is_terminal()));
+    }
+    if report.stale > 0 {
+        eprintln!(
+            "session-index: {} changed sessions are not in the index yet (updating stopped after 1 s); \
+             run again, or pass --wait",
+            report.stale
+        );
+    }
+    for error in &report.errors {
+        eprintln!("session-index: skipped {error}");
+    }
+    Ok(())
+}
+
+fn reopen(hit: &SessionHit) -> String {
+    let path = hit.session.path.to_string_lossy();
+    if path.contains(|c: char| c.is_whitespace() || c == '\'') {
+        format!("pi --session '{}'", path.replace('\'', "'\\''"))
+    } else {
+        format!("pi --session {path}")
+    }
+}
+
+/// Print, ending quietly when the reader went away (`| head`).
+fn out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+fn table(hits: &[SessionHit], colour: bool) -> String {
+    use std::fmt::Write;
+    if hits.is_empty() {
+        return "No session matches.\n".into();
+    }
+    let mut out = String::new();
+    let paint = |code: &str, text: &str| if colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() };
+    for (i, hit) in hits.iter().enumerate() {
+        let s = &hit.session;
+        let name = s.name.as_deref().or(s.first_message.as_deref()).unwrap_or("(unnamed)");
+        let name: String = name.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(70).collect();
+        let date = session_index::time::iso_from_millis(s.modified_ms as i64);
+        let _ = writeln!(
+            out,
+            "{:>2}. {}  {}  {}",
+            i + 1,
+            paint("1", &name),
+            paint("2", &date[..16].replace('T', " ")),
+            s.cwd
+        );
+        for snippet in &hit.snippets {
+            let text = if colour { snippet.marked("\x1b[1;33m", "\x1b[0m") } else { snippet.marked("**", "**") };
+            let entry = snippet.entry_id.as_deref().map(|e| format!(" {e}")).unwrap_or_default();
+            let abandoned = if snippet.abandoned { ", abandoned branch" } else { "" };
+            let _ = writeln!(
+                out,
+                "    {}{}{}: {}",
+                paint("2", &snippet.role),
+                paint("2", &entry),
+                abandoned,
+                text.replace('\n', " ")
+            );
+        }
+        let _ = writeln!(out, "    {}", paint("36", &reopen(hit)));
+    }
+    out
+}

@@ -1,0 +1,289 @@
+//! The search index: one SQLite file, `<agent dir>/sessions-index/index.sqlite`,
+//! holding what the plugin knows about every session (the `sessions` table:
+//! the catalog's fields) and the text of every message, for full-text search
+//! (an FTS5 table, `porter unicode61`, ranked with `bm25()`).
+//!
+//! Why SQLite: several pi processes and the CLI update and query the same
+//! index at once. WAL lets readers go on while one writer commits; the busy
+//! timeout queues writers; each session's update is one `BEGIN IMMEDIATE`
+//! transaction that re-reads the stored state under the write lock, so two
+//! processes never both append the same lines, and a crash (even SIGKILL)
+//! leaves the last committed state. The index is a cache, never the source
+//! of truth: a schema change (`PRAGMA user_version`) or a corrupt file
+//! rebuilds it from the session and meta files, with one warning.
+//!
+//! Session files are append-only, so an update reads only the lines added
+//! since the last one ([`crate::session::read_appended`]); a file that shrank,
+//! changed inode or whose last read bytes changed is read again whole.
+//! Text is redacted ([`crate::redact`]) before it is stored; image data never
+//! reaches the reader's model, so it never reaches the index.
+
+mod query;
+pub mod tool;
+mod update;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension};
+
+pub use query::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
+pub use update::UpdateReport;
+
+/// Bump when the tables or what goes into them change: the index is rebuilt.
+const SCHEMA_VERSION: i64 = 1;
+
+/// Column order of the FTS table, and each column's `bm25()` weight: what a
+/// session is about (name, tags, summaries, decisions) above what the user
+/// said, above the assistant, above tool output; text on abandoned branches last.
+const COLUMNS: [(&str, f64); 9] = [
+    ("name", 10.0),
+    ("tags", 8.0),
+    ("summary", 5.0),
+    ("decisions", 5.0),
+    ("files", 3.0),
+    ("user", 3.0),
+    ("assistant", 1.5),
+    ("tool", 1.0),
+    ("abandoned", 0.5),
+];
+
+const SCHEMA: &str = "
+CREATE TABLE sessions(
+  sid INTEGER PRIMARY KEY,
+  path TEXT NOT NULL UNIQUE,
+  id TEXT NOT NULL,
+  cwd TEXT NOT NULL,
+  created TEXT NOT NULL,
+  modified_ms INTEGER NOT NULL,
+  name TEXT,
+  slug TEXT,
+  description TEXT,
+  summary TEXT,
+  tags TEXT NOT NULL DEFAULT '[]',
+  first_message TEXT,
+  has_meta INTEGER NOT NULL DEFAULT 0,
+  parent_session TEXT,
+  message_count INTEGER NOT NULL DEFAULT 0,
+  model TEXT,
+  cost_usd REAL,
+  -- how far the file was read: stat at the last read, offset after the last
+  -- complete line, the bytes just before it, the header version
+  size INTEGER NOT NULL DEFAULT 0,
+  mtime_ns INTEGER NOT NULL DEFAULT 0,
+  inode INTEGER NOT NULL DEFAULT 0,
+  read_to INTEGER NOT NULL DEFAULT 0,
+  tail BLOB,
+  version INTEGER NOT NULL DEFAULT 3,
+  meta_mtime_ns INTEGER NOT NULL DEFAULT 0,
+  session_name TEXT
+);
+CREATE INDEX sessions_id ON sessions(id);
+CREATE TABLE entries(
+  rowid INTEGER PRIMARY KEY,
+  sid INTEGER NOT NULL,
+  entry_id TEXT NOT NULL,
+  parent_id TEXT,
+  role TEXT NOT NULL,
+  ts TEXT NOT NULL,
+  active INTEGER NOT NULL,
+  -- 1 when the entry has a row (same rowid) in fts
+  indexed INTEGER NOT NULL
+);
+CREATE INDEX entries_sid ON entries(sid);
+CREATE VIRTUAL TABLE fts USING fts5(
+  name, tags, summary, decisions, files, user, assistant, tool, abandoned,
+  sid UNINDEXED, tokenize = 'porter unicode61'
+);
+";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("search index {path}: {source}")]
+    Sql { path: PathBuf, source: rusqlite::Error },
+    #[error("search index {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("bad search query: {0}")]
+    BadQuery(String),
+}
+
+/// What the index knows about one session (the catalog's fields).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRow {
+    pub id: String,
+    pub path: PathBuf,
+    pub cwd: String,
+    /// Header timestamp (ISO).
+    pub created: String,
+    /// File modification time, ms since the epoch.
+    pub modified_ms: u64,
+    /// The meta name, else the session's own (`session_info`) name.
+    pub name: Option<String>,
+    pub slug: Option<String>,
+    pub description: Option<String>,
+    pub summary: Option<String>,
+    pub tags: Vec<String>,
+    pub first_message: Option<String>,
+    pub has_meta: bool,
+    pub parent_session: Option<String>,
+    pub message_count: u64,
+    /// `provider/id` of the model that wrote the meta.
+    pub model: Option<String>,
+    pub cost_usd: Option<f64>,
+}
+
+const ROW_COLUMNS: &str = "s.id, s.path, s.cwd, s.created, s.modified_ms, s.name, s.slug, s.description, s.summary, \
+     s.tags, s.first_message, s.has_meta, s.parent_session, s.message_count, s.model, s.cost_usd";
+
+fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
+    let tags: String = r.get(9)?;
+    Ok(SessionRow {
+        id: r.get(0)?,
+        path: PathBuf::from(r.get::<_, String>(1)?),
+        cwd: r.get(2)?,
+        created: r.get(3)?,
+        modified_ms: r.get::<_, i64>(4)?.max(0) as u64,
+        name: r.get(5)?,
+        slug: r.get(6)?,
+        description: r.get(7)?,
+        summary: r.get(8)?,
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        first_message: r.get(10)?,
+        has_meta: r.get(11)?,
+        parent_session: r.get(12)?,
+        message_count: r.get::<_, i64>(13)?.max(0) as u64,
+        model: r.get(14)?,
+        cost_usd: r.get(15)?,
+    })
+}
+
+/// An open index. Cheap to open; not shared between threads (open one each).
+pub struct Index {
+    conn: Connection,
+    path: PathBuf,
+    /// Why the index was rebuilt when it was opened, if it was (already logged once).
+    pub rebuilt: Option<String>,
+}
+
+/// `<agent dir>/sessions-index/index.sqlite`.
+pub fn index_path(agent_dir: &Path) -> PathBuf {
+    agent_dir.join("sessions-index").join("index.sqlite")
+}
+
+impl Index {
+    /// Open (creating or rebuilding when needed) the index of `agent_dir`.
+    pub fn open(agent_dir: &Path) -> Result<Index, SearchError> {
+        let path = index_path(agent_dir);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| SearchError::Io { path: dir.to_path_buf(), source })?;
+        }
+        match Index::open_at(&path) {
+            Err(SearchError::Sql { source, .. }) if is_corrupt(&source) => {
+                let reason = format!("it was not a readable database ({source})");
+                tracing::warn!("search index {}: {reason}; rebuilding it", path.display());
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut file = path.clone().into_os_string();
+                    file.push(suffix);
+                    let _ = std::fs::remove_file(file);
+                }
+                let mut index = Index::open_at(&path)?;
+                index.rebuilt = Some(reason);
+                Ok(index)
+            }
+            other => other,
+        }
+    }
+
+    fn open_at(path: &Path) -> Result<Index, SearchError> {
+        let sql = |source| SearchError::Sql { path: path.to_path_buf(), source };
+        let conn = Connection::open(path).map_err(sql)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
+        let mut index = Index { conn, path: path.to_path_buf(), rebuilt: None };
+        index.rebuilt = index.ensure_schema().map_err(sql)?;
+        Ok(index)
+    }
+
+    /// Create the tables, or rebuild them when they are of another schema
+    /// version: under the write lock, so one process rebuilds.
+    fn ensure_schema(&mut self) -> rusqlite::Result<Option<String>> {
+        let version = |c: &Connection| c.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
+        if version(&self.conn)? == SCHEMA_VERSION {
+            return Ok(None);
+        }
+        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let found = version(&tx)?;
+        if found == SCHEMA_VERSION {
+            return Ok(None);
+        }
+        let tables: Vec<String> = tx
+            .prepare(
+                "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
+                 ORDER BY sql LIKE 'CREATE VIRTUAL%' DESC",
+            )?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let rebuilt = (!tables.is_empty()).then(|| format!("schema version {found}, expected {SCHEMA_VERSION}"));
+        for table in &tables {
+            tx.execute_batch(&format!("DROP TABLE IF EXISTS \"{}\"", table.replace('"', "\"\"")))?;
+        }
+        tx.execute_batch(SCHEMA)?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        tx.commit()?;
+        if let Some(reason) = &rebuilt {
+            tracing::warn!("search index {}: {reason}; rebuilding it", self.path.display());
+        }
+        Ok(rebuilt)
+    }
+
+    fn sql(&self, source: rusqlite::Error) -> SearchError {
+        SearchError::Sql { path: self.path.clone(), source }
+    }
+
+    /// Every indexed session, newest first.
+    pub fn sessions(&self) -> Result<Vec<SessionRow>, SearchError> {
+        let sql = format!("SELECT {ROW_COLUMNS} FROM sessions s ORDER BY s.modified_ms DESC");
+        let run = || -> rusqlite::Result<Vec<SessionRow>> {
+            self.conn.prepare_cached(&sql)?.query_map([], session_row)?.collect()
+        };
+        run().map_err(|e| self.sql(e))
+    }
+
+    /// The session with this id, if indexed.
+    pub fn session(&self, id: &str) -> Result<Option<SessionRow>, SearchError> {
+        let sql = format!("SELECT {ROW_COLUMNS} FROM sessions s WHERE s.id = ?1 ORDER BY s.modified_ms DESC LIMIT 1");
+        self.conn.query_row(&sql, [id], session_row).optional().map_err(|e| self.sql(e))
+    }
+
+    /// `PRAGMA integrity_check` (tests and the bench): `ok` when sound.
+    pub fn integrity_check(&self) -> Result<String, SearchError> {
+        self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(|e| self.sql(e))
+    }
+}
+
+fn is_corrupt(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase))
+}
+
+/// Bring the index of `agent_dir` up to date (for at most `budget`) and
+/// search it: what the CLI, the tool and the `/sessions` command do.
+pub fn search_agent_dir(
+    agent_dir: &Path,
+    query: &Query,
+    budget: std::time::Duration,
+) -> Result<(Vec<SessionHit>, UpdateReport), SearchError> {
+    let mut index = Index::open(agent_dir)?;
+    let report = index.update(&agent_dir.join("sessions"), &agent_dir.join("sessions-meta"), Some(budget))?;
+    Ok((index.search(query)?, report))
+}
+
+/// The `@@` fallback: sessions whose content matches the words of a
+/// reference that matched no id, name or slug, best first, with scores (the
+/// resolver resolves when the first is clearly ahead, else suggests them).
+/// Uses the index as it is (no update): a reference must resolve fast.
+pub fn rank_reference(agent_dir: &Path, words: &str, cwd: &str, limit: usize) -> Result<Vec<SessionHit>, SearchError> {
+    let words: String = words.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect();
+    let query = Query { current_cwd: Some(cwd.to_string()), limit, ..Query::parse(&words)? };
+    Index::open(agent_dir)?.search(&query)
+}

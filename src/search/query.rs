@@ -1,0 +1,286 @@
+//! Queries: the user's text parsed into words, phrases, exclusions and
+//! filters, and turned into FTS5 `MATCH` expressions built here (user text
+//! never reaches `MATCH` raw: every term is reduced to its letters and digits
+//! and quoted). Rows are ranked with `bm25()` and grouped per session.
+
+use std::collections::HashMap;
+
+use rusqlite::types::Value as SqlValue;
+
+use super::{session_row, Index, SearchError, SessionRow, COLUMNS, ROW_COLUMNS};
+
+/// Start and end of a highlighted match inside [`Snippet::text`].
+pub const MARK_START: char = '\u{2}';
+pub const MARK_END: char = '\u{3}';
+/// Matching rows looked at per query: enough for the best sessions' rows.
+const ROWS: usize = 400;
+/// A session's score: its best rows, each counting less than the one before.
+const ROW_DECAY: [f64; 3] = [1.0, 0.5, 0.25];
+/// Sessions of the current project count this much more.
+const CURRENT_PROJECT_BOOST: f64 = 1.5;
+
+/// A parsed query.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Query {
+    /// Bare words: any of them matches, more matches rank higher; the last is a prefix.
+    pub words: Vec<String>,
+    /// `"exact phrase"`: each must occur in the session.
+    pub phrases: Vec<String>,
+    /// `-word`, `-"phrase"`: sessions containing one are left out.
+    pub exclude: Vec<String>,
+    /// `file:PATH`: the path occurs in the files of the meta or in tool calls.
+    pub files: Vec<String>,
+    /// `tag:TAG`.
+    pub tags: Vec<String>,
+    /// Only sessions of this project (cwd).
+    pub project: Option<String>,
+    /// Sessions of this project are ranked first (by a factor).
+    pub current_cwd: Option<String>,
+    pub since_ms: Option<u64>,
+    pub until_ms: Option<u64>,
+    pub limit: usize,
+}
+
+/// One session found.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionHit {
+    #[serde(flatten)]
+    pub session: SessionRow,
+    pub score: f64,
+    pub snippets: Vec<Snippet>,
+}
+
+/// A matching piece of text, with the matched words between [`MARK_START`]
+/// and [`MARK_END`].
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snippet {
+    /// The entry the text comes from; `None` for the meta (name, summary, tags...).
+    pub entry_id: Option<String>,
+    pub role: String,
+    /// On a branch the session left (ranked lower).
+    pub abandoned: bool,
+    #[serde(serialize_with = "with_stars")]
+    pub text: String,
+}
+
+impl Snippet {
+    /// The text with the matches between `open` and `close`.
+    pub fn marked(&self, open: &str, close: &str) -> String {
+        self.text.replace(MARK_START, open).replace(MARK_END, close)
+    }
+}
+
+fn with_stars<S: serde::Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&text.replace([MARK_START, MARK_END], "**"))
+}
+
+/// The letters and digits of `text` as one quoted FTS5 phrase (`None` when it has none).
+fn phrase(text: &str) -> Option<String> {
+    let tokens: Vec<&str> = text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).collect();
+    (!tokens.is_empty()).then(|| format!("\"{}\"", tokens.join(" ")))
+}
+
+/// `2w`, `3d`, `12h`, `6m` (months), `1y` ago, or a date (`2026-11-01`, an ISO
+/// time), as ms since the epoch; `end_of_day` takes a bare date's last moment.
+pub fn parse_since(text: &str, now_ms: u64, end_of_day: bool) -> Result<u64, SearchError> {
+    let text = text.trim();
+    let bad = || SearchError::BadQuery(format!("{text:?} is not a time (try 2w, 3d, 12h or 2026-11-01)"));
+    if let Some(unit) = text.chars().last().filter(|c| c.is_ascii_alphabetic()) {
+        if let Ok(n) = text[..text.len() - 1].parse::<u64>() {
+            let hours = match unit {
+                'h' => 1,
+                'd' => 24,
+                'w' => 24 * 7,
+                'm' => 24 * 30,
+                'y' => 24 * 365,
+                _ => return Err(bad()),
+            };
+            return Ok(now_ms.saturating_sub(n.saturating_mul(hours * 3_600_000)));
+        }
+    }
+    let ms = crate::session::iso_to_ms(text);
+    if ms <= 0 {
+        return Err(bad());
+    }
+    let day = if end_of_day && text.len() == 10 { 86_400_000 - 1 } else { 0 };
+    Ok(ms as u64 + day)
+}
+
+impl Query {
+    /// Parse the user's text: words, `"phrases"`, `-exclusions`, `file:PATH`, `tag:TAG`.
+    pub fn parse(text: &str) -> Result<Query, SearchError> {
+        let mut query = Query { limit: 10, ..Query::default() };
+        let mut rest = text.trim();
+        while !rest.is_empty() {
+            let negated = rest.starts_with('-') && rest.len() > 1;
+            if negated {
+                rest = &rest[1..];
+            }
+            let (token, quoted, after) = match rest.strip_prefix('"') {
+                Some(inner) => match inner.find('"') {
+                    Some(end) => (&inner[..end], true, &inner[end + 1..]),
+                    None => (inner, true, ""),
+                },
+                None => {
+                    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                    (&rest[..end], false, &rest[end..])
+                }
+            };
+            rest = after.trim_start();
+            let filter = |prefix: &str| -> Option<String> {
+                let value = token.strip_prefix(prefix)?;
+                Some(value.trim_matches('"').to_string())
+            };
+            if negated {
+                query.exclude.push(token.to_string());
+            } else if let (false, Some(path)) = (quoted, filter("file:")) {
+                query.files.push(path);
+            } else if let (false, Some(tag)) = (quoted, filter("tag:")) {
+                query.tags.push(tag);
+            } else if quoted {
+                query.phrases.push(token.to_string());
+            } else {
+                query.words.push(token.to_string());
+            }
+        }
+        let all = query.words.iter().chain(&query.phrases).chain(&query.exclude).chain(&query.files).chain(&query.tags);
+        if all.clone().next().is_some() && all.clone().all(|t| phrase(t).is_none()) {
+            return Err(SearchError::BadQuery(format!("{text:?} has no letters or digits to search for")));
+        }
+        Ok(query)
+    }
+
+    /// The ranking expression: any word or phrase (the last word as a prefix).
+    fn match_expr(&self) -> Option<String> {
+        let mut terms: Vec<String> = self.words.iter().filter_map(|w| phrase(w)).collect();
+        if let Some(last) = terms.last_mut() {
+            last.push('*');
+        }
+        terms.extend(self.phrases.iter().filter_map(|p| phrase(p)));
+        (!terms.is_empty()).then(|| terms.join(" OR "))
+    }
+
+    /// SQL conditions on `sid` for the filters, with their parameters.
+    fn conditions(&self, params: &mut Vec<SqlValue>) -> String {
+        let mut sql = String::new();
+        let mut sessions = Vec::new();
+        let mut push = |sql: &mut String, cond: &str, value: SqlValue| {
+            params.push(value);
+            sql.push_str(&format!(" AND sid {cond} (SELECT sid FROM fts WHERE fts MATCH ?{})", params.len()));
+        };
+        for p in &self.phrases {
+            if let Some(p) = phrase(p) {
+                push(&mut sql, "IN", SqlValue::Text(p));
+            }
+        }
+        for t in &self.tags {
+            if let Some(t) = phrase(t) {
+                push(&mut sql, "IN", SqlValue::Text(format!("{{tags}} : {t}")));
+            }
+        }
+        for f in &self.files {
+            if let Some(f) = phrase(f) {
+                push(&mut sql, "IN", SqlValue::Text(format!("{{files assistant tool}} : {f}")));
+            }
+        }
+        for x in &self.exclude {
+            if let Some(x) = phrase(x) {
+                push(&mut sql, "NOT IN", SqlValue::Text(x));
+            }
+        }
+        if let Some(cwd) = &self.project {
+            params.push(SqlValue::Text(cwd.clone()));
+            sessions.push(format!("cwd = ?{}", params.len()));
+        }
+        if let Some(since) = self.since_ms {
+            params.push(SqlValue::Integer(since as i64));
+            sessions.push(format!("modified_ms >= ?{}", params.len()));
+        }
+        if let Some(until) = self.until_ms {
+            params.push(SqlValue::Integer(until as i64));
+            sessions.push(format!("modified_ms <= ?{}", params.len()));
+        }
+        if !sessions.is_empty() {
+            sql.push_str(&format!(" AND sid IN (SELECT sid FROM sessions WHERE {})", sessions.join(" AND ")));
+        }
+        sql
+    }
+}
+
+impl Index {
+    /// Sessions matching `query`, best first, at most `query.limit`.
+    pub fn search(&self, query: &Query) -> Result<Vec<SessionHit>, SearchError> {
+        self.run(query).map_err(|e| match e.sqlite_error_code() {
+            // Cannot happen with the expressions built here; said plainly if it does.
+            Some(rusqlite::ErrorCode::Unknown) => SearchError::BadQuery(e.to_string()),
+            _ => self.sql(e),
+        })
+    }
+
+    fn run(&self, query: &Query) -> rusqlite::Result<Vec<SessionHit>> {
+        let mut params = Vec::new();
+        let Some(expr) = query.match_expr() else {
+            // Filters only: the newest sessions that pass them.
+            let cond = query.conditions(&mut params);
+            let sql = format!(
+                "SELECT {ROW_COLUMNS} FROM sessions s WHERE s.sid IN (SELECT sid FROM sessions WHERE 1 {cond}) \
+                 ORDER BY s.modified_ms DESC LIMIT {}",
+                query.limit
+            );
+            let mut stmt = self.conn.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(params), session_row)?;
+            return rows.map(|r| r.map(|session| SessionHit { session, score: 0.0, snippets: Vec::new() })).collect();
+        };
+        params.push(SqlValue::Text(expr));
+        let cond = query.conditions(&mut params);
+        let weights: Vec<String> = COLUMNS.iter().map(|(_, w)| w.to_string()).collect();
+        let sql = format!(
+            "SELECT rowid, sid, -bm25(fts, {}) AS score, snippet(fts, -1, char(2), char(3), '…', 14) \
+             FROM fts WHERE fts MATCH ?1 {cond} ORDER BY bm25(fts, {0}) LIMIT {ROWS}",
+            weights.join(", ")
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, f64>(2)?, r.get::<_, String>(3)?))
+        })?;
+        // Per session: its score and its best rows, in order.
+        let mut found: HashMap<i64, (f64, Vec<(i64, String)>)> = HashMap::new();
+        for row in rows {
+            let (rowid, sid, score, snippet) = row?;
+            let (total, best) = found.entry(sid).or_default();
+            if let Some(decay) = ROW_DECAY.get(best.len()) {
+                *total += score * decay;
+                best.push((rowid, snippet));
+            }
+        }
+        let mut hits = Vec::with_capacity(found.len());
+        let mut row_stmt =
+            self.conn.prepare_cached(&format!("SELECT {ROW_COLUMNS} FROM sessions s WHERE s.sid = ?1"))?;
+        let mut entry_stmt = self.conn.prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
+        for (sid, (score, best)) in found {
+            let session = row_stmt.query_row([sid], session_row)?;
+            let boost = query.current_cwd.as_deref().is_some_and(|c| c == session.cwd);
+            let score = if boost { score * CURRENT_PROJECT_BOOST } else { score };
+            hits.push((sid, SessionHit { session, score, snippets: Vec::new() }, best));
+        }
+        hits.sort_by(|a, b| {
+            b.1.score.total_cmp(&a.1.score).then_with(|| b.1.session.modified_ms.cmp(&a.1.session.modified_ms))
+        });
+        hits.truncate(query.limit);
+        for (_, hit, best) in &mut hits {
+            for (rowid, text) in best.iter().take(2) {
+                let snippet = if *rowid < 0 {
+                    Snippet { entry_id: None, role: "meta".into(), abandoned: false, text: text.clone() }
+                } else {
+                    let (entry_id, role, active) =
+                        entry_stmt.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?)))?;
+                    Snippet { entry_id: Some(entry_id), role, abandoned: !active, text: text.clone() }
+                };
+                hit.snippets.push(snippet);
+            }
+        }
+        Ok(hits.into_iter().map(|(_, hit, _)| hit).collect())
+    }
+}

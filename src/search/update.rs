@@ -1,0 +1,468 @@
+//! Bringing the index up to date with the session and meta files: new lines
+//! of grown files, whole re-reads of replaced ones, dropped deleted ones.
+//! One `BEGIN IMMEDIATE` transaction per session, so several processes can
+//! update at once and each session's state is always one file's state.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
+
+use super::{Index, SearchError};
+use crate::meta::SessionMeta;
+use crate::session::{AgentMessage, Entry, EntryKind};
+
+/// Bytes before the read offset remembered to notice a rewritten file.
+const TAIL_BYTES: u64 = 64;
+/// Longest first message kept in the `sessions` table.
+const FIRST_MESSAGE_CHARS: usize = 500;
+
+/// What an update did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateReport {
+    /// Session files found.
+    pub files: usize,
+    /// Sessions (re)read or whose meta was picked up.
+    pub updated: usize,
+    /// Sessions dropped because their file is gone.
+    pub removed: usize,
+    /// Changed sessions left for later because the time budget ran out.
+    pub stale: usize,
+    /// Files that could not be read (`path: reason`).
+    pub errors: Vec<String>,
+}
+
+/// What a file looked like when it was stat'ed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct FileStat {
+    size: u64,
+    mtime_ns: i64,
+    inode: u64,
+}
+
+fn stat(path: &Path) -> Option<FileStat> {
+    let md = std::fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_file())?;
+    let mtime_ns = md
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos().min(i64::MAX as u128) as i64);
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&md);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(FileStat { size: md.len(), mtime_ns, inode })
+}
+
+fn meta_mtime(meta_dir: &Path, id: &str) -> i64 {
+    crate::meta::meta_path(meta_dir, id).ok().and_then(|p| stat(&p)).map_or(0, |s| s.mtime_ns)
+}
+
+/// The session files under `sessions_dir` (`<project dir>/<file>.jsonl`).
+fn session_files(sessions_dir: &Path) -> Vec<PathBuf> {
+    let Ok(read) = std::fs::read_dir(sessions_dir) else { return Vec::new() };
+    read.filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .flat_map(|d| crate::session::discovery::jsonl_files(&d.path()))
+        .collect()
+}
+
+/// A session's row as the last update left it.
+struct Stored {
+    sid: i64,
+    id: String,
+    stat: FileStat,
+    read_to: u64,
+    tail: Vec<u8>,
+    version: u32,
+    meta_mtime_ns: i64,
+}
+
+impl Index {
+    /// Bring every session under `sessions_dir` up to date, newest first,
+    /// until `budget` runs out (the rest is counted as stale).
+    pub fn update(
+        &mut self,
+        sessions_dir: &Path,
+        meta_dir: &Path,
+        budget: Option<Duration>,
+    ) -> Result<UpdateReport, SearchError> {
+        let started = Instant::now();
+        let files = session_files(sessions_dir);
+        let known: HashMap<String, (FileStat, i64, String)> = self
+            .conn
+            .prepare("SELECT path, size, mtime_ns, inode, meta_mtime_ns, id FROM sessions")
+            .and_then(|mut s| {
+                s.query_map([], |r| {
+                    let stat = FileStat {
+                        size: r.get::<_, i64>(1)? as u64,
+                        mtime_ns: r.get(2)?,
+                        inode: r.get::<_, i64>(3)? as u64,
+                    };
+                    Ok((r.get::<_, String>(0)?, (stat, r.get(4)?, r.get(5)?)))
+                })?
+                .collect()
+            })
+            .map_err(|e| self.sql(e))?;
+        let mut report = UpdateReport { files: files.len(), ..UpdateReport::default() };
+        let mut changed: Vec<(PathBuf, FileStat)> = files
+            .iter()
+            .filter_map(|p| Some((p.clone(), stat(p)?)))
+            .filter(|(p, st)| match known.get(&*p.to_string_lossy()) {
+                Some((old, meta, id)) => old != st || *meta != meta_mtime(meta_dir, id),
+                None => true,
+            })
+            .collect();
+        changed.sort_by_key(|(_, st)| std::cmp::Reverse(st.mtime_ns));
+        for (i, (path, _)) in changed.iter().enumerate() {
+            if budget.is_some_and(|b| started.elapsed() >= b) {
+                report.stale = changed.len() - i;
+                break;
+            }
+            match self.update_file(path, meta_dir) {
+                Ok(true) => report.updated += 1,
+                Ok(false) => {}
+                Err(SearchError::Io { path, source }) => report.errors.push(format!("{}: {source}", path.display())),
+                Err(e) => return Err(e),
+            }
+        }
+        let present: std::collections::HashSet<String> =
+            files.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let gone: Vec<&String> = known.keys().filter(|p| !present.contains(*p)).collect();
+        if !gone.is_empty() {
+            report.removed = self.remove(&gone).map_err(|e| self.sql(e))?;
+        }
+        Ok(report)
+    }
+
+    fn remove(&mut self, paths: &[&String]) -> rusqlite::Result<usize> {
+        let tx = self.write()?;
+        let mut removed = 0;
+        for path in paths {
+            let sid: Option<i64> =
+                tx.query_row("SELECT sid FROM sessions WHERE path = ?1", [path], |r| r.get(0)).optional()?;
+            if let Some(sid) = sid {
+                drop_session(&tx, sid)?;
+                removed += 1;
+            }
+        }
+        tx.commit()?;
+        Ok(removed)
+    }
+
+    fn write(&mut self) -> rusqlite::Result<Transaction<'_>> {
+        self.conn.transaction_with_behavior(TransactionBehavior::Immediate)
+    }
+
+    /// Bring one session file up to date (what `agent_end` needs): `Ok(true)`
+    /// when something changed. A file that is gone or not a pi session drops out.
+    pub fn update_file(&mut self, path: &Path, meta_dir: &Path) -> Result<bool, SearchError> {
+        let index_path = self.path.clone();
+        let tx = self.write().map_err(|e| sql(&index_path, e))?;
+        let changed = sync(&tx, path, meta_dir)?;
+        tx.commit().map_err(|e| sql(&index_path, e))?;
+        Ok(changed)
+    }
+}
+
+fn sql(path: &Path, source: rusqlite::Error) -> SearchError {
+    SearchError::Sql { path: path.to_path_buf(), source }
+}
+
+/// One session's update, inside the caller's write transaction.
+fn sync(tx: &Transaction<'_>, path: &Path, meta_dir: &Path) -> Result<bool, SearchError> {
+    let db = tx.path().map(PathBuf::from).unwrap_or_default();
+    let sql = |e| sql(&db, e);
+    let key = path.to_string_lossy();
+    let stored = tx
+        .query_row(
+            "SELECT sid, id, size, mtime_ns, inode, read_to, tail, version, meta_mtime_ns FROM sessions WHERE path = ?1",
+            [&key],
+            |r| {
+                Ok(Stored {
+                    sid: r.get(0)?,
+                    id: r.get(1)?,
+                    stat: FileStat { size: r.get::<_, i64>(2)? as u64, mtime_ns: r.get(3)?, inode: r.get::<_, i64>(4)? as u64 },
+                    read_to: r.get::<_, i64>(5)? as u64,
+                    tail: r.get::<_, Option<Vec<u8>>>(6)?.unwrap_or_default(),
+                    version: r.get::<_, i64>(7)? as u32,
+                    meta_mtime_ns: r.get(8)?,
+                })
+            },
+        )
+        .optional()
+        .map_err(sql)?;
+    let Some(st) = stat(path) else {
+        if let Some(s) = stored {
+            drop_session(tx, s.sid).map_err(sql)?;
+            return Ok(true);
+        }
+        return Ok(false);
+    };
+    let file_changed = stored.as_ref().is_none_or(|s| s.stat != st);
+    if let Some(s) = &stored {
+        if !file_changed && s.meta_mtime_ns == meta_mtime(meta_dir, &s.id) {
+            return Ok(false);
+        }
+    }
+    let resume = stored
+        .as_ref()
+        .filter(|s| s.version >= 3 && s.stat.inode == st.inode && st.size >= s.read_to && s.read_to > 0)
+        .filter(|s| tail_at(path, s.read_to).is_some_and(|t| t == s.tail))
+        .map_or(0, |s| s.read_to);
+    let sid = match &stored {
+        Some(s) if resume == 0 && file_changed => {
+            clear(tx, s.sid).map_err(sql)?;
+            tx.execute(
+                "UPDATE sessions SET message_count = 0, first_message = NULL, session_name = NULL WHERE sid = ?1",
+                [s.sid],
+            )
+            .map_err(sql)?;
+            Some(s.sid)
+        }
+        Some(s) => Some(s.sid),
+        None => None,
+    };
+    let read = if file_changed {
+        match crate::session::read_appended(path, resume) {
+            Ok(read) => Some(read),
+            Err(crate::session::SessionError::Io { path, source }) => return Err(SearchError::Io { path, source }),
+            // Not a pi session (any more): it drops out.
+            Err(_) => {
+                if let Some(sid) = sid {
+                    drop_session(tx, sid).map_err(sql)?;
+                }
+                return Ok(true);
+            }
+        }
+    } else {
+        None
+    };
+    let sid = match (sid, read.as_ref().and_then(|r| r.header.as_ref())) {
+        (Some(sid), header) => {
+            if let Some(h) = header {
+                tx.execute(
+                    "UPDATE sessions SET id = ?2, cwd = ?3, created = ?4, parent_session = ?5, version = ?6 WHERE sid = ?1",
+                    params![sid, h.id, h.cwd, h.timestamp, h.parent_session, h.version],
+                )
+                .map_err(sql)?;
+            }
+            sid
+        }
+        (None, Some(h)) => {
+            tx.execute(
+                "INSERT INTO sessions(path, id, cwd, created, modified_ms, parent_session, version) VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6)",
+                params![key, h.id, h.cwd, h.timestamp, h.parent_session, h.version],
+            )
+            .map_err(sql)?;
+            tx.last_insert_rowid()
+        }
+        // Nothing complete to read yet.
+        (None, None) => return Ok(false),
+    };
+    if let Some(read) = &read {
+        add_entries(tx, sid, &read.entries, resume > 0).map_err(sql)?;
+        let tail = tail_at(path, read.end).unwrap_or_default();
+        tx.execute(
+            "UPDATE sessions SET size = ?2, mtime_ns = ?3, inode = ?4, read_to = ?5, tail = ?6, modified_ms = ?7 WHERE sid = ?1",
+            params![sid, st.size as i64, st.mtime_ns, st.inode as i64, read.end as i64, tail, st.mtime_ns / 1_000_000],
+        )
+        .map_err(sql)?;
+    }
+    let id: String = tx.query_row("SELECT id FROM sessions WHERE sid = ?1", [sid], |r| r.get(0)).map_err(sql)?;
+    let meta = crate::meta::read(meta_dir, &id).ok().flatten();
+    set_meta(tx, sid, meta.as_ref(), meta_mtime(meta_dir, &id)).map_err(sql)?;
+    Ok(true)
+}
+
+/// The `TAIL_BYTES` bytes before `offset`.
+fn tail_at(path: &Path, offset: u64) -> Option<Vec<u8>> {
+    let start = offset.saturating_sub(TAIL_BYTES);
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut buf = vec![0; (offset - start) as usize];
+    file.read_exact(&mut buf).ok()?;
+    Some(buf)
+}
+
+/// Drop a session's entries and text (its `sessions` row stays).
+fn clear(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
+    tx.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM entries WHERE sid = ?1 AND indexed = 1)", [sid])?;
+    tx.execute("DELETE FROM fts WHERE rowid = ?1", [-sid])?;
+    tx.execute("DELETE FROM entries WHERE sid = ?1", [sid])?;
+    Ok(())
+}
+
+fn drop_session(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
+    clear(tx, sid)?;
+    tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+    Ok(())
+}
+
+/// The FTS column an entry's text goes to (on the active branch), and its text.
+fn entry_text(entry: &Entry) -> Option<(&'static str, &'static str, String)> {
+    let (role, text) = match &entry.kind {
+        // Custom messages are extensions' injections (e.g. `@@` context from other sessions).
+        EntryKind::Message(AgentMessage::Custom { .. }) => return None,
+        EntryKind::Message(m) => {
+            let items = crate::query::windows::message_items(&entry.id, m);
+            (m.role(), items.iter().map(|i| i.text.as_str()).collect::<Vec<_>>().join("\n"))
+        }
+        EntryKind::Compaction { summary, .. } => ("compaction", summary.clone()),
+        EntryKind::BranchSummary { summary, .. } => ("branchSummary", summary.clone()),
+        _ => return None,
+    };
+    let column = match role {
+        "user" => "user",
+        "toolResult" | "bashExecution" => "tool",
+        _ => "assistant",
+    };
+    (!text.trim().is_empty()).then(|| (role, column, crate::redact::redact(&text).into_owned()))
+}
+
+/// Which of `links` (id, parent id, in file order) are on the branch ending
+/// at the last one (pi's default leaf); a later duplicate id wins.
+fn on_branch(links: &[(String, Option<String>)]) -> Vec<bool> {
+    let by_id: HashMap<&str, usize> = links.iter().enumerate().map(|(i, (id, _))| (id.as_str(), i)).collect();
+    let mut on = vec![false; links.len()];
+    let mut cur = links.len().checked_sub(1);
+    while let Some(i) = cur {
+        if on[i] {
+            break; // a cycle
+        }
+        on[i] = true;
+        cur = links[i].1.as_deref().and_then(|p| by_id.get(p).copied());
+    }
+    on
+}
+
+fn add_entries(tx: &Transaction<'_>, sid: i64, entries: &[Entry], appended: bool) -> rusqlite::Result<()> {
+    let active = if appended {
+        vec![true; entries.len()]
+    } else {
+        on_branch(&entries.iter().map(|e| (e.id.clone(), e.parent_id.clone())).collect::<Vec<_>>())
+    };
+    let mut messages = 0i64;
+    let mut first_message = None;
+    for (entry, &active) in entries.iter().zip(&active) {
+        let text = entry_text(entry);
+        if let EntryKind::Message(m) = &entry.kind {
+            messages += 1;
+            if first_message.is_none() && m.role() == "user" {
+                first_message = text.as_ref().map(|(_, _, t)| crate::query::windows::shorten(t, FIRST_MESSAGE_CHARS));
+            }
+        }
+        if let EntryKind::SessionInfo { name } = &entry.kind {
+            let name = name.as_deref().map(str::trim).filter(|n| !n.is_empty());
+            tx.execute("UPDATE sessions SET session_name = ?2 WHERE sid = ?1", params![sid, name])?;
+        }
+        let role = text.as_ref().map_or(entry_role(entry), |(role, _, _)| role);
+        tx.prepare_cached(
+            "INSERT INTO entries(sid, entry_id, parent_id, role, ts, active, indexed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![sid, entry.id, entry.parent_id, role, entry.timestamp, active, text.is_some()])?;
+        if let Some((_, column, text)) = text {
+            let column = if active { column } else { "abandoned" };
+            let rowid = tx.last_insert_rowid();
+            tx.prepare_cached(&format!("INSERT INTO fts(rowid, {column}, sid) VALUES (?1, ?2, ?3)"))?
+                .execute(params![rowid, text, sid])?;
+        }
+    }
+    tx.execute(
+        "UPDATE sessions SET message_count = message_count + ?2, first_message = COALESCE(first_message, ?3) WHERE sid = ?1",
+        params![sid, messages, first_message],
+    )?;
+    if appended && !entries.is_empty() {
+        recompute_active(tx, sid)?;
+    }
+    Ok(())
+}
+
+fn entry_role(entry: &Entry) -> &'static str {
+    match &entry.kind {
+        EntryKind::Message(m) => m.role(),
+        _ => "other",
+    }
+}
+
+/// After an append the active branch may have moved: flag the entries anew,
+/// moving text between its role's column and `abandoned`.
+fn recompute_active(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
+    type Row = (i64, String, Option<String>, bool, bool, String);
+    let rows: Vec<Row> = tx
+        .prepare_cached(
+            "SELECT rowid, entry_id, parent_id, active, indexed, role FROM entries WHERE sid = ?1 ORDER BY rowid",
+        )?
+        .query_map([sid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let links: Vec<(String, Option<String>)> = rows.iter().map(|r| (r.1.clone(), r.2.clone())).collect();
+    for ((rowid, _, _, was, indexed, role), now) in rows.iter().zip(on_branch(&links)) {
+        if *was == now {
+            continue;
+        }
+        tx.execute("UPDATE entries SET active = ?2 WHERE rowid = ?1", params![rowid, now])?;
+        if *indexed {
+            let column = match role.as_str() {
+                "user" => "user",
+                "toolResult" | "bashExecution" => "tool",
+                _ => "assistant",
+            };
+            let (from, to) = if now { ("abandoned", column) } else { (column, "abandoned") };
+            let text: Option<String> = tx
+                .query_row(&format!("SELECT {from} FROM fts WHERE rowid = ?1"), [rowid], |r| r.get(0))
+                .optional()?
+                .flatten();
+            tx.execute("DELETE FROM fts WHERE rowid = ?1", [rowid])?;
+            tx.execute(&format!("INSERT INTO fts(rowid, {to}, sid) VALUES (?1, ?2, ?3)"), params![rowid, text, sid])?;
+        }
+    }
+    Ok(())
+}
+
+/// The meta fields: the `sessions` columns and the session's meta row in
+/// the FTS table (rowid `-sid`), with the file's own name when there is no meta.
+fn set_meta(tx: &Transaction<'_>, sid: i64, meta: Option<&SessionMeta>, mtime_ns: i64) -> rusqlite::Result<()> {
+    let session_name: Option<String> =
+        tx.query_row("SELECT session_name FROM sessions WHERE sid = ?1", [sid], |r| r.get(0))?;
+    let name = meta.map(|m| m.name.trim().to_string()).filter(|n| !n.is_empty()).or(session_name);
+    let slug = name.as_deref().map(crate::catalog::slug);
+    let red = |s: &str| crate::redact::redact(s).into_owned();
+    let text = |s: &str| Some(red(s)).filter(|s| !s.trim().is_empty());
+    let tags = meta.map(|m| m.tags.clone()).unwrap_or_default();
+    tx.execute(
+        "UPDATE sessions SET name = ?2, slug = ?3, description = ?4, summary = ?5, tags = ?6, has_meta = ?7, \
+         model = ?8, cost_usd = ?9, meta_mtime_ns = ?10 WHERE sid = ?1",
+        params![
+            sid,
+            name.as_deref().map(red),
+            slug,
+            meta.and_then(|m| text(&m.description)),
+            meta.and_then(|m| text(&m.summary)),
+            serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into()),
+            meta.is_some(),
+            meta.map(|m| m.model.clone()).filter(|m| !m.is_empty()),
+            meta.and_then(|m| m.usage.as_ref()).map(|u| u.cost_usd),
+            mtime_ns,
+        ],
+    )?;
+    tx.execute("DELETE FROM fts WHERE rowid = ?1", [-sid])?;
+    let join = |parts: &[&[String]]| {
+        red(&parts.iter().flat_map(|p| p.iter().map(String::as_str)).collect::<Vec<_>>().join("\n"))
+    };
+    let (summary, decisions, files) = match meta {
+        Some(m) => {
+            let files = m.files.as_ref().map(|f| join(&[&f.read, &f.modified])).unwrap_or_default();
+            (red(&format!("{}\n{}", m.description, m.summary)), join(&[&m.decisions, &m.open_tasks]), files)
+        }
+        None => Default::default(),
+    };
+    let name_text = [name.as_deref(), slug.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
+    tx.execute(
+        "INSERT INTO fts(rowid, name, tags, summary, decisions, files, sid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![-sid, red(&name_text), red(&tags.join(" ")), summary, decisions, files, sid],
+    )?;
+    Ok(())
+}
