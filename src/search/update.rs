@@ -210,7 +210,8 @@ fn sync(tx: &Transaction<'_>, path: &Path, meta_dir: &Path) -> Result<bool, Sear
     }
     let resume = stored
         .as_ref()
-        .filter(|s| s.version >= 3 && s.stat.inode == st.inode && st.size >= s.read_to && s.read_to > 0)
+        // Appending grows a file: one that did not grow was rewritten.
+        .filter(|s| s.version >= 3 && s.stat.inode == st.inode && st.size > s.stat.size && s.read_to > 0)
         .filter(|s| tail_at(path, s.read_to).is_some_and(|t| t == s.tail))
         .map_or(0, |s| s.read_to);
     let sid = match &stored {
