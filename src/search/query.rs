@@ -22,7 +22,7 @@ const CURRENT_PROJECT_BOOST: f64 = 1.5;
 /// A parsed query.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Query {
-    /// Bare words: any of them matches, more matches rank higher; the last is a prefix.
+    /// Bare words: any of them matches, more matches rank higher; the last is also a prefix.
     pub words: Vec<String>,
     /// `"exact phrase"`: each must occur in the session.
     pub phrases: Vec<String>,
@@ -156,7 +156,8 @@ impl Query {
     fn match_expr(&self) -> Option<String> {
         let mut terms: Vec<String> = self.words.iter().filter_map(|w| phrase(w)).collect();
         if let Some(last) = terms.last_mut() {
-            last.push('*');
+            // A whole word also counts as itself, so it ranks above longer words it begins.
+            *last = format!("({last} OR {last}*)");
         }
         terms.extend(self.phrases.iter().filter_map(|p| phrase(p)));
         (!terms.is_empty()).then(|| terms.join(" OR "))
