@@ -105,7 +105,11 @@ pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
     let max = app.config.search.max_results;
     match search(app, &call.ctx, &args.query, args.limit.unwrap_or(max).clamp(1, max), args.project) {
         Ok(hits) => ToolResult::text(result_text(&hits), json!({ "results": hits }), false),
-        Err(e) => failed(e.to_string()),
+        Err(e) => {
+            // A query that could not run costs nothing.
+            app.search_calls_this_run.fetch_sub(1, Ordering::SeqCst);
+            failed(e.to_string())
+        }
     }
 }
 
