@@ -63,7 +63,7 @@ fn assert_consistent(agent: &Path) {
     let fts: i64 = conn.query_row("SELECT COUNT(*) FROM fts", [], |r| r.get(0)).expect("count");
     let expected: i64 = conn
         .query_row(
-            "SELECT (SELECT COUNT(*) FROM entries WHERE indexed = 1) + (SELECT COUNT(*) FROM sessions)",
+            "SELECT (SELECT COUNT(*) FROM entries WHERE col IS NOT NULL) + (SELECT COUNT(*) FROM sessions)",
             [],
             |r| r.get(0),
         )

@@ -47,53 +47,24 @@ const COLUMNS: [(&str, f64); 9] = [
     ("abandoned", 0.5),
 ];
 
+/// `sessions`: the catalog's fields, then how far the file was read (stat at
+/// the last read, offset after the last complete line, the bytes before it).
+/// `entries`: every entry's id and parent (the active branch is recomputed
+/// as lines are appended); an entry with text has an `fts` row of the same rowid, in column `col`.
+/// The meta of session `sid` is the `fts` row `-sid`.
 const SCHEMA: &str = "
-CREATE TABLE sessions(
-  sid INTEGER PRIMARY KEY,
-  path TEXT NOT NULL UNIQUE,
-  id TEXT NOT NULL,
-  cwd TEXT NOT NULL,
-  created TEXT NOT NULL,
-  modified_ms INTEGER NOT NULL,
-  name TEXT,
-  slug TEXT,
-  description TEXT,
-  summary TEXT,
-  tags TEXT NOT NULL DEFAULT '[]',
-  first_message TEXT,
-  has_meta INTEGER NOT NULL DEFAULT 0,
-  parent_session TEXT,
-  message_count INTEGER NOT NULL DEFAULT 0,
-  model TEXT,
-  cost_usd REAL,
-  -- how far the file was read: stat at the last read, offset after the last
-  -- complete line, the bytes just before it, the header version
-  size INTEGER NOT NULL DEFAULT 0,
-  mtime_ns INTEGER NOT NULL DEFAULT 0,
-  inode INTEGER NOT NULL DEFAULT 0,
-  read_to INTEGER NOT NULL DEFAULT 0,
-  tail BLOB,
-  version INTEGER NOT NULL DEFAULT 3,
-  meta_mtime_ns INTEGER NOT NULL DEFAULT 0,
-  session_name TEXT
-);
+CREATE TABLE sessions(sid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL, cwd TEXT NOT NULL,
+  created TEXT NOT NULL, modified_ms INTEGER NOT NULL, name TEXT, slug TEXT, description TEXT, summary TEXT,
+  tags TEXT NOT NULL DEFAULT '[]', first_message TEXT, has_meta INTEGER NOT NULL DEFAULT 0, parent_session TEXT,
+  message_count INTEGER NOT NULL DEFAULT 0, model TEXT, cost_usd REAL, session_name TEXT,
+  size INTEGER NOT NULL DEFAULT 0, mtime_ns INTEGER NOT NULL DEFAULT 0, inode INTEGER NOT NULL DEFAULT 0,
+  read_to INTEGER NOT NULL DEFAULT 0, tail BLOB, version INTEGER NOT NULL, meta_mtime_ns INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX sessions_id ON sessions(id);
-CREATE TABLE entries(
-  rowid INTEGER PRIMARY KEY,
-  sid INTEGER NOT NULL,
-  entry_id TEXT NOT NULL,
-  parent_id TEXT,
-  role TEXT NOT NULL,
-  ts TEXT NOT NULL,
-  active INTEGER NOT NULL,
-  -- 1 when the entry has a row (same rowid) in fts
-  indexed INTEGER NOT NULL
-);
+CREATE TABLE entries(rowid INTEGER PRIMARY KEY, sid INTEGER NOT NULL, entry_id TEXT NOT NULL, parent_id TEXT,
+  role TEXT NOT NULL, ts TEXT NOT NULL, active INTEGER NOT NULL, col TEXT);
 CREATE INDEX entries_sid ON entries(sid);
-CREATE VIRTUAL TABLE fts USING fts5(
-  name, tags, summary, decisions, files, user, assistant, tool, abandoned,
-  sid UNINDEXED, tokenize = 'porter unicode61'
-);
+CREATE VIRTUAL TABLE fts USING fts5(name, tags, summary, decisions, files, user, assistant, tool, abandoned,
+  sid UNINDEXED, tokenize = 'porter unicode61');
 ";
 
 #[derive(Debug, thiserror::Error)]
@@ -264,18 +235,6 @@ impl Index {
 
 fn is_corrupt(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase))
-}
-
-/// Bring the index of `agent_dir` up to date (for at most `budget`) and
-/// search it: what the CLI, the tool and the `/sessions` command do.
-pub fn search_agent_dir(
-    agent_dir: &Path,
-    query: &Query,
-    budget: std::time::Duration,
-) -> Result<(Vec<SessionHit>, UpdateReport), SearchError> {
-    let mut index = Index::open(agent_dir)?;
-    let report = index.update(&agent_dir.join("sessions"), &agent_dir.join("sessions-meta"), Some(budget))?;
-    Ok((index.search(query)?, report))
 }
 
 /// The `@@` fallback: sessions whose content matches the words of a

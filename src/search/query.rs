@@ -167,28 +167,16 @@ impl Query {
     fn conditions(&self, params: &mut Vec<SqlValue>) -> String {
         let mut sql = String::new();
         let mut sessions = Vec::new();
-        let mut push = |sql: &mut String, cond: &str, value: SqlValue| {
-            params.push(value);
-            sql.push_str(&format!(" AND sid {cond} (SELECT sid FROM fts WHERE fts MATCH ?{})", params.len()));
-        };
-        for p in &self.phrases {
-            if let Some(p) = phrase(p) {
-                push(&mut sql, "IN", SqlValue::Text(p));
-            }
-        }
-        for t in &self.tags {
-            if let Some(t) = phrase(t) {
-                push(&mut sql, "IN", SqlValue::Text(format!("{{tags}} : {t}")));
-            }
-        }
-        for f in &self.files {
-            if let Some(f) = phrase(f) {
-                push(&mut sql, "IN", SqlValue::Text(format!("{{files assistant tool}} : {f}")));
-            }
-        }
-        for x in &self.exclude {
-            if let Some(x) = phrase(x) {
-                push(&mut sql, "NOT IN", SqlValue::Text(x));
+        let required = [
+            (&self.phrases, "IN", ""),
+            (&self.tags, "IN", "{tags} : "),
+            (&self.files, "IN", "{files assistant tool} : "),
+            (&self.exclude, "NOT IN", ""),
+        ];
+        for (items, cond, columns) in required {
+            for item in items.iter().filter_map(|t| phrase(t)) {
+                params.push(SqlValue::Text(format!("{columns}{item}")));
+                sql.push_str(&format!(" AND sid {cond} (SELECT sid FROM fts WHERE fts MATCH ?{})", params.len()));
             }
         }
         if let Some(cwd) = &self.project {

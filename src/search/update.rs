@@ -3,7 +3,7 @@
 //! One `BEGIN IMMEDIATE` transaction per session, so several processes can
 //! update at once and each session's state is always one file's state.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -31,8 +31,6 @@ pub struct UpdateReport {
     pub removed: usize,
     /// Changed sessions left for later because the time budget ran out.
     pub stale: usize,
-    /// Files that could not be read (`path: reason`).
-    pub errors: Vec<String>,
 }
 
 /// What a file looked like when it was stat'ed.
@@ -70,17 +68,6 @@ fn session_files(sessions_dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// A session's row as the last update left it.
-struct Stored {
-    sid: i64,
-    id: String,
-    stat: FileStat,
-    read_to: u64,
-    tail: Vec<u8>,
-    version: u32,
-    meta_mtime_ns: i64,
-}
-
 impl Index {
     /// Bring every session under `sessions_dir` up to date, newest first,
     /// until `budget` runs out (the rest is counted as stale).
@@ -95,187 +82,126 @@ impl Index {
         let known: HashMap<String, (FileStat, i64, String)> = self
             .conn
             .prepare("SELECT path, size, mtime_ns, inode, meta_mtime_ns, id FROM sessions")
-            .and_then(|mut s| {
-                s.query_map([], |r| {
-                    let stat = FileStat {
-                        size: r.get::<_, i64>(1)? as u64,
-                        mtime_ns: r.get(2)?,
-                        inode: r.get::<_, i64>(3)? as u64,
-                    };
-                    Ok((r.get::<_, String>(0)?, (stat, r.get(4)?, r.get(5)?)))
-                })?
-                .collect()
-            })
+            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, (file_stat(r, 1)?, r.get(4)?, r.get(5)?))))?.collect())
             .map_err(|e| self.sql(e))?;
-        let mut report = UpdateReport { files: files.len(), ..UpdateReport::default() };
         let mut changed: Vec<(PathBuf, FileStat)> = files
             .iter()
             .filter_map(|p| Some((p.clone(), stat(p)?)))
-            .filter(|(p, st)| match known.get(&*p.to_string_lossy()) {
-                Some((old, meta, id)) => old != st || *meta != meta_mtime(meta_dir, id),
-                None => true,
+            .filter(|(p, st)| {
+                known
+                    .get(&*p.to_string_lossy())
+                    .is_none_or(|(old, meta, id)| old != st || *meta != meta_mtime(meta_dir, id))
             })
             .collect();
         changed.sort_by_key(|(_, st)| std::cmp::Reverse(st.mtime_ns));
+        let mut report = UpdateReport { files: files.len(), ..UpdateReport::default() };
         for (i, (path, _)) in changed.iter().enumerate() {
             if budget.is_some_and(|b| started.elapsed() >= b) {
                 report.stale = changed.len() - i;
                 break;
             }
-            match self.update_file(path, meta_dir) {
-                Ok(true) => report.updated += 1,
-                Ok(false) => {}
-                Err(SearchError::Io { path, source }) => report.errors.push(format!("{}: {source}", path.display())),
-                Err(e) => return Err(e),
-            }
+            report.updated += usize::from(self.update_file(path, meta_dir)?);
         }
-        let present: std::collections::HashSet<String> =
-            files.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-        let gone: Vec<&String> = known.keys().filter(|p| !present.contains(*p)).collect();
-        if !gone.is_empty() {
-            report.removed = self.remove(&gone).map_err(|e| self.sql(e))?;
+        let present: HashSet<String> = files.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        for gone in known.keys().filter(|p| !present.contains(*p)) {
+            report.removed += usize::from(self.update_file(Path::new(gone), meta_dir)?);
         }
         Ok(report)
-    }
-
-    fn remove(&mut self, paths: &[&String]) -> rusqlite::Result<usize> {
-        let tx = self.write()?;
-        let mut removed = 0;
-        for path in paths {
-            let sid: Option<i64> =
-                tx.query_row("SELECT sid FROM sessions WHERE path = ?1", [path], |r| r.get(0)).optional()?;
-            if let Some(sid) = sid {
-                drop_session(&tx, sid)?;
-                removed += 1;
-            }
-        }
-        tx.commit()?;
-        Ok(removed)
-    }
-
-    fn write(&mut self) -> rusqlite::Result<Transaction<'_>> {
-        self.conn.transaction_with_behavior(TransactionBehavior::Immediate)
     }
 
     /// Bring one session file up to date (what `agent_end` needs): `Ok(true)`
     /// when something changed. A file that is gone or not a pi session drops out.
     pub fn update_file(&mut self, path: &Path, meta_dir: &Path) -> Result<bool, SearchError> {
-        let index_path = self.path.clone();
-        let tx = self.write().map_err(|e| sql(&index_path, e))?;
-        let changed = sync(&tx, path, meta_dir)?;
-        tx.commit().map_err(|e| sql(&index_path, e))?;
-        Ok(changed)
+        let write = |conn: &mut rusqlite::Connection| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = sync(&tx, path, meta_dir)?;
+            tx.commit().map(|_| changed)
+        };
+        write(&mut self.conn).map_err(|e| self.sql(e))
     }
 }
 
-fn sql(path: &Path, source: rusqlite::Error) -> SearchError {
-    SearchError::Sql { path: path.to_path_buf(), source }
+fn file_stat(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<FileStat> {
+    Ok(FileStat { size: r.get::<_, i64>(at)? as u64, mtime_ns: r.get(at + 1)?, inode: r.get::<_, i64>(at + 2)? as u64 })
 }
 
 /// One session's update, inside the caller's write transaction.
-fn sync(tx: &Transaction<'_>, path: &Path, meta_dir: &Path) -> Result<bool, SearchError> {
-    let db = tx.path().map(PathBuf::from).unwrap_or_default();
-    let sql = |e| sql(&db, e);
+fn sync(tx: &Transaction<'_>, path: &Path, meta_dir: &Path) -> rusqlite::Result<bool> {
     let key = path.to_string_lossy();
     let stored = tx
         .query_row(
             "SELECT sid, id, size, mtime_ns, inode, read_to, tail, version, meta_mtime_ns FROM sessions WHERE path = ?1",
             [&key],
             |r| {
-                Ok(Stored {
-                    sid: r.get(0)?,
-                    id: r.get(1)?,
-                    stat: FileStat { size: r.get::<_, i64>(2)? as u64, mtime_ns: r.get(3)?, inode: r.get::<_, i64>(4)? as u64 },
-                    read_to: r.get::<_, i64>(5)? as u64,
-                    tail: r.get::<_, Option<Vec<u8>>>(6)?.unwrap_or_default(),
-                    version: r.get::<_, i64>(7)? as u32,
-                    meta_mtime_ns: r.get(8)?,
-                })
+                let (sid, id, old, read_to): (i64, String, _, i64) = (r.get(0)?, r.get(1)?, file_stat(r, 2)?, r.get(5)?);
+                let (tail, version, meta): (Option<Vec<u8>>, u32, i64) = (r.get(6)?, r.get(7)?, r.get(8)?);
+                Ok((sid, id, old, read_to as u64, tail.unwrap_or_default(), version, meta))
             },
         )
-        .optional()
-        .map_err(sql)?;
-    let Some(st) = stat(path) else {
-        if let Some(s) = stored {
-            drop_session(tx, s.sid).map_err(sql)?;
-            return Ok(true);
-        }
-        return Ok(false);
-    };
-    let file_changed = stored.as_ref().is_none_or(|s| s.stat != st);
-    if let Some(s) = &stored {
-        if !file_changed && s.meta_mtime_ns == meta_mtime(meta_dir, &s.id) {
+        .optional()?;
+    let st = stat(path);
+    // The session to add to and the offset to read from (`None`: only the meta changed).
+    let mut target = None;
+    let existed = stored.is_some();
+    if let Some((sid, id, old, read_to, tail, version, meta)) = stored {
+        let same = st == Some(old);
+        if same && meta == meta_mtime(meta_dir, &id) {
             return Ok(false);
         }
+        // Appending grows a file; one that did not grow, or whose last read bytes changed, was rewritten.
+        let grew = st.is_some_and(|st| version >= 3 && st.inode == old.inode && st.size > old.size && read_to > 0)
+            && tail_at(path, read_to).is_some_and(|t| t == tail);
+        match (same, grew) {
+            (true, _) => target = Some((sid, None)),
+            (false, true) => target = Some((sid, Some(read_to))),
+            (false, false) => drop_session(tx, sid)?,
+        }
     }
-    let resume = stored
-        .as_ref()
-        // Appending grows a file: one that did not grow was rewritten.
-        .filter(|s| s.version >= 3 && s.stat.inode == st.inode && st.size > s.stat.size && s.read_to > 0)
-        .filter(|s| tail_at(path, s.read_to).is_some_and(|t| t == s.tail))
-        .map_or(0, |s| s.read_to);
-    let sid = match &stored {
-        Some(s) if resume == 0 && file_changed => {
-            clear(tx, s.sid).map_err(sql)?;
-            tx.execute(
-                "UPDATE sessions SET message_count = 0, first_message = NULL, session_name = NULL WHERE sid = ?1",
-                [s.sid],
-            )
-            .map_err(sql)?;
-            Some(s.sid)
-        }
-        Some(s) => Some(s.sid),
-        None => None,
-    };
-    let read = if file_changed {
-        match crate::session::read_appended(path, resume) {
-            Ok(read) => Some(read),
-            Err(crate::session::SessionError::Io { path, source }) => return Err(SearchError::Io { path, source }),
-            // Not a pi session (any more): it drops out.
-            Err(_) => {
-                if let Some(sid) = sid {
-                    drop_session(tx, sid).map_err(sql)?;
+    let Some(st) = st else { return Ok(existed) };
+    let sid = match target {
+        Some((sid, None)) => sid,
+        _ => {
+            let from = target.and_then(|(_, from)| from).unwrap_or(0);
+            let read = match crate::session::read_appended(path, from) {
+                Ok(read) => read,
+                Err(e) => {
+                    // Unreadable or not a pi session (any more): it stays out.
+                    tracing::debug!("search index: skipping {e}");
+                    return Ok(target.is_some());
                 }
-                return Ok(true);
-            }
-        }
-    } else {
-        None
-    };
-    let sid = match (sid, read.as_ref().and_then(|r| r.header.as_ref())) {
-        (Some(sid), header) => {
-            if let Some(h) = header {
-                tx.execute(
-                    "UPDATE sessions SET id = ?2, cwd = ?3, created = ?4, parent_session = ?5, version = ?6 WHERE sid = ?1",
-                    params![sid, h.id, h.cwd, h.timestamp, h.parent_session, h.version],
-                )
-                .map_err(sql)?;
-            }
+            };
+            let sid = match (target, &read.header) {
+                (Some((sid, _)), _) => sid,
+                (None, Some(h)) => {
+                    tx.execute(
+                        "INSERT INTO sessions(path, id, cwd, created, modified_ms, parent_session, version) \
+                         VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6)",
+                        params![key, h.id, h.cwd, h.timestamp, h.parent_session, h.version],
+                    )?;
+                    tx.last_insert_rowid()
+                }
+                (None, None) => return Ok(false), // nothing complete to read yet
+            };
+            add_entries(tx, sid, &read.entries, from > 0)?;
+            tx.execute(
+                "UPDATE sessions SET size = ?2, mtime_ns = ?3, inode = ?4, read_to = ?5, tail = ?6, modified_ms = ?7 \
+                 WHERE sid = ?1",
+                params![
+                    sid,
+                    st.size as i64,
+                    st.mtime_ns,
+                    st.inode as i64,
+                    read.end as i64,
+                    tail_at(path, read.end),
+                    st.mtime_ns / 1_000_000
+                ],
+            )?;
             sid
         }
-        (None, Some(h)) => {
-            tx.execute(
-                "INSERT INTO sessions(path, id, cwd, created, modified_ms, parent_session, version) VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6)",
-                params![key, h.id, h.cwd, h.timestamp, h.parent_session, h.version],
-            )
-            .map_err(sql)?;
-            tx.last_insert_rowid()
-        }
-        // Nothing complete to read yet.
-        (None, None) => return Ok(false),
     };
-    if let Some(read) = &read {
-        add_entries(tx, sid, &read.entries, resume > 0).map_err(sql)?;
-        let tail = tail_at(path, read.end).unwrap_or_default();
-        tx.execute(
-            "UPDATE sessions SET size = ?2, mtime_ns = ?3, inode = ?4, read_to = ?5, tail = ?6, modified_ms = ?7 WHERE sid = ?1",
-            params![sid, st.size as i64, st.mtime_ns, st.inode as i64, read.end as i64, tail, st.mtime_ns / 1_000_000],
-        )
-        .map_err(sql)?;
-    }
-    let id: String = tx.query_row("SELECT id FROM sessions WHERE sid = ?1", [sid], |r| r.get(0)).map_err(sql)?;
+    let id: String = tx.query_row("SELECT id FROM sessions WHERE sid = ?1", [sid], |r| r.get(0))?;
     let meta = crate::meta::read(meta_dir, &id).ok().flatten();
-    set_meta(tx, sid, meta.as_ref(), meta_mtime(meta_dir, &id)).map_err(sql)?;
+    set_meta(tx, sid, meta.as_ref(), meta_mtime(meta_dir, &id))?;
     Ok(true)
 }
 
@@ -289,39 +215,36 @@ fn tail_at(path: &Path, offset: u64) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// Drop a session's entries and text (its `sessions` row stays).
-fn clear(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
-    tx.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM entries WHERE sid = ?1 AND indexed = 1)", [sid])?;
+/// Drop a session: its row, entries and text.
+fn drop_session(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
+    // By rowid: `sid` is not indexed in the FTS table.
+    tx.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM entries WHERE sid = ?1 AND col IS NOT NULL)", [sid])?;
     tx.execute("DELETE FROM fts WHERE rowid = ?1", [-sid])?;
     tx.execute("DELETE FROM entries WHERE sid = ?1", [sid])?;
-    Ok(())
-}
-
-fn drop_session(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
-    clear(tx, sid)?;
     tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
     Ok(())
 }
 
-/// The FTS column an entry's text goes to (on the active branch), and its text.
-fn entry_text(entry: &Entry) -> Option<(&'static str, &'static str, String)> {
+/// An entry's role, and the FTS column its text goes to (on the active
+/// branch) with the text, redacted.
+fn entry_text(entry: &Entry) -> (&'static str, Option<(&'static str, String)>) {
     let (role, text) = match &entry.kind {
         // Custom messages are extensions' injections (e.g. `@@` context from other sessions).
-        EntryKind::Message(AgentMessage::Custom { .. }) => return None,
+        EntryKind::Message(m @ AgentMessage::Custom { .. }) => (m.role(), String::new()),
         EntryKind::Message(m) => {
             let items = crate::query::windows::message_items(&entry.id, m);
             (m.role(), items.iter().map(|i| i.text.as_str()).collect::<Vec<_>>().join("\n"))
         }
         EntryKind::Compaction { summary, .. } => ("compaction", summary.clone()),
         EntryKind::BranchSummary { summary, .. } => ("branchSummary", summary.clone()),
-        _ => return None,
+        _ => ("other", String::new()),
     };
     let column = match role {
         "user" => "user",
         "toolResult" | "bashExecution" => "tool",
         _ => "assistant",
     };
-    (!text.trim().is_empty()).then(|| (role, column, crate::redact::redact(&text).into_owned()))
+    (role, (!text.trim().is_empty()).then(|| (column, crate::redact::redact(&text).into_owned())))
 }
 
 /// Which of `links` (id, parent id, in file order) are on the branch ending
@@ -330,10 +253,7 @@ fn on_branch(links: &[(String, Option<String>)]) -> Vec<bool> {
     let by_id: HashMap<&str, usize> = links.iter().enumerate().map(|(i, (id, _))| (id.as_str(), i)).collect();
     let mut on = vec![false; links.len()];
     let mut cur = links.len().checked_sub(1);
-    while let Some(i) = cur {
-        if on[i] {
-            break; // a cycle
-        }
+    while let Some(i) = cur.filter(|&i| !on[i]) {
         on[i] = true;
         cur = links[i].1.as_deref().and_then(|p| by_id.get(p).copied());
     }
@@ -341,39 +261,36 @@ fn on_branch(links: &[(String, Option<String>)]) -> Vec<bool> {
 }
 
 fn add_entries(tx: &Transaction<'_>, sid: i64, entries: &[Entry], appended: bool) -> rusqlite::Result<()> {
-    let active = if appended {
-        vec![true; entries.len()]
-    } else {
-        on_branch(&entries.iter().map(|e| (e.id.clone(), e.parent_id.clone())).collect::<Vec<_>>())
-    };
-    let mut messages = 0i64;
-    let mut first_message = None;
+    let links: Vec<_> = entries.iter().map(|e| (e.id.clone(), e.parent_id.clone())).collect();
+    // Appended entries are placed as active, then the whole session's branch is recomputed.
+    let active = if appended { vec![true; entries.len()] } else { on_branch(&links) };
+    let (mut messages, mut first_message) = (0i64, None);
     for (entry, &active) in entries.iter().zip(&active) {
-        let text = entry_text(entry);
+        let (role, text) = entry_text(entry);
         if let EntryKind::Message(m) = &entry.kind {
             messages += 1;
             if first_message.is_none() && m.role() == "user" {
-                first_message = text.as_ref().map(|(_, _, t)| crate::query::windows::shorten(t, FIRST_MESSAGE_CHARS));
+                first_message = text.as_ref().map(|(_, t)| crate::query::windows::shorten(t, FIRST_MESSAGE_CHARS));
             }
         }
         if let EntryKind::SessionInfo { name } = &entry.kind {
             let name = name.as_deref().map(str::trim).filter(|n| !n.is_empty());
             tx.execute("UPDATE sessions SET session_name = ?2 WHERE sid = ?1", params![sid, name])?;
         }
-        let role = text.as_ref().map_or(entry_role(entry), |(role, _, _)| role);
+        let column = text.as_ref().map(|(c, _)| *c);
         tx.prepare_cached(
-            "INSERT INTO entries(sid, entry_id, parent_id, role, ts, active, indexed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO entries(sid, entry_id, parent_id, role, ts, active, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
-        .execute(params![sid, entry.id, entry.parent_id, role, entry.timestamp, active, text.is_some()])?;
-        if let Some((_, column, text)) = text {
+        .execute(params![sid, entry.id, entry.parent_id, role, entry.timestamp, active, column])?;
+        if let Some((column, text)) = text {
             let column = if active { column } else { "abandoned" };
-            let rowid = tx.last_insert_rowid();
             tx.prepare_cached(&format!("INSERT INTO fts(rowid, {column}, sid) VALUES (?1, ?2, ?3)"))?
-                .execute(params![rowid, text, sid])?;
+                .execute(params![tx.last_insert_rowid(), text, sid])?;
         }
     }
     tx.execute(
-        "UPDATE sessions SET message_count = message_count + ?2, first_message = COALESCE(first_message, ?3) WHERE sid = ?1",
+        "UPDATE sessions SET message_count = message_count + ?2, first_message = COALESCE(first_message, ?3) \
+         WHERE sid = ?1",
         params![sid, messages, first_message],
     )?;
     if appended && !entries.is_empty() {
@@ -382,40 +299,27 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, entries: &[Entry], appended: bool
     Ok(())
 }
 
-fn entry_role(entry: &Entry) -> &'static str {
-    match &entry.kind {
-        EntryKind::Message(m) => m.role(),
-        _ => "other",
-    }
-}
-
 /// After an append the active branch may have moved: flag the entries anew,
-/// moving text between its role's column and `abandoned`.
+/// moving text between its column and `abandoned`.
 fn recompute_active(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
-    type Row = (i64, String, Option<String>, bool, bool, String);
-    let rows: Vec<Row> = tx
-        .prepare_cached(
-            "SELECT rowid, entry_id, parent_id, active, indexed, role FROM entries WHERE sid = ?1 ORDER BY rowid",
-        )?
-        .query_map([sid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    let links: Vec<(String, Option<String>)> = rows.iter().map(|r| (r.1.clone(), r.2.clone())).collect();
-    for ((rowid, _, _, was, indexed, role), now) in rows.iter().zip(on_branch(&links)) {
-        if *was == now {
+    type Row = (i64, bool, Option<String>);
+    let (mut rows, mut links): (Vec<Row>, Vec<_>) = (Vec::new(), Vec::new());
+    let mut stmt =
+        tx.prepare_cached("SELECT rowid, active, col, entry_id, parent_id FROM entries WHERE sid = ?1 ORDER BY rowid")?;
+    for row in stmt.query_map([sid], |r| Ok(((r.get(0)?, r.get(1)?, r.get(2)?), (r.get(3)?, r.get(4)?))))? {
+        let (row, link) = row?;
+        rows.push(row);
+        links.push(link);
+    }
+    for ((rowid, was, column), now) in rows.into_iter().zip(on_branch(&links)) {
+        if was == now {
             continue;
         }
         tx.execute("UPDATE entries SET active = ?2 WHERE rowid = ?1", params![rowid, now])?;
-        if *indexed {
-            let column = match role.as_str() {
-                "user" => "user",
-                "toolResult" | "bashExecution" => "tool",
-                _ => "assistant",
-            };
-            let (from, to) = if now { ("abandoned", column) } else { (column, "abandoned") };
-            let text: Option<String> = tx
-                .query_row(&format!("SELECT {from} FROM fts WHERE rowid = ?1"), [rowid], |r| r.get(0))
-                .optional()?
-                .flatten();
+        if let Some(column) = column {
+            let (from, to) = if now { ("abandoned", column.as_str()) } else { (column.as_str(), "abandoned") };
+            let text: Option<String> =
+                tx.query_row(&format!("SELECT {from} FROM fts WHERE rowid = ?1"), [rowid], |r| r.get(0))?;
             tx.execute("DELETE FROM fts WHERE rowid = ?1", [rowid])?;
             tx.execute(&format!("INSERT INTO fts(rowid, {to}, sid) VALUES (?1, ?2, ?3)"), params![rowid, text, sid])?;
         }

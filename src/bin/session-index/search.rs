@@ -90,9 +90,6 @@ pub fn run(args: Args) -> Result<(), String> {
             report.stale
         );
     }
-    for error in &report.errors {
-        eprintln!("session-index: skipped {error}");
-    }
     Ok(())
 }
 

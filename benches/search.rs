@@ -1,0 +1,444 @@
+//! Search index bench, in one run: a generated corpus of sessions (realistic
+//! sizes, tool output, some images), then
+//! - the full build (a child process: time, sessions/s, peak RSS),
+//! - index size as a fraction of the corpus,
+//! - the update after appending one agent run to one session (that file
+//!   alone, as `agent_end` needs, and a whole pass that stats every file),
+//! - query latency p50/p99 over 200 varied queries, next to pi 0.73.1's
+//!   `/resume` path (`SessionManager.listAll()` + its filter, under node) and
+//!   `grep -ril` on the same files,
+//! - 4 processes updating and 4 querying for a while: throughput, longest
+//!   wait, and `PRAGMA integrity_check` at the end.
+//!
+//! `cargo bench --bench search`. Environment: `SEARCH_BENCH_SESSIONS`
+//! (default 10000), `SEARCH_BENCH_CONCURRENT_SECS` (30), `SEARCH_BENCH_NO_NODE`,
+//! `SEARCH_BENCH_DIR` (keep the corpus there and reuse it).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use session_index::search::{Index, Query};
+
+#[path = "../tests/support/rng.rs"]
+mod rng;
+use rng::Rng;
+
+const TOPICS: &[&str] = &[
+    "auth",
+    "refactor",
+    "cache",
+    "billing",
+    "invoice",
+    "parser",
+    "lexer",
+    "migration",
+    "schema",
+    "login",
+    "token",
+    "queue",
+    "worker",
+    "deploy",
+    "pipeline",
+    "metrics",
+    "dashboard",
+    "upload",
+    "storage",
+    "retry",
+    "timeout",
+    "webhook",
+    "payment",
+    "gateway",
+    "config",
+    "loader",
+    "render",
+    "layout",
+    "theme",
+    "export",
+    "backup",
+    "audit",
+    "tracing",
+    "session",
+    "profile",
+    "notify",
+    "limiter",
+    "router",
+    "socket",
+    "stream",
+    "postgres",
+    "sqlite",
+    "docker",
+    "kubernetes",
+    "terraform",
+    "graphql",
+    "websocket",
+    "oauth",
+    "jwt",
+    "redis",
+    "kafka",
+    "tokio",
+];
+const COMMON: &[&str] = &[
+    "the", "and", "then", "with", "fix", "test", "error", "function", "value", "return", "file", "change", "update",
+    "build", "check", "should", "because", "when", "result", "option", "string", "number", "handle", "call", "add",
+    "remove", "missing", "failed", "works", "now", "config", "field", "type", "struct", "impl", "async", "await",
+];
+
+fn words(rng: &mut Rng, n: usize, topic: &str) -> String {
+    let mut out = String::with_capacity(n * 7);
+    for i in 0..n {
+        if i > 0 {
+            out.push(' ');
+        }
+        let r = rng.next() % 10;
+        out.push_str(if r == 0 {
+            topic
+        } else if r == 1 {
+            rng.pick(TOPICS)
+        } else {
+            rng.pick(COMMON)
+        });
+    }
+    out
+}
+
+fn line(entry: Value) -> String {
+    format!("{entry}\n")
+}
+
+/// One agent run: a user request, a tool call and its output, the answer.
+fn agent_run(rng: &mut Rng, n: usize, parent: &mut String, topic: &str, image: bool) -> String {
+    let mut text = String::new();
+    let mut push = |text: &mut String, id: String, message: Value| {
+        text.push_str(&line(json!({"type":"message","id":id,"parentId":parent.clone(),"timestamp":"2026-02-20T12:00:01.000Z","message":message})));
+        *parent = id;
+    };
+    let ask_len = 10 + (rng.next() % 80) as usize;
+    let mut content = vec![json!({"type":"text","text": format!("please {}", words(rng, ask_len, topic))})];
+    if image {
+        let data: String = (0..150_000).map(|i| (b'A' + ((i * 7 + n) % 26) as u8) as char).collect();
+        content.push(json!({"type":"image","mimeType":"image/png","data":data}));
+    }
+    push(&mut text, format!("u{n:05}"), json!({"role":"user","content":content,"timestamp":1}));
+    let path = format!("src/{}/{}.rs", topic, rng.pick(TOPICS));
+    push(
+        &mut text,
+        format!("c{n:05}"),
+        json!({"role":"assistant","content":[{"type":"text","text":words(rng, 30, topic)},
+            {"type":"toolCall","id":"t1","name":"read","arguments":{"path":path}}],
+            "provider":"p","model":"m","stopReason":"toolUse","timestamp":2}),
+    );
+    let out_len = 100 + (rng.next() % 1400) as usize;
+    push(
+        &mut text,
+        format!("r{n:05}"),
+        json!({"role":"toolResult","toolCallId":"t1","toolName":"read","content":[{"type":"text","text":words(rng, out_len, topic)}],
+            "isError":false,"timestamp":3}),
+    );
+    let answer_len = 40 + (rng.next() % 300) as usize;
+    push(
+        &mut text,
+        format!("a{n:05}"),
+        json!({"role":"assistant","content":[{"type":"text","text":words(rng, answer_len, topic)}],
+            "provider":"p","model":"m","stopReason":"stop","timestamp":4}),
+    );
+    text
+}
+
+fn generate(agent: &Path, n: usize) -> (Vec<PathBuf>, u64) {
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let mut files = Vec::with_capacity(n);
+    let mut bytes = 0;
+    for i in 0..n {
+        let project = i % 50;
+        let dir = agent.join("sessions").join(format!("--home-dev-project-{project:02}--"));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let topic = rng.pick(TOPICS);
+        let mut text = line(json!({"type":"session","version":3,"id":format!("sess-{i:06}"),
+            "timestamp":"2026-02-20T12:00:00.000Z","cwd":format!("/home/dev/project-{project:02}")}));
+        let mut parent = String::new();
+        // Sizes vary a lot: most sessions are short, a few are long.
+        let runs = 2 + (rng.next() % 12) as usize + if rng.next() % 10 == 0 { 40 } else { 0 };
+        for r in 0..runs {
+            let image = i % 25 == 0 && r == 0;
+            text.push_str(&agent_run(&mut rng, r, &mut parent, topic, image));
+        }
+        let path = dir.join(format!("2026-02-20T12-00-00-000Z_sess-{i:06}.jsonl"));
+        std::fs::write(&path, &text).expect("write a session");
+        bytes += text.len() as u64;
+        files.push(path);
+    }
+    (files, bytes)
+}
+
+fn queries(rng: &mut Rng) -> Vec<String> {
+    (0..200)
+        .map(|i| match i % 8 {
+            0 => rng.pick(TOPICS).to_string(),
+            1 => format!("{} {}", rng.pick(TOPICS), rng.pick(TOPICS)),
+            2 => format!("{} {} {}", rng.pick(TOPICS), rng.pick(COMMON), rng.pick(TOPICS)),
+            3 => format!("\"{} {}\"", rng.pick(COMMON), rng.pick(TOPICS)),
+            4 => format!("{} -{}", rng.pick(TOPICS), rng.pick(TOPICS)),
+            5 => format!("file:src/{}/{}.rs", rng.pick(TOPICS), rng.pick(TOPICS)),
+            6 => rng.pick(TOPICS)[..3].to_string(),
+            _ => format!("{} {}", rng.pick(COMMON), rng.pick(COMMON)),
+        })
+        .collect()
+}
+
+fn vm_hwm_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    sorted.get(((sorted.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN)
+}
+
+fn sorted(mut v: Vec<f64>) -> Vec<f64> {
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+fn update_all(index: &mut Index, agent: &Path) -> session_index::search::UpdateReport {
+    index.update(&agent.join("sessions"), &agent.join("sessions-meta"), None).expect("update")
+}
+
+/// Child processes: `--child build AGENT`, `--child update|query AGENT SECS SEED`.
+fn child(args: &[String]) {
+    let agent = Path::new(&args[1]);
+    let mut index = Index::open(agent).expect("open the index");
+    if args[0] == "build" {
+        let t = Instant::now();
+        let report = update_all(&mut index, agent);
+        println!("{}", json!({"secs": t.elapsed().as_secs_f64(), "peakRssKb": vm_hwm_kb(), "updated": report.updated}));
+        return;
+    }
+    let secs: u64 = args[2].parse().expect("seconds");
+    let seed: u64 = args[3].parse().expect("seed");
+    let mut rng = Rng(0x1234_5678 + seed * 7919);
+    let files: Vec<PathBuf> = std::fs::read_dir(agent.join("sessions"))
+        .expect("sessions")
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten().map(|f| f.path()))
+        .collect();
+    let qs = queries(&mut rng);
+    let (mut ops, mut longest, mut total) = (0u64, 0f64, 0f64);
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        let t = Instant::now();
+        if args[0] == "update" {
+            // Each updater appends to its own quarter of the files.
+            let mine: Vec<&PathBuf> = files.iter().skip(seed as usize).step_by(4).collect();
+            let path = mine[(rng.next() % mine.len() as u64) as usize];
+            let mut parent = String::from("x");
+            let run = agent_run(&mut rng, 90_000 + ops as usize, &mut parent, "concurrency", false);
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(run.as_bytes()))
+                .expect("append");
+            index.update_file(path, &agent.join("sessions-meta")).expect("update a file");
+        } else {
+            let q = &qs[(ops % qs.len() as u64) as usize];
+            index.search(&Query { limit: 10, ..Query::parse(q).expect("query") }).expect("search");
+        }
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        longest = longest.max(ms);
+        total += ms;
+        ops += 1;
+    }
+    println!("{}", json!({"ops": ops, "longestMs": longest, "meanMs": total / ops.max(1) as f64}));
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).into_iter().flatten().flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        return child(&args[i + 1..]);
+    }
+    let n: usize = std::env::var("SEARCH_BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let concurrent_secs: u64 =
+        std::env::var("SEARCH_BENCH_CONCURRENT_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(30);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let agent = std::env::var_os("SEARCH_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|| tmp.path().join("agent"));
+    let _ = std::fs::remove_dir_all(agent.join("sessions-index"));
+    let t = Instant::now();
+    let (files, corpus) = if agent.join("sessions").is_dir() {
+        let files: Vec<PathBuf> = std::fs::read_dir(agent.join("sessions"))
+            .expect("sessions")
+            .flatten()
+            .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten().map(|f| f.path()))
+            .collect();
+        let bytes = files.iter().filter_map(|f| f.metadata().ok()).map(|m| m.len()).sum();
+        (files, bytes)
+    } else {
+        generate(&agent, n)
+    };
+    let n = files.len();
+    println!("corpus: {n} sessions, {:.0} MB (ready in {:.1} s)", corpus as f64 / 1e6, t.elapsed().as_secs_f64());
+    let me = std::env::current_exe().expect("this bench's path");
+    let run_child = |args: &[&str]| -> Value {
+        let out = Command::new(&me).arg("--child").args(args).output().expect("run a child");
+        assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("child JSON")
+    };
+    let agent_s = agent.to_string_lossy().into_owned();
+
+    // Full build.
+    let build = run_child(&["build", &agent_s]);
+    let build_secs = build["secs"].as_f64().unwrap_or(f64::NAN);
+    let peak_mb = build["peakRssKb"].as_f64().unwrap_or(f64::NAN) / 1024.0;
+    let index_bytes = dir_size(&agent.join("sessions-index"));
+    println!(
+        "build: {build_secs:.1} s, {:.0} sessions/s, peak RSS {peak_mb:.0} MB (target ≤ 200), index {:.0} MB = {:.3} of the corpus",
+        n as f64 / build_secs,
+        index_bytes as f64 / 1e6,
+        index_bytes as f64 / corpus as f64
+    );
+
+    // Incremental update after one agent run appended to one session.
+    let mut index = Index::open(&agent).expect("open");
+    let mut rng = Rng(42);
+    let (mut one, mut pass) = (Vec::new(), Vec::new());
+    for k in 0..20 {
+        let path = &files[(rng.next() % n as u64) as usize];
+        let mut parent = String::from("x");
+        let run = agent_run(&mut rng, 80_000 + k, &mut parent, "appended", false);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(run.as_bytes()))
+            .expect("append");
+        let t = Instant::now();
+        assert!(index.update_file(path, &agent.join("sessions-meta")).expect("update"));
+        one.push(t.elapsed().as_secs_f64() * 1000.0);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(run.as_bytes()))
+            .expect("append");
+        let t = Instant::now();
+        assert_eq!(update_all(&mut index, &agent).updated, 1);
+        pass.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let (one, pass) = (sorted(one), sorted(pass));
+    println!(
+        "incremental (one agent run appended): that file p50 {:.2} ms, max {:.2} ms (target ≤ 20); whole pass over {n} files p50 {:.1} ms, max {:.1} ms",
+        pct(&one, 0.5),
+        pct(&one, 1.0),
+        pct(&pass, 0.5),
+        pct(&pass, 1.0)
+    );
+
+    // Queries.
+    let qs = queries(&mut Rng(7));
+    let mut lat = Vec::new();
+    let mut empty = 0;
+    for q in &qs {
+        let query =
+            Query { limit: 10, current_cwd: Some("/home/dev/project-07".into()), ..Query::parse(q).expect("query") };
+        let t = Instant::now();
+        let hits = index.search(&query).expect("search");
+        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+        empty += usize::from(hits.is_empty());
+    }
+    let lat = sorted(lat);
+    let (p50, p99) = (pct(&lat, 0.5), pct(&lat, 0.99));
+    println!(
+        "queries: p50 {p50:.2} ms, p99 {p99:.2} ms, max {:.2} ms (target p99 ≤ 10); {empty} of 200 found nothing",
+        pct(&lat, 1.0)
+    );
+
+    // grep -ril on the same files, for the single-word queries.
+    let mut grep = Vec::new();
+    for q in qs.iter().step_by(8).take(10) {
+        let t = Instant::now();
+        let _ = Command::new("grep").args(["-ril", q]).arg(agent.join("sessions")).output();
+        grep.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let grep = sorted(grep);
+    println!(
+        "grep -ril (10 words): p50 {:.0} ms → ours is {:.0}× faster at p50",
+        pct(&grep, 0.5),
+        pct(&grep, 0.5) / p50
+    );
+
+    // pi 0.73.1: listAll + the /resume filter.
+    if std::env::var_os("SEARCH_BENCH_NO_NODE").is_none() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dist = root.join("tools/pi-ref/node_modules/@mariozechner/pi-coding-agent/dist");
+        let qfile = tmp.path().join("queries.json");
+        std::fs::write(&qfile, serde_json::to_string(&qs).expect("json")).expect("write queries");
+        let out = Command::new("node")
+            .arg("--max-old-space-size=12000")
+            .arg(root.join("benches/search_support/pi_resume.mjs"))
+            .arg(&dist)
+            .arg(&qfile)
+            .env("PI_CODING_AGENT_DIR", &agent)
+            .output();
+        match out.ok().filter(|o| o.status.success()).and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok()) {
+            Some(pi) => {
+                let list_ms = pi["listMs"].as_f64().unwrap_or(f64::NAN);
+                let q: Vec<f64> = pi["queryMs"].as_array().into_iter().flatten().filter_map(Value::as_f64).collect();
+                let q = sorted(q);
+                println!(
+                    "pi 0.73.1 /resume: listAll {:.0} ms ({} sessions), peak RSS {:.0} MB; filter p50 {:.1} ms, p99 {:.1} ms",
+                    list_ms,
+                    pi["sessions"],
+                    pi["peakRssKb"].as_f64().unwrap_or(f64::NAN) / 1024.0,
+                    pct(&q, 0.5),
+                    pct(&q, 0.99)
+                );
+                println!(
+                    "ratios: first search (pi listAll + filter vs our p99) {:.0}×; filter alone p99 {:.1}×",
+                    (list_ms + pct(&q, 0.5)) / p99,
+                    pct(&q, 0.99) / p99
+                );
+            }
+            None => println!("pi 0.73.1 /resume: could not run under node"),
+        }
+    }
+    drop(index);
+
+    // 4 updaters and 4 queriers at once.
+    if concurrent_secs > 0 {
+        let secs = concurrent_secs.to_string();
+        let t = Instant::now();
+        let children: Vec<_> = (0..8)
+            .map(|k| {
+                let role = if k < 4 { "update" } else { "query" };
+                Command::new(&me)
+                    .args(["--child", role, &agent_s, &secs, &(k % 4).to_string()])
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        let results: Vec<Value> = children
+            .into_iter()
+            .map(|c| serde_json::from_slice(&c.wait_with_output().expect("wait").stdout).unwrap_or(Value::Null))
+            .collect();
+        let sum = |r: &[Value]| r.iter().filter_map(|v| v["ops"].as_f64()).sum::<f64>();
+        let max = |r: &[Value]| r.iter().filter_map(|v| v["longestMs"].as_f64()).fold(0.0, f64::max);
+        let wall = t.elapsed().as_secs_f64();
+        let index = Index::open(&agent).expect("open");
+        println!(
+            "concurrent {concurrent_secs} s: 4 updaters {:.0} appends+updates/s (longest {:.0} ms), 4 queriers {:.0} queries/s (longest {:.0} ms); integrity_check: {}",
+            sum(&results[..4]) / wall,
+            max(&results[..4]),
+            sum(&results[4..]) / wall,
+            max(&results[4..]),
+            index.integrity_check().expect("integrity check")
+        );
+    }
+}
