@@ -86,23 +86,48 @@ const COMMON: &[&str] = &[
     "remove", "missing", "failed", "works", "now", "config", "field", "type", "struct", "impl", "async", "await",
 ];
 
+/// A vocabulary of 20,000 made-up words, drawn with Zipf's law (rank r with
+/// probability ∝ 1/r) as in real text: a few words everywhere, most rare.
+fn vocab() -> Vec<String> {
+    const SYL: &[&str] =
+        &["ka", "lo", "mi", "ter", "on", "sa", "ri", "ven", "du", "pel", "ax", "tor", "ni", "qu", "bel"];
+    (0..20_000usize)
+        .map(|i| {
+            let mut w = String::new();
+            let mut k = i + 15;
+            while k > 0 {
+                w.push_str(SYL[k % SYL.len()]);
+                k /= SYL.len();
+            }
+            w
+        })
+        .collect()
+}
+
+fn zipf<'a>(rng: &mut Rng, vocab: &'a [String]) -> &'a str {
+    let u = (rng.next() % 1_000_000) as f64 / 1e6;
+    &vocab[((vocab.len() as f64).powf(u) as usize).saturating_sub(1).min(vocab.len() - 1)]
+}
+
 fn words(rng: &mut Rng, n: usize, topic: &str) -> String {
+    let vocab = VOCAB.get_or_init(vocab);
     let mut out = String::with_capacity(n * 7);
     for i in 0..n {
         if i > 0 {
             out.push(' ');
         }
-        let r = rng.next() % 10;
-        out.push_str(if r == 0 {
-            topic
-        } else if r == 1 {
-            rng.pick(TOPICS)
-        } else {
-            rng.pick(COMMON)
+        let r = rng.next() % 20;
+        out.push_str(match r {
+            0 => topic,
+            1 => rng.pick(TOPICS),
+            2..=5 => rng.pick(COMMON),
+            _ => zipf(rng, vocab),
         });
     }
     out
 }
+
+static VOCAB: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 
 fn line(entry: Value) -> String {
     format!("{entry}\n")
@@ -173,16 +198,23 @@ fn generate(agent: &Path, n: usize) -> (Vec<PathBuf>, u64) {
     (files, bytes)
 }
 
+/// What people type: distinctive words mostly (mid-frequency vocabulary,
+/// topics), some phrases, exclusions, file filters, prefixes, and a few
+/// queries of frequent words.
 fn queries(rng: &mut Rng) -> Vec<String> {
+    let vocab = VOCAB.get_or_init(vocab);
+    let mut mid = |rng: &mut Rng| vocab[50 + (rng.next() % 5000) as usize].clone();
     (0..200)
-        .map(|i| match i % 8 {
+        .map(|i| match i % 10 {
             0 => rng.pick(TOPICS).to_string(),
-            1 => format!("{} {}", rng.pick(TOPICS), rng.pick(TOPICS)),
-            2 => format!("{} {} {}", rng.pick(TOPICS), rng.pick(COMMON), rng.pick(TOPICS)),
-            3 => format!("\"{} {}\"", rng.pick(COMMON), rng.pick(TOPICS)),
-            4 => format!("{} -{}", rng.pick(TOPICS), rng.pick(TOPICS)),
+            1 => format!("{} {}", rng.pick(TOPICS), mid(rng)),
+            2 => format!("{} {} {}", mid(rng), rng.pick(TOPICS), mid(rng)),
+            3 => format!("\"{} {}\"", rng.pick(TOPICS), mid(rng)),
+            4 => format!("{} -{}", rng.pick(TOPICS), mid(rng)),
             5 => format!("file:src/{}/{}.rs", rng.pick(TOPICS), rng.pick(TOPICS)),
-            6 => rng.pick(TOPICS)[..3].to_string(),
+            6 => mid(rng)[..4].to_string(),
+            7 => format!("where did we fix the {} {}", rng.pick(TOPICS), mid(rng)),
+            8 => mid(rng),
             _ => format!("{} {}", rng.pick(COMMON), rng.pick(COMMON)),
         })
         .collect()
@@ -361,7 +393,7 @@ fn main() {
 
     // grep -ril on the same files, for the single-word queries.
     let mut grep = Vec::new();
-    for q in qs.iter().step_by(8).take(10) {
+    for q in qs.iter().step_by(10).take(10) {
         let t = Instant::now();
         let _ = Command::new("grep").args(["-ril", q]).arg(agent.join("sessions")).output();
         grep.push(t.elapsed().as_secs_f64() * 1000.0);

@@ -106,6 +106,12 @@ fn planted_facts_rank_first() {
     // Prefix matching of the last word.
     assert_eq!(ids(&search(&index, "zephyr")), vec!["tool-fact"]);
 
+    // The `@@` fallback: reference words, ranked sessions with scores.
+    let ranked = session_index::search::rank_reference(agent, "zephyrine-toolchain", "/p/alpha", 3).expect("rank");
+    assert_eq!(ranked[0].session.id, "tool-fact");
+    assert!(ranked[0].score > 0.0);
+    assert!(session_index::search::rank_reference(agent, "nothing-like-this", "/p", 3).expect("rank").is_empty());
+
     // Filters: project and time.
     let only = |project: &str, text: &str| {
         let query = Query { project: Some(project.into()), limit: 5, ..Query::parse(text).expect("a valid query") };

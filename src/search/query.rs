@@ -19,6 +19,12 @@ const ROW_DECAY: [f64; 3] = [1.0, 0.5, 0.25];
 /// Sessions of the current project count this much more.
 const CURRENT_PROJECT_BOOST: f64 = 1.5;
 
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from", "had", "has", "have",
+    "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "so", "that", "the",
+    "then", "there", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "with", "you",
+];
+
 /// A parsed query.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Query {
@@ -152,9 +158,14 @@ impl Query {
         Ok(query)
     }
 
-    /// The ranking expression: any word or phrase (the last word as a prefix).
+    /// The ranking expression: any word or phrase (the last word as a
+    /// prefix). Words like "the" or "did" match nearly every row and rank
+    /// nothing: they are left out when other words remain.
     fn match_expr(&self) -> Option<String> {
-        let mut terms: Vec<String> = self.words.iter().filter_map(|w| phrase(w)).collect();
+        let stop = |w: &&String| STOP_WORDS.contains(&w.to_lowercase().as_str());
+        let all_stop = self.words.iter().all(|w| stop(&w));
+        let mut terms: Vec<String> =
+            self.words.iter().filter(|w| all_stop || !stop(w)).filter_map(|w| phrase(w)).collect();
         if let Some(last) = terms.last_mut() {
             // A whole word also counts as itself, so it ranks above longer words it begins.
             *last = format!("({last} OR {last}*)");
