@@ -203,7 +203,7 @@ fn generate(agent: &Path, n: usize) -> (Vec<PathBuf>, u64) {
 /// queries of frequent words.
 fn queries(rng: &mut Rng) -> Vec<String> {
     let vocab = VOCAB.get_or_init(vocab);
-    let mut mid = |rng: &mut Rng| vocab[50 + (rng.next() % 5000) as usize].clone();
+    let mid = |rng: &mut Rng| vocab[50 + (rng.next() % 5000) as usize].clone();
     (0..200)
         .map(|i| match i % 10 {
             0 => rng.pick(TOPICS).to_string(),

@@ -110,7 +110,7 @@ fn planted_facts_rank_first() {
     let ranked = session_index::search::rank_reference(agent, "zephyrine-toolchain", "/p/alpha", 3).expect("rank");
     assert_eq!(ranked[0].session.id, "tool-fact");
     assert!(ranked[0].score > 0.0);
-    assert!(session_index::search::rank_reference(agent, "nothing-like-this", "/p", 3).expect("rank").is_empty());
+    assert!(session_index::search::rank_reference(agent, "qqxyzzy-vorpal", "/p", 3).expect("rank").is_empty());
 
     // Filters: project and time.
     let only = |project: &str, text: &str| {

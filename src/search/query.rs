@@ -233,28 +233,29 @@ impl Index {
             let rows = stmt.query_map(rusqlite::params_from_iter(params), session_row)?;
             return rows.map(|r| r.map(|session| SessionHit { session, score: 0.0, snippets: Vec::new() })).collect();
         };
-        params.push(SqlValue::Text(expr));
+        params.push(SqlValue::Text(expr.clone()));
         let cond = query.conditions(&mut params);
         let weights: Vec<String> = COLUMNS.iter().map(|(_, w)| w.to_string()).collect();
+        // No snippet here: SQLite would compute it for every matching row before sorting.
         let sql = format!(
-            "SELECT rowid, sid, -bm25(fts, {}) AS score, snippet(fts, -1, char(2), char(3), '…', 14) \
-             FROM fts WHERE fts MATCH ?1 {cond} ORDER BY bm25(fts, {0}) LIMIT {ROWS}",
+            "SELECT rowid, sid, -bm25(fts, {}) AS score FROM fts WHERE fts MATCH ?1 {cond} ORDER BY score DESC LIMIT {ROWS}",
             weights.join(", ")
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, f64>(2)?, r.get::<_, String>(3)?))
-        })?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         // Per session: its score and its best rows, in order.
-        let mut found: HashMap<i64, (f64, Vec<(i64, String)>)> = HashMap::new();
+        let mut found: HashMap<i64, (f64, Vec<i64>)> = HashMap::new();
         for row in rows {
-            let (rowid, sid, score, snippet) = row?;
+            let (rowid, sid, score): (i64, i64, f64) = row?;
             let (total, best) = found.entry(sid).or_default();
             if let Some(decay) = ROW_DECAY.get(best.len()) {
                 *total += score * decay;
-                best.push((rowid, snippet));
+                best.push(rowid);
             }
         }
+        let mut snippet_stmt = self.conn.prepare_cached(
+            "SELECT snippet(fts, -1, char(2), char(3), '…', 14) FROM fts WHERE fts MATCH ?1 AND rowid = ?2",
+        )?;
         let mut hits = Vec::with_capacity(found.len());
         let mut row_stmt =
             self.conn.prepare_cached(&format!("SELECT {ROW_COLUMNS} FROM sessions s WHERE s.sid = ?1"))?;
@@ -270,13 +271,14 @@ impl Index {
         });
         hits.truncate(query.limit);
         for (_, hit, best) in &mut hits {
-            for (rowid, text) in best.iter().take(2) {
+            for rowid in best.iter().take(2) {
+                let text: String = snippet_stmt.query_row(rusqlite::params![expr, rowid], |r| r.get(0))?;
                 let snippet = if *rowid < 0 {
-                    Snippet { entry_id: None, role: "meta".into(), abandoned: false, text: text.clone() }
+                    Snippet { entry_id: None, role: "meta".into(), abandoned: false, text }
                 } else {
                     let (entry_id, role, active) =
                         entry_stmt.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?)))?;
-                    Snippet { entry_id: Some(entry_id), role, abandoned: !active, text: text.clone() }
+                    Snippet { entry_id: Some(entry_id), role, abandoned: !active, text }
                 };
                 hit.snippets.push(snippet);
             }

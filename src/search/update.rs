@@ -143,6 +143,8 @@ fn sync(tx: &Transaction<'_>, path: &Path, meta_dir: &Path) -> rusqlite::Result<
     // The session to add to and the offset to read from (`None`: only the meta changed).
     let mut target = None;
     let existed = stored.is_some();
+    // The meta row is rewritten when the meta file or the session's own name changed.
+    let mut meta_seen = stored.as_ref().map(|s| s.6);
     if let Some((sid, id, old, read_to, tail, version, meta)) = stored {
         let same = st == Some(old);
         if same && meta == meta_mtime(meta_dir, &id) {
@@ -154,7 +156,10 @@ fn sync(tx: &Transaction<'_>, path: &Path, meta_dir: &Path) -> rusqlite::Result<
         match (same, grew) {
             (true, _) => target = Some((sid, None)),
             (false, true) => target = Some((sid, Some(read_to))),
-            (false, false) => drop_session(tx, sid)?,
+            (false, false) => {
+                drop_session(tx, sid)?;
+                meta_seen = None;
+            }
         }
     }
     let Some(st) = st else { return Ok(existed) };
@@ -182,7 +187,9 @@ fn sync(tx: &Transaction<'_>, path: &Path, meta_dir: &Path) -> rusqlite::Result<
                 }
                 (None, None) => return Ok(false), // nothing complete to read yet
             };
-            add_entries(tx, sid, &read.entries, from > 0)?;
+            if add_entries(tx, sid, &read.entries, from > 0)? {
+                meta_seen = None;
+            }
             tx.execute(
                 "UPDATE sessions SET size = ?2, mtime_ns = ?3, inode = ?4, read_to = ?5, tail = ?6, modified_ms = ?7 \
                  WHERE sid = ?1",
@@ -200,8 +207,10 @@ fn sync(tx: &Transaction<'_>, path: &Path, meta_dir: &Path) -> rusqlite::Result<
         }
     };
     let id: String = tx.query_row("SELECT id FROM sessions WHERE sid = ?1", [sid], |r| r.get(0))?;
-    let meta = crate::meta::read(meta_dir, &id).ok().flatten();
-    set_meta(tx, sid, meta.as_ref(), meta_mtime(meta_dir, &id))?;
+    let mtime = meta_mtime(meta_dir, &id);
+    if meta_seen != Some(mtime) {
+        set_meta(tx, sid, crate::meta::read(meta_dir, &id).ok().flatten().as_ref(), mtime)?;
+    }
     Ok(true)
 }
 
@@ -260,8 +269,12 @@ fn on_branch(links: &[(String, Option<String>)]) -> Vec<bool> {
     on
 }
 
-fn add_entries(tx: &Transaction<'_>, sid: i64, entries: &[Entry], appended: bool) -> rusqlite::Result<()> {
+/// Index entries read from the file; true when one named the session.
+fn add_entries(tx: &Transaction<'_>, sid: i64, entries: &[Entry], appended: bool) -> rusqlite::Result<bool> {
     let links: Vec<_> = entries.iter().map(|e| (e.id.clone(), e.parent_id.clone())).collect();
+    let leaf: Option<String> = tx
+        .query_row("SELECT entry_id FROM entries WHERE sid = ?1 ORDER BY rowid DESC LIMIT 1", [sid], |r| r.get(0))
+        .optional()?;
     // Appended entries are placed as active, then the whole session's branch is recomputed.
     let active = if appended { vec![true; entries.len()] } else { on_branch(&links) };
     let (mut messages, mut first_message) = (0i64, None);
@@ -293,10 +306,15 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, entries: &[Entry], appended: bool
          WHERE sid = ?1",
         params![sid, messages, first_message],
     )?;
-    if appended && !entries.is_empty() {
+    // An agent run continues the branch: only a jump to another parent moves it.
+    let continues = entries.iter().enumerate().all(|(i, e)| match i {
+        0 => e.parent_id == leaf,
+        _ => e.parent_id.as_deref() == Some(entries[i - 1].id.as_str()),
+    });
+    if appended && !continues {
         recompute_active(tx, sid)?;
     }
-    Ok(())
+    Ok(entries.iter().any(|e| matches!(e.kind, EntryKind::SessionInfo { .. })))
 }
 
 /// After an append the active branch may have moved: flag the entries anew,
