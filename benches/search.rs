@@ -220,6 +220,15 @@ fn queries(rng: &mut Rng) -> Vec<String> {
         .collect()
 }
 
+/// Append one agent run continuing the session's last entry, as pi does.
+fn append_run(path: &Path, rng: &mut Rng, k: usize) {
+    let text = std::fs::read_to_string(path).expect("read a session");
+    let last: Value = text.lines().last().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+    let mut parent = last["id"].as_str().unwrap_or_default().to_string();
+    let run = agent_run(rng, 80_000 + k, &mut parent, "appended", false);
+    std::fs::OpenOptions::new().append(true).open(path).and_then(|mut f| f.write_all(run.as_bytes())).expect("append");
+}
+
 fn vm_hwm_kb() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -255,11 +264,7 @@ fn child(args: &[String]) {
     let secs: u64 = args[2].parse().expect("seconds");
     let seed: u64 = args[3].parse().expect("seed");
     let mut rng = Rng(0x1234_5678 + seed * 7919);
-    let files: Vec<PathBuf> = std::fs::read_dir(agent.join("sessions"))
-        .expect("sessions")
-        .flatten()
-        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten().map(|f| f.path()))
-        .collect();
+    let files = corpus_files(agent);
     let qs = queries(&mut rng);
     let (mut ops, mut longest, mut total) = (0u64, 0f64, 0f64);
     let end = Instant::now() + Duration::from_secs(secs);
@@ -269,13 +274,7 @@ fn child(args: &[String]) {
             // Each updater appends to its own quarter of the files.
             let mine: Vec<&PathBuf> = files.iter().skip(seed as usize).step_by(4).collect();
             let path = mine[(rng.next() % mine.len() as u64) as usize];
-            let mut parent = String::from("x");
-            let run = agent_run(&mut rng, 90_000 + ops as usize, &mut parent, "concurrency", false);
-            std::fs::OpenOptions::new()
-                .append(true)
-                .open(path)
-                .and_then(|mut f| f.write_all(run.as_bytes()))
-                .expect("append");
+            append_run(path, &mut rng, 90_000 + ops as usize);
             index.update_file(path, &agent.join("sessions-meta")).expect("update a file");
         } else {
             let q = &qs[(ops % qs.len() as u64) as usize];
@@ -287,6 +286,14 @@ fn child(args: &[String]) {
         ops += 1;
     }
     println!("{}", json!({"ops": ops, "longestMs": longest, "meanMs": total / ops.max(1) as f64}));
+}
+
+fn corpus_files(agent: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(agent.join("sessions"))
+        .expect("sessions")
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten().map(|f| f.path()))
+        .collect()
 }
 
 fn dir_size(dir: &Path) -> u64 {
@@ -306,11 +313,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(agent.join("sessions-index"));
     let t = Instant::now();
     let (files, corpus) = if agent.join("sessions").is_dir() {
-        let files: Vec<PathBuf> = std::fs::read_dir(agent.join("sessions"))
-            .expect("sessions")
-            .flatten()
-            .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten().map(|f| f.path()))
-            .collect();
+        let files = corpus_files(&agent);
         let bytes = files.iter().filter_map(|f| f.metadata().ok()).map(|m| m.len()).sum();
         (files, bytes)
     } else {
@@ -344,21 +347,11 @@ fn main() {
     let (mut one, mut pass) = (Vec::new(), Vec::new());
     for k in 0..20 {
         let path = &files[(rng.next() % n as u64) as usize];
-        let mut parent = String::from("x");
-        let run = agent_run(&mut rng, 80_000 + k, &mut parent, "appended", false);
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(run.as_bytes()))
-            .expect("append");
+        append_run(path, &mut rng, 2 * k);
         let t = Instant::now();
         assert!(index.update_file(path, &agent.join("sessions-meta")).expect("update"));
         one.push(t.elapsed().as_secs_f64() * 1000.0);
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(run.as_bytes()))
-            .expect("append");
+        append_run(path, &mut rng, 2 * k + 1);
         let t = Instant::now();
         assert_eq!(update_all(&mut index, &agent).updated, 1);
         pass.push(t.elapsed().as_secs_f64() * 1000.0);
