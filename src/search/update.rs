@@ -59,15 +59,6 @@ fn meta_mtime(meta_dir: &Path, id: &str) -> i64 {
     crate::meta::meta_path(meta_dir, id).ok().and_then(|p| stat(&p)).map_or(0, |s| s.mtime_ns)
 }
 
-/// The session files under `sessions_dir` (`<project dir>/<file>.jsonl`).
-fn session_files(sessions_dir: &Path) -> Vec<PathBuf> {
-    let Ok(read) = std::fs::read_dir(sessions_dir) else { return Vec::new() };
-    read.filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .flat_map(|d| crate::session::discovery::jsonl_files(&d.path()))
-        .collect()
-}
-
 impl Index {
     /// Bring every session under `sessions_dir` up to date, newest first,
     /// until `budget` runs out (the rest is counted as stale).
@@ -78,7 +69,7 @@ impl Index {
         budget: Option<Duration>,
     ) -> Result<UpdateReport, SearchError> {
         let started = Instant::now();
-        let files = session_files(sessions_dir);
+        let files = crate::session::discovery::session_files(sessions_dir);
         let known: HashMap<String, (FileStat, i64, String)> = self
             .conn
             .prepare("SELECT path, size, mtime_ns, inode, meta_mtime_ns, id FROM sessions")
@@ -217,7 +208,7 @@ fn sync(tx: &Transaction<'_>, path: &Path, meta_dir: &Path) -> rusqlite::Result<
 /// The `TAIL_BYTES` bytes before `offset`.
 fn tail_at(path: &Path, offset: u64) -> Option<Vec<u8>> {
     let start = offset.saturating_sub(TAIL_BYTES);
-    let mut file = std::fs::File::open(path).ok()?;
+    let mut file = regular_files::open_regular(path).ok()?;
     file.seek(SeekFrom::Start(start)).ok()?;
     let mut buf = vec![0; (offset - start) as usize];
     file.read_exact(&mut buf).ok()?;

@@ -36,7 +36,7 @@ pub(crate) struct Parsed {
 const SPLIT_MIN: u64 = 8 << 20;
 
 pub(crate) fn read(path: &Path) -> Result<Parsed, SessionError> {
-    let file = File::open(path).map_err(|e| io_err(path, e))?;
+    let file = regular_files::open_regular(path).map_err(|e| io_err(path, e))?;
     let len = file.metadata().map_err(|e| io_err(path, e))?.len();
     let cut = if len >= SPLIT_MIN && crate::threads::cpus() >= 2 {
         line_start_after(&file, len / 2).map_err(|e| io_err(path, e))?
@@ -77,7 +77,7 @@ pub(crate) fn read_parts(path: &Path, file: File, cut: Option<u64>) -> Result<Pa
         return records.finish();
     };
     let rest = |lines_before: u64| -> Result<LineReader<File>, SessionError> {
-        let mut file = File::open(path).map_err(|e| io_err(path, e))?;
+        let mut file = regular_files::open_regular(path).map_err(|e| io_err(path, e))?;
         file.seek(SeekFrom::Start(cut)).map_err(|e| io_err(path, e))?;
         Ok(LineReader::continuing(file, lines_before))
     };
@@ -115,7 +115,7 @@ pub(crate) fn read_parts(path: &Path, file: File, cut: Option<u64>) -> Result<Pa
 /// (the header is read too) or an offset this returned for a version 3+ file,
 /// whose lines stand alone.
 pub(crate) fn read_complete(path: &Path, from: u64) -> Result<(Parsed, u64), SessionError> {
-    let mut file = File::open(path).map_err(|e| io_err(path, e))?;
+    let mut file = regular_files::open_regular(path).map_err(|e| io_err(path, e))?;
     let mut end = from;
     if from == 0 {
         // The reader drops a leading BOM from the first line; count its bytes here.
@@ -402,12 +402,12 @@ mod tests {
     fn two_halves_read_as_one() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let mut files = written(dir.path());
-        files.extend(crate::session::discovery::jsonl_files(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions"),
-        ));
+        let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions");
+        files.extend(crate::session::discovery::jsonl_files(&bundled, &bundled));
         if let Some(shared) = crate::shared_dir::find_shared_dir() {
             for set in ["real", "generated"] {
-                files.extend(crate::session::discovery::jsonl_files(&shared.join("fixtures/pi-sessions").join(set)));
+                let dir = shared.join("fixtures/pi-sessions").join(set);
+                files.extend(crate::session::discovery::jsonl_files(&dir, &dir));
             }
         }
         let mut split_reads = 0;
