@@ -3,7 +3,7 @@
 //!
 //! Data flows one way through the modules:
 //! session file → [`session`] (parsed branch) → [`views`] (index text, query
-//! windows) → [`model`] (cheap model or offline extractive) → validated result
+//! windows) → [`model`] (cheap model; the offline extractive one is indexing::extractive) → validated result
 //! → [`meta`] (atomic store) → host effects via [`host`].
 //! [`indexing`], [`references`] and [`query`] are the three features built on
 //! that flow; [`plugin`] routes host calls to them and [`ffi`] is the boundary.

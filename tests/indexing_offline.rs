@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use garde::Validate;
 use indexing_common::examples_dir;
-use session_index::model::extractive::{summarize, ExtractiveInput};
+use session_index::indexing::extractive::{summarize, ExtractiveInput};
 
 fn sessions() -> Vec<PathBuf> {
     let shared = host_common::fixtures_dir();

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::app::App;
+use crate::indexing::extractive::{self, ExtractiveInput};
 use crate::indexing::summary::{self, IndexSummary};
 use crate::meta::{self, MetaError, MetaFiles, MetaUsage, SessionMeta, SCHEMA_VERSION};
-use crate::model::extractive::{self, ExtractiveInput};
 use crate::model::{self, JsonTask, ModelError, LOCAL_PROVIDER};
 use crate::session::{self, AgentMessage, Entry, EntryKind, SessionError};
 use crate::views::{self, FilesTouched};

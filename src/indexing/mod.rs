@@ -2,6 +2,7 @@
 //! background job that turns a session into its meta file.
 
 pub mod bulk;
+pub mod extractive;
 pub mod job;
 pub mod report;
 pub mod summary;

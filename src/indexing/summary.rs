@@ -5,8 +5,8 @@ use garde::Validate;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::indexing::extractive::clip;
 use crate::meta::SessionMeta;
-use crate::model::extractive::clip;
 
 pub const SCHEMA_NAME: &str = "session_index";
 pub const MAX_NAME_CHARS: usize = 120;

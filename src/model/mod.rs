@@ -14,7 +14,6 @@
 //! - usage is summed over attempts and priced in USD.
 
 mod anthropic;
-pub mod extractive;
 mod gemini;
 mod hosted;
 mod http;
