@@ -11,8 +11,8 @@ mod entities;
 use entities::entities;
 
 use crate::indexing::summary::{
-    IndexSummary, MAX_DESCRIPTION_CHARS, MAX_ITEM_CHARS, MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_SUMMARY_CHARS, MAX_TAGS,
-    MAX_TAG_CHARS, MIN_TAGS,
+    normalize_tags, IndexSummary, MAX_DESCRIPTION_CHARS, MAX_ITEM_CHARS, MAX_LIST_ITEMS, MAX_NAME_CHARS,
+    MAX_SUMMARY_CHARS, MAX_TAGS, MIN_TAGS,
 };
 use crate::session::{AgentMessage, Block, Entry, EntryKind};
 use crate::views::FilesTouched;
@@ -24,27 +24,34 @@ pub const MODEL_KEY: &str = "local/extractive";
 pub struct ExtractiveInput<'a> {
     /// The active branch, root first.
     pub branch: &'a [&'a Entry],
-    /// The latest `session_info` name, if the user named the session.
+    /// The name the user gave the session, if any: it is kept as is.
     pub session_name: Option<&'a str>,
     pub cwd: &'a str,
     pub files: &'a FilesTouched,
 }
 
+/// How people state a decision, whoever says it.
 const DECISION_MARKERS: &[&str] = &[
     "decided",
     "decision:",
     "we'll use",
     "we will use",
-    "i'll use",
     "let's go with",
     "lets go with",
     "let's use",
     "going with",
+    "we'll go with",
     "we chose",
     "chose to",
     "settled on",
     "opted for",
 ];
+/// A decision when the user says it; in an assistant's explanation, usually not.
+const USER_DECISION_MARKERS: &[&str] = &["instead of", "rather than", "switch to", "go with", "use "];
+/// An assistant's proposal, a decision once the user's next message accepts it.
+const PROPOSAL_MARKERS: &[&str] = &["i'll use", "i will use", "i'll go with", "i recommend", "i suggest", "i'd use"];
+/// How a user turns a proposal down.
+const REJECTIONS: &[&str] = &["no", "nope", "don't", "do not", "not", "instead", "rather", "stop", "wait"];
 
 const TASK_MARKERS: &[&str] = &[
     "todo",
@@ -57,7 +64,12 @@ const TASK_MARKERS: &[&str] = &[
     "follow-up",
     "not yet",
     "left to do",
+    "later:",
 ];
+/// An assistant's closing offer ("Want me to add tests?") is work still open.
+const OFFERS: &[&str] = &["would you like me to", "want me to", "shall i", "should i", "do you want me to"];
+/// An assistant narrating its own next tool call is not an open item.
+const NARRATION: &[&str] = &["let me", "now let me", "i'll", "i will", "now i'll", "first,", "next, i'll"];
 
 const FILLERS: &[&str] = &[
     "please",
@@ -74,9 +86,12 @@ const FILLERS: &[&str] = &[
     "lets",
     "hey",
     "hi",
+    "hello",
+    "hail",
     "ok",
     "okay",
     "now",
+    "so",
 ];
 
 /// Words too common to say what a session is about.
@@ -90,7 +105,7 @@ const STOPWORDS: &str = "\
     something still such sure take than thank thanks that that's their them then there these they thing \
     things think this those through time under until upon used uses using very want wants well we'll \
     were what when where which while will with within without work works would write yeah your you're \
-    yours https http www left back else what's can't ahead ";
+    yours https http www left back else what's can't ahead hello here's i'll i'm you'll into also ";
 
 /// Build the index document for a session.
 pub fn summarize(input: &ExtractiveInput<'_>) -> IndexSummary {
@@ -99,18 +114,45 @@ pub fn summarize(input: &ExtractiveInput<'_>) -> IndexSummary {
     let assistant: Vec<&str> =
         messages.iter().filter(|(role, _)| *role == Role::Assistant).map(|(_, t)| t.as_str()).collect();
     let project = project_name(input.cwd);
-    let first_request = user.first().map(|t| first_line(t)).unwrap_or_default();
+    // The opening request: the first user message that asks for something ("Hello?" does not).
+    let requests: Vec<String> = user.iter().map(|t| request_text(t)).collect();
+    let asks = |r: &&String| strip_fillers(r).split_whitespace().count() >= 3;
+    let first_request = requests.iter().find(asks).or(requests.first()).cloned().unwrap_or_default();
+    let terms = terms(&messages, &project);
+    let entities: Vec<String> = messages.iter().flat_map(|(_, t)| entities(t)).collect();
 
-    let decisions = collect_sentences(messages.iter().map(|(_, t)| t.as_str()), DECISION_MARKERS, 8);
-    let recent_start = messages.len().saturating_sub(8);
-    let open_tasks = collect_sentences(messages[recent_start..].iter().map(|(_, t)| t.as_str()), TASK_MARKERS, 6);
+    let decisions = decisions(&messages);
+    let open_tasks = open_tasks(&messages);
     let outcome = outcome(&assistant);
 
-    let name = make_name(input.session_name, &first_request, &project);
-    let description = make_description(&first_request, &outcome, user.len(), input.files, &project);
+    let name = match input.session_name.map(collapse).filter(|n| !n.is_empty()) {
+        Some(name) => clip(&name, MAX_NAME_CHARS),
+        None => make_name(&first_request, &terms, &entities, &main_file(&messages, input.files), &project),
+    };
+    let description = make_description(&first_request, &outcome, user.len(), input.files, &project, &terms);
     let summary = make_summary(&first_request, &user, &decisions, &outcome, &open_tasks, input.files);
-    let tags = make_tags(&messages, input.files, &project);
+    let tags = make_tags(&entities, &terms, input.files, &project);
     IndexSummary { name, description, summary, tags, decisions, open_tasks }
+}
+
+/// `name` made distinct from the `taken` names (compared by [`name_key`]):
+/// the first of the session's `topics` it does not contain yet, else `date`.
+pub fn distinct_name(name: &str, taken: &[String], topics: &[String], date: &str) -> String {
+    let taken: HashSet<String> = taken.iter().map(|n| name_key(n)).collect();
+    let lower = name.to_lowercase();
+    let topics = topics.iter().filter(|t| !lower.contains(&t.to_lowercase())).map(|t| format!("{name}, {t}"));
+    let dated = [format!("{name} ({date})"), format!("{name} ({date}, {})", taken.len() + 1)];
+    std::iter::once(name.to_string())
+        .chain(topics)
+        .chain(dated)
+        .map(|candidate| clip(&candidate, MAX_NAME_CHARS))
+        .find(|candidate| !taken.contains(&name_key(candidate)))
+        .unwrap_or_else(|| name.to_string())
+}
+
+/// What two names are compared by: their lower-case words.
+pub fn name_key(name: &str) -> String {
+    name.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +161,7 @@ enum Role {
     Assistant,
 }
 
-/// User and assistant text on the branch, in order.
+/// User and assistant text on the branch, in order, redacted, without `@@` references.
 fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
     let mut out = Vec::new();
     for entry in branch {
@@ -129,12 +171,31 @@ fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
             AgentMessage::Assistant { content, .. } => (Role::Assistant, blocks_text(content)),
             _ => continue,
         };
+        // Meta files are shown to users and injected into prompts: no pasted secret may land there.
+        let text = without_references(&crate::redact::redact(&text));
         if !text.trim().is_empty() {
-            // Meta files are shown to users and injected into prompts: no pasted secret may land there.
-            out.push((role, crate::redact::redact(&text).into_owned()));
+            out.push((role, text));
         }
     }
     out
+}
+
+/// `text` without `@@…` tokens (and the code spans around them): a reference
+/// names another session, never this one.
+fn without_references(text: &str) -> String {
+    const LEADS: &[&str] = &["from", "in", "of", "on", "at", "to", "with", "like", "see", "and"];
+    let line = |line: &str| {
+        let mut kept: Vec<&str> = Vec::new();
+        for word in line.split(' ') {
+            if !word.contains("@@") {
+                kept.push(word);
+            } else if kept.last().is_some_and(|w| LEADS.contains(&w.to_lowercase().as_str())) {
+                kept.pop(); // "from @@x" says nothing once @@x is gone
+            }
+        }
+        kept.join(" ")
+    };
+    text.lines().map(line).collect::<Vec<_>>().join("\n")
 }
 
 fn blocks_text(blocks: &[Block]) -> String {
@@ -152,9 +213,11 @@ fn project_name(cwd: &str) -> String {
     cwd.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next().unwrap_or_default().to_string()
 }
 
-/// First non-empty line, whitespace collapsed.
-fn first_line(text: &str) -> String {
-    text.lines().map(collapse).find(|l| !l.is_empty()).unwrap_or_default()
+/// The request in a user message: its sentences after any greeting, whitespace collapsed.
+fn request_text(text: &str) -> String {
+    let all = sentences(text);
+    let greeting = |s: &&String| strip_fillers(s).split_whitespace().count() <= 1 && all.len() > 1;
+    all.iter().skip_while(greeting).cloned().collect::<Vec<_>>().join(" ")
 }
 
 fn collapse(text: &str) -> String {
@@ -191,10 +254,14 @@ fn sentences(text: &str) -> Vec<String> {
 
 /// Keeps real sentences: a fragment ending in `:` only introduces a list.
 fn push_sentence(out: &mut Vec<String>, text: &str) {
-    let text = collapse(text.trim_start_matches(['-', '*', '#', '>', ' ']));
+    let text = collapse(&text.trim_start_matches(['-', '*', '#', '>', ' ']).replace("**", ""));
     if text.chars().any(char::is_alphanumeric) && !text.ends_with(':') {
         out.push(text);
     }
+}
+
+fn has_any(lower: &str, markers: &[&str]) -> bool {
+    markers.iter().any(|m| lower.contains(m))
 }
 
 /// The newest assistant statement that is not a to-do (those go to Next Steps).
@@ -205,7 +272,7 @@ fn outcome(assistant: &[&str]) -> String {
             .filter(|s| {
                 let lower = s.to_lowercase();
                 // "Done." or a list number says nothing about the outcome.
-                s.split_whitespace().count() >= 4 && !TASK_MARKERS.iter().any(|m| lower.contains(m))
+                s.split_whitespace().count() >= 4 && !has_any(&lower, TASK_MARKERS) && !has_any(&lower, OFFERS)
             })
             .take(2)
             .collect();
@@ -216,62 +283,173 @@ fn outcome(assistant: &[&str]) -> String {
     String::new()
 }
 
-/// Sentences containing one of `markers`, deduplicated, newest last, at most `max`.
-fn collect_sentences<'a>(texts: impl Iterator<Item = &'a str>, markers: &[&str], max: usize) -> Vec<String> {
-    let mut seen = HashSet::new();
-    let mut found = Vec::new();
-    for text in texts {
+/// Decisions as people state them, and assistant proposals the user went
+/// along with; a sentence echoing one already found is skipped. Newest last.
+fn decisions(messages: &[(Role, String)]) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for (i, (role, text)) in messages.iter().enumerate() {
+        let accepted = *role == Role::Assistant
+            && messages[i + 1..].iter().find(|(r, _)| *r == Role::User).is_some_and(|(_, reply)| {
+                let reply = reply.trim_start().to_lowercase();
+                !REJECTIONS.iter().any(|r| reply.starts_with(r) && !reply[r.len()..].starts_with(char::is_alphanumeric))
+            });
         for sentence in sentences(text) {
             let lower = sentence.to_lowercase();
-            if markers.iter().any(|m| lower.contains(m)) && seen.insert(lower) {
+            let stated = has_any(&lower, DECISION_MARKERS)
+                || (*role == Role::User
+                    && USER_DECISION_MARKERS.iter().any(|m| lower.starts_with(m) || lower.contains(&format!(" {m}")))
+                    && !lower.contains("how"))
+                || (accepted && has_any(&lower, PROPOSAL_MARKERS));
+            let words = sentence.split_whitespace().count();
+            if stated
+                && !sentence.ends_with('?')
+                && (3..=80).contains(&words)
+                && !found.iter().any(|f| lower.contains(f.to_lowercase().trim_end_matches(['.', '…'])))
+            {
                 found.push(clip(&sentence, MAX_ITEM_CHARS));
             }
         }
     }
-    let skip = found.len().saturating_sub(max.min(MAX_LIST_ITEMS));
-    found.split_off(skip)
+    found.split_off(found.len().saturating_sub(8.min(MAX_LIST_ITEMS)))
 }
 
-fn make_name(session_name: Option<&str>, first_request: &str, project: &str) -> String {
-    if let Some(name) = session_name.map(collapse).filter(|n| !n.is_empty()) {
-        return clip(&name, MAX_NAME_CHARS);
+/// Open items near the end: to-dos and "still need"s, the assistant's closing
+/// offers, and user requests nobody answered. An assistant announcing its
+/// own next tool call ("Let me check the next file") is not one.
+fn open_tasks(messages: &[(Role, String)]) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut found = Vec::new();
+    let last_answer = messages.iter().rposition(|(role, _)| *role == Role::Assistant);
+    for (i, (role, text)) in messages.iter().enumerate().skip(messages.len().saturating_sub(8)) {
+        let unanswered = *role == Role::User && last_answer.is_none_or(|a| a < i);
+        let closing = *role == Role::Assistant && Some(i) == last_answer;
+        for sentence in sentences(text) {
+            let lower = sentence.to_lowercase();
+            let narration = *role == Role::Assistant && NARRATION.iter().any(|n| lower.starts_with(n));
+            let open = unanswered
+                || (closing && has_any(&lower, OFFERS))
+                || (!narration && has_any(&lower, TASK_MARKERS) && !sentence.ends_with('?'));
+            if open && seen.insert(lower) {
+                found.push(clip(&sentence, MAX_ITEM_CHARS));
+            }
+        }
     }
-    let mut rest = first_request.trim();
+    found.split_off(found.len().saturating_sub(6.min(MAX_LIST_ITEMS)))
+}
+
+/// `text` without leading fillers ("Please", "can you", "Hi,").
+fn strip_fillers(text: &str) -> &str {
+    let mut rest = text.trim();
     loop {
         let lower = rest.to_lowercase();
         let Some(filler) = FILLERS
             .iter()
             .find(|f| lower.starts_with(**f) && lower[f.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric()))
         else {
-            break;
+            return rest;
         };
-        rest = rest[filler.len()..].trim_start_matches([',', ' ', ':']);
+        rest = rest[filler.len()..].trim_start_matches([',', ' ', ':', '!', '.']);
     }
-    let mut words: Vec<String> = Vec::new();
-    for raw in rest.split_whitespace() {
-        let word = raw.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '.' | '!' | '?' | '"' | '\'' | '(' | ')'));
-        if raw.starts_with('(') && words.len() >= 5 {
-            break;
-        }
-        if !word.is_empty() {
-            words.push(word.to_string());
-        }
-        // A clause ends here: stop if the name is already long enough.
-        if words.len() >= 8 || (words.len() >= 5 && raw.ends_with([',', ';', ':', '.', '!', '?'])) {
-            break;
+}
+
+/// A content word of the session, as it is most often written.
+struct Term {
+    key: String,
+    shown: String,
+    score: usize,
+    /// Times the user wrote it.
+    by_user: usize,
+    /// Where it first appears (word count from the start).
+    first: usize,
+}
+
+/// The session's content words, best first: user words count three times,
+/// assistant words once; a term must score 3. A plural counts with its
+/// singular; the project's own name is left out (every session has it).
+fn terms(messages: &[(Role, String)], project: &str) -> Vec<Term> {
+    let stop: HashSet<&str> = STOPWORDS.split_whitespace().collect();
+    let mut counts: BTreeMap<String, (usize, usize, usize, BTreeMap<String, usize>)> = BTreeMap::new();
+    let mut position = 0;
+    for (role, text) in messages {
+        let weight = if *role == Role::User { 3 } else { 1 };
+        for raw in words(text) {
+            position += 1;
+            let word = raw.trim_matches(|c: char| c == '-' || c == '\'' || c == '_');
+            let key = word.to_lowercase();
+            let chars = key.chars().count();
+            if !(4..=30).contains(&chars) || !key.starts_with(char::is_alphabetic) || stop.contains(key.as_str()) {
+                continue;
+            }
+            let key = match key.strip_suffix('s') {
+                Some(singular) if chars > 4 && counts.contains_key(singular) => singular.to_string(),
+                _ => key,
+            };
+            let entry = counts.entry(key).or_insert((0, 0, position, BTreeMap::new()));
+            entry.0 += weight;
+            entry.1 += usize::from(*role == Role::User);
+            *entry.3.entry(word.to_string()).or_default() += 1;
         }
     }
-    const DANGLING: &[&str] =
-        &["a", "an", "the", "in", "of", "to", "for", "and", "or", "with", "on", "at", "by", "from"];
-    while words.len() > 3 && words.last().is_some_and(|w| DANGLING.contains(&w.to_lowercase().as_str())) {
-        words.pop();
-    }
+    let project = project.to_lowercase();
+    let mut ranked: Vec<Term> = counts
+        .into_iter()
+        .filter(|(key, (score, ..))| *score >= 3 && *key != project)
+        .map(|(key, (score, by_user, first, forms))| {
+            let shown = forms.into_iter().max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0))).map(|f| f.0);
+            // "GitHub" and "JWT" keep their case, a capitalised plain word does not.
+            let shown = shown.filter(|s| s.chars().skip(1).any(char::is_uppercase) && s.to_lowercase() == key);
+            Term { shown: shown.unwrap_or_else(|| key.clone()), key, score, by_user, first }
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.key.cmp(&b.key)));
+    ranked
+}
+
+/// Words as terms are counted: letters, digits, `-`, `_` and `'`.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_' || c == '\'')).filter(|w| !w.is_empty())
+}
+
+/// The modified file the conversation names most (its file name), if any.
+fn main_file(messages: &[(Role, String)], files: &FilesTouched) -> String {
+    let base = |path: &str| path.rsplit(['/', '\\']).next().unwrap_or(path).to_string();
+    let weight = |role: &Role| if *role == Role::User { 3 } else { 1 };
+    let mentions = |name: &str| messages.iter().map(|(r, t)| weight(r) * t.matches(name).count()).sum::<usize>();
+    let names: Vec<String> = files.modified.iter().map(|p| base(p)).collect();
+    names.iter().max_by_key(|n| (mentions(n), std::cmp::Reverse(*n))).cloned().unwrap_or_default()
+}
+
+/// A title of at most 8 words: the opening request when the session stayed
+/// on it (it shares one of the eight dominant terms, used again later), else the three terms the
+/// user used most; then the ticket or the file the session is about, if any.
+fn make_name(first_request: &str, terms: &[Term], entities: &[String], file: &str, project: &str) -> String {
+    let ticket = entities.iter().find_map(|e| e.strip_prefix("ticket:")).unwrap_or_default();
+    let tail = if ticket.is_empty() { file } else { ticket };
+    let budget = if tail.is_empty() { 8 } else { 7 };
+    let request = Some(strip_fillers(first_request)).filter(|r| !r.is_empty()).unwrap_or(first_request);
+    let request_words: Vec<String> = words(request).map(str::to_lowercase).filter(|w| w.len() >= 4).collect();
+    // A term of the opening request only (score 3) does not make it the topic.
+    let on_topic = terms.iter().take(8).any(|t| t.score > 3 && request_words.iter().any(|w| w.starts_with(&t.key)));
+    let top: Vec<&Term> = terms.iter().filter(|t| t.by_user > 0).take(3).collect();
+    let repeated = top.iter().any(|t| t.score > 3);
+    let mut words: Vec<String> = if on_topic || !repeated || top.len() < 2 || request_words.is_empty() {
+        phrase(request, budget)
+    } else {
+        let mut top = top;
+        top.sort_by_key(|t| t.first);
+        let shown: Vec<&str> = top.iter().map(|t| t.shown.as_str()).collect();
+        shown.join(", ").split(' ').map(str::to_string).collect()
+    };
     if words.is_empty() {
-        words = vec!["Session".into()];
+        words.push("Session".into());
     }
-    if words.len() < 5 && !project.is_empty() {
-        words.push("in".into());
-        words.push(project.to_string());
+    if !tail.is_empty() && !words.iter().any(|w| w.contains(tail)) {
+        if let Some(last) = words.last_mut() {
+            last.push(':');
+        }
+        words.push(tail.to_string());
+    } else if words.len() < 4 && !project.is_empty() {
+        words.extend(["in".to_string(), project.to_string()]);
     }
     let name = words.join(" ");
     let mut chars = name.chars();
@@ -282,12 +460,42 @@ fn make_name(session_name: Option<&str>, first_request: &str, project: &str) -> 
     clip(&cased, MAX_NAME_CHARS)
 }
 
+/// Up to `budget` words of `text`, ending at a clause when one ends late
+/// enough, never on a dangling "of"/"the"; paths shown by their file name.
+fn phrase(text: &str, budget: usize) -> Vec<String> {
+    const DANGLING: &[&str] = &[
+        "a", "an", "the", "in", "of", "to", "for", "and", "or", "with", "on", "at", "by", "from", "my", "is", "that",
+        "it's",
+    ];
+    let mut words: Vec<String> = Vec::new();
+    for raw in text.split_whitespace() {
+        let word =
+            raw.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '.' | '!' | '?' | '"' | '\'' | '(' | ')' | '`'));
+        let file = word.rsplit('/').next().filter(|f| word.contains('/') && f.contains('.'));
+        let word = file.unwrap_or(word);
+        if raw.starts_with('(') && words.len() >= 4 {
+            break;
+        }
+        if !word.is_empty() {
+            words.push(word.to_string());
+        }
+        if words.len() >= budget || (words.len() >= 4 && raw.ends_with([',', ';', ':', '.', '!', '?'])) {
+            break;
+        }
+    }
+    while words.len() > 2 && words.last().is_some_and(|w| DANGLING.contains(&w.to_lowercase().as_str())) {
+        words.pop();
+    }
+    words
+}
+
 fn make_description(
     first_request: &str,
     outcome: &str,
     user_messages: usize,
     files: &FilesTouched,
     project: &str,
+    terms: &[Term],
 ) -> String {
     let mut out = if first_request.is_empty() {
         format!(
@@ -305,12 +513,15 @@ fn make_description(
         out.push_str(&format!(", {} file(s) read", files.read.len()));
     }
     out.push('.');
+    if terms.len() >= 2 {
+        let shown: Vec<&str> = terms.iter().take(5).map(|t| t.shown.as_str()).collect();
+        out.push_str(&format!(" Topics: {}.", shown.join(", ")));
+    }
     if !outcome.is_empty() {
         out.push_str(&format!(" Latest: {}", end_sentence(&clip(outcome, 300))));
     }
     clip(&out, MAX_DESCRIPTION_CHARS)
 }
-
 fn end_sentence(text: &str) -> String {
     if text.ends_with(['.', '!', '?', '…']) {
         text.to_string()
@@ -345,7 +556,8 @@ fn make_summary(
     let mut out = String::from("## Goal\n");
     out.push_str(&if first_request.is_empty() { "No request yet.".to_string() } else { clip(first_request, 600) });
     out.push('\n');
-    let later: Vec<String> = user.iter().skip(1).map(|t| clip(&first_line(t), 160)).filter(|t| !t.is_empty()).collect();
+    let later: Vec<String> =
+        user.iter().skip(1).map(|t| clip(&request_text(t), 160)).filter(|t| !t.is_empty()).collect();
     if !later.is_empty() {
         let skip = later.len().saturating_sub(5);
         out.push_str("\nLater requests:\n");
@@ -367,142 +579,28 @@ fn make_summary(
     clip(out.trim_end(), MAX_SUMMARY_CHARS)
 }
 
-fn make_tags(messages: &[(Role, String)], files: &FilesTouched, project: &str) -> Vec<String> {
-    let mut tags = Tags::default();
-    for (_, text) in messages {
-        for entity in entities(text) {
-            if tags.len() < 6 {
-                tags.push(entity);
-            }
-        }
-    }
+/// Entity tags (tickets, issues, project, files changed), then the dominant terms.
+fn make_tags(entities: &[String], terms: &[Term], files: &FilesTouched, project: &str) -> Vec<String> {
+    let mut tags: Vec<String> = entities.iter().take(6).cloned().collect();
     if !project.is_empty() {
-        tags.push(format!("project:{}", project.to_lowercase()));
+        tags.push(format!("project:{project}"));
     }
     for path in files.modified.iter().take(3) {
         let shown = if path.chars().count() <= 70 { path.as_str() } else { path.rsplit('/').next().unwrap_or(path) };
         tags.push(format!("file:{shown}"));
     }
-    for term in salient_terms(messages) {
-        if tags.len() >= MAX_TAGS {
-            break;
-        }
-        // `gw-142` next to `ticket:GW-142` says nothing new.
-        if !tags.seen.iter().any(|t| t.ends_with(&format!(":{term}")) || t.ends_with(&format!("#{term}"))) {
-            tags.push(term);
-        }
-    }
+    // `gw-142` next to `ticket:GW-142` says nothing new.
+    let said = |term: &str| entities.iter().any(|e| e.to_lowercase().ends_with(&format!(":{term}")));
+    tags.extend(terms.iter().filter(|t| !said(&t.key)).take(MAX_TAGS).map(|t| t.key.clone()));
+    let mut tags = normalize_tags(tags);
     for fallback in ["pi-session", "coding", "session"] {
-        if tags.len() >= MIN_TAGS {
-            break;
-        }
-        tags.push(fallback.to_string());
-    }
-    tags.items.truncate(MAX_TAGS);
-    tags.items
-}
-
-/// Ordered, case-insensitively unique tags.
-#[derive(Default)]
-struct Tags {
-    items: Vec<String>,
-    seen: HashSet<String>,
-}
-
-impl Tags {
-    fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    fn push(&mut self, tag: String) {
-        let tag = clip(&collapse(&tag), MAX_TAG_CHARS);
-        if !tag.is_empty() && self.seen.insert(tag.to_lowercase()) {
-            self.items.push(tag);
+        if tags.len() < MIN_TAGS && !tags.iter().any(|t| t == fallback) {
+            tags.push(fallback.to_string());
         }
     }
-}
-
-/// Frequent content words, user text counting double; ties broken alphabetically.
-fn salient_terms(messages: &[(Role, String)]) -> Vec<String> {
-    let stop: HashSet<&str> = STOPWORDS.split_whitespace().collect();
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for (role, text) in messages {
-        let weight = if *role == Role::User { 2 } else { 1 };
-        for word in text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_' || c == '\'')) {
-            let word = word.trim_matches(|c: char| c == '-' || c == '\'' || c == '_').to_lowercase();
-            if word.chars().count() < 4
-                || word.chars().count() > 30
-                || !word.starts_with(|c: char| c.is_alphabetic())
-                || stop.contains(word.as_str())
-            {
-                continue;
-            }
-            *counts.entry(word).or_default() += weight;
-        }
-    }
-    // Count a plural with its singular when both occur.
-    let plurals: Vec<String> = counts
-        .keys()
-        .filter(|w| w.len() > 4 && w.ends_with('s') && counts.contains_key(&w[..w.len() - 1]))
-        .cloned()
-        .collect();
-    for plural in plurals {
-        if let Some(n) = counts.remove(&plural) {
-            *counts.entry(plural[..plural.len() - 1].to_string()).or_default() += n;
-        }
-    }
-    let mut ranked: Vec<(String, usize)> = counts.into_iter().filter(|(_, n)| *n >= 2).collect();
-    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    ranked.into_iter().take(MAX_TAGS).map(|(w, _)| w).collect()
+    tags
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::session::Content;
-
-    #[test]
-    fn names_drop_fillers_and_use_sentence_case() {
-        assert_eq!(
-            make_name(None, "Please add a token bucket rate limiter to the API gateway now", "gw"),
-            "Add a token bucket rate limiter"
-        );
-        assert_eq!(make_name(None, "can you fix login", "shop"), "Fix login in shop");
-        assert_eq!(make_name(Some("My  name"), "x", "p"), "My name");
-    }
-
-    #[test]
-    fn sentences_split_on_terminators_only_before_space() {
-        assert_eq!(sentences("We decided. Use v1.2 now! ok"), vec!["We decided.", "Use v1.2 now!", "ok"]);
-    }
-
-    #[test]
-    fn secrets_in_the_session_never_reach_the_index() {
-        let key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789";
-        let entries = [Entry {
-            id: "u1".into(),
-            parent_id: None,
-            timestamp: String::new(),
-            line: 2,
-            kind: EntryKind::Message(AgentMessage::User {
-                content: Content::Text(format!(
-                    "Use the key {key} for the deploy script. We decided to use Bearer abcdefgh12345678."
-                )),
-                timestamp: 0,
-            }),
-        }];
-        let branch: Vec<&Entry> = entries.iter().collect();
-        let files = FilesTouched::default();
-        let out = summarize(&ExtractiveInput { branch: &branch, session_name: None, cwd: "/p/demo", files: &files });
-        let all =
-            serde_json::to_string(&(&out.name, &out.description, &out.summary, &out.tags, &out.decisions)).unwrap();
-        assert!(!all.contains("abcdefghijklmnop") && !all.contains("abcdefgh1234"), "{all}");
-        assert!(all.contains("[REDACTED]"), "{all}");
-    }
-
-    #[test]
-    fn clip_counts_chars() {
-        assert_eq!(clip("ééé", 3), "ééé");
-        assert_eq!(clip("éééé", 3), "éé…");
-    }
-}
+#[path = "extractive_tests.rs"]
+mod tests;

@@ -49,6 +49,28 @@ fn single_line(value: &str, _ctx: &()) -> garde::Result {
     Ok(())
 }
 
+/// Tags as stored, from a model or the offline one: lower-case, words joined
+/// by hyphens, no `@@` reference, unique, entity tags (`ticket:`, `file:`,
+/// `project:` …) first, at most [`MAX_TAGS`].
+pub fn normalize_tags(tags: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out: Vec<String> = tags
+        .into_iter()
+        .map(|tag| {
+            let words: Vec<&str> = tag.split_whitespace().filter(|w| !w.contains("@@")).collect();
+            clip(words.join("-").to_lowercase().trim_matches(['-', ',', ';', '.']), MAX_TAG_CHARS)
+        })
+        .filter(|tag| !tag.is_empty() && seen.insert(tag.clone()))
+        .collect();
+    let entity = |tag: &String| {
+        tag.split_once(':')
+            .is_some_and(|(kind, v)| !v.is_empty() && !kind.is_empty() && kind.chars().all(|c| c.is_ascii_lowercase()))
+    };
+    out.sort_by_key(|tag| !entity(tag));
+    out.truncate(MAX_TAGS);
+    out
+}
+
 /// JSON schema of [`IndexSummary`] sent to providers' structured-output modes.
 pub fn json_schema() -> Value {
     let list = |description: &str| json!({"type": "array", "description": description, "items": {"type": "string", "maxLength": MAX_ITEM_CHARS}, "maxItems": MAX_LIST_ITEMS});
