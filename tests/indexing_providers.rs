@@ -51,7 +51,7 @@ fn happy_path(wire: Wire, model_key: &str) {
     assert_eq!(meta.session_id, RATE_LIMITER_ID);
     assert_eq!(meta.name, "Token bucket rate limiter for the gateway");
     assert_eq!(meta.model, model_key);
-    assert_eq!(meta.tags, vec!["rate-limiting", "rust", "ticket:GW-142"]);
+    assert_eq!(meta.tags, vec!["ticket:GW-142", "rate-limiting", "rust"], "entity tags first");
     assert_eq!(meta.cwd, "/home/user/demo");
     assert_eq!(meta.last_indexed_leaf_id.as_deref(), Some(RATE_LIMITER_LEAF));
     assert_eq!(meta.session_file, f.session_file.to_string_lossy());

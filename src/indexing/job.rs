@@ -6,11 +6,14 @@ use std::path::{Path, PathBuf};
 
 use crate::app::App;
 use crate::indexing::extractive::{self, ExtractiveInput};
-use crate::indexing::summary::{self, IndexSummary};
+use crate::indexing::summary::{self, IndexSummary, TakenNames};
 use crate::meta::{self, MetaError, MetaFiles, MetaUsage, SessionMeta, SCHEMA_VERSION};
 use crate::model::{self, JsonTask, ModelError, LOCAL_PROVIDER};
-use crate::session::{self, AgentMessage, Entry, EntryKind, SessionError};
+use crate::session::{self, AgentMessage, Entry, EntryKind, Session, SessionError};
 use crate::views::{self, FilesTouched};
+
+/// Custom entry type recorded for every attempt (see [`super::report`]).
+pub const ENTRY_TYPE: &str = "session-index:index";
 
 /// Lines are not what bounds the prompt (bytes are), so the line limit of
 /// `truncate_tail` is set out of the way.
@@ -45,10 +48,11 @@ pub enum IndexOutcome {
 pub struct Indexed {
     pub meta: SessionMeta,
     pub path: PathBuf,
-    /// The session's name before this run (latest `session_info` on the branch).
+    /// The session's name before this run (latest `session_info` in the file).
     pub previous_session_name: Option<String>,
-    /// The name of the previous meta document, if any.
-    pub previous_meta_name: Option<String>,
+    /// The user named the session (`/name`): the meta took that name and the
+    /// session is not renamed.
+    pub user_named: bool,
     pub incremental: bool,
     /// Answers requested from the model (1 offline).
     pub attempts: u32,
@@ -139,13 +143,21 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
     let chosen = choose_model(app, request.offline).map_err(|e| fail(e, sid, None))?;
     let files = views::files_touched(&branch);
     let session_name = session.session_name(&branch);
+    let user_name = user_set_name(&session);
     let cwd = session.header.cwd.clone();
+    let taken = project_names(&request.meta_dir, &cwd, &session_id);
     let generated = match chosen {
         Chosen::Offline { reason } => {
             let input =
-                ExtractiveInput { branch: &branch, session_name: session_name.as_deref(), cwd: &cwd, files: &files };
+                ExtractiveInput { branch: &branch, session_name: user_name.as_deref(), cwd: &cwd, files: &files };
+            let mut summary = extractive::summarize(&input);
+            if user_name.is_none() {
+                let date = session.header.timestamp.get(..10).unwrap_or_default();
+                let topics: Vec<String> = summary.tags.iter().filter(|t| !t.contains(':')).cloned().collect();
+                summary.name = extractive::distinct_name(&summary.name, &taken, &topics, date);
+            }
             Generated {
-                summary: extractive::summarize(&input),
+                summary,
                 model: extractive::MODEL_KEY.to_string(),
                 usage: MetaUsage::default(),
                 attempts: 1,
@@ -164,11 +176,13 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                     summary::incremental_prompt(prev, &files_text(&files), &cut.text, cut.truncated)
                 }
                 None => {
-                    let text = views::index_text(&branch, false);
-                    let cut = views::truncate_tail(&text, app.config.indexing.max_input_bytes, NO_LINE_LIMIT);
-                    summary::full_prompt(session_name.as_deref(), &cwd, &files_text(&files), &cut.text, cut.truncated)
+                    let (text, cut) = first_index_text(&branch, app.config.indexing.max_input_bytes);
+                    summary::full_prompt(user_name.as_deref(), &cwd, &files_text(&files), &text, cut)
                 }
             };
+            // A user's name is kept whatever the model proposes, so only the indexer's must be distinct.
+            let taken = TakenNames::new(if user_name.is_some() { &[] } else { &taken[..] });
+            let prompt = summary::with_taken_names(prompt, &taken);
             let task = JsonTask {
                 system: summary::SYSTEM_PROMPT.to_string(),
                 user: prompt,
@@ -176,7 +190,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                 schema: summary::json_schema(),
                 max_output_tokens: app.config.indexing.max_output_tokens,
             };
-            let outcome = selected.complete_json::<IndexSummary>(app, &task).map_err(|e| {
+            let outcome = selected.complete_json_with::<IndexSummary>(app, &task, &taken).map_err(|e| {
                 let tried = model::tried_model(&e.to_string()).unwrap_or(&key).to_string();
                 fail(e.into(), sid, Some(&tried))
             })?;
@@ -196,10 +210,12 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
             }
         }
     };
-    let Generated { summary: result, model: model_key, usage, attempts, incremental, fallback_reason, choice } =
+    let Generated { summary: mut result, model: model_key, usage, attempts, incremental, fallback_reason, choice } =
         generated;
+    if let Some(name) = &user_name {
+        result.name = name.clone();
+    }
 
-    let previous_meta_name = previous.as_ref().map(|m| m.name.clone());
     let session_file = absolute(&request.session_file);
     let parent = session.header.parent_session.clone();
     let (path, meta) = meta::update(&request.meta_dir, &session_id, |current| {
@@ -213,7 +229,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
             name: result.name,
             description: result.description,
             summary: result.summary,
-            tags: result.tags,
+            tags: summary::normalize_tags(result.tags),
             cwd,
             created_at: created_at.unwrap_or_else(|| now.clone()),
             updated_at: now,
@@ -232,11 +248,72 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
         meta,
         path,
         previous_session_name: session_name,
-        previous_meta_name,
+        user_named: user_name.is_some(),
         incremental,
         attempts,
         fallback_reason,
     })))
+}
+
+/// The name the user gave the session: the latest `session_info` unless the
+/// indexer wrote it. The indexer renames, then appends its [`ENTRY_TYPE`]
+/// entry (see [`super::report`]), so its own `session_info` is the one right
+/// before such an entry; `/name` (or any other writer) is followed by none.
+fn user_set_name(session: &Session) -> Option<String> {
+    let entries = &session.entries;
+    let at = entries.iter().rposition(|e| matches!(e.kind, EntryKind::SessionInfo { .. }))?;
+    let by_indexer = entries
+        .get(at + 1)
+        .is_some_and(|e| matches!(&e.kind, EntryKind::Custom { custom_type, .. } if custom_type == ENTRY_TYPE));
+    let EntryKind::SessionInfo { name: Some(name) } = &entries[at].kind else { return None };
+    Some(name.trim().to_string()).filter(|n| !n.is_empty() && !by_indexer)
+}
+
+/// Names of the project's other indexed sessions (same cwd), newest first.
+fn project_names(meta_dir: &Path, cwd: &str, session_id: &str) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(meta_dir) else { return Vec::new() };
+    let mut metas: Vec<SessionMeta> = dir
+        .filter_map(|e| e.ok())
+        .filter(|e| meta::is_meta_file_name(&e.file_name().to_string_lossy()))
+        .filter_map(|e| meta::read_path(&e.path()).ok().flatten())
+        .filter(|m| m.cwd == cwd && m.session_id != session_id && !m.name.trim().is_empty())
+        .collect();
+    metas.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+    metas.into_iter().map(|m| m.name).collect()
+}
+
+/// What a model reads for a first index, within `max_bytes`, and whether it
+/// was cut: the whole conversation when it fits; else the opening request(s)
+/// (usually the goal), the compaction and branch summaries on the branch and
+/// the newest messages. Redacted before it is cut, so no cut splits a secret.
+fn first_index_text(branch: &[&Entry], max_bytes: usize) -> (String, bool) {
+    let redacted = |text: &str| crate::redact::redact(text).into_owned();
+    let whole = redacted(&views::index_text(branch, false));
+    if whole.len() <= max_bytes {
+        return (whole, false);
+    }
+    let is_assistant = |e: &&Entry| matches!(e.kind, EntryKind::Message(AgentMessage::Assistant { .. }));
+    let first_answer = branch.iter().position(is_assistant).unwrap_or(branch.len());
+    let opening = redacted(&views::index_text(&branch[..first_answer], false));
+    let opening = &opening[..crate::text::floor_char_boundary(&opening, max_bytes / 4)];
+    let summaries: Vec<String> = branch
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EntryKind::Compaction { summary, .. } => Some(format!("Compaction summary: {}", redacted(summary))),
+            EntryKind::BranchSummary { summary, .. } => Some(format!("Branch summary: {}", redacted(summary))),
+            _ => None,
+        })
+        .collect();
+    let summaries = views::truncate_tail(&summaries.join("\n\n"), max_bytes / 4, NO_LINE_LIMIT).text;
+    const GAP: &str = "\n\n[… earlier messages left out …]\n\n";
+    let rest = max_bytes.saturating_sub(opening.len() + summaries.len() + 2 * GAP.len());
+    let newest = views::truncate_tail(&whole, rest, NO_LINE_LIMIT).text;
+    let mut out = format!("{opening}{GAP}");
+    if !summaries.is_empty() {
+        out.push_str(&format!("{summaries}{GAP}"));
+    }
+    out.push_str(&newest);
+    (out, true)
 }
 
 /// Index of the first entry after `last_indexed` on the branch; 0 (the whole

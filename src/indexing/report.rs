@@ -15,8 +15,7 @@ use crate::meta::SessionMeta;
 use crate::model::{one_line, LOCAL_PROVIDER};
 use crate::time::iso_now;
 
-/// Custom entry type recorded for every attempt.
-pub const ENTRY_TYPE: &str = "session-index:index";
+pub use super::job::ENTRY_TYPE;
 
 /// Run an index with all host effects. `Ok(None)`: skipped (below threshold).
 /// Callers in the plugin hold the session's [`SessionGate`].
@@ -45,7 +44,8 @@ fn report_success(app: &Arc<App>, indexed: &Indexed) {
     if let Some(reason) = &indexed.fallback_reason {
         warn_offline_once(app, reason);
     }
-    if should_rename(indexed.previous_session_name.as_deref(), indexed.previous_meta_name.as_deref(), &meta.name) {
+    // The name a user set is never replaced; the meta file took it too.
+    if !indexed.user_named && indexed.previous_session_name.as_deref() != Some(meta.name.as_str()) {
         app.host.set_session_name(&meta.name);
     }
     let usage = meta.usage.clone().unwrap_or_default();
@@ -152,16 +152,6 @@ impl Drop for SessionGate {
     }
 }
 
-/// Rename unless the user named the session themselves: a current name that
-/// is not the one this plugin wrote last time is the user's.
-fn should_rename(current: Option<&str>, previous_meta_name: Option<&str>, new: &str) -> bool {
-    match current {
-        None => true,
-        Some(current) if current == new => false,
-        Some(current) => previous_meta_name == Some(current),
-    }
-}
-
 fn warn_offline_once(app: &Arc<App>, reason: &str) {
     static WARNED: AtomicBool = AtomicBool::new(false);
     if !WARNED.swap(true, Ordering::SeqCst) {
@@ -176,18 +166,4 @@ fn warn_offline_once(app: &Arc<App>, reason: &str) {
 /// Show an indexing status (see [`crate::status::show`]).
 fn show_status(app: &Arc<App>, text: &str, auto_clear: bool) {
     crate::status::show(app, "indexing", text, auto_clear);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn user_given_names_are_kept() {
-        assert!(should_rename(None, None, "New"));
-        assert!(!should_rename(Some("New"), None, "New"));
-        assert!(should_rename(Some("Old"), Some("Old"), "New"));
-        assert!(!should_rename(Some("Mine"), Some("Old"), "New"));
-        assert!(!should_rename(Some("Mine"), None, "New"));
-    }
 }

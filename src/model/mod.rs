@@ -183,6 +183,19 @@ impl SelectedModel {
     where
         T: DeserializeOwned + garde::Validate<Context = ()>,
     {
+        self.complete_json_with(app, task, &())
+    }
+
+    /// [`Self::complete_json`] validating with a garde context (e.g. the names already taken).
+    pub fn complete_json_with<T>(
+        &self,
+        app: &App,
+        task: &JsonTask,
+        ctx: &T::Context,
+    ) -> Result<ModelOutcome<T>, ModelError>
+    where
+        T: DeserializeOwned + garde::Validate,
+    {
         let system = redact(&task.system).into_owned();
         let mut turns = vec![Turn { role: Role::User, text: redact(&task.user).into_owned() }];
         let mut input_tokens = 0u64;
@@ -204,7 +217,7 @@ impl SelectedModel {
                 .cost_usd
                 .unwrap_or_else(|| cost_usd(&app.config, &model, answer.input_tokens, answer.output_tokens));
             let text = answer.text.unwrap_or_default();
-            match parse_and_validate::<T>(&text, answer.problem.as_deref(), answer.truncated) {
+            match parse_and_validate::<T>(&text, answer.problem.as_deref(), answer.truncated, ctx) {
                 Ok(value) => {
                     let usage = Usage { input_tokens, output_tokens, cost_usd: Some(cost) };
                     return Ok(ModelOutcome { value, model, usage, attempts: attempt, choice });
@@ -254,9 +267,9 @@ pub fn tried_model(message: &str) -> Option<&str> {
 }
 
 /// Parse the answer as `T` (tolerating a Markdown code fence) and validate it.
-fn parse_and_validate<T>(text: &str, problem: Option<&str>, truncated: bool) -> Result<T, String>
+fn parse_and_validate<T>(text: &str, problem: Option<&str>, truncated: bool, ctx: &T::Context) -> Result<T, String>
 where
-    T: DeserializeOwned + garde::Validate<Context = ()>,
+    T: DeserializeOwned + garde::Validate,
 {
     if let Some(problem) = problem {
         return Err(problem.to_string());
@@ -272,7 +285,7 @@ where
             format!("the answer is not valid JSON for the schema: {e}")
         }
     })?;
-    value.validate().map_err(|report| {
+    value.validate_with(ctx).map_err(|report| {
         let problems: Vec<String> = report.iter().map(|(path, error)| format!("{path}: {error}")).collect();
         format!("the answer failed validation: {}", problems.join("; "))
     })?;
@@ -353,21 +366,21 @@ mod tests {
 
     #[test]
     fn fenced_and_plain_json_parse() {
-        let v: Named = parse_and_validate("```json\n{\"name\":\"ab\"}\n```", None, false).unwrap();
+        let v: Named = parse_and_validate("```json\n{\"name\":\"ab\"}\n```", None, false, &()).unwrap();
         assert_eq!(v.name, "ab");
-        let v: Named = parse_and_validate(" {\"name\":\"ab\"} ", None, false).unwrap();
+        let v: Named = parse_and_validate(" {\"name\":\"ab\"} ", None, false, &()).unwrap();
         assert_eq!(v.name, "ab");
-        let v: Named = parse_and_validate("Here it is: {\"name\":\"ab\"}. Done", None, false).unwrap();
+        let v: Named = parse_and_validate("Here it is: {\"name\":\"ab\"}. Done", None, false, &()).unwrap();
         assert_eq!(v.name, "ab");
     }
 
     #[test]
     fn errors_name_the_problem() {
-        let e = parse_and_validate::<Named>("{\"name\":\"toolongname\"}", None, false).unwrap_err();
+        let e = parse_and_validate::<Named>("{\"name\":\"toolongname\"}", None, false, &()).unwrap_err();
         assert!(e.contains("name: "), "{e}");
-        let e = parse_and_validate::<Named>("{\"name\":", None, false).unwrap_err();
+        let e = parse_and_validate::<Named>("{\"name\":", None, false, &()).unwrap_err();
         assert!(e.contains("not valid JSON"), "{e}");
-        let e = parse_and_validate::<Named>("", Some("refused: policy"), false).unwrap_err();
+        let e = parse_and_validate::<Named>("", Some("refused: policy"), false, &()).unwrap_err();
         assert_eq!(e, "refused: policy");
     }
 
