@@ -31,68 +31,22 @@ pub struct ExtractiveInput<'a> {
 }
 
 /// How people state a decision, whoever says it.
-const DECISION_MARKERS: &[&str] = &[
-    "decided",
-    "decision:",
-    "we'll use",
-    "we will use",
-    "let's go with",
-    "lets go with",
-    "let's use",
-    "going with",
-    "we'll go with",
-    "we chose",
-    "chose to",
-    "settled on",
-    "opted for",
-];
+const DECISION_MARKERS: &str = "decided|decision:|we'll use|we will use|let's go with|lets go with|let's use|going with|we'll go with|we chose|chose to|settled on|opted for";
 /// A decision when the user says it; in an assistant's explanation, usually not.
-const USER_DECISION_MARKERS: &[&str] = &["instead of", "rather than", "switch to", "go with", "use "];
+const USER_DECISION_MARKERS: &str = "instead of|rather than|switch to|go with|use ";
 /// An assistant's proposal, a decision once the user's next message accepts it.
-const PROPOSAL_MARKERS: &[&str] = &["i'll use", "i will use", "i'll go with", "i recommend", "i suggest", "i'd use"];
+const PROPOSAL_MARKERS: &str = "i'll use|i will use|i'll go with|i recommend|i suggest|i'd use";
 /// How a user turns a proposal down.
-const REJECTIONS: &[&str] = &["no", "nope", "don't", "do not", "not", "instead", "rather", "stop", "wait"];
+const REJECTIONS: &str = "no|nope|don't|do not|not|instead|rather|stop|wait";
 
-const TASK_MARKERS: &[&str] = &[
-    "todo",
-    "to do:",
-    "next step",
-    "next:",
-    "still need",
-    "remaining",
-    "follow up",
-    "follow-up",
-    "not yet",
-    "left to do",
-    "later:",
-];
+const TASK_MARKERS: &str =
+    "todo|to do:|next step|next:|still need|remaining|follow up|follow-up|not yet|left to do|later:";
 /// An assistant's closing offer ("Want me to add tests?") is work still open.
-const OFFERS: &[&str] = &["would you like me to", "want me to", "shall i", "should i", "do you want me to"];
+const OFFERS: &str = "would you like me to|want me to|shall i|should i|do you want me to";
 /// An assistant narrating its own next tool call is not an open item.
-const NARRATION: &[&str] = &["let me", "now let me", "i'll", "i will", "now i'll", "first,", "next, i'll"];
+const NARRATION: &str = "let me|now let me|i'll|i will|now i'll|first,|next, i'll";
 
-const FILLERS: &[&str] = &[
-    "please",
-    "can you",
-    "could you",
-    "would you",
-    "i want to",
-    "i'd like to",
-    "i would like to",
-    "i need to",
-    "we need to",
-    "help me",
-    "let's",
-    "lets",
-    "hey",
-    "hi",
-    "hello",
-    "hail",
-    "ok",
-    "okay",
-    "now",
-    "so",
-];
+const FILLERS: &str = "please|can you|could you|would you|i want to|i'd like to|i would like to|i need to|we need to|help me|let's|lets|hey|hi|hello|hail|ok|okay|now|so";
 
 /// Words too common to say what a session is about.
 const STOPWORDS: &str = "\
@@ -183,13 +137,13 @@ fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
 /// `text` without `@@…` tokens (and the code spans around them): a reference
 /// names another session, never this one.
 fn without_references(text: &str) -> String {
-    const LEADS: &[&str] = &["from", "in", "of", "on", "at", "to", "with", "like", "see", "and"];
+    const LEADS: &str = "from|in|of|on|at|to|with|like|see|and";
     let line = |line: &str| {
         let mut kept: Vec<&str> = Vec::new();
         for word in line.split(' ') {
             if !word.contains("@@") {
                 kept.push(word);
-            } else if kept.last().is_some_and(|w| LEADS.contains(&w.to_lowercase().as_str())) {
+            } else if kept.last().is_some_and(|w| LEADS.split('|').any(|l| l == w.to_lowercase())) {
                 kept.pop(); // "from @@x" says nothing once @@x is gone
             }
         }
@@ -260,8 +214,9 @@ fn push_sentence(out: &mut Vec<String>, text: &str) {
     }
 }
 
-fn has_any(lower: &str, markers: &[&str]) -> bool {
-    markers.iter().any(|m| lower.contains(m))
+/// `markers` are `|`-separated.
+fn has_any(lower: &str, markers: &str) -> bool {
+    markers.split('|').any(|m| lower.contains(m))
 }
 
 /// The newest assistant statement that is not a to-do (those go to Next Steps).
@@ -291,13 +246,17 @@ fn decisions(messages: &[(Role, String)]) -> Vec<String> {
         let accepted = *role == Role::Assistant
             && messages[i + 1..].iter().find(|(r, _)| *r == Role::User).is_some_and(|(_, reply)| {
                 let reply = reply.trim_start().to_lowercase();
-                !REJECTIONS.iter().any(|r| reply.starts_with(r) && !reply[r.len()..].starts_with(char::is_alphanumeric))
+                !REJECTIONS
+                    .split('|')
+                    .any(|r| reply.starts_with(r) && !reply[r.len()..].starts_with(char::is_alphanumeric))
             });
         for sentence in sentences(text) {
             let lower = sentence.to_lowercase();
             let stated = has_any(&lower, DECISION_MARKERS)
                 || (*role == Role::User
-                    && USER_DECISION_MARKERS.iter().any(|m| lower.starts_with(m) || lower.contains(&format!(" {m}")))
+                    && USER_DECISION_MARKERS
+                        .split('|')
+                        .any(|m| lower.starts_with(m) || lower.contains(&format!(" {m}")))
                     && !lower.contains("how"))
                 || (accepted && has_any(&lower, PROPOSAL_MARKERS));
             let words = sentence.split_whitespace().count();
@@ -325,7 +284,7 @@ fn open_tasks(messages: &[(Role, String)]) -> Vec<String> {
         let closing = *role == Role::Assistant && Some(i) == last_answer;
         for sentence in sentences(text) {
             let lower = sentence.to_lowercase();
-            let narration = *role == Role::Assistant && NARRATION.iter().any(|n| lower.starts_with(n));
+            let narration = *role == Role::Assistant && NARRATION.split('|').any(|n| lower.starts_with(n));
             let open = unanswered
                 || (closing && has_any(&lower, OFFERS))
                 || (!narration && has_any(&lower, TASK_MARKERS) && !sentence.ends_with('?'));
@@ -343,8 +302,8 @@ fn strip_fillers(text: &str) -> &str {
     loop {
         let lower = rest.to_lowercase();
         let Some(filler) = FILLERS
-            .iter()
-            .find(|f| lower.starts_with(**f) && lower[f.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric()))
+            .split('|')
+            .find(|f| lower.starts_with(f) && lower[f.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric()))
         else {
             return rest;
         };
@@ -463,10 +422,7 @@ fn make_name(first_request: &str, terms: &[Term], entities: &[String], file: &st
 /// Up to `budget` words of `text`, ending at a clause when one ends late
 /// enough, never on a dangling "of"/"the"; paths shown by their file name.
 fn phrase(text: &str, budget: usize) -> Vec<String> {
-    const DANGLING: &[&str] = &[
-        "a", "an", "the", "in", "of", "to", "for", "and", "or", "with", "on", "at", "by", "from", "my", "is", "that",
-        "it's",
-    ];
+    const DANGLING: &str = "a|an|the|in|of|to|for|and|or|with|on|at|by|from|my|is|that|it's";
     let mut words: Vec<String> = Vec::new();
     for raw in text.split_whitespace() {
         let word =
@@ -483,7 +439,7 @@ fn phrase(text: &str, budget: usize) -> Vec<String> {
             break;
         }
     }
-    while words.len() > 2 && words.last().is_some_and(|w| DANGLING.contains(&w.to_lowercase().as_str())) {
+    while words.len() > 2 && words.last().is_some_and(|w| DANGLING.split('|').any(|d| d == w.to_lowercase())) {
         words.pop();
     }
     words
@@ -581,7 +537,7 @@ fn make_summary(
 
 /// Entity tags (tickets, issues, project, files changed), then the dominant terms.
 fn make_tags(entities: &[String], terms: &[Term], files: &FilesTouched, project: &str) -> Vec<String> {
-    let mut tags: Vec<String> = entities.iter().take(6).cloned().collect();
+    let mut tags: Vec<String> = normalize_tags(entities.to_vec()).into_iter().take(6).collect();
     if !project.is_empty() {
         tags.push(format!("project:{project}"));
     }
