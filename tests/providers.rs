@@ -77,7 +77,7 @@ fn app_for(mock: &MockProvider, key: &str, extra: Value) -> Arc<App> {
 }
 
 fn run(app: &App, user: &str) -> Result<ModelOutcome<Summary>, ModelError> {
-    select_model(app)?.complete_json::<Summary>(app, &task(user))
+    select_model(app)?.complete_json::<Summary>(app, &task(user), &())
 }
 
 fn expected_summary() -> Summary {
@@ -430,7 +430,7 @@ fn secrets_are_redacted_before_they_leave_the_process() {
                 curl -H 'Authorization: Bearer abcdef0123456789abcdef' https://api.example.com";
     let mut task = task(user);
     task.system.push_str(" Never reveal AKIAIOSFODNN7EXAMPLE.");
-    select_model(&app).unwrap().complete_json::<Summary>(&app, &task).unwrap();
+    select_model(&app).unwrap().complete_json::<Summary>(&app, &task, &()).unwrap();
     let req = &mock.requests()[0];
     for secret in [
         "AbCdEfGhIjKlMnOpQrStUvWx",
@@ -487,7 +487,7 @@ fn host_key_wins_over_the_environment() {
     let env = env_of(&[("ANTHROPIC_API_KEY", "sk-ant-from-env"), ("OPENAI_API_KEY", "sk-openai-env")]);
     let selected = select_model_with_env(&app, env).unwrap();
     assert_eq!(selected.key(), "anthropic/claude-haiku-4-5");
-    selected.complete_json::<Summary>(&app, &task("x")).unwrap();
+    selected.complete_json::<Summary>(&app, &task("x"), &()).unwrap();
     assert_eq!(anthropic.requests()[0].header("x-api-key"), Some("sk-ant-from-host"));
     assert!(openai.requests().is_empty());
 }
@@ -501,7 +501,7 @@ fn standard_environment_variables_are_the_fallback() {
     // No Anthropic key anywhere: the second key is the first available one.
     let selected = select_model_with_env(&app, env_of(&[("OPENAI_API_KEY", "sk-openai-env")])).unwrap();
     assert_eq!(selected.key(), "openai/gpt-4.1-mini");
-    selected.complete_json::<Summary>(&app, &task("x")).unwrap();
+    selected.complete_json::<Summary>(&app, &task("x"), &()).unwrap();
     assert_eq!(openai.requests()[0].header("authorization"), Some("Bearer sk-openai-env"));
 
     let gemini_only =
@@ -536,7 +536,7 @@ fn built_in_local_endpoints_need_no_key() {
     });
     let app = make_app(recording_host(&[]), config);
     let selected = select_model_with_env(&app, env_of(&[])).unwrap();
-    selected.complete_json::<Summary>(&app, &task("x")).unwrap();
+    selected.complete_json::<Summary>(&app, &task("x"), &()).unwrap();
     assert!(ollama.requests()[0].header("authorization").is_none());
     // Without any config it is known too (default http://localhost:11434/v1).
     assert!(select_model_with_env(&app_with_keys(&["ollama/llama3.2"]), env_of(&[])).is_ok());
@@ -563,7 +563,7 @@ fn custom_api_key_env_and_keyless_local_endpoints() {
     });
     let app = make_app(recording_host(&[]), config);
     let selected = select_model_with_env(&app, env_of(&[])).unwrap();
-    let outcome = selected.complete_json::<Summary>(&app, &task("x")).unwrap();
+    let outcome = selected.complete_json::<Summary>(&app, &task("x"), &()).unwrap();
     assert_eq!(outcome.model, "vllm/qwen2.5-7b-instruct");
     assert_eq!(outcome.usage.cost_usd, Some(0.0));
     let req = &compatible.requests()[0];
@@ -584,7 +584,7 @@ fn custom_api_key_env_and_keyless_local_endpoints() {
     let app = make_app(recording_host(&[]), config);
     assert!(select_model_with_env(&app, env_of(&[("OPENROUTER_API_KEY", "sk-or-default")])).is_err());
     let selected = select_model_with_env(&app, env_of(&[("MY_ROUTER_KEY", "sk-or-custom")])).unwrap();
-    selected.complete_json::<Summary>(&app, &task("x")).unwrap();
+    selected.complete_json::<Summary>(&app, &task("x"), &()).unwrap();
     let req = &router.requests()[0];
     assert_eq!(req.header("authorization"), Some("Bearer sk-or-custom"));
     assert_eq!(req.json["model"], "anthropic/claude-haiku-4.5");
@@ -597,7 +597,7 @@ fn host_served_models_come_first_and_get_the_schema() {
     let app = make_app(host.clone(), config);
     let selected = select_model_with_env(&app, env_of(&[])).unwrap();
     assert!(selected.is_host_served());
-    let outcome = selected.complete_json::<Summary>(&app, &task("password=hunter2 please")).unwrap();
+    let outcome = selected.complete_json::<Summary>(&app, &task("password=hunter2 please"), &()).unwrap();
     assert_eq!(outcome.value, expected_summary());
     assert_eq!(outcome.attempts, 2);
     assert_eq!(outcome.usage, Usage { input_tokens: 20, output_tokens: 10, cost_usd: Some(0.002) });

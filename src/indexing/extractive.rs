@@ -14,7 +14,7 @@ use crate::indexing::summary::{
     normalize_tags, IndexSummary, MAX_DESCRIPTION_CHARS, MAX_ITEM_CHARS, MAX_LIST_ITEMS, MAX_NAME_CHARS,
     MAX_SUMMARY_CHARS, MAX_TAGS, MIN_TAGS,
 };
-use crate::session::{AgentMessage, Block, Entry, EntryKind};
+use crate::session::{Entry, EntryKind};
 use crate::views::FilesTouched;
 
 /// `provider/model` key of the offline model.
@@ -120,11 +120,8 @@ fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
     let mut out = Vec::new();
     for entry in branch {
         let EntryKind::Message(message) = &entry.kind else { continue };
-        let (role, text) = match message {
-            AgentMessage::User { content, .. } => (Role::User, content.text_joined("\n")),
-            AgentMessage::Assistant { content, .. } => (Role::Assistant, blocks_text(content)),
-            _ => continue,
-        };
+        let Some((who, text)) = crate::views::message_text(message) else { continue };
+        let role = if who == "User" { Role::User } else { Role::Assistant };
         // Meta files are shown to users and injected into prompts: no pasted secret may land there.
         let text = without_references(&crate::redact::redact(&text));
         if !text.trim().is_empty() {
@@ -150,17 +147,6 @@ fn without_references(text: &str) -> String {
         kept.join(" ")
     };
     text.lines().map(line).collect::<Vec<_>>().join("\n")
-}
-
-fn blocks_text(blocks: &[Block]) -> String {
-    let parts: Vec<&str> = blocks
-        .iter()
-        .filter_map(|b| match b {
-            Block::Text(t) => Some(t.head.as_str()),
-            _ => None,
-        })
-        .collect();
-    parts.join("\n")
 }
 
 fn project_name(cwd: &str) -> String {
@@ -219,6 +205,11 @@ fn has_any(lower: &str, markers: &str) -> bool {
     markers.split('|').any(|m| lower.contains(m))
 }
 
+/// The first of the `|`-separated `words` that `lower` starts with, as whole words.
+fn leading(lower: &str, words: &'static str) -> Option<&'static str> {
+    words.split('|').find(|w| lower.starts_with(w) && !lower[w.len()..].starts_with(char::is_alphanumeric))
+}
+
 /// The newest assistant statement that is not a to-do (those go to Next Steps).
 fn outcome(assistant: &[&str]) -> String {
     for text in assistant.iter().rev() {
@@ -244,12 +235,10 @@ fn decisions(messages: &[(Role, String)]) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     for (i, (role, text)) in messages.iter().enumerate() {
         let accepted = *role == Role::Assistant
-            && messages[i + 1..].iter().find(|(r, _)| *r == Role::User).is_some_and(|(_, reply)| {
-                let reply = reply.trim_start().to_lowercase();
-                !REJECTIONS
-                    .split('|')
-                    .any(|r| reply.starts_with(r) && !reply[r.len()..].starts_with(char::is_alphanumeric))
-            });
+            && messages[i + 1..]
+                .iter()
+                .find(|(r, _)| *r == Role::User)
+                .is_some_and(|(_, reply)| leading(&reply.trim_start().to_lowercase(), REJECTIONS).is_none());
         for sentence in sentences(text) {
             let lower = sentence.to_lowercase();
             let stated = has_any(&lower, DECISION_MARKERS)
@@ -284,7 +273,7 @@ fn open_tasks(messages: &[(Role, String)]) -> Vec<String> {
         let closing = *role == Role::Assistant && Some(i) == last_answer;
         for sentence in sentences(text) {
             let lower = sentence.to_lowercase();
-            let narration = *role == Role::Assistant && NARRATION.split('|').any(|n| lower.starts_with(n));
+            let narration = *role == Role::Assistant && leading(&lower, NARRATION).is_some();
             let open = unanswered
                 || (closing && has_any(&lower, OFFERS))
                 || (!narration && has_any(&lower, TASK_MARKERS) && !sentence.ends_with('?'));
@@ -300,13 +289,7 @@ fn open_tasks(messages: &[(Role, String)]) -> Vec<String> {
 fn strip_fillers(text: &str) -> &str {
     let mut rest = text.trim();
     loop {
-        let lower = rest.to_lowercase();
-        let Some(filler) = FILLERS
-            .split('|')
-            .find(|f| lower.starts_with(f) && lower[f.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric()))
-        else {
-            return rest;
-        };
+        let Some(filler) = leading(&rest.to_lowercase(), FILLERS) else { return rest };
         rest = rest[filler.len()..].trim_start_matches([',', ' ', ':', '!', '.']);
     }
 }
@@ -411,11 +394,7 @@ fn make_name(first_request: &str, terms: &[Term], entities: &[String], file: &st
         words.extend(["in".to_string(), project.to_string()]);
     }
     let name = words.join(" ");
-    let mut chars = name.chars();
-    let cased = match chars.next() {
-        Some(first) => first.to_uppercase().collect::<String>() + chars.as_str(),
-        None => name,
-    };
+    let cased: String = name.chars().take(1).flat_map(char::to_uppercase).chain(name.chars().skip(1)).collect();
     clip(&cased, MAX_NAME_CHARS)
 }
 
@@ -453,14 +432,10 @@ fn make_description(
     project: &str,
     terms: &[Term],
 ) -> String {
-    let mut out = if first_request.is_empty() {
-        format!(
-            "A session in {} with no user request yet.",
-            if project.is_empty() { "an unknown project" } else { project }
-        )
-    } else {
-        format!("Asked: {}", end_sentence(&clip(first_request, 240)))
-    };
+    let project = if project.is_empty() { "an unknown project" } else { project };
+    let asked = format!("Asked: {}", end_sentence(&clip(first_request, 240)));
+    let mut out =
+        if first_request.is_empty() { format!("A session in {project} with no user request yet.") } else { asked };
     let plural = if user_messages == 1 { "" } else { "s" };
     out.push_str(&format!(" {user_messages} user message{plural}"));
     if !files.modified.is_empty() {

@@ -1,7 +1,7 @@
 //! The offline model on conversations shaped like real sessions.
 
 use super::*;
-use crate::session::{BoundedText, Content};
+use crate::session::{AgentMessage, Block, BoundedText, Content};
 
 fn user(text: &str) -> (Role, String) {
     (Role::User, text.to_string())

@@ -181,7 +181,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                 }
             };
             // A user's name is kept whatever the model proposes, so only the indexer's must be distinct.
-            let taken = TakenNames::new(if user_name.is_some() { &[] } else { &taken[..] });
+            let taken = TakenNames(if user_name.is_some() { Vec::new() } else { taken });
             let prompt = summary::with_taken_names(prompt, &taken);
             let task = JsonTask {
                 system: summary::SYSTEM_PROMPT.to_string(),
@@ -190,7 +190,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                 schema: summary::json_schema(),
                 max_output_tokens: app.config.indexing.max_output_tokens,
             };
-            let outcome = selected.complete_json_with::<IndexSummary>(app, &task, &taken).map_err(|e| {
+            let outcome = selected.complete_json::<IndexSummary>(app, &task, &taken).map_err(|e| {
                 let tried = model::tried_model(&e.to_string()).unwrap_or(&key).to_string();
                 fail(e.into(), sid, Some(&tried))
             })?;

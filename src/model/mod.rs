@@ -177,22 +177,10 @@ impl SelectedModel {
     }
 
     /// Ask for one JSON object, validate it, retry invalid answers with the
-    /// error fed back. Blocking: call from a job thread or a tool call, never
+    /// error fed back; `ctx` is the garde context of `T` (the names already taken
+    /// for an index, `&()` mostly). Blocking: call from a job thread or a tool call, never
     /// from async code.
-    pub fn complete_json<T>(&self, app: &App, task: &JsonTask) -> Result<ModelOutcome<T>, ModelError>
-    where
-        T: DeserializeOwned + garde::Validate<Context = ()>,
-    {
-        self.complete_json_with(app, task, &())
-    }
-
-    /// [`Self::complete_json`] validating with a garde context (e.g. the names already taken).
-    pub fn complete_json_with<T>(
-        &self,
-        app: &App,
-        task: &JsonTask,
-        ctx: &T::Context,
-    ) -> Result<ModelOutcome<T>, ModelError>
+    pub fn complete_json<T>(&self, app: &App, task: &JsonTask, ctx: &T::Context) -> Result<ModelOutcome<T>, ModelError>
     where
         T: DeserializeOwned + garde::Validate,
     {

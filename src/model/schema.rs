@@ -19,26 +19,21 @@ const SCHEMA_LISTS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
 /// mode can be used (every object closed and every property required).
 pub(super) fn for_openai(schema: &Value) -> (Value, bool) {
     let mut schema = schema.clone();
-    walk(&mut schema, &mut |node| {
-        strip(node, &["$schema", "minLength", "maxLength", "minProperties", "maxProperties"])
-    });
     let mut strict = true;
-    visit(&schema, &mut |node| {
-        if node.get("type").and_then(Value::as_str) == Some("object") || node.contains_key("properties") {
+    walk(&mut schema, &mut |node| {
+        strip(node, &["$schema", "minLength", "maxLength", "minProperties", "maxProperties"]);
+        if is_object(node) {
             let closed = node.get("additionalProperties") == Some(&Value::Bool(false));
-            let props: Vec<&String> =
-                node.get("properties").and_then(Value::as_object).map(|p| p.keys().collect()).unwrap_or_default();
-            let required: Vec<&str> = node
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if !closed || props.iter().any(|p| !required.contains(&p.as_str())) {
-                strict = false;
-            }
+            let required: Vec<&Value> = node.get("required").and_then(Value::as_array).into_iter().flatten().collect();
+            let props = node.get("properties").and_then(Value::as_object).into_iter().flatten();
+            strict &= closed && props.into_iter().all(|(p, _)| required.contains(&&Value::String(p.clone())));
         }
     });
     (schema, strict)
+}
+
+fn is_object(node: &Map<String, Value>) -> bool {
+    node.get("type").and_then(Value::as_str) == Some("object") || node.contains_key("properties")
 }
 
 /// Anthropic `output_config.format.schema`: no numeric or length bounds,
@@ -65,8 +60,7 @@ pub(super) fn for_anthropic(schema: &Value) -> Value {
         if node.get("minItems").and_then(Value::as_u64).is_some_and(|n| n > 1) {
             node.remove("minItems");
         }
-        let is_object = node.get("type").and_then(Value::as_str) == Some("object") || node.contains_key("properties");
-        if is_object && !node.contains_key("additionalProperties") {
+        if is_object(node) && !node.contains_key("additionalProperties") {
             node.insert("additionalProperties".into(), Value::Bool(false));
         }
     });
@@ -102,25 +96,6 @@ fn walk(schema: &mut Value, f: &mut impl FnMut(&mut Map<String, Value>)) {
         } else if SCHEMA_LISTS.contains(&key) {
             if let Value::Array(list) = child {
                 list.iter_mut().for_each(|sub| walk(sub, f));
-            }
-        }
-    }
-}
-
-fn visit(schema: &Value, f: &mut impl FnMut(&Map<String, Value>)) {
-    let Value::Object(node) = schema else { return };
-    f(node);
-    for (key, child) in node {
-        let key = key.as_str();
-        if SCHEMA_MAPS.contains(&key) {
-            if let Value::Object(map) = child {
-                map.values().for_each(|sub| visit(sub, f));
-            }
-        } else if SCHEMA_ONE.contains(&key) {
-            visit(child, f);
-        } else if SCHEMA_LISTS.contains(&key) {
-            if let Value::Array(list) = child {
-                list.iter().for_each(|sub| visit(sub, f));
             }
         }
     }

@@ -150,7 +150,7 @@ pub fn answer(app: &App, prepared: &Prepared, question: &str) -> Result<Option<Q
     };
     let outcome = {
         let _scope = KnownIds::set(ids);
-        model.complete_json::<ModelAnswer>(app, &task).map_err(map_error)?
+        model.complete_json::<ModelAnswer>(app, &task, &()).map_err(map_error)?
     };
     let roles = roles_by_id(prepared);
     let mut citations: Vec<Citation> = Vec::new();

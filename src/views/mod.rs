@@ -55,21 +55,8 @@ pub fn truncate_tail(text: &str, max_bytes: usize, max_lines: usize) -> Truncate
 pub fn index_text(branch: &[&Entry], with_ids: bool) -> String {
     let mut out = String::new();
     for entry in branch {
-        let (who, text) = match &entry.kind {
-            EntryKind::Message(AgentMessage::User { content, .. }) => ("User", content.text_joined("\n")),
-            EntryKind::Message(AgentMessage::Assistant { content, .. }) => {
-                let texts: Vec<&str> = content
-                    .iter()
-                    .filter_map(|b| match b {
-                        Block::Text(t) => Some(t.head.as_str()),
-                        _ => None,
-                    })
-                    .filter(|t| !t.trim().is_empty())
-                    .collect();
-                ("Assistant", texts.join("\n"))
-            }
-            _ => continue,
-        };
+        let EntryKind::Message(message) = &entry.kind else { continue };
+        let Some((who, text)) = message_text(message) else { continue };
         if text.trim().is_empty() {
             continue;
         }
@@ -86,6 +73,23 @@ pub fn index_text(branch: &[&Entry], with_ids: bool) -> String {
         out.push_str(&text);
     }
     out
+}
+
+/// Who speaks (`User`, `Assistant`) and the text of a user or assistant
+/// message (assistant text blocks joined by newlines; thinking, tool calls
+/// and images left out); `None` for other messages.
+pub fn message_text(message: &AgentMessage) -> Option<(&'static str, String)> {
+    match message {
+        AgentMessage::User { content, .. } => Some(("User", content.text_joined("\n"))),
+        AgentMessage::Assistant { content, .. } => {
+            let texts = content.iter().filter_map(|b| match b {
+                Block::Text(t) if !t.head.trim().is_empty() => Some(t.head.as_str()),
+                _ => None,
+            });
+            Some(("Assistant", texts.collect::<Vec<_>>().join("\n")))
+        }
+        _ => None,
+    }
 }
 
 /// Files read and modified on a branch (read/write/edit tool calls plus
