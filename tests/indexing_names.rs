@@ -152,6 +152,9 @@ fn a_name_the_user_set_is_kept_offline() {
     name_session(&f.session_file, "Rate limiter work", "5e551013");
     assert!(f.command().ok);
     assert_eq!(f.meta().unwrap().name, "Rate limiter work");
+    f.append_turns(None, 2, "burst sizes");
+    assert!(f.command().ok);
+    assert_eq!(f.meta().unwrap().name, "Rate limiter work", "kept through re-indexing");
     assert!(renames(&f).is_empty());
 }
 
