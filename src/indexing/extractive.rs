@@ -31,7 +31,9 @@ pub struct ExtractiveInput<'a> {
 }
 
 /// How people state a decision, whoever says it.
-const DECISION_MARKERS: &str = "decided|decision:|we'll use|we will use|let's go with|lets go with|let's use|going with|we'll go with|we chose|chose to|settled on|opted for";
+const DECISION_MARKERS: &str =
+    "decided|decision:|we'll use|we will use|let's go with|lets go with|let's use|going with|\
+    we'll go with|we chose|chose to|settled on|opted for";
 /// A decision when the user says it; in an assistant's explanation, usually not.
 const USER_DECISION_MARKERS: &str = "instead of|rather than|switch to|go with|use ";
 /// An assistant's proposal, a decision once the user's next message accepts it.
@@ -46,7 +48,9 @@ const OFFERS: &str = "would you like me to|want me to|shall i|should i|do you wa
 /// An assistant narrating its own next tool call is not an open item.
 const NARRATION: &str = "let me|now let me|i'll|i will|now i'll|first,|next, i'll";
 
-const FILLERS: &str = "please|can you|could you|would you|i want to|i'd like to|i would like to|i need to|we need to|help me|let's|lets|hey|hi|hello|hail|ok|okay|now|so";
+const FILLERS: &str = "please|what is|what are|what's|how to i|how do i|how can i|how to|can we really|can we|can you|\
+    could you|would you|i want to|i'd like to|i would like to|i need to|we need to|help me|let's|lets|\
+    hey|hi|hello|hail|ok|okay|now|so";
 
 /// Words too common to say what a session is about.
 const STOPWORDS: &str = "\
