@@ -161,7 +161,8 @@ fn project_name(cwd: &str) -> String {
 fn request_text(text: &str) -> String {
     let all = sentences(text);
     let greeting = |s: &&String| strip_fillers(s).split_whitespace().count() <= 1 && all.len() > 1;
-    all.iter().skip_while(greeting).cloned().collect::<Vec<_>>().join(" ")
+    let ended = |s: &String| if s.ends_with(['.', '!', '?']) { s.clone() } else { format!("{s}.") };
+    all.iter().skip_while(greeting).map(ended).collect::<Vec<_>>().join(" ")
 }
 
 fn collapse(text: &str) -> String {
@@ -404,10 +405,14 @@ fn make_name(first_request: &str, terms: &[Term], entities: &[String], file: &st
 
 /// Up to `budget` words of `text`, ending at a clause when one ends late
 /// enough, never on a dangling "of"/"the"; paths shown by their file name.
+/// Cut mid-clause, the half phrase at the end goes ("… about openclaw in
+/// relation" ends at "openclaw").
 fn phrase(text: &str, budget: usize) -> Vec<String> {
     const DANGLING: &str = "a|an|the|in|of|to|for|and|or|with|on|at|by|from|my|is|that|it's";
+    let dangling = |w: &String| DANGLING.split('|').any(|d| d == w.to_lowercase());
     let mut words: Vec<String> = Vec::new();
-    for raw in text.split_whitespace() {
+    let mut raws = text.split_whitespace().peekable();
+    while let Some(raw) = raws.next() {
         let word =
             raw.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '.' | '!' | '?' | '"' | '\'' | '(' | ')' | '`'));
         let file = word.rsplit('/').next().filter(|f| word.contains('/') && f.contains('.'));
@@ -418,11 +423,16 @@ fn phrase(text: &str, budget: usize) -> Vec<String> {
         if !word.is_empty() {
             words.push(word.to_string());
         }
-        if words.len() >= budget || (words.len() >= 4 && raw.ends_with([',', ';', ':', '.', '!', '?'])) {
+        let clause_end = raw.ends_with([',', ';', ':', '.', '!', '?']);
+        if words.len() >= budget || (words.len() >= 4 && clause_end) {
+            if !clause_end && raws.peek().is_some() {
+                let half = words.iter().rposition(dangling).filter(|&i| i + 3 >= words.len() && i >= 2);
+                words.truncate(half.unwrap_or(words.len()));
+            }
             break;
         }
     }
-    while words.len() > 2 && words.last().is_some_and(|w| DANGLING.split('|').any(|d| d == w.to_lowercase())) {
+    while words.len() > 2 && words.last().is_some_and(dangling) {
         words.pop();
     }
     words

@@ -77,14 +77,14 @@ fn an_on_topic_request_names_the_session_in_the_users_words() {
 #[test]
 fn references_never_reach_names_summaries_or_tags() {
     let messages = [
-        user("check `@@cron-in-gitclaw` and continue the work from @@034d1cd7 on the cron scheduler"),
+        user("check `@@cron-in-gitclaw` and continue from @@034d1cd7 on the cron scheduler"),
         assistant("The cron scheduler now runs jobs; see @@other-session."),
     ];
     let out = index(&messages, &FilesTouched::default());
     let all = serde_json::to_string(&out).unwrap();
     assert!(!all.contains("@@"), "{all}");
     assert!(!out.tags.iter().any(|t| t.contains("034d1") || t.contains("cron-in-gitclaw")), "{:?}", out.tags);
-    assert_eq!(out.name, "Check and continue the work on the cron");
+    assert_eq!(out.name, "Check and continue on the cron scheduler");
 }
 
 #[test]
@@ -172,4 +172,18 @@ fn secrets_in_the_session_never_reach_the_index() {
 fn clip_counts_chars() {
     assert_eq!(clip("ééé", 3), "ééé");
     assert_eq!(clip("éééé", 3), "éé…");
+}
+
+#[test]
+fn a_name_cut_mid_clause_drops_the_half_phrase() {
+    let words = |text: &str| phrase(text, 7).join(" ");
+    assert_eq!(
+        words("Create a report about openclaw in relation to the gateway work"),
+        "Create a report about openclaw"
+    );
+    assert_eq!(
+        words("Does pi understand too many requests of API LLM and how"),
+        "Does pi understand too many requests"
+    );
+    assert_eq!(words("Fix the flaky gateway test."), "Fix the flaky gateway test");
 }
