@@ -233,8 +233,9 @@ fn offline_names_are_unique_across_a_project_of_real_sessions() {
     files.sort();
     // Two sessions that read alike: the same real session twice under new ids.
     let twin = files[2].clone();
+    let hail = files.iter().find(|f| f.to_string_lossy().contains("64ddb985")).unwrap().clone(); // "Hail", no topics
     let mut names = Vec::new();
-    for (i, file) in files.iter().chain([&twin, &twin]).enumerate() {
+    for (i, file) in files.iter().chain([&twin, &twin, &hail]).enumerate() {
         let copy = copy_real(&project, file, &format!("c0py{i:04}-0000-0000-0000-000000000000"));
         names.push(index_offline(&f, &copy).name);
     }
@@ -244,7 +245,8 @@ fn offline_names_are_unique_across_a_project_of_real_sessions() {
     keys.dedup();
     assert_eq!(keys.len(), n, "names repeat in one project: {names:#?}");
     let base = &names[2];
-    assert!(names[n - 2].starts_with(base.as_str()) && names[n - 2] != *base, "{names:#?}");
+    assert!(names[n - 3].starts_with(base.as_str()) && names[n - 3] != *base, "{names:#?}");
+    assert_eq!(names[n - 1], format!("{} (2026-02-19)", names[0]), "no topic of its own: the date");
     assert!(names.iter().all(|n| n.chars().count() <= 120 && !n.contains("@@")), "{names:#?}");
 }
 

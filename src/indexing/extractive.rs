@@ -30,6 +30,9 @@ pub struct ExtractiveInput<'a> {
     pub files: &'a FilesTouched,
 }
 
+/// Tags of a session with too few of its own: they distinguish nothing.
+pub const FALLBACK_TAGS: [&str; 3] = ["pi-session", "coding", "session"];
+
 /// How people state a decision, whoever says it.
 const DECISION_MARKERS: &str =
     "decided|decision:|we'll use|we will use|let's go with|lets go with|let's use|going with|\
@@ -538,7 +541,7 @@ fn make_tags(entities: &[String], terms: &[Term], files: &FilesTouched, project:
     let said = |term: &str| entities.iter().any(|e| e.to_lowercase().ends_with(&format!(":{term}")));
     tags.extend(terms.iter().filter(|t| !said(&t.key)).take(MAX_TAGS).map(|t| t.key.clone()));
     let mut tags = normalize_tags(tags);
-    for fallback in ["pi-session", "coding", "session"] {
+    for fallback in FALLBACK_TAGS {
         if tags.len() < MIN_TAGS && !tags.iter().any(|t| t == fallback) {
             tags.push(fallback.to_string());
         }

@@ -153,7 +153,8 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
             let mut summary = extractive::summarize(&input);
             if user_name.is_none() {
                 let date = session.header.timestamp.get(..10).unwrap_or_default();
-                let topics: Vec<String> = summary.tags.iter().filter(|t| !t.contains(':')).cloned().collect();
+                let own = |t: &&String| !t.contains(':') && !extractive::FALLBACK_TAGS.contains(&t.as_str());
+                let topics: Vec<String> = summary.tags.iter().filter(own).cloned().collect();
                 summary.name = extractive::distinct_name(&summary.name, &taken, &topics, date);
             }
             Generated {
