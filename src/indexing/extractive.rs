@@ -494,36 +494,29 @@ fn make_summary(
     open_tasks: &[String],
     files: &FilesTouched,
 ) -> String {
-    let bullets = |items: &[String], empty: &str| {
+    let bullets = |items: &[String], empty: &str| -> String {
         if items.is_empty() {
             format!("- {empty}\n")
         } else {
             items.iter().map(|i| format!("- {i}\n")).collect()
         }
     };
-    let mut out = String::from("## Goal\n");
-    out.push_str(&if first_request.is_empty() { "No request yet.".to_string() } else { clip(first_request, 600) });
-    out.push('\n');
+    let or = |text: &str, empty: &str| if text.is_empty() { empty.to_string() } else { clip(text, 600) };
     let later: Vec<String> =
         user.iter().skip(1).map(|t| clip(&request_text(t), 160)).filter(|t| !t.is_empty()).collect();
+    let later = &later[later.len().saturating_sub(5)..];
+    let mut out = format!("## Goal\n{}\n", or(first_request, "No request yet."));
     if !later.is_empty() {
-        let skip = later.len().saturating_sub(5);
-        out.push_str("\nLater requests:\n");
-        out.push_str(&bullets(&later[skip..], ""));
+        out.push_str(&format!("\nLater requests:\n{}", bullets(later, "")));
     }
-    out.push_str("\n## Key Decisions\n");
-    out.push_str(&bullets(decisions, "None stated."));
-    out.push_str("\n## Outcome\n");
-    out.push_str(&if outcome.is_empty() { "No answer yet.".to_string() } else { clip(outcome, 600) });
-    out.push('\n');
-    if !files.modified.is_empty() {
-        out.push_str(&format!("- Files modified: {}\n", list_preview(&files.modified, 12)));
+    let decisions = bullets(decisions, "None stated.");
+    out.push_str(&format!("\n## Key Decisions\n{decisions}\n## Outcome\n{}\n", or(outcome, "No answer yet.")));
+    for (label, list) in [("modified", &files.modified), ("read", &files.read)] {
+        if !list.is_empty() {
+            out.push_str(&format!("- Files {label}: {}\n", list_preview(list, 12)));
+        }
     }
-    if !files.read.is_empty() {
-        out.push_str(&format!("- Files read: {}\n", list_preview(&files.read, 12)));
-    }
-    out.push_str("\n## Next Steps\n");
-    out.push_str(&bullets(open_tasks, "None stated."));
+    out.push_str(&format!("\n## Next Steps\n{}", bullets(open_tasks, "None stated.")));
     clip(out.trim_end(), MAX_SUMMARY_CHARS)
 }
 
