@@ -150,7 +150,9 @@ fn unresolved_references_never_fail_the_turn() {
     assert_eq!(t["success"], false);
     assert_eq!(t["unresolvedCount"], 2);
     assert_eq!(t["unresolvedReasons"], json!(["SESSION_NOT_FOUND", "SESSION_OUTSIDE"]));
-    assert!(notifications(&rec)[0].contains("@@no-such-thing"));
+    let notes = notifications(&rec);
+    assert!(notes.iter().any(|n| n.contains("not resolved") && n.contains("@@no-such-thing")), "{notes:?}");
+    assert!(notes.contains(&"@@auth-refactor → \"Auth refactor\" (01a20000, 2026-02-20, /proj, via slug)".into()));
     assert!(rec.effects().iter().any(|e| matches!(e, Effect::SetStatus { text: Some(t), .. } if t.contains("2 of 3"))));
     // Only unresolved: still a message telling the model so.
     let (r, _) = prompt(&a, "{}", "/proj", "what about @@ghost-session?");

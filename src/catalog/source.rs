@@ -1,37 +1,40 @@
-//! One agent directory's catalog state and its incremental refresh.
+//! Where the resolver's rows come from today: one agent directory's session
+//! and meta files, read once and then refreshed incrementally. (Once the
+//! search index's `sessions` table holds the same rows, it replaces this.)
 //!
 //! A refresh re-stats directories (a new, removed or atomically replaced file
 //! changes its directory's mtime) plus the few most recently modified session
 //! files (the ones being appended to), and re-reads only files whose
 //! (mtime, size) changed; a re-listed directory compares inodes, so atomic
-//! replacements are found without a `stat` per file. A few known files are
-//! also re-stat'd in rotation, and a lookup that misses triggers a full sweep.
-//! Files are read on a few threads when there are many (the first scan).
+//! replacements are found without a `stat` per file. A lookup that misses
+//! re-stats everything (`Refresh::Full`). Files are read on a few threads
+//! when there are many (the first build).
+//!
+//! Before the first build has finished, [`listed_rows`] gives the rows that
+//! cost no session read: ids from pi's file names, names from meta files.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::index::{Index, Item, ItemKey};
 use super::light::{self, Light};
+use super::resolve::{id_like, resolve, Outcome, Query, Rule};
+use super::rows::{Row, RowKey, Rows};
 use super::scan::{self, Listed, MetaLight, Stamp};
 use super::CatalogEntry;
 
 /// Known session files re-stat'd on every refresh: the most recently modified.
 const HOT_FILES: usize = 16;
-/// Known files re-stat'd per refresh in rotation, so a file changed in place
-/// without touching its directory is noticed after a bounded number of refreshes.
-const ROTATION: usize = 12;
 /// Project directories nest one level in pi; a little slack, but bounded.
-pub(crate) const MAX_DEPTH: usize = 3;
-pub(crate) const META_SUFFIX: &str = ".meta.json";
+const MAX_DEPTH: usize = 3;
+const META_SUFFIX: &str = ".meta.json";
 /// Below this many files a refresh reads on the calling thread.
 const PARALLEL_MIN: usize = 128;
 
 /// How hard a refresh looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refresh {
-    /// Directories, hot files and the rotation.
+    /// Directories and hot files.
     Incremental,
     /// Re-stat every known file too.
     Full,
@@ -55,7 +58,7 @@ struct MetaRec {
     meta: Option<MetaLight>,
 }
 
-pub(crate) struct Root {
+pub(crate) struct Source {
     pub sessions_dir: PathBuf,
     pub meta_dir: PathBuf,
     /// Canonical sessions directory; `None` while it does not exist.
@@ -68,9 +71,7 @@ pub(crate) struct Root {
     /// Session id (as written) → meta file path.
     meta_by_id: HashMap<String, PathBuf>,
     hot: Vec<PathBuf>,
-    rotation: Vec<PathBuf>,
-    rotation_at: usize,
-    pub index: Index,
+    pub rows: Rows,
     last_full: Option<Instant>,
 }
 
@@ -81,9 +82,9 @@ struct Job {
     prev: Option<Light>,
 }
 
-impl Root {
-    pub fn new(sessions_dir: &Path, meta_dir: &Path) -> Root {
-        Root {
+impl Source {
+    pub fn new(sessions_dir: &Path, meta_dir: &Path) -> Source {
+        Source {
             sessions_dir: sessions_dir.to_path_buf(),
             meta_dir: meta_dir.to_path_buf(),
             canon: None,
@@ -94,9 +95,7 @@ impl Root {
             metas: HashMap::new(),
             meta_by_id: HashMap::new(),
             hot: Vec::new(),
-            rotation: Vec::new(),
-            rotation_at: 0,
-            index: Index::default(),
+            rows: Rows::default(),
             last_full: None,
         }
     }
@@ -104,11 +103,6 @@ impl Root {
     /// True when a full sweep ran less than `within` ago.
     pub fn swept_within(&self, within: Duration) -> bool {
         self.last_full.is_some_and(|t| t.elapsed() < within)
-    }
-
-    /// True once the directories have been read at least once.
-    pub fn scanned(&self) -> bool {
-        self.last_full.is_some()
     }
 
     /// Bring the catalog up to date (the first refresh reads everything).
@@ -141,9 +135,6 @@ impl Root {
         if touched || listing_changed {
             self.recompute_hot();
         }
-        if listing_changed || full {
-            self.rotation = self.sessions.keys().chain(self.metas.keys()).cloned().collect();
-        }
     }
 
     fn apply_session(&mut self, job: Job, read: Option<(Stamp, Option<Light>)>, changed: &mut HashSet<String>) {
@@ -162,22 +153,10 @@ impl Root {
                 changed.insert(l.id.clone());
             }
             None => {
-                self.index.remove(&ItemKey::Session(job.path.clone()));
+                self.rows.remove(&RowKey::Session(job.path.clone()));
             }
         }
         self.sessions.insert(job.path, SessionRec { stamp, ino: job.ino, light });
-    }
-
-    /// Known files to check this time: the hot ones plus the next slice of the rotation.
-    fn spot_checks(&mut self) -> Vec<PathBuf> {
-        let mut out = self.hot.clone();
-        if !self.rotation.is_empty() {
-            for _ in 0..ROTATION.min(self.rotation.len()) {
-                self.rotation_at = (self.rotation_at + 1) % self.rotation.len();
-                out.push(self.rotation[self.rotation_at].clone());
-            }
-        }
-        out
     }
 
     /// True when a known file's (mtime, size) differs from what was read.
@@ -227,7 +206,7 @@ impl Root {
         let known: Vec<PathBuf> = if full {
             self.sessions.keys().cloned().collect()
         } else {
-            self.spot_checks().into_iter().filter(|p| self.sessions.contains_key(p)).collect()
+            self.hot.iter().filter(|p| self.sessions.contains_key(*p)).cloned().collect()
         };
         for path in known {
             if queued.contains(&path) {
@@ -312,7 +291,7 @@ impl Root {
                 changed.insert(l.id);
             }
         }
-        self.index.remove(&ItemKey::Session(path.to_path_buf()));
+        self.rows.remove(&RowKey::Session(path.to_path_buf()));
     }
 
     fn recompute_hot(&mut self) {
@@ -343,12 +322,7 @@ impl Root {
         }
         let mut jobs = Vec::new();
         if !full && mtime == self.meta_dir_mtime {
-            for path in self.spot_checks().into_iter().filter(|p| self.metas.contains_key(p)) {
-                let Some(r) = self.metas.get(&path) else { continue };
-                if Self::stale(Some(r.stamp), &path) {
-                    jobs.push(Job { ino: r.ino, path, prev: None });
-                }
-            }
+            // Meta files are replaced atomically, which touches the directory.
             return jobs;
         }
         self.meta_dir_mtime = mtime;
@@ -413,35 +387,35 @@ impl Root {
             for p in &paths {
                 let Some(rec) = self.sessions.get(*p) else { continue };
                 let Some(light) = rec.light.as_ref() else { continue };
-                items.push(session_item(p, rec.stamp, light, meta));
+                items.push(session_row(p, rec.stamp, light, meta));
             }
             match meta {
-                Some(m) if paths.is_empty() => items.push(orphan_item(&self.sessions_dir, m)),
-                _ => orphans_gone.push(ItemKey::Orphan(id.clone())),
+                Some(m) if paths.is_empty() => items.push(orphan_row(&self.sessions_dir, m)),
+                _ => orphans_gone.push(RowKey::Orphan(id.clone())),
             }
         }
         for key in orphans_gone {
-            self.index.remove(&key);
+            self.rows.remove(&key);
         }
         for item in items {
-            self.index.upsert(item);
+            self.rows.upsert(item);
         }
     }
 
-    /// The item of a session file, looked up by the path as listed or, for
+    /// The row of a session file, looked up by the path as listed or, for
     /// paths spelled differently (symlinked agent dir), by canonical path.
-    pub fn slot_for_path(&self, path: &Path) -> Option<usize> {
-        if let Some(s) = self.index.slot_of(&ItemKey::Session(path.to_path_buf())) {
-            return Some(s);
+    pub fn row_for_path(&self, path: &Path) -> Option<&Row> {
+        if let Some(row) = self.rows.get(&RowKey::Session(path.to_path_buf())) {
+            return Some(row);
         }
         let canon = self.canon.as_ref()?;
         let real = std::fs::canonicalize(path).ok()?;
         let rel = real.strip_prefix(canon).ok()?;
-        self.index.slot_of(&ItemKey::Session(self.sessions_dir.join(rel)))
+        self.rows.get(&RowKey::Session(self.sessions_dir.join(rel)))
     }
 }
 
-pub(crate) fn session_item(path: &Path, stamp: Stamp, light: &Light, meta: Option<&MetaLight>) -> Item {
+fn session_row(path: &Path, stamp: Stamp, light: &Light, meta: Option<&MetaLight>) -> Row {
     let non_empty = |s: &str| (!s.trim().is_empty()).then(|| s.to_string());
     let entry = CatalogEntry {
         id: light.id.clone(),
@@ -457,10 +431,10 @@ pub(crate) fn session_item(path: &Path, stamp: Stamp, light: &Light, meta: Optio
         first_message: light.first_message.clone(),
         has_meta: meta.is_some(),
     };
-    Item::new(ItemKey::Session(path.to_path_buf()), entry, meta.map(|m| m.name.as_str()))
+    Row::new(RowKey::Session(path.to_path_buf()), entry, meta.map(|m| m.name.as_str()))
 }
 
-fn orphan_item(sessions_dir: &Path, m: &MetaLight) -> Item {
+fn orphan_row(sessions_dir: &Path, m: &MetaLight) -> Row {
     let path =
         if m.session_file.is_empty() { sessions_dir.join(&m.session_id) } else { PathBuf::from(&m.session_file) };
     let entry = CatalogEntry {
@@ -477,14 +451,82 @@ fn orphan_item(sessions_dir: &Path, m: &MetaLight) -> Item {
         first_message: None,
         has_meta: true,
     };
-    Item::new(ItemKey::Orphan(m.session_id.clone()), entry, None)
+    Row::new(RowKey::Orphan(m.session_id.clone()), entry, None)
 }
 
 /// Map `f` over `items`, on up to four threads when there are many. A
 /// panicking reader loses only its item (`None`: treated as unreadable).
-pub(crate) fn parallel<I: Sync, O: Send>(items: &[I], f: impl Fn(&I) -> O + Sync) -> Vec<Option<O>> {
+fn parallel<I: Sync, O: Send>(items: &[I], f: impl Fn(&I) -> O + Sync) -> Vec<Option<O>> {
     if items.len() < PARALLEL_MIN {
         return items.iter().map(|i| Some(f(i))).collect();
     }
     crate::threads::map_each(items, 4, f)
+}
+
+/// A lookup before the first build: the exact rules over the rows to be had
+/// without reading session files, one per session file named the pi way
+/// (`<timestamp>_<id>.jsonl`) with its meta file's name, tags and cwd (meta
+/// files are read only for references that are not id-like). Answers only
+/// with a session found (then read in full); anything else, or a session
+/// file not named the pi way (only its header can tell its id), is left to
+/// the build.
+pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Option<(CatalogEntry, Rule)> {
+    let canon = std::fs::canonicalize(sessions_dir).ok()?;
+    let mut files = Vec::new();
+    let mut dirs = vec![(sessions_dir.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = dirs.pop() {
+        for l in scan::list_dir(&dir, &canon, ".jsonl").0 {
+            match l {
+                Listed::Dir(d) if depth < MAX_DEPTH => dirs.push((d, depth + 1)),
+                Listed::Dir(_) => {}
+                Listed::File(p, _) => {
+                    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                    let id = name.strip_suffix(".jsonl")?.rsplit_once('_')?.1.to_string();
+                    files.push((p, id));
+                }
+            }
+        }
+    }
+    let metas: HashMap<String, MetaLight> = if id_like(q.reference) { HashMap::new() } else { read_metas(meta_dir) };
+    let mut rows: Vec<Row> = files
+        .iter()
+        .map(|(path, id)| {
+            let meta = metas.get(id);
+            let mut entry = meta.map_or_else(CatalogEntry::default, |m| orphan_row(sessions_dir, m).entry);
+            (entry.id, entry.path, entry.has_meta) = (id.clone(), path.clone(), meta.is_some());
+            Row::new(RowKey::Session(path.clone()), entry, None)
+        })
+        .collect();
+    let listed: HashSet<&str> = files.iter().map(|(_, id)| id.as_str()).collect();
+    rows.extend(
+        metas.values().filter(|m| !listed.contains(m.session_id.as_str())).map(|m| orphan_row(sessions_dir, m)),
+    );
+    let Outcome::Found(i, rule) = resolve(&rows, q, false) else { return None };
+    let RowKey::Session(path) = &rows.get(i)?.key else { return None };
+    let (stamp, light) = light::read_session(path, None).ok()?;
+    let light = light.filter(|l| l.id == rows[i].entry.id)?;
+    let meta = metas.get(&light.id).cloned().or_else(|| one_meta(meta_dir, &light.id));
+    Some((session_row(path, stamp, &light, meta.as_ref()).entry, rule))
+}
+
+/// The meta file of session `id`, unless it leads out of the meta directory.
+fn one_meta(meta_dir: &Path, id: &str) -> Option<MetaLight> {
+    let path = crate::meta::meta_path(meta_dir, id).ok()?;
+    let inside = std::fs::canonicalize(&path).ok()?.starts_with(std::fs::canonicalize(meta_dir).ok()?);
+    scan::read_meta(&path).filter(|_| inside)?.1.filter(|m| m.session_id == id)
+}
+
+/// The valid meta files in the meta directory, by session id.
+fn read_metas(meta_dir: &Path) -> HashMap<String, MetaLight> {
+    let Ok(canon) = std::fs::canonicalize(meta_dir) else { return HashMap::new() };
+    let files: Vec<PathBuf> = scan::list_dir(meta_dir, &canon, META_SUFFIX)
+        .0
+        .into_iter()
+        .filter_map(|l| match l {
+            Listed::File(p, _) => Some(p),
+            Listed::Dir(_) => None,
+        })
+        .collect();
+    let metas = parallel(&files, |p| scan::read_meta(p).and_then(|(_, m)| m));
+    metas.into_iter().flatten().flatten().map(|m| (m.session_id.clone(), m)).collect()
 }
