@@ -6,21 +6,9 @@ mod support;
 
 use pi_ext_abi::protocol::{EventCall, SessionContext};
 use serde_json::{json, Value};
-use session_index::host::{Effect, RecordingHost};
+use session_index::host::Effect;
 use session_index::plugin::SessionIndexPlugin;
-use support::{appended, notifications, Agent, Synth};
-
-fn prompt(agent: &Agent, config: &str, cwd: &str, text: &str) -> (Value, std::sync::Arc<RecordingHost>) {
-    let (app, rec) = agent.app(cwd, config);
-    let plugin = SessionIndexPlugin::new(app);
-    let call = EventCall {
-        v: 1,
-        event: "before_agent_start".into(),
-        payload: json!({"prompt": text, "systemPrompt": "sys"}),
-        ctx: agent.ctx(cwd),
-    };
-    (plugin.on_event(call).expect("event"), rec)
-}
+use support::{appended, notifications, prompt, Agent, Synth};
 
 fn message(result: &Value) -> &Value {
     result.get("message").unwrap_or_else(|| panic!("no message in {result}"))

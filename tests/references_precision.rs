@@ -10,11 +10,8 @@ mod support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use pi_ext_abi::protocol::EventCall;
-use serde_json::{json, Value};
 use session_index::catalog::{Catalog, ResolveError, Resolved, Rule};
-use session_index::plugin::SessionIndexPlugin;
-use support::{notifications, Agent, Synth};
+use support::{notifications, prompt, Agent, Synth};
 
 /// The project of the real fixtures.
 const GITCLAW: &str = "/home/runner/work/gitclaw/gitclaw";
@@ -138,19 +135,6 @@ fn misses_suggest_only_close_names() {
     assert_eq!(ids_of(&err), vec!["6a000000… \"Payment service\""], "{err}");
 }
 
-fn before_agent_start(a: &Agent, config: &str, cwd: &str, text: &str) -> (Value, Vec<String>) {
-    let (app, rec) = a.app(cwd, config);
-    let plugin = SessionIndexPlugin::new(app);
-    let call = EventCall {
-        v: 1,
-        event: "before_agent_start".into(),
-        payload: json!({"prompt": text, "systemPrompt": "sys"}),
-        ctx: a.ctx(cwd),
-    };
-    let result = plugin.on_event(call).expect("event");
-    (result, notifications(&rec))
-}
-
 #[test]
 fn every_resolved_reference_is_confirmed_in_pi_and_details_say_the_rule() {
     let a = agent();
@@ -158,7 +142,8 @@ fn every_resolved_reference_is_confirmed_in_pi_and_details_say_the_rule() {
     let project = format!("{}/work/gitclaw", home.trim_end_matches('/'));
     a.session(&Synth::new("8a000000-0000-4000-8000-000000000001", &project).name("Nightly deploy"));
     let text = "@@cron, @@\"Cron in gitclaw\", @@0f8643, @@nightly-deploy and @@nothing-like-this";
-    let (result, notes) = before_agent_start(&a, r#"{"references":{"maxRefsPerPrompt":6}}"#, GITCLAW, text);
+    let (result, rec) = prompt(&a, r#"{"references":{"maxRefsPerPrompt":6}}"#, GITCLAW, text);
+    let notes = notifications(&rec);
     let m = &result["message"];
     assert_eq!(m["display"], false);
     let rules: Vec<(&str, &str)> = m["details"]["resolved"]

@@ -20,7 +20,7 @@ mod source;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -28,11 +28,11 @@ use serde::Serialize;
 
 use crate::error_code::ErrorCode;
 
-pub use resolve::{id_like, path_like, Rule, MIN_PREFIX};
-pub use rows::{loose_slug, slug};
+pub use resolve::Rule;
+pub use rows::slug;
 pub(crate) use scan::content_text;
 
-use resolve::{Outcome, Query};
+use resolve::{id_like, path_like, Outcome, Query};
 use rows::Row;
 use source::{Refresh, Source};
 
@@ -170,7 +170,8 @@ type Dirs = Arc<RwLock<HashMap<DirKey, Arc<Dir>>>>;
 
 pub struct Catalog {
     dirs: Dirs,
-    fuzzy_threshold: AtomicU64,
+    /// Lowest fuzzy score that resolves (`references.fuzzyThreshold`).
+    fuzzy_threshold: f64,
     search: RwLock<Option<Arc<SearchFallback>>>,
 }
 
@@ -212,17 +213,9 @@ impl Catalog {
     pub fn with_fuzzy_threshold(threshold: f64) -> Self {
         Catalog {
             dirs: Arc::new(RwLock::new(HashMap::new())),
-            fuzzy_threshold: AtomicU64::new(threshold.to_bits()),
+            fuzzy_threshold: threshold.clamp(0.0, 1.0),
             search: RwLock::new(None),
         }
-    }
-
-    pub fn fuzzy_threshold(&self) -> f64 {
-        f64::from_bits(self.fuzzy_threshold.load(Ordering::Relaxed))
-    }
-
-    pub fn set_fuzzy_threshold(&self, threshold: f64) {
-        self.fuzzy_threshold.store(threshold.clamp(0.0, 1.0).to_bits(), Ordering::Relaxed);
     }
 
     /// Install the search index's ranking as the last resolution rule.
@@ -250,10 +243,6 @@ impl Catalog {
         with_source(&dir(&self.dirs, sessions_dir, meta_dir), Refresh::Incremental, |s| s.rows.all().len())
     }
 
-    pub fn is_empty(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
-        self.len(sessions_dir, meta_dir) == 0
-    }
-
     /// Resolve a reference (id, id prefix ≥ 6, name, slug or fuzzy text)
     /// typed in project `current_cwd`.
     pub fn resolve(
@@ -278,7 +267,7 @@ impl Catalog {
         reference: &str,
     ) -> Result<Resolved, ResolveError> {
         let current = current_session.map(str::to_lowercase);
-        let q = Query { reference, cwd: current_cwd, current: current.as_deref(), threshold: self.fuzzy_threshold() };
+        let q = Query { reference, cwd: current_cwd, current: current.as_deref(), threshold: self.fuzzy_threshold };
         let dir = dir(&self.dirs, sessions_dir, meta_dir);
         if !dir.built.load(Ordering::Acquire) {
             if let Some((entry, rule)) = source::cold_lookup(sessions_dir, meta_dir, &q) {
@@ -320,11 +309,7 @@ impl Catalog {
             }
             Outcome::Ambiguous(hits) => Err(ResolveError::Ambiguous {
                 reference: reference(),
-                candidates: hits
-                    .into_iter()
-                    .take(resolve::CANDIDATES)
-                    .map(|i| candidate(rows, i, 0.0, q.cwd))
-                    .collect(),
+                candidates: hits.into_iter().take(resolve::CANDIDATES).map(|i| candidate(rows, i, 0.0, None)).collect(),
             }),
             Outcome::NotFound(near) => Err(ResolveError::NotFound {
                 reference: reference(),
@@ -346,7 +331,7 @@ impl Catalog {
         with_source(&dir(&self.dirs, sessions_dir, meta_dir), Refresh::Incremental, |s| {
             let rows = s.rows.all();
             let ranked = resolve::complete(rows, current_cwd, prefix, limit);
-            ranked.into_iter().map(|(score, i)| candidate(rows, i, score, current_cwd)).collect()
+            ranked.into_iter().map(|(score, i)| candidate(rows, i, score, Some(current_cwd))).collect()
         })
     }
 
@@ -408,9 +393,12 @@ pub fn short_id(id: &str) -> String {
     }
 }
 
-fn candidate(rows: &[Row], i: usize, score: f64, cwd: &str) -> Candidate {
+/// A candidate to offer; `cwd`: the project it is offered in, for the
+/// shortest reference (a scan per try), else the full id (ambiguities list
+/// sessions that share names and prefixes anyway).
+fn candidate(rows: &[Row], i: usize, score: f64, cwd: Option<&str>) -> Candidate {
     let e = &rows[i].entry;
-    let reference = reference_for(rows, i, cwd);
+    let reference = cwd.map_or_else(|| e.id.clone(), |cwd| reference_for(rows, i, cwd));
     Candidate {
         id: e.id.clone(),
         name: e.name.clone(),

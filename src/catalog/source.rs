@@ -2,16 +2,15 @@
 //! and meta files, read once and then refreshed incrementally. (Once the
 //! search index's `sessions` table holds the same rows, it replaces this.)
 //!
-//! A refresh re-stats directories (a new, removed or atomically replaced file
-//! changes its directory's mtime) plus the few most recently modified session
-//! files (the ones being appended to), and re-reads only files whose
-//! (mtime, size) changed; a re-listed directory compares inodes, so atomic
-//! replacements are found without a `stat` per file. A lookup that misses
-//! re-stats everything (`Refresh::Full`). Files are read on a few threads
-//! when there are many (the first build).
+//! A refresh re-stats the directories (a new, removed or atomically replaced
+//! file changes its directory's mtime), re-lists the changed ones, stats
+//! their files and the few most recently modified session files (the ones
+//! being appended to), and re-reads only files whose (mtime, size) changed.
+//! A lookup that misses re-stats everything (`Refresh::Full`). Files are read
+//! on a few threads when there are many (the first build).
 //!
-//! Before the first build has finished, [`listed_rows`] gives the rows that
-//! cost no session read: ids from pi's file names, names from meta files.
+//! Before the first build has finished, [`cold_lookup`] resolves ids from
+//! pi's file names and exact names from meta files.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -40,60 +39,116 @@ pub(crate) enum Refresh {
     Full,
 }
 
-struct DirState {
+/// A directory as last listed.
+struct Listing {
     mtime: SystemTime,
     files: Vec<PathBuf>,
     dirs: Vec<PathBuf>,
 }
 
-struct SessionRec {
-    stamp: Stamp,
-    ino: u64,
-    light: Option<Light>,
+/// One tree of files (session files, or meta files): its listings and what
+/// was read from each file.
+struct Tree<T> {
+    root: PathBuf,
+    suffix: &'static str,
+    depth: usize,
+    /// Canonical root; `None` while it does not exist.
+    canon: Option<PathBuf>,
+    dirs: HashMap<PathBuf, Listing>,
+    files: HashMap<PathBuf, (Stamp, Option<T>)>,
 }
 
-struct MetaRec {
-    stamp: Stamp,
-    ino: u64,
-    meta: Option<MetaLight>,
+impl<T> Tree<T> {
+    fn new(root: &Path, suffix: &'static str, depth: usize) -> Tree<T> {
+        let root = root.to_path_buf();
+        Tree { root, suffix, depth, canon: None, dirs: HashMap::new(), files: HashMap::new() }
+    }
+
+    /// The files to stat (in re-listed directories, plus all on a full
+    /// refresh) and the files gone.
+    fn list(&mut self, full: bool) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        if full || self.canon.is_none() {
+            let canon = std::fs::canonicalize(&self.root).ok();
+            if canon != self.canon {
+                // Appeared, vanished or moved: start over.
+                self.dirs.clear();
+            }
+            self.canon = canon;
+        }
+        let (mut check, mut gone) = (Vec::new(), Vec::new());
+        match self.canon.clone() {
+            Some(canon) => self.walk(&self.root.clone(), &canon, 0, &mut check, &mut gone),
+            None => gone.extend(self.files.keys().cloned()),
+        }
+        if full {
+            check.extend(self.files.keys().cloned());
+        }
+        (check, gone)
+    }
+
+    /// Unchanged directories are trusted for their file list (only their
+    /// subdirectories are visited); changed ones are re-listed.
+    fn walk(&mut self, dir: &Path, canon: &Path, depth: usize, check: &mut Vec<PathBuf>, gone: &mut Vec<PathBuf>) {
+        let Ok(mtime) = std::fs::metadata(dir).and_then(|m| m.modified()) else {
+            self.forget(dir, gone);
+            return;
+        };
+        let subdirs = match self.dirs.get(dir) {
+            Some(l) if l.mtime == mtime => l.dirs.clone(),
+            _ => {
+                let (listed, ok) = scan::list_dir(dir, canon, self.suffix);
+                if !ok {
+                    return; // Unreadable now: listed again next time.
+                }
+                let (mut files, mut dirs) = (Vec::new(), Vec::new());
+                for l in listed {
+                    match l {
+                        Listed::File(p) => files.push(p),
+                        Listed::Dir(p) if depth < self.depth => dirs.push(p),
+                        Listed::Dir(_) => {}
+                    }
+                }
+                if let Some(old) = self.dirs.remove(dir) {
+                    gone.extend(old.files.into_iter().filter(|f| !files.contains(f)));
+                    for d in old.dirs.iter().filter(|d| !dirs.contains(d)) {
+                        self.forget(d, gone);
+                    }
+                }
+                check.extend(files.iter().cloned());
+                self.dirs.insert(dir.to_path_buf(), Listing { mtime, files, dirs: dirs.clone() });
+                dirs
+            }
+        };
+        for sub in subdirs {
+            self.walk(&sub, canon, depth + 1, check, gone);
+        }
+    }
+
+    fn forget(&mut self, dir: &Path, gone: &mut Vec<PathBuf>) {
+        if let Some(old) = self.dirs.remove(dir) {
+            gone.extend(old.files);
+            for d in old.dirs {
+                self.forget(&d, gone);
+            }
+        }
+    }
 }
 
 pub(crate) struct Source {
     pub sessions_dir: PathBuf,
-    pub meta_dir: PathBuf,
-    /// Canonical sessions directory; `None` while it does not exist.
-    pub canon: Option<PathBuf>,
-    canon_meta: Option<PathBuf>,
-    dirs: HashMap<PathBuf, DirState>,
-    sessions: HashMap<PathBuf, SessionRec>,
-    meta_dir_mtime: Option<SystemTime>,
-    metas: HashMap<PathBuf, MetaRec>,
-    /// Session id (as written) → meta file path.
-    meta_by_id: HashMap<String, PathBuf>,
+    sessions: Tree<Light>,
+    metas: Tree<MetaLight>,
     hot: Vec<PathBuf>,
     pub rows: Rows,
     last_full: Option<Instant>,
-}
-
-/// A file to (re-)read, with what is known about it.
-struct Job {
-    path: PathBuf,
-    ino: u64,
-    prev: Option<Light>,
 }
 
 impl Source {
     pub fn new(sessions_dir: &Path, meta_dir: &Path) -> Source {
         Source {
             sessions_dir: sessions_dir.to_path_buf(),
-            meta_dir: meta_dir.to_path_buf(),
-            canon: None,
-            canon_meta: None,
-            dirs: HashMap::new(),
-            sessions: HashMap::new(),
-            meta_dir_mtime: None,
-            metas: HashMap::new(),
-            meta_by_id: HashMap::new(),
+            sessions: Tree::new(sessions_dir, ".jsonl", MAX_DEPTH),
+            metas: Tree::new(meta_dir, META_SUFFIX, 0),
             hot: Vec::new(),
             rows: Rows::default(),
             last_full: None,
@@ -105,300 +160,74 @@ impl Source {
         self.last_full.is_some_and(|t| t.elapsed() < within)
     }
 
-    /// Bring the catalog up to date (the first refresh reads everything).
+    /// Bring the rows up to date (the first refresh reads everything).
     pub fn refresh(&mut self, mode: Refresh) {
         let full = mode == Refresh::Full || self.last_full.is_none();
         if full {
             self.last_full = Some(Instant::now());
         }
+        // Session ids whose rows must be rebuilt.
         let mut changed: HashSet<String> = HashSet::new();
-        let meta_jobs = self.plan_metas(full, &mut changed);
-        let (session_jobs, listing_changed) = self.plan_sessions(full, &mut changed);
-        let metas = parallel(&meta_jobs, |j| scan::read_meta(&j.path));
-        for (job, read) in meta_jobs.into_iter().zip(metas) {
-            self.drop_meta(&job.path, &mut changed);
-            let Some((stamp, meta)) = read.flatten() else { continue };
-            if let Some(m) = meta.as_ref() {
-                changed.insert(m.session_id.clone());
-                self.meta_by_id.insert(m.session_id.clone(), job.path.clone());
-            }
-            self.metas.insert(job.path, MetaRec { stamp, ino: job.ino, meta });
+        let id = |l: &Light| l.id.clone();
+        let (mut check, gone) = self.sessions.list(full);
+        check.extend(self.hot.iter().filter(|p| self.sessions.files.contains_key(*p)).cloned());
+        for p in &gone {
+            self.rows.remove(&RowKey::Session(p.clone()));
         }
-        let sessions = parallel(&session_jobs, |j| light::read_session(&j.path, j.prev.as_ref()).ok());
-        let touched = !session_jobs.is_empty();
-        for (job, read) in session_jobs.into_iter().zip(sessions) {
-            self.apply_session(job, read.flatten(), &mut changed);
+        let sessions = stale(&mut self.sessions, check, gone, &mut changed, id);
+        let read = parallel(&sessions, |(p, prev)| light::read_session(p, prev.as_ref()).ok());
+        let touched = !sessions.is_empty();
+        for ((path, _), got) in sessions.into_iter().zip(read) {
+            // Unreadable, or no longer a session: its row goes (a new one is built below).
+            self.rows.remove(&RowKey::Session(path.clone()));
+            if let Some((stamp, light)) = got.flatten() {
+                changed.extend(light.as_ref().map(id));
+                self.sessions.files.insert(path, (stamp, light));
+            }
+        }
+        let (check, gone) = self.metas.list(full);
+        let session_id = |m: &MetaLight| m.session_id.clone();
+        let metas = stale(&mut self.metas, check, gone, &mut changed, session_id);
+        let read = parallel(&metas, |(p, _)| scan::read_meta(p));
+        for ((path, _), got) in metas.into_iter().zip(read) {
+            if let Some((stamp, meta)) = got.flatten() {
+                changed.extend(meta.as_ref().map(session_id));
+                self.metas.files.insert(path, (stamp, meta));
+            }
         }
         if !changed.is_empty() {
             self.reconcile(&changed);
         }
-        if touched || listing_changed {
-            self.recompute_hot();
+        if touched {
+            let mut all: Vec<(SystemTime, &PathBuf)> =
+                self.sessions.files.iter().map(|(p, (s, _))| (s.mtime, p)).collect();
+            all.sort_unstable_by_key(|a| std::cmp::Reverse(a.0));
+            self.hot = all.into_iter().take(HOT_FILES).map(|(_, p)| p.clone()).collect();
         }
     }
 
-    fn apply_session(&mut self, job: Job, read: Option<(Stamp, Option<Light>)>, changed: &mut HashSet<String>) {
-        let Some((stamp, light)) = read else {
-            self.drop_session(&job.path, changed);
-            return;
-        };
-        if let Some(old) = job.prev.as_ref() {
-            changed.insert(old.id.clone());
-        }
-        if let Some(old) = self.sessions.get(&job.path).and_then(|r| r.light.as_ref()) {
-            changed.insert(old.id.clone());
-        }
-        match light.as_ref() {
-            Some(l) => {
-                changed.insert(l.id.clone());
-            }
-            None => {
-                self.rows.remove(&RowKey::Session(job.path.clone()));
-            }
-        }
-        self.sessions.insert(job.path, SessionRec { stamp, ino: job.ino, light });
-    }
-
-    /// True when a known file's (mtime, size) differs from what was read.
-    fn stale(stamp: Option<Stamp>, path: &Path) -> bool {
-        match (stamp, std::fs::metadata(path)) {
-            (Some(s), Ok(md)) => Stamp::of(&md) != s,
-            _ => true,
-        }
-    }
-
-    fn plan_sessions(&mut self, full: bool, changed: &mut HashSet<String>) -> (Vec<Job>, bool) {
-        let root = self.sessions_dir.clone();
-        let canon_now =
-            if full || self.canon.is_none() { std::fs::canonicalize(&root).ok() } else { self.canon.clone() };
-        let mut listing_changed = false;
-        if canon_now != self.canon {
-            // The sessions directory appeared, vanished or moved: start over.
-            self.canon = canon_now;
-            self.dirs.clear();
-            let paths: Vec<PathBuf> = self.sessions.keys().cloned().collect();
-            for p in paths {
-                self.drop_session(&p, changed);
-            }
-            listing_changed = true;
-        }
-        let Some(canon) = self.canon.clone() else { return (Vec::new(), listing_changed) };
-        let mut listed: Vec<(PathBuf, u64)> = Vec::new();
-        let mut removed: Vec<PathBuf> = Vec::new();
-        self.walk(&root, &canon, 0, &mut listed, &mut removed);
-        listing_changed |= !listed.is_empty() || !removed.is_empty();
-        for p in removed {
-            self.drop_session(&p, changed);
-        }
-        let mut jobs = Vec::new();
-        let mut queued: HashSet<PathBuf> = HashSet::new();
-        for (path, ino) in listed {
-            let rec = self.sessions.get(&path);
-            let needs = match rec {
-                None => true,
-                Some(r) if ino == 0 || full => r.ino != ino || Self::stale(Some(r.stamp), &path),
-                Some(r) => r.ino != ino,
-            };
-            if needs && queued.insert(path.clone()) {
-                jobs.push(Job { prev: rec.and_then(|r| r.light.clone()), path, ino });
-            }
-        }
-        let known: Vec<PathBuf> = if full {
-            self.sessions.keys().cloned().collect()
-        } else {
-            self.hot.iter().filter(|p| self.sessions.contains_key(*p)).cloned().collect()
-        };
-        for path in known {
-            if queued.contains(&path) {
-                continue;
-            }
-            let Some(r) = self.sessions.get(&path) else { continue };
-            if Self::stale(Some(r.stamp), &path) {
-                queued.insert(path.clone());
-                jobs.push(Job { prev: r.light.clone(), ino: r.ino, path });
-            }
-        }
-        (jobs, listing_changed)
-    }
-
-    /// Walk one directory. Unchanged directories are trusted for their file
-    /// list (only their subdirectories are visited); changed ones are
-    /// re-listed and their files returned with inodes.
-    fn walk(
-        &mut self,
-        dir: &Path,
-        canon: &Path,
-        depth: usize,
-        listed: &mut Vec<(PathBuf, u64)>,
-        removed: &mut Vec<PathBuf>,
-    ) {
-        let mtime = std::fs::metadata(dir).and_then(|m| m.modified()).ok();
-        let Some(mtime) = mtime else {
-            self.forget_dir(dir, removed);
-            return;
-        };
-        let unchanged = self.dirs.get(dir).is_some_and(|d| d.mtime == mtime);
-        if unchanged {
-            let dirs = self.dirs.get(dir).map(|d| d.dirs.clone()).unwrap_or_default();
-            if depth < MAX_DEPTH {
-                for sub in dirs {
-                    self.walk(&sub, canon, depth + 1, listed, removed);
-                }
-            }
-            return;
-        }
-        let (entries, _) = scan::list_dir(dir, canon, ".jsonl");
-        let mut files = Vec::new();
-        let mut dirs = Vec::new();
-        for l in entries {
-            match l {
-                Listed::File(p, ino) => {
-                    files.push(p.clone());
-                    listed.push((p, ino));
-                }
-                Listed::Dir(p) => dirs.push(p),
-            }
-        }
-        if let Some(old) = self.dirs.get(dir) {
-            let keep_files: HashSet<&PathBuf> = files.iter().collect();
-            removed.extend(old.files.iter().filter(|f| !keep_files.contains(f)).cloned());
-            let keep_dirs: HashSet<&PathBuf> = dirs.iter().collect();
-            let gone: Vec<PathBuf> = old.dirs.iter().filter(|d| !keep_dirs.contains(d)).cloned().collect();
-            for g in gone {
-                self.forget_dir(&g, removed);
-            }
-        }
-        self.dirs.insert(dir.to_path_buf(), DirState { mtime, files, dirs: dirs.clone() });
-        if depth < MAX_DEPTH {
-            for sub in dirs {
-                self.walk(&sub, canon, depth + 1, listed, removed);
-            }
-        }
-    }
-
-    fn forget_dir(&mut self, dir: &Path, removed: &mut Vec<PathBuf>) {
-        if let Some(old) = self.dirs.remove(dir) {
-            removed.extend(old.files);
-            for d in old.dirs {
-                self.forget_dir(&d, removed);
-            }
-        }
-    }
-
-    fn drop_session(&mut self, path: &Path, changed: &mut HashSet<String>) {
-        if let Some(rec) = self.sessions.remove(path) {
-            if let Some(l) = rec.light {
-                changed.insert(l.id);
-            }
-        }
-        self.rows.remove(&RowKey::Session(path.to_path_buf()));
-    }
-
-    fn recompute_hot(&mut self) {
-        let mut all: Vec<(SystemTime, &PathBuf)> = self.sessions.iter().map(|(p, r)| (r.stamp.mtime, p)).collect();
-        let n = all.len().min(HOT_FILES);
-        if n == 0 {
-            self.hot.clear();
-            return;
-        }
-        if all.len() > n {
-            all.select_nth_unstable_by(n - 1, |a, b| b.0.cmp(&a.0));
-            all.truncate(n);
-        }
-        self.hot = all.into_iter().map(|(_, p)| p.clone()).collect();
-    }
-
-    fn plan_metas(&mut self, full: bool, changed: &mut HashSet<String>) -> Vec<Job> {
-        let dir = self.meta_dir.clone();
-        let mtime = std::fs::metadata(&dir).and_then(|m| m.modified()).ok();
-        if mtime.is_none() {
-            let paths: Vec<PathBuf> = self.metas.keys().cloned().collect();
-            for p in paths {
-                self.drop_meta(&p, changed);
-            }
-            self.meta_dir_mtime = None;
-            self.canon_meta = None;
-            return Vec::new();
-        }
-        let mut jobs = Vec::new();
-        if !full && mtime == self.meta_dir_mtime {
-            // Meta files are replaced atomically, which touches the directory.
-            return jobs;
-        }
-        self.meta_dir_mtime = mtime;
-        if full || self.canon_meta.is_none() {
-            self.canon_meta = std::fs::canonicalize(&dir).ok();
-        }
-        let Some(canon) = self.canon_meta.clone() else { return jobs };
-        let (listed, ok) = scan::list_dir(&dir, &canon, META_SUFFIX);
-        if !ok {
-            return jobs;
-        }
-        let files: HashMap<PathBuf, u64> = listed
-            .into_iter()
-            .filter_map(|l| match l {
-                Listed::File(p, ino) => Some((p, ino)),
-                Listed::Dir(_) => None,
-            })
-            .collect();
-        let gone: Vec<PathBuf> = self.metas.keys().filter(|p| !files.contains_key(*p)).cloned().collect();
-        for p in gone {
-            self.drop_meta(&p, changed);
-        }
-        for (path, ino) in files {
-            let needs = match self.metas.get(&path) {
-                None => true,
-                Some(r) if ino == 0 || full => r.ino != ino || Self::stale(Some(r.stamp), &path),
-                Some(r) => r.ino != ino,
-            };
-            if needs {
-                jobs.push(Job { path, ino, prev: None });
-            }
-        }
-        jobs
-    }
-
-    fn drop_meta(&mut self, path: &Path, changed: &mut HashSet<String>) {
-        if let Some(MetaRec { meta: Some(m), .. }) = self.metas.remove(path) {
-            if self.meta_by_id.get(&m.session_id).is_some_and(|p| p == path) {
-                self.meta_by_id.remove(&m.session_id);
-            }
-            changed.insert(m.session_id);
-        }
-    }
-
-    fn meta_for(&self, id: &str) -> Option<&MetaLight> {
-        self.meta_by_id.get(id).and_then(|p| self.metas.get(p)).and_then(|r| r.meta.as_ref())
-    }
-
-    /// Rebuild the items of every session id whose session or meta changed.
+    /// Rebuild the rows of every session id whose session or meta changed.
     fn reconcile(&mut self, ids: &HashSet<String>) {
-        let mut by_id: HashMap<&str, Vec<&PathBuf>> = HashMap::new();
-        for (p, rec) in &self.sessions {
-            if let Some(l) = rec.light.as_ref().filter(|l| ids.contains(&l.id)) {
-                by_id.entry(l.id.as_str()).or_default().push(p);
+        let mut paths: HashMap<&str, Vec<(&PathBuf, Stamp, &Light)>> = HashMap::new();
+        for (p, (stamp, light)) in &self.sessions.files {
+            if let Some(l) = light.as_ref().filter(|l| ids.contains(&l.id)) {
+                paths.entry(l.id.as_str()).or_default().push((p, *stamp, l));
             }
         }
-        let mut items = Vec::new();
-        let mut orphans_gone = Vec::new();
+        let metas: HashMap<&str, &MetaLight> =
+            self.metas.files.values().filter_map(|(_, m)| m.as_ref()).map(|m| (m.session_id.as_str(), m)).collect();
+        let mut rows = Vec::new();
         for id in ids {
-            let meta = self.meta_for(id);
-            let paths = by_id.get(id.as_str()).cloned().unwrap_or_default();
-            for p in &paths {
-                let Some(rec) = self.sessions.get(*p) else { continue };
-                let Some(light) = rec.light.as_ref() else { continue };
-                items.push(session_row(p, rec.stamp, light, meta));
-            }
+            let meta = metas.get(id.as_str()).copied();
+            let files = paths.remove(id.as_str()).unwrap_or_default();
             match meta {
-                Some(m) if paths.is_empty() => items.push(orphan_row(&self.sessions_dir, m)),
-                _ => orphans_gone.push(RowKey::Orphan(id.clone())),
+                Some(m) if files.is_empty() => rows.push(orphan_row(&self.sessions_dir, m)),
+                _ => self.rows.remove(&RowKey::Orphan(id.clone())),
             }
+            rows.extend(files.into_iter().map(|(p, stamp, light)| session_row(p, stamp, light, meta)));
         }
-        for key in orphans_gone {
-            self.rows.remove(&key);
-        }
-        for item in items {
-            self.rows.upsert(item);
+        for row in rows {
+            self.rows.upsert(row);
         }
     }
 
@@ -408,11 +237,40 @@ impl Source {
         if let Some(row) = self.rows.get(&RowKey::Session(path.to_path_buf())) {
             return Some(row);
         }
-        let canon = self.canon.as_ref()?;
         let real = std::fs::canonicalize(path).ok()?;
-        let rel = real.strip_prefix(canon).ok()?;
+        let rel = real.strip_prefix(self.sessions.canon.as_ref()?).ok()?;
         self.rows.get(&RowKey::Session(self.sessions_dir.join(rel)))
     }
+}
+
+/// Forget the files `gone` and those of `check` whose (mtime, size) changed
+/// (noting their ids in `changed`); returns the files to read, each with
+/// what was read of it before.
+fn stale<T>(
+    tree: &mut Tree<T>,
+    check: Vec<PathBuf>,
+    gone: Vec<PathBuf>,
+    changed: &mut HashSet<String>,
+    id: impl Fn(&T) -> String,
+) -> Vec<(PathBuf, Option<T>)> {
+    for p in gone {
+        if let Some((_, Some(old))) = tree.files.remove(&p) {
+            changed.insert(id(&old));
+        }
+    }
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for p in check {
+        let known = tree.files.get(&p).map(|(s, _)| *s);
+        let now = std::fs::metadata(&p).ok().map(|md| Stamp::of(&md));
+        if !seen.insert(p.clone()) || (known.is_some() && known == now) {
+            continue;
+        }
+        let old = tree.files.remove(&p).and_then(|(_, t)| t);
+        changed.extend(old.as_ref().map(&id));
+        out.push((p, old));
+    }
+    out
 }
 
 fn session_row(path: &Path, stamp: Stamp, light: &Light, meta: Option<&MetaLight>) -> Row {
@@ -479,7 +337,7 @@ pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Op
             match l {
                 Listed::Dir(d) if depth < MAX_DEPTH => dirs.push((d, depth + 1)),
                 Listed::Dir(_) => {}
-                Listed::File(p, _) => {
+                Listed::File(p) => {
                     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
                     let id = name.strip_suffix(".jsonl")?.rsplit_once('_')?.1.to_string();
                     files.push((p, id));
@@ -523,7 +381,7 @@ fn read_metas(meta_dir: &Path) -> HashMap<String, MetaLight> {
         .0
         .into_iter()
         .filter_map(|l| match l {
-            Listed::File(p, _) => Some(p),
+            Listed::File(p) => Some(p),
             Listed::Dir(_) => None,
         })
         .collect();
