@@ -274,42 +274,43 @@ fn stale<T>(
 }
 
 fn session_row(path: &Path, stamp: Stamp, light: &Light, meta: Option<&MetaLight>) -> Row {
-    let non_empty = |s: &str| (!s.trim().is_empty()).then(|| s.to_string());
+    let from_meta = meta.map(|m| meta_entry(Path::new(""), m)).unwrap_or_default();
     let entry = CatalogEntry {
         id: light.id.clone(),
         path: path.to_path_buf(),
-        name: light.name.clone().or_else(|| meta.and_then(|m| non_empty(&m.name))),
-        description: meta.and_then(|m| non_empty(&m.description)),
-        summary: meta.and_then(|m| non_empty(&m.summary)),
-        tags: meta.map(|m| m.tags.clone()).unwrap_or_default(),
+        name: light.name.clone().or_else(|| from_meta.name.clone()),
         cwd: light.cwd.clone(),
         created: light.created.clone(),
         modified_ms: stamp.modified_ms(),
         parent_session: light.parent_session.clone(),
         first_message: light.first_message.clone(),
-        has_meta: meta.is_some(),
+        ..from_meta
     };
     Row::new(RowKey::Session(path.to_path_buf()), entry, meta.map(|m| m.name.as_str()))
 }
 
+/// A meta file whose session file is not in the sessions directory.
 fn orphan_row(sessions_dir: &Path, m: &MetaLight) -> Row {
+    Row::new(RowKey::Orphan(m.session_id.clone()), meta_entry(sessions_dir, m), None)
+}
+
+/// A session as its meta file describes it.
+fn meta_entry(sessions_dir: &Path, m: &MetaLight) -> CatalogEntry {
     let path =
         if m.session_file.is_empty() { sessions_dir.join(&m.session_id) } else { PathBuf::from(&m.session_file) };
-    let entry = CatalogEntry {
+    let text = |s: &str| (!s.trim().is_empty()).then(|| s.to_string());
+    CatalogEntry {
         id: m.session_id.clone(),
         path,
-        name: (!m.name.trim().is_empty()).then(|| m.name.clone()),
-        description: (!m.description.is_empty()).then(|| m.description.clone()),
-        summary: (!m.summary.is_empty()).then(|| m.summary.clone()),
+        name: text(&m.name),
+        description: text(&m.description),
+        summary: text(&m.summary),
         tags: m.tags.clone(),
         cwd: m.cwd.clone(),
         created: m.created_at.clone(),
-        modified_ms: 0,
-        parent_session: None,
-        first_message: None,
         has_meta: true,
-    };
-    Row::new(RowKey::Orphan(m.session_id.clone()), entry, None)
+        ..CatalogEntry::default()
+    }
 }
 
 /// Map `f` over `items`, on up to four threads when there are many. A
@@ -350,7 +351,7 @@ pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Op
         .iter()
         .map(|(path, id)| {
             let meta = metas.get(id);
-            let mut entry = meta.map_or_else(CatalogEntry::default, |m| orphan_row(sessions_dir, m).entry);
+            let mut entry = meta.map_or_else(CatalogEntry::default, |m| meta_entry(sessions_dir, m));
             (entry.id, entry.path, entry.has_meta) = (id.clone(), path.clone(), meta.is_some());
             Row::new(RowKey::Session(path.clone()), entry, None)
         })
