@@ -53,6 +53,10 @@ fn ids_of(err: &ResolveError) -> Vec<String> {
 #[test]
 fn a_session_that_mentions_a_reference_is_not_named_by_it() {
     let a = agent();
+    // Indexed, with the mention in its meta name, description and tags too.
+    let id = "7a000000-0000-4000-8000-000000000004";
+    let p = a.session(&Synth::new(id, GITCLAW).user(&["see @@\"Cron in gitclaw\": what runs when?"]));
+    a.meta(id, "Follow-up of @@cron", "Follow-up of @@cron-in-gitclaw", &["@@cron", "followup"], "", &p);
     let c = Catalog::new();
     for r in ["cron", "cron in gitclaw", "cron-in-gitclaw", "Cron in gitclw"] {
         let found = resolve(&c, &a, r).unwrap_or_else(|e| panic!("{r}: {e}"));
@@ -66,6 +70,7 @@ fn a_session_that_mentions_a_reference_is_not_named_by_it() {
     assert_eq!(gitclaw.unwrap().entry.id, CRON);
     // The mentions' own words still find them.
     assert_eq!(resolve(&c, &a, "look at again").unwrap().entry.id, MENTIONS[1]);
+    assert_eq!(resolve(&c, &a, "follow-up-of").unwrap().entry.id, id);
 }
 
 #[test]

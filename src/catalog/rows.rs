@@ -72,7 +72,7 @@ impl Row {
         }
         let mut fields: Vec<Field> = names.iter().map(|n| field(n, 1.0, false)).collect();
         if !entry.tags.is_empty() {
-            fields.push(field(&entry.tags.join(" "), 0.95, false));
+            fields.push(field(&without_references(&entry.tags.join(" ")), 0.95, false));
         }
         if let Some(d) = entry.description.as_deref() {
             fields.push(field(&clip(d, 160), 0.85, true));
