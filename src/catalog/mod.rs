@@ -309,7 +309,11 @@ impl Catalog {
             }
             Outcome::Ambiguous(hits) => Err(ResolveError::Ambiguous {
                 reference: reference(),
-                candidates: hits.into_iter().take(resolve::CANDIDATES).map(|i| candidate(rows, i, 0.0, None)).collect(),
+                candidates: candidates(
+                    rows,
+                    &hits.into_iter().take(resolve::CANDIDATES).map(|i| (0.0, i)).collect::<Vec<_>>(),
+                    None,
+                ),
             }),
             Outcome::NotFound(near) => Err(ResolveError::NotFound {
                 reference: reference(),
@@ -331,7 +335,7 @@ impl Catalog {
         with_source(&dir(&self.dirs, sessions_dir, meta_dir), Refresh::Incremental, |s| {
             let rows = s.rows.all();
             let ranked = resolve::complete(rows, current_cwd, prefix, limit);
-            ranked.into_iter().map(|(score, i)| candidate(rows, i, score, Some(current_cwd))).collect()
+            candidates(rows, &ranked, Some(current_cwd))
         })
     }
 
@@ -393,52 +397,65 @@ pub fn short_id(id: &str) -> String {
     }
 }
 
-/// A candidate to offer; `cwd`: the project it is offered in, for the
-/// shortest reference (a scan per try), else the full id (ambiguities list
-/// sessions that share names and prefixes anyway).
-fn candidate(rows: &[Row], i: usize, score: f64, cwd: Option<&str>) -> Candidate {
-    let e = &rows[i].entry;
-    let reference = cwd.map_or_else(|| e.id.clone(), |cwd| reference_for(rows, i, cwd));
-    Candidate {
-        id: e.id.clone(),
-        name: e.name.clone(),
-        created: e.created.clone(),
-        cwd: e.cwd.clone(),
-        modified_ms: e.modified_ms,
-        insert: if reference.contains(char::is_whitespace) { format!("\"{reference}\"") } else { reference.clone() },
-        reference,
-        score,
+/// Candidates to offer, in `hits` order; `cwd`: the project they are
+/// offered in, for the shortest reference that resolves back to each, else
+/// the full id (ambiguities list sessions that share names and prefixes).
+fn candidates(rows: &[Row], hits: &[(f64, usize)], cwd: Option<&str>) -> Vec<Candidate> {
+    let mut refs: Vec<Option<String>> = hits.iter().map(|_| None).collect();
+    if let Some(cwd) = cwd {
+        for attempt in 0..5 {
+            let asks: Vec<(usize, usize, String)> = hits
+                .iter()
+                .zip(&refs)
+                .enumerate()
+                .filter(|(_, (_, done))| done.is_none())
+                .filter_map(|(k, ((_, i), _))| Some((k, *i, shortest(&rows[*i].entry, attempt)?)))
+                .collect();
+            let pairs: Vec<(usize, String)> = asks.iter().map(|(_, i, r)| (*i, r.clone())).collect();
+            for ((k, _, r), ok) in asks.into_iter().zip(resolve::resolve_back(rows, cwd, &pairs)) {
+                if ok {
+                    refs[k] = Some(r);
+                }
+            }
+        }
     }
+    hits.iter()
+        .zip(refs)
+        .map(|(&(score, i), reference)| {
+            let e = &rows[i].entry;
+            let reference = reference.unwrap_or_else(|| e.id.clone());
+            Candidate {
+                id: e.id.clone(),
+                name: e.name.clone(),
+                created: e.created.clone(),
+                cwd: e.cwd.clone(),
+                modified_ms: e.modified_ms,
+                insert: if reference.contains(' ') { format!("\"{reference}\"") } else { reference.clone() },
+                reference,
+                score,
+            }
+        })
+        .collect()
 }
 
-/// The shortest way to type a session that resolves back to it from `cwd`:
-/// its slug, its name quoted, else an id prefix.
-fn reference_for(rows: &[Row], i: usize, cwd: &str) -> String {
-    let row = &rows[i];
-    let back = |r: &str| {
-        let q = Query { reference: r, cwd, current: None, threshold: 1.0 };
-        matches!(resolve::resolve(rows, &q, false), Outcome::Found(j, _) if rows[j].id_lower == row.id_lower)
-    };
-    if let Some(name) = row.entry.name.as_deref() {
-        let s = slug(name);
-        let plain = !s.is_empty()
-            && !s.ends_with('.')
-            && s.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if plain && back(&s) {
-            return s;
+/// The `attempt`-th way to type a session, shortest first: its slug, its
+/// name quoted (only names with spaces need quotes, and other punctuation
+/// would end an unquoted reference early), id prefixes of 8, 12, 16.
+fn shortest(e: &CatalogEntry, attempt: usize) -> Option<String> {
+    match (attempt, e.name.as_deref()) {
+        (0, Some(name)) => {
+            let s = slug(name);
+            let plain = !s.ends_with('.') && s.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            (!s.is_empty() && plain).then_some(s)
         }
-        // Quoting is only needed (and only offered) for names with spaces;
-        // other punctuation in an unquoted name would end the reference early.
-        let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
-        if !name.contains('"') && name.contains(' ') && back(&name) {
-            return name;
+        (1, Some(name)) => {
+            let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
+            (!name.contains('"') && name.contains(' ')).then_some(name)
         }
+        (2..=4, _) => {
+            let p: String = e.id.to_lowercase().chars().take(8 + 4 * (attempt - 2)).collect();
+            (p.len() < e.id.len()).then_some(p)
+        }
+        _ => None,
     }
-    for n in [8, 12, 16] {
-        let p: String = row.id_lower.chars().take(n).collect();
-        if p.len() < row.id_lower.len() && back(&p) {
-            return p;
-        }
-    }
-    row.entry.id.clone()
 }

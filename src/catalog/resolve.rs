@@ -119,7 +119,7 @@ pub(crate) fn resolve(rows: &[Row], q: &Query, fuzzy: bool) -> Outcome {
     if r.is_empty() {
         return Outcome::NotFound(Vec::new());
     }
-    if let Some((rule, hits)) = exact(rows, r) {
+    if let Some((rule, hits)) = exact(rows, &[r]).pop().flatten() {
         return pick(rows, hits, rule, q);
     }
     if path_like(r) {
@@ -154,35 +154,63 @@ pub(crate) fn resolve(rows: &[Row], q: &Query, fuzzy: bool) -> Outcome {
     decide(rows, scored, Rule::Fuzzy, q)
 }
 
-/// The rows matching the first exact rule that matches any.
-fn exact(rows: &[Row], r: &str) -> Option<(Rule, Vec<usize>)> {
-    let lower = r.to_lowercase();
-    let ids_only = id_like(r);
-    let prefix = !lower.contains(char::is_whitespace) && lower.chars().count() >= MIN_PREFIX;
-    let key = name_key(r);
-    let slugs: Vec<String> = [slug(r), loose_slug(r)].into_iter().filter(|s| !s.is_empty()).collect();
-    let mut best: Option<(Rule, Vec<usize>)> = None;
+/// For each reference, the rows matching the first exact rule that
+/// matches any: one scan for them all.
+fn exact(rows: &[Row], refs: &[&str]) -> Vec<Option<(Rule, Vec<usize>)>> {
+    struct Keys {
+        lower: String,
+        ids_only: bool,
+        prefix: bool,
+        name: String,
+        slugs: Vec<String>,
+    }
+    let keys: Vec<Keys> = refs
+        .iter()
+        .map(|r| {
+            let lower = r.to_lowercase();
+            let prefix = !lower.contains(char::is_whitespace) && lower.chars().count() >= MIN_PREFIX;
+            let slugs = [slug(r), loose_slug(r)].into_iter().filter(|s| !s.is_empty()).collect();
+            Keys { ids_only: id_like(r), prefix, name: name_key(r), slugs, lower }
+        })
+        .collect();
+    let mut best: Vec<Option<(Rule, Vec<usize>)>> = refs.iter().map(|_| None).collect();
     for (i, row) in rows.iter().enumerate() {
-        let rule = if row.id_lower == lower {
-            Rule::Id
-        } else if prefix && row.id_lower.starts_with(&lower) {
-            Rule::Prefix
-        } else if ids_only {
-            continue;
-        } else if row.names.contains(&key) {
-            Rule::Name
-        } else if slugs.iter().any(|s| row.slugs.contains(s)) {
-            Rule::Slug
-        } else {
-            continue;
-        };
-        match &mut best {
-            Some((b, hits)) if *b == rule => hits.push(i),
-            Some((b, _)) if *b < rule => {}
-            _ => best = Some((rule, vec![i])),
+        for (k, best) in keys.iter().zip(best.iter_mut()) {
+            let rule = if row.id_lower == k.lower {
+                Rule::Id
+            } else if k.prefix && row.id_lower.starts_with(&k.lower) {
+                Rule::Prefix
+            } else if k.ids_only {
+                continue;
+            } else if row.names.contains(&k.name) {
+                Rule::Name
+            } else if k.slugs.iter().any(|s| row.slugs.contains(s)) {
+                Rule::Slug
+            } else {
+                continue;
+            };
+            match best {
+                Some((b, hits)) if *b == rule => hits.push(i),
+                Some((b, _)) if *b < rule => {}
+                _ => *best = Some((rule, vec![i])),
+            }
         }
     }
     best
+}
+
+/// Which of `(row, reference)` pairs resolve back to their row when typed
+/// in `cwd` (by an exact rule): one scan for them all.
+pub(crate) fn resolve_back(rows: &[Row], cwd: &str, asks: &[(usize, String)]) -> Vec<bool> {
+    let refs: Vec<&str> = asks.iter().map(|(_, r)| r.as_str()).collect();
+    let found = exact(rows, &refs).into_iter().zip(asks);
+    found
+        .map(|(hit, (i, r))| {
+            let q = Query { reference: r, cwd, current: None, threshold: 1.0 };
+            let picked = hit.map(|(rule, hits)| pick(rows, hits, rule, &q));
+            matches!(picked, Some(Outcome::Found(j, _)) if rows[j].id_lower == rows[*i].id_lower)
+        })
+        .collect()
 }
 
 /// Present files first, then the current project, then newest; one row per
@@ -242,45 +270,45 @@ pub(crate) fn decide(rows: &[Row], mut scored: Vec<(f64, usize)>, rule: Rule, q:
 
 /// Names genuinely close to a reference that matched nothing, closest first.
 fn suggest(rows: &[Row], r: &str, q: &Query) -> Vec<usize> {
-    let target = bigrams(&loose_slug(r));
-    let mut scored: Vec<(f64, usize)> = rows
-        .iter()
-        .enumerate()
-        .filter(|(_, row)| Some(row.id_lower.as_str()) != q.current)
-        .filter_map(|(i, row)| {
-            let best = row.names.iter().map(|n| dice(&target, &bigrams(&loose_slug(n)))).fold(0.0, f64::max);
-            (best >= CLOSE).then_some((best, i))
-        })
-        .collect();
+    // The reference's letter pairs as a 4096-bit set: a name is one pass
+    // over its characters, with no allocation.
+    let mut set = vec![0u64; 64];
+    let mut len = 0usize;
+    pairs(&loose_slug(r), |bit| {
+        set[bit / 64] |= 1 << (bit % 64);
+        len += 1;
+    });
+    let mut scored: Vec<(f64, usize)> = Vec::new();
+    for (i, row) in rows.iter().enumerate().filter(|(_, row)| Some(row.id_lower.as_str()) != q.current) {
+        let dice = |name: &String| {
+            let (mut common, mut total) = (0usize, 0usize);
+            pairs(name, |bit| {
+                total += 1;
+                common += usize::from(set[bit / 64] & (1 << (bit % 64)) != 0);
+            });
+            2.0 * common as f64 / (len + total).max(1) as f64
+        };
+        let best = row.names.iter().map(dice).fold(0.0, f64::max);
+        if best >= CLOSE {
+            scored.push((best, i));
+        }
+    }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     scored.into_iter().take(SUGGESTIONS).map(|(_, i)| i).collect()
 }
 
-fn bigrams(s: &str) -> Vec<(char, char)> {
-    let chars: Vec<char> = s.chars().collect();
-    let mut v: Vec<(char, char)> = chars.windows(2).map(|w| (w[0], w[1])).collect();
-    v.sort_unstable();
-    v
-}
-
-/// Shared letter pairs of two sorted pair lists, 0..=1.
-fn dice(a: &[(char, char)], b: &[(char, char)]) -> f64 {
-    if a.is_empty() || b.is_empty() {
-        return 0.0;
-    }
-    let (mut i, mut j, mut common) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Equal => {
-                common += 1;
-                i += 1;
-                j += 1;
-            }
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
+/// Each pair of adjacent characters of `text` as its loose slug spells it
+/// (other characters as one `-`), as a number below 4096.
+fn pairs(text: &str, mut f: impl FnMut(usize)) {
+    let mut prev: Option<char> = None;
+    for c in text.chars().map(|c| if c.is_alphanumeric() { c } else { '-' }) {
+        match prev {
+            Some('-') if c == '-' => continue,
+            Some(p) => f(((p as usize).wrapping_mul(0x9e37) ^ (c as usize).wrapping_mul(31)) & 4095),
+            None => {}
         }
+        prev = Some(c);
     }
-    2.0 * common as f64 / (a.len() + b.len()) as f64
 }
 
 /// A compiled fuzzy query.
@@ -290,8 +318,9 @@ struct Fuzzy {
     perfect: f64,
     /// Characters every matching field holds.
     mask: u64,
-    /// The lower-cased text of each plain atom (for the quick checks).
-    words: Vec<String>,
+    /// The lower-cased text of each plain atom (for the quick checks), and
+    /// a finder for it in prose.
+    words: Vec<(String, memchr::memmem::Finder<'static>)>,
     matcher: Matcher,
 }
 
@@ -305,7 +334,13 @@ impl Fuzzy {
         let mut matcher = Matcher::new(Config::DEFAULT);
         let perfect = pattern.score(Utf32Str::new(&needle, &mut Vec::new()), &mut matcher)?;
         let plain = pattern.atoms.iter().filter(|a| !a.negative && a.kind == AtomKind::Fuzzy);
-        let words = plain.map(|a| a.needle_text().chars().collect::<String>().to_lowercase()).collect();
+        let words = plain
+            .map(|a| {
+                let w = a.needle_text().chars().collect::<String>().to_lowercase();
+                let finder = memchr::memmem::Finder::new(w.as_bytes()).into_owned();
+                (w, finder)
+            })
+            .collect();
         (perfect > 0).then(|| Fuzzy { mask: char_mask(&needle), pattern, perfect: perfect as f64, words, matcher })
     }
 
@@ -342,7 +377,10 @@ impl Fuzzy {
 
     /// The sum of the atoms' scores, as `Pattern::score`; `None` when one does not match.
     fn field_score(&mut self, f: &Field) -> Option<u32> {
-        let fits = |w: &String| if f.prose { f.lower.contains(w.as_str()) } else { subsequence(w, &f.lower) };
+        let fits = |(w, finder): &(String, memchr::memmem::Finder)| match f.prose {
+            true => finder.find(f.lower.as_bytes()).is_some(),
+            false => subsequence(w, &f.lower),
+        };
         if !self.words.iter().all(fits) {
             return None;
         }
