@@ -370,9 +370,8 @@ pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Op
 
 /// The meta file of session `id`, unless it leads out of the meta directory.
 fn one_meta(meta_dir: &Path, id: &str) -> Option<MetaLight> {
-    let path = crate::meta::meta_path(meta_dir, id).ok()?;
-    let inside = std::fs::canonicalize(&path).ok()?.starts_with(std::fs::canonicalize(meta_dir).ok()?);
-    scan::read_meta(&path).filter(|_| inside)?.1.filter(|m| m.session_id == id)
+    let path = regular_files::inside(meta_dir, &crate::meta::meta_path(meta_dir, id).ok()?).ok()?;
+    scan::read_meta(&path)?.1.filter(|m| m.session_id == id)
 }
 
 /// The valid meta files in the meta directory, by session id.
