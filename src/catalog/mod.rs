@@ -235,7 +235,14 @@ impl Catalog {
     pub fn prewarm_task(&self, sessions_dir: &Path, meta_dir: &Path) -> impl Fn() + Send + Sync + 'static {
         let dirs = Arc::clone(&self.dirs);
         let (s, m) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
-        move || with_source(&dir(&dirs, &s, &m), Refresh::Incremental, |_| ())
+        // The fuzzy fields too, so the first fuzzy lookup finds them ready.
+        move || {
+            with_source(&dir(&dirs, &s, &m), Refresh::Incremental, |s| {
+                s.rows.all().iter().for_each(|r| {
+                    let _ = r.fields();
+                })
+            })
+        }
     }
 
     /// Number of sessions (and orphan meta files) indexed.

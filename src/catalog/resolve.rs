@@ -363,7 +363,7 @@ impl Fuzzy {
     /// field weighing at least `min_weight`.
     fn score(&mut self, row: &Row, min_weight: f64) -> f64 {
         let mut best = 0.0f64;
-        for f in row.fields.iter().filter(|f| f.weight >= min_weight) {
+        for f in row.fields().iter().filter(|f| f.weight >= min_weight) {
             // A field scores at most its weight.
             if f.weight <= best || self.mask & !f.mask != 0 {
                 continue;

@@ -47,8 +47,9 @@ pub(crate) struct Row {
     pub names: Vec<String>,
     /// Names, their slugs and loose slugs: what a slug reference is compared with.
     pub slugs: Vec<String>,
-    /// Highest weight first.
-    pub fields: Vec<Field>,
+    /// Highest weight first; made on the first fuzzy lookup (exact lookups,
+    /// the first build and lookups before it never need them).
+    fields: std::sync::OnceLock<Vec<Field>>,
 }
 
 impl Row {
@@ -70,18 +71,25 @@ impl Row {
                 }
             }
         }
-        let mut fields: Vec<Field> = names.iter().map(|n| field(n, 1.0, false)).collect();
-        if !entry.tags.is_empty() {
-            fields.push(field(&without_references(&entry.tags.join(" ")), 0.95, false));
-        }
-        if let Some(d) = entry.description.as_deref() {
-            fields.push(field(&clip(d, 160), 0.85, true));
-        }
-        // Sessions never indexed and never named are still found by what they started with.
-        if let Some(m) = entry.first_message.as_deref() {
-            fields.push(field(&clip(m, 120), if names.is_empty() { 0.9 } else { 0.75 }, true));
-        }
-        Row { id_lower: entry.id.to_lowercase(), key, entry, names, slugs, fields }
+        Row { id_lower: entry.id.to_lowercase(), key, entry, names, slugs, fields: Default::default() }
+    }
+
+    pub fn fields(&self) -> &[Field] {
+        self.fields.get_or_init(|| {
+            let (entry, names) = (&self.entry, &self.names);
+            let mut fields: Vec<Field> = names.iter().map(|n| field(n, 1.0, false)).collect();
+            if !entry.tags.is_empty() {
+                fields.push(field(&without_references(&entry.tags.join(" ")), 0.95, false));
+            }
+            if let Some(d) = entry.description.as_deref() {
+                fields.push(field(&clip(d, 160), 0.85, true));
+            }
+            // Sessions never indexed and never named are still found by what they started with.
+            if let Some(m) = entry.first_message.as_deref() {
+                fields.push(field(&clip(m, 120), if names.is_empty() { 0.9 } else { 0.75 }, true));
+            }
+            fields
+        })
     }
 
     pub fn missing(&self) -> bool {
