@@ -24,6 +24,7 @@ pub mod host;
 pub mod indexing;
 pub mod jobs;
 pub mod logging;
+pub mod mentions;
 pub mod meta;
 pub mod model;
 pub mod plugin;

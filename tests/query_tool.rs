@@ -210,7 +210,7 @@ fn empty_and_unparsable_sessions_have_their_codes() {
     let ctx = agent.ctx("/p");
     let bad = dir.join("2026-01-01T00-00-00-000Z_bad-000001.jsonl");
     std::fs::write(&bad, "{\"type\":\"session\",\"version\":3,\"id\":\"bad-000001\",\"cwd\":\"/p\"}\n").unwrap();
-    let entry = app.catalog.resolve(&agent.sessions(), &agent.meta_dir(), "/p", "bad-000001").unwrap();
+    let entry = app.catalog.resolve(&agent.sessions(), &agent.meta_dir(), "/p", "bad-000001").unwrap().entry;
     std::fs::write(&bad, "<html>not a session</html>\n{\"contact\": \"form\"}\n").unwrap();
     let err = session_index::query::answer(&app, &ctx, &entry, "q?").unwrap_err();
     assert_eq!(err.code().to_string(), "SESSION_PARSE_FAILED", "{err}");
@@ -352,7 +352,7 @@ fn at_reference_answers_use_the_same_machinery() {
     );
     let (app, _) = agent.app("/p", OFFLINE);
     let ctx = agent.ctx("/p");
-    let entry = app.catalog.resolve(&agent.sessions(), &agent.meta_dir(), "/p", "Billing work").unwrap();
+    let entry = app.catalog.resolve(&agent.sessions(), &agent.meta_dir(), "/p", "Billing work").unwrap().entry;
     let answer = session_index::query::answer(&app, &ctx, &entry, "Which payment provider did we pick?").unwrap();
     assert_eq!(answer.name, "Billing work");
     assert!(answer.offline);

@@ -6,21 +6,9 @@ mod support;
 
 use pi_ext_abi::protocol::{EventCall, SessionContext};
 use serde_json::{json, Value};
-use session_index::host::{Effect, RecordingHost};
+use session_index::host::Effect;
 use session_index::plugin::SessionIndexPlugin;
-use support::{appended, notifications, Agent, Synth};
-
-fn prompt(agent: &Agent, config: &str, cwd: &str, text: &str) -> (Value, std::sync::Arc<RecordingHost>) {
-    let (app, rec) = agent.app(cwd, config);
-    let plugin = SessionIndexPlugin::new(app);
-    let call = EventCall {
-        v: 1,
-        event: "before_agent_start".into(),
-        payload: json!({"prompt": text, "systemPrompt": "sys"}),
-        ctx: agent.ctx(cwd),
-    };
-    (plugin.on_event(call).expect("event"), rec)
-}
+use support::{appended, notifications, prompt, Agent, Synth};
 
 fn message(result: &Value) -> &Value {
     result.get("message").unwrap_or_else(|| panic!("no message in {result}"))
@@ -150,7 +138,9 @@ fn unresolved_references_never_fail_the_turn() {
     assert_eq!(t["success"], false);
     assert_eq!(t["unresolvedCount"], 2);
     assert_eq!(t["unresolvedReasons"], json!(["SESSION_NOT_FOUND", "SESSION_OUTSIDE"]));
-    assert!(notifications(&rec)[0].contains("@@no-such-thing"));
+    let notes = notifications(&rec);
+    assert!(notes.iter().any(|n| n.contains("not resolved") && n.contains("@@no-such-thing")), "{notes:?}");
+    assert!(notes.contains(&"@@auth-refactor → \"Auth refactor\" (01a20000, 2026-02-20, /proj, via slug)".into()));
     assert!(rec.effects().iter().any(|e| matches!(e, Effect::SetStatus { text: Some(t), .. } if t.contains("2 of 3"))));
     // Only unresolved: still a message telling the model so.
     let (r, _) = prompt(&a, "{}", "/proj", "what about @@ghost-session?");

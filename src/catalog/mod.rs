@@ -1,41 +1,44 @@
-//! In-memory catalog of sessions and meta files, refreshed incrementally by
-//! modification time; resolves `id | id prefix | name` references.
+//! The sessions the plugin knows of, and the one resolver of `@@`
+//! references over them.
+//!
+//! - `source`: the rows, read from session and meta files and refreshed
+//!   incrementally (the search index's `sessions` table can replace it);
+//! - `rows`: a row and the keys it is looked up by;
+//! - `resolve`: id → id prefix → name → slug → fuzzy over a list of rows.
 //!
 //! One [`Catalog`] serves every agent directory it is asked about (tests and
-//! hosts may switch); each has its own state behind one `RwLock`, so `&Catalog`
-//! works from [`crate::app::App`]. Lookups only ever return sessions listed
-//! inside the sessions directory: nothing a user types is used as a path.
+//! hosts may switch), each behind its own lock, so `&Catalog` works from
+//! [`crate::app::App`]. Lookups only ever return sessions listed inside the
+//! sessions directory: nothing a user types is used as a path.
 
-mod bound;
 mod fields;
-mod fuzzy;
-mod index;
 mod light;
-mod matching;
-mod quick;
-mod root;
+mod resolve;
+mod rows;
 mod scan;
-mod table;
+mod source;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::error_code::ErrorCode;
 
-pub use index::{loose_slug, slug};
-pub use matching::{path_like, MIN_PREFIX};
+pub use resolve::Rule;
+pub use rows::slug;
 pub(crate) use scan::content_text;
 
-use matching::Outcome;
-use root::{Refresh, Root};
+use resolve::{id_like, path_like, Outcome, Query};
+use rows::Row;
+use source::{Refresh, Source};
 
-/// A session as the catalog knows it (header, light scan and meta fields).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A session as the catalog knows it (header, light scan and meta fields):
+/// the row the resolver reads, as the search index's `sessions` table has it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogEntry {
     pub id: String,
@@ -86,6 +89,13 @@ impl std::fmt::Display for Candidate {
             None => write!(f, "{} (unnamed) {date} {}", self.id, self.cwd),
         }
     }
+}
+
+/// A resolved reference: the session and the rule that found it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub entry: CatalogEntry,
+    pub rule: Rule,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -141,13 +151,28 @@ pub enum Ancestor {
     },
 }
 
-type RootKey = (PathBuf, PathBuf);
+/// The search index's ranking for a reference no other rule resolves, the
+/// last resort (issue 17): given the sessions directory, the reference and
+/// the project it is typed in, `(session id, relevance in 0..=1)` pairs. The
+/// same "clearly ahead" rule as fuzzy matching decides; a session it names
+/// resolves with [`Rule::Search`].
+pub type SearchFallback = dyn Fn(&Path, &str, &str) -> Vec<(String, f64)> + Send + Sync;
 
-type Roots = Arc<RwLock<HashMap<RootKey, Root>>>;
+type DirKey = (PathBuf, PathBuf);
+
+/// One agent directory: its rows and whether they have been built once.
+struct Dir {
+    built: AtomicBool,
+    source: Mutex<Source>,
+}
+
+type Dirs = Arc<RwLock<HashMap<DirKey, Arc<Dir>>>>;
 
 pub struct Catalog {
-    roots: Roots,
-    fuzzy_threshold: AtomicU64,
+    dirs: Dirs,
+    /// Lowest fuzzy score that resolves (`references.fuzzyThreshold`).
+    fuzzy_threshold: f64,
+    search: RwLock<Option<Arc<SearchFallback>>>,
 }
 
 impl Default for Catalog {
@@ -160,74 +185,69 @@ impl Default for Catalog {
 /// directory), but not again within this window.
 const MISS_SWEEP_GAP: Duration = Duration::from_secs(5);
 
+fn dir(dirs: &Dirs, sessions_dir: &Path, meta_dir: &Path) -> Arc<Dir> {
+    let key = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
+    if let Some(d) = dirs.read().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        return Arc::clone(d);
+    }
+    let mut all = dirs.write().unwrap_or_else(PoisonError::into_inner);
+    let d = all.entry(key).or_insert_with(|| {
+        Arc::new(Dir { built: AtomicBool::new(false), source: Mutex::new(Source::new(sessions_dir, meta_dir)) })
+    });
+    Arc::clone(d)
+}
+
+/// Run `f` on the directory's refreshed rows (the first refresh builds them).
+fn with_source<T>(dir: &Dir, mode: Refresh, f: impl FnOnce(&Source) -> T) -> T {
+    let mut source = dir.source.lock().unwrap_or_else(PoisonError::into_inner);
+    source.refresh(mode);
+    dir.built.store(true, Ordering::Release);
+    f(&source)
+}
+
 impl Catalog {
     pub fn new() -> Self {
         Catalog::with_fuzzy_threshold(crate::config::ReferencesConfig::default().fuzzy_threshold)
     }
 
     pub fn with_fuzzy_threshold(threshold: f64) -> Self {
-        Catalog { roots: Arc::new(RwLock::new(HashMap::new())), fuzzy_threshold: AtomicU64::new(threshold.to_bits()) }
-    }
-
-    pub fn fuzzy_threshold(&self) -> f64 {
-        f64::from_bits(self.fuzzy_threshold.load(Ordering::Relaxed))
-    }
-
-    pub fn set_fuzzy_threshold(&self, threshold: f64) {
-        self.fuzzy_threshold.store(threshold.clamp(0.0, 1.0).to_bits(), Ordering::Relaxed);
-    }
-
-    /// Run `f` on an up-to-date root. Refreshing needs the write lock; it is
-    /// held only as long as the (usually tiny) incremental refresh plus `f`.
-    fn with_root<T>(&self, sessions_dir: &Path, meta_dir: &Path, mode: Refresh, f: impl FnOnce(&Root) -> T) -> T {
-        with_root(&self.roots, sessions_dir, meta_dir, mode, f)
-    }
-
-    fn root_state(&self, sessions_dir: &Path, meta_dir: &Path, check: impl FnOnce(&Root) -> bool) -> bool {
-        let roots = self.roots.read().unwrap_or_else(PoisonError::into_inner);
-        roots.get(&(sessions_dir.to_path_buf(), meta_dir.to_path_buf())).is_some_and(check)
-    }
-
-    /// Add an (unread) root; true when it was not known before.
-    fn register(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
-        let key = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
-        if self.roots.read().unwrap_or_else(PoisonError::into_inner).contains_key(&key) {
-            return false;
+        Catalog {
+            dirs: Arc::new(RwLock::new(HashMap::new())),
+            fuzzy_threshold: threshold.clamp(0.0, 1.0),
+            search: RwLock::new(None),
         }
-        let mut roots = self.roots.write().unwrap_or_else(PoisonError::into_inner);
-        if roots.contains_key(&key) {
-            return false;
-        }
-        roots.insert(key, Root::new(sessions_dir, meta_dir));
-        true
+    }
+
+    /// Install the search index's ranking as the last resolution rule.
+    pub fn set_search_fallback(&self, search: Arc<SearchFallback>) {
+        *self.search.write().unwrap_or_else(PoisonError::into_inner) = Some(search);
     }
 
     /// True once the agent directory has been fully read.
     pub fn is_warm(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
-        self.root_state(sessions_dir, meta_dir, Root::scanned)
+        dir(&self.dirs, sessions_dir, meta_dir).built.load(Ordering::Acquire)
     }
 
     /// Work that builds (or refreshes) the catalog of an agent directory, for
     /// a background job at session start so the first `@@` finds it warm.
-    /// Lookups running meanwhile wait for it rather than scanning twice.
+    /// Lookups meanwhile answer ids and exact names without it, and wait for
+    /// it otherwise.
     pub fn prewarm_task(&self, sessions_dir: &Path, meta_dir: &Path) -> impl Fn() + Send + Sync + 'static {
-        let roots = Arc::clone(&self.roots);
+        let dirs = Arc::clone(&self.dirs);
         let (s, m) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
-        // The fuzzy table too, so the first fuzzy lookup finds it ready.
+        // The fuzzy fields too, so the first fuzzy lookup finds them ready.
         move || {
-            with_root(&roots, &s, &m, Refresh::Incremental, |r| {
-                let _ = r.index.table();
+            with_source(&dir(&dirs, &s, &m), Refresh::Incremental, |s| {
+                s.rows.all().iter().for_each(|r| {
+                    let _ = r.fields();
+                })
             })
         }
     }
 
     /// Number of sessions (and orphan meta files) indexed.
     pub fn len(&self, sessions_dir: &Path, meta_dir: &Path) -> usize {
-        self.with_root(sessions_dir, meta_dir, Refresh::Incremental, |r| r.index.len())
-    }
-
-    pub fn is_empty(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
-        self.len(sessions_dir, meta_dir) == 0
+        with_source(&dir(&self.dirs, sessions_dir, meta_dir), Refresh::Incremental, |s| s.rows.all().len())
     }
 
     /// Resolve a reference (id, id prefix ≥ 6, name, slug or fuzzy text)
@@ -238,12 +258,13 @@ impl Catalog {
         meta_dir: &Path,
         current_cwd: &str,
         reference: &str,
-    ) -> Result<CatalogEntry, ResolveError> {
+    ) -> Result<Resolved, ResolveError> {
         self.resolve_in_session(sessions_dir, meta_dir, current_cwd, None, reference)
     }
 
-    /// As [`Catalog::resolve`], typed in session `current_session` (an id):
-    /// a reference that fits it among other sessions means one of the others.
+    /// As [`Catalog::resolve`], typed in session `current_session` (an id),
+    /// which is never a fuzzy candidate and, for exact rules, only when no
+    /// other session fits.
     pub fn resolve_in_session(
         &self,
         sessions_dir: &Path,
@@ -251,32 +272,62 @@ impl Catalog {
         current_cwd: &str,
         current_session: Option<&str>,
         reference: &str,
-    ) -> Result<CatalogEntry, ResolveError> {
+    ) -> Result<Resolved, ResolveError> {
         let current = current_session.map(str::to_lowercase);
-        let threshold = self.fuzzy_threshold();
-        // Only for the very first lookup of an agent dir: it registers the
-        // root, so the next lookup builds the catalog (if no prewarm did).
-        if self.register(sessions_dir, meta_dir) {
-            let quick = if quick::id_like(reference) {
-                quick::quick_id(sessions_dir, meta_dir, reference)
-            } else {
-                quick::quick_name(sessions_dir, meta_dir, reference)
-            };
-            if let Some(entry) = quick {
-                return Ok(entry);
+        let q = Query { reference, cwd: current_cwd, current: current.as_deref(), threshold: self.fuzzy_threshold };
+        let dir = dir(&self.dirs, sessions_dir, meta_dir);
+        if !dir.built.load(Ordering::Acquire) {
+            if let Some((entry, rule)) = source::cold_lookup(sessions_dir, meta_dir, &q) {
+                return Ok(Resolved { entry, rule });
             }
         }
-        let attempt = |root: &Root| to_result(root, current_cwd, current.as_deref(), reference, threshold);
-        let first = self.with_root(sessions_dir, meta_dir, Refresh::Incremental, attempt);
-        if first.is_ok() {
-            return first;
-        }
+        let first = with_source(&dir, Refresh::Incremental, |s| self.outcome(s, &q));
         // A miss may be a file changed in place, not seen yet: re-stat
         // everything (not more often than MISS_SWEEP_GAP).
-        if self.root_state(sessions_dir, meta_dir, |r| r.swept_within(MISS_SWEEP_GAP)) {
+        if first.is_ok() || dir.source.lock().unwrap_or_else(PoisonError::into_inner).swept_within(MISS_SWEEP_GAP) {
             return first;
         }
-        self.with_root(sessions_dir, meta_dir, Refresh::Full, attempt)
+        with_source(&dir, Refresh::Full, |s| self.outcome(s, &q))
+    }
+
+    fn outcome(&self, source: &Source, q: &Query) -> Result<Resolved, ResolveError> {
+        let rows = source.rows.all();
+        let mut outcome = resolve::resolve(rows, q, true);
+        let search = self.search.read().unwrap_or_else(PoisonError::into_inner).clone();
+        if let (Outcome::NotFound(_), Some(search)) = (&outcome, search) {
+            if !id_like(q.reference) && !path_like(q.reference) {
+                let ranked = search(&source.sessions_dir, q.reference.trim(), q.cwd);
+                let at = |id: &str| rows.iter().position(|r| r.entry.id == id);
+                let scored: Vec<(f64, usize)> = ranked.iter().filter_map(|(id, s)| Some((*s, at(id)?))).collect();
+                if !scored.is_empty() {
+                    outcome = resolve::decide(rows, scored, Rule::Search, q);
+                }
+            }
+        }
+        let reference = || q.reference.trim().to_string();
+        match outcome {
+            Outcome::Found(i, rule) => {
+                let row = &rows[i];
+                // The file may have gone since the last refresh.
+                if row.missing() || !row.entry.path.is_file() {
+                    return Err(ResolveError::FileMissing { id: row.entry.id.clone(), path: row.entry.path.clone() });
+                }
+                Ok(Resolved { entry: row.entry.clone(), rule })
+            }
+            Outcome::Ambiguous(hits) => Err(ResolveError::Ambiguous {
+                reference: reference(),
+                candidates: candidates(
+                    rows,
+                    &hits.into_iter().take(resolve::CANDIDATES).map(|i| (0.0, i)).collect::<Vec<_>>(),
+                    None,
+                ),
+            }),
+            Outcome::NotFound(near) => Err(ResolveError::NotFound {
+                reference: reference(),
+                suggestions: near.into_iter().map(|i| suggestion(&rows[i].entry)).collect(),
+            }),
+            Outcome::Outside => Err(ResolveError::Outside { reference: reference() }),
+        }
     }
 
     /// Candidates for a `@@` prefix, for editor completion.
@@ -288,18 +339,17 @@ impl Catalog {
         prefix: &str,
         limit: usize,
     ) -> Vec<Candidate> {
-        self.with_root(sessions_dir, meta_dir, Refresh::Incremental, |root| {
-            matching::complete(&root.index, current_cwd, prefix, limit)
-                .into_iter()
-                .filter_map(|(score, slot)| candidate(root, slot, score))
-                .collect()
+        with_source(&dir(&self.dirs, sessions_dir, meta_dir), Refresh::Incremental, |s| {
+            let rows = s.rows.all();
+            let ranked = resolve::complete(rows, current_cwd, prefix, limit);
+            candidates(rows, &ranked, Some(current_cwd))
         })
     }
 
     /// The session whose file is `path` (as listed, or the same file through symlinks).
     pub fn get_by_path(&self, sessions_dir: &Path, meta_dir: &Path, path: &Path) -> Option<CatalogEntry> {
-        self.with_root(sessions_dir, meta_dir, Refresh::Incremental, |root| {
-            root.slot_for_path(path).and_then(|s| root.index.get(s)).map(|it| it.entry.clone())
+        with_source(&dir(&self.dirs, sessions_dir, meta_dir), Refresh::Incremental, |s| {
+            s.row_for_path(path).map(|row| row.entry.clone())
         })
     }
 
@@ -307,7 +357,7 @@ impl Catalog {
     /// first. A parent that is missing or outside the sessions directory ends
     /// the chain with [`Ancestor::Missing`]; a cycle ends it silently.
     pub fn ancestors(&self, sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, depth: u32) -> Vec<Ancestor> {
-        self.with_root(sessions_dir, meta_dir, Refresh::Incremental, |root| {
+        with_source(&dir(&self.dirs, sessions_dir, meta_dir), Refresh::Incremental, |s| {
             let mut out = Vec::new();
             let mut seen = vec![entry.id.clone()];
             let mut next = entry.parent_session.clone();
@@ -315,13 +365,12 @@ impl Catalog {
                 if out.len() >= depth as usize {
                     break;
                 }
-                let found = root.slot_for_path(Path::new(&parent)).and_then(|s| root.index.get(s));
-                match found {
-                    Some(it) if seen.contains(&it.entry.id) => break,
-                    Some(it) => {
-                        seen.push(it.entry.id.clone());
-                        next = it.entry.parent_session.clone();
-                        out.push(Ancestor::Found(Box::new(it.entry.clone())));
+                match s.row_for_path(Path::new(&parent)).map(|row| &row.entry) {
+                    Some(e) if seen.contains(&e.id) => break,
+                    Some(e) => {
+                        seen.push(e.id.clone());
+                        next = e.parent_session.clone();
+                        out.push(Ancestor::Found(Box::new(e.clone())));
                     }
                     None => {
                         let reason = if Path::new(&parent).exists() {
@@ -338,111 +387,82 @@ impl Catalog {
     }
 }
 
-fn with_root<T>(roots: &Roots, sessions_dir: &Path, meta_dir: &Path, mode: Refresh, f: impl FnOnce(&Root) -> T) -> T {
-    let mut roots = roots.write().unwrap_or_else(PoisonError::into_inner);
-    let root = roots
-        .entry((sessions_dir.to_path_buf(), meta_dir.to_path_buf()))
-        .or_insert_with(|| Root::new(sessions_dir, meta_dir));
-    root.refresh(mode);
-    f(root)
-}
-
-fn to_result(
-    root: &Root,
-    cwd: &str,
-    current: Option<&str>,
-    reference: &str,
-    threshold: f64,
-) -> Result<CatalogEntry, ResolveError> {
-    let reference_owned = || reference.trim().to_string();
-    match matching::resolve(&root.index, cwd, current, reference, threshold) {
-        Outcome::Found(slot) => {
-            let Some(it) = root.index.get(slot) else {
-                return Err(ResolveError::NotFound { reference: reference_owned(), suggestions: Vec::new() });
-            };
-            // The file may have gone since the last refresh.
-            if it.missing() || !it.entry.path.is_file() {
-                return Err(ResolveError::FileMissing { id: it.entry.id.clone(), path: it.entry.path.clone() });
-            }
-            Ok(it.entry.clone())
-        }
-        Outcome::Ambiguous(slots) => Err(ResolveError::Ambiguous {
-            reference: reference_owned(),
-            candidates: slots.into_iter().take(matching::CANDIDATES).filter_map(|s| candidate(root, s, 0.0)).collect(),
-        }),
-        Outcome::NotFound(slots) => Err(ResolveError::NotFound {
-            reference: reference_owned(),
-            suggestions: slots.into_iter().filter_map(|s| root.index.get(s)).map(|it| suggestion(&it.entry)).collect(),
-        }),
-        Outcome::Outside => Err(ResolveError::Outside { reference: reference_owned() }),
-    }
-}
-
+/// How a miss names a session: `034d1cd7… "Cron in gitclaw"`.
 fn suggestion(e: &CatalogEntry) -> String {
-    let short: String = e.id.chars().take(8).collect();
-    match &e.name {
-        Some(n) => format!("\"{n}\" ({short})"),
-        None => short,
+    let mut s = short_id(&e.id);
+    if let Some(n) = &e.name {
+        s.push_str(&format!(" \"{n}\""));
+    }
+    s
+}
+
+/// The first 8 characters of an id, with `…` when there are more.
+pub fn short_id(id: &str) -> String {
+    match id.char_indices().nth(8) {
+        Some((i, _)) => format!("{}…", &id[..i]),
+        None => id.to_string(),
     }
 }
 
-fn candidate(root: &Root, slot: usize, score: f64) -> Option<Candidate> {
-    let it = root.index.get(slot)?;
-    let e = &it.entry;
-    let reference = reference_for(root, slot);
-    Some(Candidate {
-        id: e.id.clone(),
-        name: e.name.clone(),
-        created: e.created.clone(),
-        cwd: e.cwd.clone(),
-        modified_ms: e.modified_ms,
-        insert: quote_if_needed(&reference),
-        reference,
-        score,
-    })
-}
-
-fn collapse_ws(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn quote_if_needed(reference: &str) -> String {
-    if reference.contains(char::is_whitespace) {
-        format!("\"{reference}\"")
-    } else {
-        reference.to_string()
-    }
-}
-
-/// The shortest unambiguous way to type a session: its slug when that
-/// resolves back to it alone, a quoted name, else an id prefix.
-fn reference_for(root: &Root, slot: usize) -> String {
-    let Some(it) = root.index.get(slot) else { return String::new() };
-    let unique = |slots: Option<&Vec<usize>>| slots.is_some_and(|v| v.len() == 1 && v[0] == slot);
-    if let Some(name) = it.entry.name.as_deref() {
-        let s = slug(name);
-        let plain = !s.is_empty()
-            && !s.ends_with('.')
-            && s.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        // A slug that reads as an id or id prefix would resolve to that id first.
-        let clash = root.index.by_id.contains_key(&s)
-            || (s.chars().count() >= MIN_PREFIX && !root.index.id_prefix(&s).is_empty());
-        if plain && !clash && (unique(root.index.by_slug.get(&s)) || unique(root.index.by_name.get(&s))) {
-            return s;
-        }
-        // Quoting is only needed (and only offered) for names with spaces;
-        // other punctuation in an unquoted name would end the reference early.
-        let quotable = !name.contains('"') && name.trim().contains(char::is_whitespace);
-        if quotable && unique(root.index.by_name.get(&collapse_ws(&name.to_lowercase()))) {
-            return collapse_ws(name);
+/// Candidates to offer, in `hits` order; `cwd`: the project they are
+/// offered in, for the shortest reference that resolves back to each, else
+/// the full id (ambiguities list sessions that share names and prefixes).
+fn candidates(rows: &[Row], hits: &[(f64, usize)], cwd: Option<&str>) -> Vec<Candidate> {
+    let mut refs: Vec<Option<String>> = hits.iter().map(|_| None).collect();
+    if let Some(cwd) = cwd {
+        for attempt in 0..5 {
+            let asks: Vec<(usize, usize, String)> = hits
+                .iter()
+                .zip(&refs)
+                .enumerate()
+                .filter(|(_, (_, done))| done.is_none())
+                .filter_map(|(k, ((_, i), _))| Some((k, *i, shortest(&rows[*i].entry, attempt)?)))
+                .collect();
+            let pairs: Vec<(usize, String)> = asks.iter().map(|(_, i, r)| (*i, r.clone())).collect();
+            for ((k, _, r), ok) in asks.into_iter().zip(resolve::resolve_back(rows, cwd, &pairs)) {
+                if ok {
+                    refs[k] = Some(r);
+                }
+            }
         }
     }
-    let id = &it.id_lower;
-    for n in [8, 12, 16] {
-        let p: String = id.chars().take(n).collect();
-        if p.chars().count() >= MIN_PREFIX && p.len() < id.len() && root.index.id_prefix(&p).len() == 1 {
-            return p;
+    hits.iter()
+        .zip(refs)
+        .map(|(&(score, i), reference)| {
+            let e = &rows[i].entry;
+            let reference = reference.unwrap_or_else(|| e.id.clone());
+            Candidate {
+                id: e.id.clone(),
+                name: e.name.clone(),
+                created: e.created.clone(),
+                cwd: e.cwd.clone(),
+                modified_ms: e.modified_ms,
+                insert: if reference.contains(' ') { format!("\"{reference}\"") } else { reference.clone() },
+                reference,
+                score,
+            }
+        })
+        .collect()
+}
+
+/// The `attempt`-th way to type a session, shortest first: its slug, its
+/// name quoted (only names with spaces need quotes, and other punctuation
+/// would end an unquoted reference early), id prefixes of 8, 12, 16.
+fn shortest(e: &CatalogEntry, attempt: usize) -> Option<String> {
+    match (attempt, e.name.as_deref()) {
+        (0, Some(name)) => {
+            let s = slug(name);
+            let plain = !s.ends_with('.') && s.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            (!s.is_empty() && plain).then_some(s)
         }
+        (1, Some(name)) => {
+            let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
+            (!name.contains('"') && name.contains(' ')).then_some(name)
+        }
+        (2..=4, _) => {
+            let p: String = e.id.to_lowercase().chars().take(8 + 4 * (attempt - 2)).collect();
+            (p.len() < e.id.len()).then_some(p)
+        }
+        _ => None,
     }
-    it.entry.id.clone()
 }

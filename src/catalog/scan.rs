@@ -144,9 +144,7 @@ pub(crate) fn read_retrying(file: &mut File, into: &mut [u8]) -> std::io::Result
 /// One directory entry worth looking at.
 pub(crate) enum Listed {
     Dir(PathBuf),
-    /// A file and its inode: an atomic replace (write + rename) changes it,
-    /// so a re-listed directory needs no `stat` for files that kept theirs.
-    File(PathBuf, u64),
+    File(PathBuf),
 }
 
 /// List a directory, following symlinks only when their target stays inside
@@ -169,19 +167,8 @@ pub(crate) fn list_dir(dir: &Path, root: &Path, suffix: &str) -> (Vec<Listed>, b
         if is_dir {
             out.push(Listed::Dir(path));
         } else if is_file && path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(suffix)) {
-            out.push(Listed::File(path, inode(&de)));
+            out.push(Listed::File(path));
         }
     }
     (out, true)
-}
-
-#[cfg(unix)]
-fn inode(de: &std::fs::DirEntry) -> u64 {
-    std::os::unix::fs::DirEntryExt::ino(de)
-}
-
-/// 0 means unknown: such files are compared by `stat` instead.
-#[cfg(not(unix))]
-fn inode(_de: &std::fs::DirEntry) -> u64 {
-    0
 }

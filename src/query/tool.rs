@@ -90,7 +90,8 @@ fn run(app: &Arc<App>, call: &ToolCall) -> Result<QueryAnswer, QueryError> {
 fn resolve(app: &App, ctx: &SessionContext, reference: &str) -> Result<CatalogEntry, QueryError> {
     let cwd = if ctx.cwd.is_empty() { app.host.context().cwd } else { ctx.cwd.clone() };
     let current = ctx.session_id.as_deref();
-    app.catalog.resolve_in_session(&app.sessions_dir(ctx), &app.meta_dir(ctx), &cwd, current, reference).map_err(|e| {
+    let found = app.catalog.resolve_in_session(&app.sessions_dir(ctx), &app.meta_dir(ctx), &cwd, current, reference);
+    found.map(|r| r.entry).map_err(|e| {
         let message = one_line(&e.to_string());
         match e {
             ResolveError::NotFound { suggestions, .. } => QueryError::NotFound { message, suggestions },

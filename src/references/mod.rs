@@ -7,7 +7,6 @@
 
 pub mod describe;
 pub mod extract;
-pub mod parse;
 pub mod render;
 
 use std::sync::Arc;
@@ -16,11 +15,11 @@ use pi_ext_abi::protocol::{CustomMessage, SessionContext};
 use serde_json::{json, Value};
 
 use crate::app::App;
-use crate::catalog::{Ancestor, CatalogEntry};
+use crate::catalog::{short_id, Ancestor, CatalogEntry, Rule};
 use crate::error_code::ErrorCode;
 use crate::host::NotifyLevel;
 
-pub use parse::{parse, Reference};
+pub use crate::mentions::{parse, Reference};
 
 pub const CUSTOM_TYPE: &str = "session-reference";
 pub const TELEMETRY_TYPE: &str = "session-reference:inject";
@@ -66,6 +65,11 @@ pub fn before_agent_start(app: &Arc<App>, ctx: &SessionContext, prompt: &str) ->
         .collect();
     let rendered = render::render(&built.blocks, &trailer, cfg.max_injected_bytes);
     report(app, &built, &rendered);
+    let resolved: Vec<Value> = built
+        .confirmed
+        .iter()
+        .map(|(reference, entry, rule)| json!({"reference": reference, "sessionId": entry.id, "rule": rule}))
+        .collect();
     let unresolved: Vec<Value> = built
         .unresolved
         .iter()
@@ -77,6 +81,7 @@ pub fn before_agent_start(app: &Arc<App>, ctx: &SessionContext, prompt: &str) ->
         display: cfg.display,
         details: json!({
             "sessionIds": built.session_ids,
+            "resolved": resolved,
             "unresolved": unresolved,
             "truncated": rendered.truncated,
         }),
@@ -89,7 +94,8 @@ struct Built {
     files: Vec<std::path::PathBuf>,
     /// Every injected session (references first, then their ancestors), once.
     session_ids: Vec<String>,
-    resolved: usize,
+    /// Each resolved reference (as written), its session and the rule that found it.
+    confirmed: Vec<(String, CatalogEntry, Rule)>,
     unresolved: Vec<Unresolved>,
 }
 
@@ -97,8 +103,13 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
     let cfg = &app.config.references;
     let sessions_dir = app.sessions_dir(ctx);
     let meta_dir = app.meta_dir(ctx);
-    let mut out =
-        Built { blocks: Vec::new(), files: Vec::new(), session_ids: Vec::new(), resolved: 0, unresolved: Vec::new() };
+    let mut out = Built {
+        blocks: Vec::new(),
+        files: Vec::new(),
+        session_ids: Vec::new(),
+        confirmed: Vec::new(),
+        unresolved: Vec::new(),
+    };
     let mut resolved: Vec<(usize, &Reference, CatalogEntry)> = Vec::new();
     for (group, r) in refs.iter().enumerate() {
         if group >= cfg.max_refs_per_prompt {
@@ -110,7 +121,10 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
             continue;
         }
         match app.catalog.resolve_in_session(&sessions_dir, &meta_dir, &ctx.cwd, ctx.session_id.as_deref(), &r.target) {
-            Ok(e) => resolved.push((group, r, e)),
+            Ok(found) => {
+                out.confirmed.push((r.raw.clone(), found.entry.clone(), found.rule));
+                resolved.push((group, r, found.entry));
+            }
             Err(e) => {
                 out.unresolved.push(Unresolved { reference: r.raw.clone(), reason: e.to_string(), code: e.code() })
             }
@@ -138,7 +152,6 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
     });
     for (k, (group, r, entry)) in resolved.iter().enumerate() {
         let (group, entry) = (*group, entry.clone());
-        out.resolved += 1;
         out.files.push(entry.path.clone());
         let answered = answers.get_mut(k).and_then(Option::take);
         if out.session_ids.contains(&entry.id) {
@@ -252,6 +265,10 @@ const STATUS_OWNER: &str = "references";
 
 fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
     let host = &app.host;
+    // Whatever `display` says, the user sees what each reference became.
+    for (reference, entry, rule) in &built.confirmed {
+        host.notify(&confirmation(reference, entry, *rule), NotifyLevel::Info);
+    }
     if built.unresolved.is_empty() {
         // Clear only our own earlier warning, never another feature's status.
         crate::status::clear_if_owner(app, STATUS_OWNER);
@@ -262,7 +279,7 @@ fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
         let status = format!(
             "@@ {} of {} reference(s) unresolved",
             built.unresolved.len(),
-            built.unresolved.len() + built.resolved
+            built.unresolved.len() + built.confirmed.len()
         );
         crate::status::show(app, STATUS_OWNER, &status, false);
     }
@@ -271,7 +288,7 @@ fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
         TELEMETRY_TYPE,
         &json!({
             "success": built.unresolved.is_empty(),
-            "resolvedCount": built.resolved,
+            "resolvedCount": built.confirmed.len(),
             "unresolvedCount": built.unresolved.len(),
             "unresolvedReasons": reasons,
             "injectedBytes": rendered.content.len(),
@@ -279,6 +296,30 @@ fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
             "timestamp": crate::time::iso_now(),
         }),
     );
+}
+
+/// `@@cron → "Cron in gitclaw" (034d1cd7, 2026-02-20, ~/work/gitclaw, via name)`.
+pub fn confirmation(reference: &str, entry: &CatalogEntry, rule: Rule) -> String {
+    let name = entry.name.as_deref().map_or_else(|| "(unnamed)".to_string(), |n| format!("\"{}\"", clip(n, 80)));
+    let id: String = short_id(&entry.id).trim_end_matches('…').to_string();
+    let mut about = vec![id];
+    about.extend(entry.created.get(..10).map(str::to_string));
+    if !entry.cwd.is_empty() {
+        about.push(home_relative(&entry.cwd));
+    }
+    about.push(format!("via {}", rule.as_str()));
+    format!("{} → {name} ({})", clip(reference, 80), about.join(", "))
+}
+
+/// `/home/me/work/x` as `~/work/x` for the user whose home it is.
+fn home_relative(path: &str) -> String {
+    let home = std::env::var("HOME").unwrap_or_default();
+    match path.strip_prefix(home.trim_end_matches('/')) {
+        Some(rest) if !home.trim_end_matches('/').is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
+            format!("~{rest}")
+        }
+        _ => path.to_string(),
+    }
 }
 
 fn clip(s: &str, chars: usize) -> String {

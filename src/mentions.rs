@@ -1,4 +1,8 @@
-//! Finding `@@` references in a prompt.
+//! `@@` references in text: finding them in a prompt ([`parse`]), and
+//! removing them from session text that names or describes a session
+//! ([`without_references`]), so that a session which only *mentions*
+//! `@@cron-in-gitclaw` never matches `@@cron`. A leaf module: the catalog
+//! (which strips) and `references` (which parses prompts) both use it.
 //!
 //! Forms: `@@<uuid>`, `@@<id prefix>`, `@@<name-slug>`, `@@"Quoted name"`,
 //! each with an optional ancestor depth (`~2`) and an optional question
@@ -53,6 +57,41 @@ pub fn parse(prompt: &str) -> Vec<Reference> {
         }
     }
     out
+}
+
+/// `text` with every `@@` reference (with its depth and question) and every
+/// code span or block holding one removed, whitespace runs left as one
+/// space. Borrowed when there is nothing to remove.
+pub fn without_references(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("@@") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut cut: Vec<Range<usize>> = code_ranges(text).into_iter().filter(|r| text[r.clone()].contains("@@")).collect();
+    let mut pos = 0;
+    while let Some(found) = text[pos..].find("@@") {
+        let at = pos + found;
+        if let Some(r) = cut.iter().find(|r| r.contains(&at)) {
+            pos = r.end;
+            continue;
+        }
+        // Unparsable (`@@` alone, `@@""`): up to the next space.
+        let token = || text[at..].find(char::is_whitespace).map_or(text.len(), |i| at + i);
+        let end = parse_one(text, at).map_or_else(token, |(_, end)| end).max(at + 2);
+        cut.push(at..end);
+        pos = end;
+    }
+    cut.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for r in cut {
+        if r.start > from {
+            out.push_str(&text[from..r.start]);
+            out.push(' ');
+        }
+        from = from.max(r.end);
+    }
+    out.push_str(&text[from..]);
+    std::borrow::Cow::Owned(out.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 fn merge(out: &mut Vec<Reference>, r: Reference) {
@@ -268,6 +307,17 @@ mod tests {
                 let _ = parse(&text[a..b]);
             }
         }
+    }
+
+    #[test]
+    fn references_are_removed_from_session_text() {
+        let strip = |t: &str| without_references(t).into_owned();
+        assert_eq!(strip("check @@cron-in-gitclaw please"), "check please");
+        assert_eq!(strip("look at @@034d1cd7~2: what changed? then go"), "look at then go");
+        assert_eq!(strip("see `@@cron` and\n```\n@@x\n```\ndone"), "see and done");
+        assert_eq!(strip("@@\"Cron in gitclaw\" vs cron"), "vs cron");
+        assert_eq!(strip("no refs, `code` kept"), "no refs, `code` kept");
+        assert_eq!(strip("mail bob@@example.com @@ x"), "mail bob x");
     }
 
     #[test]
