@@ -47,6 +47,9 @@ impl App {
             Err(problems) => (Config::default(), problems),
         };
         let catalog = Catalog::with_fuzzy_threshold(config.references.fuzzy_threshold);
+        if config.search.enabled {
+            catalog.set_search_fallback(crate::search::reference_fallback());
+        }
         Ok(Arc::new(App {
             host,
             config,

@@ -246,3 +246,19 @@ pub fn rank_reference(agent_dir: &Path, words: &str, cwd: &str, limit: usize) ->
     let query = Query { current_cwd: Some(cwd.to_string()), limit, ..Query::parse(&words)? };
     Index::open(agent_dir)?.search(&query)
 }
+
+/// [`rank_reference`] as the resolver's last rule
+/// ([`crate::catalog::Catalog::set_search_fallback`]). Relevance is
+/// `(score / best)^(1/8)`: the resolver's "clearly ahead" lead of 0.05 then
+/// means the best session scores about 1.5 times the next.
+pub fn reference_fallback() -> std::sync::Arc<crate::catalog::SearchFallback> {
+    std::sync::Arc::new(|sessions_dir: &Path, reference: &str, cwd: &str| {
+        let agent_dir = sessions_dir.parent().unwrap_or(sessions_dir);
+        let hits = rank_reference(agent_dir, reference, cwd, 5).unwrap_or_default();
+        let best = hits.first().map_or(0.0, |h| h.score);
+        if best <= 0.0 {
+            return Vec::new();
+        }
+        hits.into_iter().map(|h| (h.session.id, (h.score / best).powf(0.125))).collect()
+    })
+}
