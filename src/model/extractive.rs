@@ -131,7 +131,7 @@ fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
         };
         if !text.trim().is_empty() {
             // Meta files are shown to users and injected into prompts: no pasted secret may land there.
-            out.push((role, crate::redact::redact(&text).into_owned()));
+            out.push((role, crate::redact::session_text(&text).into_owned()));
         }
     }
     out

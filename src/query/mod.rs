@@ -215,7 +215,7 @@ pub fn prepare(
         .filter(|n| !n.trim().is_empty())
         .or_else(|| meta.map(|m| m.name.trim().to_string()).filter(|n| !n.is_empty()))
         .or_else(|| fallback_name.map(str::to_string))
-        .or_else(|| session.first_user_message().map(|m| windows::shorten(m.trim(), 60)))
+        .or_else(|| session.first_user_message().map(|m| windows::shorten(crate::redact::session_text(&m).trim(), 60)))
         .unwrap_or_else(|| session.header.id.clone());
     let head = SessionHead {
         id: session.header.id.clone(),
