@@ -157,6 +157,8 @@ pub enum QueryError {
     Transport(String),
     #[error("{0}")]
     InvalidOutput(String),
+    #[error("session {0} is excluded by privacy.exclude")]
+    Excluded(String),
 }
 
 impl QueryError {
@@ -184,6 +186,7 @@ impl QueryError {
             QueryError::ModelUnavailable(_) => ErrorCode::QueryModelUnavailable,
             QueryError::Transport(_) => ErrorCode::QueryTransportFailed,
             QueryError::InvalidOutput(_) => ErrorCode::QueryInvalidOutput,
+            QueryError::Excluded(_) => ErrorCode::SessionExcluded,
         }
     }
 }
@@ -252,6 +255,9 @@ pub fn answer_path(
         }
         other => QueryError::ParseFailed(one_line(&other.to_string())),
     })?;
+    if app.config.privacy.excludes(&session.header.cwd, path) {
+        return Err(QueryError::Excluded(session.header.id.clone()));
+    }
     let meta = match crate::meta::read(meta_dir, &session.header.id) {
         Ok(meta) => meta,
         Err(e) => {

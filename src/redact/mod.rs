@@ -36,6 +36,7 @@ struct RuleFile {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(not(test), allow(dead_code))] // `id` and `examples` are for the tests
 struct RuleData {
     id: String,
     regex: String,
@@ -56,7 +57,6 @@ struct RuleData {
     stopwords: Vec<String>,
     /// Texts the rule must redact (checked by the tests).
     #[serde(default)]
-    #[cfg_attr(not(test), allow(dead_code))]
     examples: Vec<String>,
 }
 

@@ -146,3 +146,14 @@ fn every_pattern_compiles() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+#[test]
+fn placeholders_and_prose_stay() {
+    for text in [
+        "Add your API key as a GitHub Secret: `gh secret set ANTHROPIC_API_KEY`",
+        "export ANTHROPIC_API_KEY=sk-ant-...",
+        "GITHUB_TOKEN=\"your_github_token\"",
+    ] {
+        assert_eq!(redact(text), text);
+    }
+}
