@@ -25,38 +25,30 @@ pub const REDACTED: &str = "[REDACTED]";
 /// What a `<private>` … `</private>` span is replaced with.
 pub const PRIVATE: &str = "[private]";
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct RuleFile {
-    #[serde(default)]
     allow: Vec<String>,
-    #[serde(default)]
     stopwords: Vec<String>,
     rules: Vec<RuleData>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
 #[cfg_attr(not(test), allow(dead_code))] // `id` and `examples` are for the tests
 struct RuleData {
     id: String,
     regex: String,
-    #[serde(default)]
+    /// The rule runs only on texts holding one of these (any case).
     keywords: Vec<String>,
-    #[serde(default)]
     entropy: f64,
-    #[serde(default)]
     secret_group: usize,
-    /// The secret is kept when one of these matches it ...
-    #[serde(default)]
+    /// The secret is kept when one of these matches it, one of `allow_match` matches
+    /// the whole match, or it contains one of `stopwords` (lowercase).
     allow: Vec<String>,
-    /// ... or one of these matches the whole match ...
-    #[serde(default)]
     allow_match: Vec<String>,
-    /// ... or it contains one of these (lowercase).
-    #[serde(default)]
     stopwords: Vec<String>,
     /// Texts the rule must redact (checked by the tests).
-    #[serde(default)]
     examples: Vec<String>,
 }
 
@@ -71,61 +63,41 @@ struct Rule {
 
 struct Engine {
     rules: Vec<Rule>,
-    /// Rules without keywords run on every text.
-    always: Vec<usize>,
     keywords: AhoCorasick,
-    /// Per keyword pattern, the rules it enables.
-    keyword_rules: Vec<Vec<usize>>,
+    /// Per keyword pattern, the rule it enables.
+    keyword_rule: Vec<usize>,
     /// Per file, the allowlist of all its rules.
     files: Vec<(Vec<Regex>, Vec<String>)>,
 }
 
 const FILES: [&str; 2] = [include_str!("rules.toml"), include_str!("gitleaks.toml")];
 
-/// Patterns match bytes with ASCII classes (`\w`, `\s`, `\b`), as in gitleaks' RE2.
-fn builder(pattern: &str) -> RegexBuilder {
-    let mut b = RegexBuilder::new(pattern);
-    b.unicode(false).size_limit(50 << 20);
-    b
-}
-
 // The rule files are constants compiled into the crate and covered by the tests
 // (every rule compiles and redacts its examples), so a failure here is a
 // programming error caught by `cargo test`, never input-driven.
 #[allow(clippy::expect_used)]
 fn compile(pattern: &str) -> Regex {
-    builder(pattern).build().expect("redaction pattern compiles")
+    // Bytes with ASCII classes (`\w`, `\s`, `\b`), as in gitleaks' RE2.
+    RegexBuilder::new(pattern).unicode(false).size_limit(50 << 20).build().expect("redaction pattern compiles")
 }
 
 #[allow(clippy::expect_used)]
 static ENGINE: LazyLock<Engine> = LazyLock::new(|| {
-    let (mut rules, mut always, mut files) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut keywords, mut keyword_rules): (Vec<String>, Vec<Vec<usize>>) = (Vec::new(), Vec::new());
+    let (mut rules, mut files, mut keywords, mut keyword_rule) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (file, text) in FILES.iter().enumerate() {
         let data: RuleFile = toml::from_str(text).expect("redaction rules parse");
         files.push((data.allow.iter().map(|a| compile(a)).collect(), data.stopwords));
         for data in data.rules {
-            let index = rules.len();
-            if data.keywords.is_empty() {
-                always.push(index);
-            }
-            for k in data.keywords.iter().map(|k| k.to_lowercase()) {
-                match keywords.iter().position(|x| *x == k) {
-                    Some(p) => keyword_rules[p].push(index),
-                    None => {
-                        keywords.push(k);
-                        keyword_rules.push(vec![index]);
-                    }
-                }
-            }
-            let re = compile(&data.regex);
-            let allow = data.allow.iter().map(|a| compile(a)).collect();
-            let allow_match = data.allow_match.iter().map(|a| compile(a)).collect();
+            keyword_rule.extend(data.keywords.iter().map(|_| rules.len()));
+            keywords.extend(data.keywords.iter().map(|k| k.to_lowercase()));
+            let compile_all = |v: &[String]| v.iter().map(|a| compile(a)).collect();
+            let (re, allow, allow_match) =
+                (compile(&data.regex), compile_all(&data.allow), compile_all(&data.allow_match));
             rules.push(Rule { data, file, re, allow, allow_match });
         }
     }
     let keywords = AhoCorasick::builder().ascii_case_insensitive(true).build(&keywords).expect("keywords build");
-    Engine { rules, always, keywords, keyword_rules, files }
+    Engine { rules, keywords, keyword_rule, files }
 });
 
 impl Rule {
@@ -163,13 +135,8 @@ fn entropy(s: &str) -> f64 {
 fn secrets(text: &str) -> Vec<(usize, usize)> {
     let engine = &*ENGINE;
     let mut enabled = vec![false; engine.rules.len()];
-    for &i in &engine.always {
-        enabled[i] = true;
-    }
     for m in engine.keywords.find_overlapping_iter(text.as_bytes()) {
-        for &i in &engine.keyword_rules[m.pattern().as_usize()] {
-            enabled[i] = true;
-        }
+        enabled[engine.keyword_rule[m.pattern().as_usize()]] = true;
     }
     let mut spans = Vec::new();
     for (rule, _) in engine.rules.iter().zip(&enabled).filter(|(_, on)| **on) {

@@ -40,6 +40,8 @@ pub fn on_session_start(app: &Arc<App>, ctx: &SessionContext) {
     if !app.config.references.enabled && !app.config.query.enabled {
         return;
     }
+    // Compiling the redaction rules takes a moment (~0.1-0.3 s): not on the first `@@` prompt.
+    app.jobs.submit(&app.runtime, "redact-prewarm", || drop(crate::redact::redact("")));
     let (sessions_dir, meta_dir) = (app.sessions_dir(ctx), app.meta_dir(ctx));
     if !app.catalog.is_warm(&sessions_dir, &meta_dir) {
         // Keyed by directory: a coalesced re-run repeats the first submission's work.
