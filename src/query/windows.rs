@@ -222,7 +222,7 @@ fn split_parts(id: &str, role: &str, text: &str) -> Vec<Item> {
         .enumerate()
         .map(|(k, p)| {
             let role = if n > 1 { format!("{role} (part {}/{n})", k + 1) } else { role.to_string() };
-            item(id, &role, p)
+            Item { entry_id: id.to_string(), role, text: p.trim().to_string() } // cleaned above
         })
         .collect()
 }

@@ -14,7 +14,7 @@
 //! summary quality, a leaked key costs much more.
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::AhoCorasick;
 use regex::bytes::{Captures, Match, Regex, RegexBuilder};
@@ -56,9 +56,9 @@ struct Rule {
     data: RuleData,
     /// Index of its file in [`Engine::files`]: a file's allowlist is for its own rules.
     file: usize,
-    re: Regex,
-    allow: Vec<Regex>,
-    allow_match: Vec<Regex>,
+    /// The regex, `allow` and `allow_match`, compiled when a keyword first enables the rule
+    /// (most texts need a handful of the rules; a CLI run must not compile them all).
+    compiled: OnceLock<(Regex, Vec<Regex>, Vec<Regex>)>,
 }
 
 struct Engine {
@@ -90,10 +90,7 @@ static ENGINE: LazyLock<Engine> = LazyLock::new(|| {
         for data in data.rules {
             keyword_rule.extend(data.keywords.iter().map(|_| rules.len()));
             keywords.extend(data.keywords.iter().map(|k| k.to_lowercase()));
-            let compile_all = |v: &[String]| v.iter().map(|a| compile(a)).collect();
-            let (re, allow, allow_match) =
-                (compile(&data.regex), compile_all(&data.allow), compile_all(&data.allow_match));
-            rules.push(Rule { data, file, re, allow, allow_match });
+            rules.push(Rule { data, file, compiled: OnceLock::new() });
         }
     }
     let keywords = AhoCorasick::builder().ascii_case_insensitive(true).build(&keywords).expect("keywords build");
@@ -101,6 +98,13 @@ static ENGINE: LazyLock<Engine> = LazyLock::new(|| {
 });
 
 impl Rule {
+    fn compiled(&self) -> &(Regex, Vec<Regex>, Vec<Regex>) {
+        self.compiled.get_or_init(|| {
+            let all = |v: &[String]| v.iter().map(|a| compile(a)).collect();
+            (compile(&self.data.regex), all(&self.data.allow), all(&self.data.allow_match))
+        })
+    }
+
     /// The secret of one match: gitleaks' rule (the `secretGroup`, else the first
     /// non-empty group, else the match) and its checks.
     fn secret<'t>(&self, caps: &Captures<'t>, engine: &Engine) -> Option<Match<'t>> {
@@ -112,10 +116,11 @@ impl Rule {
         let s = String::from_utf8_lossy(secret.as_bytes());
         let lower = s.to_lowercase();
         let (file_allow, file_stopwords) = &engine.files[self.file];
+        let (_, allow, allow_match) = self.compiled();
         let kept = s.contains(REDACTED)
             || (self.data.entropy > 0.0 && entropy(&s) <= self.data.entropy)
-            || self.allow.iter().chain(file_allow).any(|a| a.is_match(secret.as_bytes()))
-            || self.allow_match.iter().any(|a| a.is_match(whole.as_bytes()))
+            || allow.iter().chain(file_allow).any(|a| a.is_match(secret.as_bytes()))
+            || allow_match.iter().any(|a| a.is_match(whole.as_bytes()))
             || self.data.stopwords.iter().chain(file_stopwords).any(|w| lower.contains(w.as_str()));
         (!kept).then_some(secret)
     }
@@ -140,7 +145,7 @@ fn secrets(text: &str) -> Vec<(usize, usize)> {
     }
     let mut spans = Vec::new();
     for (rule, _) in engine.rules.iter().zip(&enabled).filter(|(_, on)| **on) {
-        for caps in rule.re.captures_iter(text.as_bytes()) {
+        for caps in rule.compiled().0.captures_iter(text.as_bytes()) {
             if let Some(s) = rule.secret(&caps, engine) {
                 // A byte class may end a match inside a character: widen it to whole ones.
                 let end = (s.end()..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());

@@ -2,8 +2,11 @@ use super::*;
 
 /// The secret `rule` finds in `text` (its own regex and checks), if any.
 fn found_by(rule: &Rule, text: &str) -> Vec<String> {
-    let found =
-        rule.re.captures_iter(text.as_bytes()).filter_map(|c| rule.secret(&c, &ENGINE).map(|m| m.as_bytes().to_vec()));
+    let found = rule
+        .compiled()
+        .0
+        .captures_iter(text.as_bytes())
+        .filter_map(|c| rule.secret(&c, &ENGINE).map(|m| m.as_bytes().to_vec()));
     found.map(|s| String::from_utf8_lossy(&s).into_owned()).collect()
 }
 
