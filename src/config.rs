@@ -3,6 +3,7 @@
 //! problems are reported once and the features that need a config do nothing.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use garde::Validate;
 use serde::{Deserialize, Serialize};
@@ -60,6 +61,8 @@ pub struct Config {
     pub spending: SpendingConfig,
     #[garde(dive)]
     pub search: SearchConfig,
+    #[garde(dive)]
+    pub privacy: PrivacyConfig,
 }
 
 impl Default for Config {
@@ -86,6 +89,7 @@ impl Default for Config {
             commands: CommandsConfig::default(),
             spending: SpendingConfig::default(),
             search: SearchConfig::default(),
+            privacy: PrivacyConfig::default(),
         }
     }
 }
@@ -266,6 +270,61 @@ impl Default for SearchConfig {
     }
 }
 
+/// Sessions kept away from every model and index: never indexed, injected by `@@`,
+/// queried or searched.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Validate, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct PrivacyConfig {
+    /// Globs matched against a session's project directory (cwd) and its file path.
+    /// `*` and `?` stay within a path segment, `**` crosses segments, `~/` is the home
+    /// directory; a glob that does not start with `/` or `~/` may match from any segment
+    /// (`*-private`, `clients/acme`), and a directory that matches covers what is under it.
+    #[garde(length(max = 256), inner(length(chars, min = 1, max = 512)))]
+    pub exclude: Vec<String>,
+}
+
+impl PrivacyConfig {
+    /// Whether the session of project `cwd` stored at `path` is excluded.
+    pub fn excludes(&self, cwd: &str, path: &Path) -> bool {
+        let home = std::env::var("HOME").unwrap_or_default();
+        let path = path.to_string_lossy();
+        self.exclude.iter().any(|g| [cwd, &path].iter().any(|s| !s.is_empty() && glob_covers(g, s, &home)))
+    }
+}
+
+/// Whether `glob` matches `path`, a directory above it, or (unanchored) a part of it
+/// that starts after a `/`.
+fn glob_covers(glob: &str, path: &str, home: &str) -> bool {
+    let glob = glob.trim_end_matches('/');
+    let (glob, anchored) = match glob.strip_prefix("~/") {
+        Some(rest) => (format!("{}/{rest}", home.trim_end_matches('/')), true),
+        None => (glob.to_string(), glob.starts_with('/')),
+    };
+    let glob: Vec<char> = glob.chars().collect();
+    let cuts = |s: &str| s.match_indices('/').map(|(i, _)| i).collect::<Vec<_>>();
+    let starts = std::iter::once(0).chain(cuts(path).into_iter().map(|i| i + 1).filter(|_| !anchored));
+    starts.into_iter().any(|start| {
+        let rest = &path[start..];
+        cuts(rest)
+            .into_iter()
+            .chain([rest.len()])
+            .any(|end| glob_match(&glob, &rest[..end].chars().collect::<Vec<_>>()))
+    })
+}
+
+fn glob_match(p: &[char], s: &[char]) -> bool {
+    match p {
+        [] => s.is_empty(),
+        ['*', '*', '/', rest @ ..] => {
+            glob_match(rest, s) || (0..s.len()).any(|i| s[i] == '/' && glob_match(rest, &s[i + 1..]))
+        }
+        ['*', '*', rest @ ..] => (0..=s.len()).any(|i| glob_match(rest, &s[i..])),
+        ['*', rest @ ..] => (0..=s.len()).take_while(|&i| i == 0 || s[i - 1] != '/').any(|i| glob_match(rest, &s[i..])),
+        ['?', rest @ ..] => matches!(s, [c, tail @ ..] if *c != '/' && glob_match(rest, tail)),
+        [c, rest @ ..] => matches!(s, [d, tail @ ..] if d == c && glob_match(rest, tail)),
+    }
+}
+
 /// Parse and validate a config document as the host hands it over: `null`
 /// (no config file: the defaults), a JSON string (the host could not use the
 /// file: the string says why), or the file's object. On failure, returns
@@ -310,6 +369,7 @@ fn field_problems<T: serde::de::DeserializeOwned>(fields: &Map<String, Value>, a
             ("", "indexing") => nested(out, field_problems::<IndexingConfig>),
             ("", "references") => nested(out, field_problems::<ReferencesConfig>),
             ("", "query") => nested(out, field_problems::<QueryConfig>),
+            ("", "privacy") => nested(out, field_problems::<PrivacyConfig>),
             ("", "providers") => nested(out, entry_problems::<ProviderConfig>),
             ("", "prices") => nested(out, entry_problems::<Price>),
             _ => {
@@ -394,6 +454,39 @@ mod tests {
             assert!(errors.iter().any(|e| e.starts_with(want)), "{want}: {errors:?}");
         }
         assert_eq!(errors.len(), 8, "{errors:?}");
+    }
+
+    #[test]
+    fn privacy_globs_match_projects_and_files() {
+        let config = parse(
+            r#"{"privacy":{"exclude":["/work/secret","*-private","clients/**/acme","/x/**/*.jsonl","~/notes/"]}}"#,
+        )
+        .unwrap();
+        let p = &config.privacy;
+        let home = std::env::var("HOME").unwrap_or_default();
+        let none = Path::new("/s/--a--/f.jsonl");
+        for cwd in [
+            "/work/secret",
+            "/work/secret/sub",
+            "/a/b-private",
+            "/a/b-private/c",
+            "/a/clients/acme",
+            "/a/clients/x/y/acme/z",
+        ] {
+            assert!(p.excludes(cwd, none), "{cwd}");
+        }
+        assert!(p.excludes(&format!("{home}/notes/n"), none));
+        for cwd in ["/work/secrets", "/work", "/a/private", "/a/b-private-not", "/a/clients/acme2", "", "/notes"] {
+            assert!(!p.excludes(cwd, none), "{cwd}");
+        }
+        assert!(p.excludes("/elsewhere", Path::new("/x/sessions/--a--/1.jsonl")));
+        assert!(!p.excludes("/elsewhere", Path::new("/x/sessions/--a--/1.json")));
+        assert!(!Config::default().privacy.excludes("/work/secret", none));
+        let p = parse(r#"{"privacy":{"exclude":["a/**/b", "/r/?x"]}}"#).unwrap().privacy;
+        assert!(p.excludes("/q/a/b", none) && p.excludes("/q/a/1/2/b/c", none) && p.excludes("/r/éx", none));
+        assert!(!p.excludes("/q/a/bb", none) && !p.excludes("/r/x", none) && !p.excludes("/r/a/x", none));
+        let bad = parse(r#"{"privacy":{"exclude":[""]}}"#).unwrap_err();
+        assert!(bad.iter().any(|e| e.starts_with("privacy.exclude[0]: ")), "{bad:?}");
     }
 
     #[test]

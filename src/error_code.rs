@@ -17,6 +17,8 @@ pub enum ErrorCode {
     /// The reference names a file outside the sessions directory.
     SessionOutside,
     SessionParseFailed,
+    /// The session's project or file matches `privacy.exclude`.
+    SessionExcluded,
     SessionEmpty,
     QueryModelUnavailable,
     QueryTransportFailed,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use pi_ext_abi::protocol::{CommandCall, CommandResult};
 
-use super::job::{index_session, IndexOutcome, IndexRequest};
+use super::job::{self, index_session, IndexOutcome, IndexRequest};
 use super::report::SessionGate;
 use crate::app::App;
 use crate::commands::{ask_over_cap, failed, OVER_CAP};
@@ -142,7 +142,8 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
                 let cost = done.meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
                 crate::spend::record(app, meta_dir, crate::spend::Kind::Indexing, cost);
             }
-            Ok(IndexOutcome::Skipped { .. }) => {}
+            // Sessions that privacy.exclude keeps out are not failures.
+            Ok(IndexOutcome::Skipped { .. }) | Err(job::Failure { error: job::IndexError::Excluded(_), .. }) => {}
             Err(failure) => {
                 failures += 1;
                 tracing::warn!("bulk indexing {}: {}", path.display(), failure.error);

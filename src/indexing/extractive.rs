@@ -130,7 +130,7 @@ fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
         let Some((who, text)) = crate::views::message_text(message) else { continue };
         let role = if who == "User" { Role::User } else { Role::Assistant };
         // Meta files are shown to users and injected into prompts: no pasted secret may land there.
-        let text = without_references(&crate::redact::redact(&text));
+        let text = without_references(&crate::redact::session_text(&text));
         if !text.trim().is_empty() {
             out.push((role, text));
         }

@@ -74,6 +74,8 @@ pub enum IndexError {
     Empty(PathBuf),
     #[error("{0}: no entry {1:?} (the active leaf) in the session")]
     UnknownLeaf(PathBuf, String),
+    #[error("{0}: excluded by privacy.exclude, not indexed")]
+    Excluded(PathBuf),
 }
 
 /// A failed run, with what the failure entry needs.
@@ -114,6 +116,9 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
     let session = session::open(&request.session_file).map_err(|e| fail(e.into(), None, None))?;
     let session_id = session.header.id.clone();
     let sid = Some(session_id.as_str());
+    if app.config.privacy.excludes(&session.header.cwd, &request.session_file) {
+        return Err(fail(IndexError::Excluded(request.session_file.clone()), sid, None));
+    }
     let branch = session.branch(request.leaf_id.as_deref());
     let Some(leaf) = branch.last() else {
         let error = match &request.leaf_id {

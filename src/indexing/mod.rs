@@ -32,6 +32,9 @@ pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
         tracing::debug!("not indexing an ephemeral session");
         return;
     };
+    if app.config.privacy.excludes(&ctx.cwd, std::path::Path::new(&session_file)) {
+        return;
+    }
     if let Some((spent, cap)) = crate::spend::over_cap(app, &app.meta_dir(ctx)) {
         if !app.cap_noticed.swap(true, std::sync::atomic::Ordering::SeqCst) {
             let text = format!(

@@ -245,7 +245,7 @@ fn render_meta(meta: &SessionMeta, max: usize) -> String {
         line("Files modified", &files.modified.join(", "));
     }
     line("Indexed at", &meta.updated_at);
-    shorten(&out, max)
+    shorten(&crate::redact::redact(&out), max)
 }
 
 #[cfg(test)]

@@ -157,6 +157,8 @@ pub enum QueryError {
     Transport(String),
     #[error("{0}")]
     InvalidOutput(String),
+    #[error("session {0} is excluded by privacy.exclude")]
+    Excluded(String),
 }
 
 impl QueryError {
@@ -184,6 +186,7 @@ impl QueryError {
             QueryError::ModelUnavailable(_) => ErrorCode::QueryModelUnavailable,
             QueryError::Transport(_) => ErrorCode::QueryTransportFailed,
             QueryError::InvalidOutput(_) => ErrorCode::QueryInvalidOutput,
+            QueryError::Excluded(_) => ErrorCode::SessionExcluded,
         }
     }
 }
@@ -215,7 +218,7 @@ pub fn prepare(
         .filter(|n| !n.trim().is_empty())
         .or_else(|| meta.map(|m| m.name.trim().to_string()).filter(|n| !n.is_empty()))
         .or_else(|| fallback_name.map(str::to_string))
-        .or_else(|| session.first_user_message().map(|m| windows::shorten(m.trim(), 60)))
+        .or_else(|| session.first_user_message().map(|m| windows::shorten(crate::redact::session_text(&m).trim(), 60)))
         .unwrap_or_else(|| session.header.id.clone());
     let head = SessionHead {
         id: session.header.id.clone(),
@@ -252,6 +255,9 @@ pub fn answer_path(
         }
         other => QueryError::ParseFailed(one_line(&other.to_string())),
     })?;
+    if app.config.privacy.excludes(&session.header.cwd, path) {
+        return Err(QueryError::Excluded(session.header.id.clone()));
+    }
     let meta = match crate::meta::read(meta_dir, &session.header.id) {
         Ok(meta) => meta,
         Err(e) => {

@@ -3,11 +3,13 @@
 //! when long) and the summaries (compaction, branch) found on the branch.
 //!
 //! Every rendered line carries the id of the entry it came from, so whatever
-//! reaches the model can be cited.
+//! reaches the model can be cited. Session text is cleaned
+//! ([`crate::redact::session_text`]) before it is shortened or split.
 
 use serde_json::Value;
 
 use super::tokenize::tokenize;
+use crate::redact::session_text;
 use crate::session::{AgentMessage, Block, BoundedText, Content, Entry, EntryKind};
 
 /// Largest window, in chars; a longer turn is split into several windows.
@@ -138,7 +140,7 @@ fn push_window(windows: &mut Vec<Window>, turn: usize, items: Vec<Item>) {
 }
 
 fn item(id: &str, role: &str, text: &str) -> Item {
-    Item { entry_id: id.to_string(), role: role.to_string(), text: text.trim().to_string() }
+    Item { entry_id: id.to_string(), role: role.to_string(), text: session_text(text).trim().to_string() }
 }
 
 pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
@@ -149,9 +151,9 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
             for block in content {
                 let piece = match block {
                     Block::Text(t) => t.head.trim().to_string(),
-                    Block::Thinking(t) => format!("(thinking) {}", shorten(t.trim(), THINKING_CHARS)),
+                    Block::Thinking(t) => format!("(thinking) {}", shorten(session_text(t).trim(), THINKING_CHARS)),
                     Block::ToolCall { name, arguments, .. } => {
-                        format!("→ {name}({})", shorten(&compact_args(arguments), TOOL_ARGS_CHARS))
+                        format!("→ {name}({})", shorten(&session_text(&compact_args(arguments)), TOOL_ARGS_CHARS))
                     }
                     Block::Image { mime_type, .. } => format!("[image {mime_type}]"),
                 };
@@ -163,7 +165,7 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
                 }
             }
             if let Some(error) = error_message.as_deref().filter(|e| !e.is_empty()) {
-                text.push_str(&format!("\n(error: {})", shorten(error, 300)));
+                text.push_str(&format!("\n(error: {})", shorten(&session_text(error), 300)));
             }
             split_parts(id, "assistant", &text)
         }
@@ -198,6 +200,7 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
 /// Long messages become several parts with the same entry id, so a fact deep
 /// inside a long answer is still scored and shown with its neighbourhood.
 fn split_parts(id: &str, role: &str, text: &str) -> Vec<Item> {
+    let text = session_text(text);
     let text = text.trim();
     if text.is_empty() {
         return Vec::new();
@@ -219,7 +222,7 @@ fn split_parts(id: &str, role: &str, text: &str) -> Vec<Item> {
         .enumerate()
         .map(|(k, p)| {
             let role = if n > 1 { format!("{role} (part {}/{n})", k + 1) } else { role.to_string() };
-            item(id, &role, p)
+            Item { entry_id: id.to_string(), role, text: p.trim().to_string() } // cleaned above
         })
         .collect()
 }
@@ -273,7 +276,8 @@ fn compact_args(arguments: &Value) -> String {
 
 /// Head and tail of a tool output, with the size of what was left out.
 fn shorten_bounded(text: &BoundedText) -> String {
-    let head = text.head.trim_end();
+    let head = session_text(&text.head);
+    let head = head.trim_end();
     let total_chars = head.chars().count();
     let missing_bytes = text.full_bytes.saturating_sub(text.head.len());
     if total_chars <= TOOL_RESULT_HEAD_CHARS + TOOL_RESULT_TAIL_CHARS && missing_bytes == 0 {

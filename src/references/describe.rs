@@ -1,6 +1,7 @@
 //! The body of one session block: the meta file's fields when there is one,
 //! else an extractive summary built now; plus the answer to a question.
-//! Everything taken from a session or meta file is escaped here.
+//! Everything taken from a session or meta file is redacted and escaped here
+//! (session text was cleaned before it was clipped, in [`extract`]).
 
 use std::path::Path;
 
@@ -29,7 +30,7 @@ pub fn answer_text(a: &Answered) -> String {
         }
         Err(reason) => lines.push(format!("answer: not available ({})", one_line(reason))),
     }
-    escape(&lines.join("\n"))
+    escape(&crate::redact::redact(&lines.join("\n")))
 }
 
 pub fn body(sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, answer: Option<&Answered>) -> String {
@@ -68,8 +69,8 @@ pub fn body(sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, answer: 
         }
         None => describe_unindexed(sessions_dir, entry, &mut lines),
     }
-    // The answer part is escaped already; escaping is idempotent on it anyway.
-    escape(&lines.join("\n"))
+    // The answer part is cleaned and escaped already; both are idempotent on it anyway.
+    escape(&crate::redact::redact(&lines.join("\n")))
 }
 
 fn describe_unindexed(sessions_dir: &Path, entry: &CatalogEntry, lines: &mut Vec<String>) {

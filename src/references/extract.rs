@@ -1,6 +1,7 @@
 //! An offline, extractive description of a session that has no meta file:
 //! what it started with, what it ended with and which files it touched,
-//! read in one streaming pass (lines are parsed one at a time).
+//! read in one streaming pass (lines are parsed one at a time). Texts are
+//! cleaned ([`crate::redact::session_text`]) before they are clipped.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -49,6 +50,7 @@ pub fn extract(sessions_dir: &Path, entry: &CatalogEntry) -> std::io::Result<Ext
             Some("user") => {
                 out.user_messages += 1;
                 let text = crate::catalog::content_text(msg.get("content"));
+                let text = crate::redact::session_text(&text);
                 let text = text.trim();
                 if !text.is_empty() {
                     if out.first_request.is_none() {
@@ -68,7 +70,7 @@ pub fn extract(sessions_dir: &Path, entry: &CatalogEntry) -> std::io::Result<Ext
                         _ => {}
                     }
                 }
-                let text = text.join("\n");
+                let text = crate::redact::session_text(&text.join("\n")).into_owned();
                 if !text.trim().is_empty() {
                     out.last_assistant = Some(clip_tail(text.trim(), LAST_TEXT_CHARS));
                 }

@@ -39,6 +39,8 @@ pub fn on_session_start(app: &Arc<App>, ctx: &SessionContext) {
     if !app.config.references.enabled && !app.config.query.enabled {
         return;
     }
+    // Compiling the redaction rules takes a moment (~0.1-0.3 s): not on the first `@@` prompt.
+    app.jobs.submit(&app.runtime, "redact-prewarm", || drop(crate::redact::redact("")));
     let (sessions_dir, meta_dir) = (app.sessions_dir(ctx), app.meta_dir(ctx));
     if !app.catalog.is_warm(&sessions_dir, &meta_dir) {
         // Keyed by directory: a coalesced re-run repeats the first submission's work.
@@ -121,6 +123,13 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
             continue;
         }
         match app.catalog.resolve_in_session(&sessions_dir, &meta_dir, &ctx.cwd, ctx.session_id.as_deref(), &r.target) {
+            Ok(found) if app.config.privacy.excludes(&found.entry.cwd, &found.entry.path) => {
+                out.unresolved.push(Unresolved {
+                    reference: r.raw.clone(),
+                    reason: format!("session {} is excluded by privacy.exclude", found.entry.id),
+                    code: ErrorCode::SessionExcluded,
+                })
+            }
             Ok(found) => {
                 out.confirmed.push((r.raw.clone(), found.entry.clone(), found.rule));
                 resolved.push((group, r, found.entry));
@@ -191,6 +200,13 @@ fn add_ancestors(
     for (level, a) in app.catalog.ancestors(sessions_dir, meta_dir, entry, depth).into_iter().enumerate() {
         let level = level + 1;
         match a {
+            Ancestor::Found(parent) if app.config.privacy.excludes(&parent.cwd, &parent.path) => {
+                let note = format!("\nnote: ancestor level {level} of {} is excluded by privacy.exclude", entry.id);
+                if let Some(b) = out.blocks.iter_mut().rev().find(|b| b.id == child.id) {
+                    b.body.push_str(&render::escape(&note));
+                }
+                break;
+            }
             Ancestor::Found(parent) => {
                 let relation = format!("ancestor level {level} of {} (parentSession)", entry.id);
                 if !out.session_ids.contains(&parent.id) {
@@ -336,6 +352,8 @@ pub fn complete(app: &Arc<App>, payload: &Value) -> Value {
     let prefix = payload.get("prefix").and_then(Value::as_str).unwrap_or_default();
     let limit = payload.get("limit").and_then(Value::as_u64).unwrap_or(10).clamp(1, 50) as usize;
     let cwd = payload.get("cwd").and_then(Value::as_str).unwrap_or(&ctx.cwd);
-    let candidates = app.catalog.complete(&app.sessions_dir(&ctx), &app.meta_dir(&ctx), cwd, prefix, limit);
+    let mut candidates = app.catalog.complete(&app.sessions_dir(&ctx), &app.meta_dir(&ctx), cwd, prefix, limit);
+    // Excluded projects are not offered (their files are refused when referenced anyway).
+    candidates.retain(|c| !app.config.privacy.excludes(&c.cwd, std::path::Path::new("")));
     json!({"candidates": candidates})
 }

@@ -51,12 +51,14 @@ pub fn truncate_tail(text: &str, max_bytes: usize, max_lines: usize) -> Truncate
 /// used (also those a compaction hides from the LLM context): the index is
 /// about what happened in the session. Blocks are separated by a blank line;
 /// each reads `User: …` or `Assistant: …` (assistant text blocks joined by
-/// newlines; thinking, tool calls and images are left out).
+/// newlines; thinking, tool calls and images are left out). Each message is
+/// cleaned ([`crate::redact::session_text`]) before anyone cuts the result.
 pub fn index_text(branch: &[&Entry], with_ids: bool) -> String {
     let mut out = String::new();
     for entry in branch {
         let EntryKind::Message(message) = &entry.kind else { continue };
         let Some((who, text)) = message_text(message) else { continue };
+        let text = crate::redact::session_text(&text);
         if text.trim().is_empty() {
             continue;
         }

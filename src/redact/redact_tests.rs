@@ -1,0 +1,163 @@
+use super::*;
+
+/// The secret `rule` finds in `text` (its own regex and checks), if any.
+fn found_by(rule: &Rule, text: &str) -> Vec<String> {
+    let found = rule
+        .compiled()
+        .0
+        .captures_iter(text.as_bytes())
+        .filter_map(|c| rule.secret(&c, &ENGINE).map(|m| m.as_bytes().to_vec()));
+    found.map(|s| String::from_utf8_lossy(&s).into_owned()).collect()
+}
+
+#[test]
+fn every_rule_compiles_and_redacts_its_examples() {
+    let engine = &*ENGINE;
+    let ours = engine.rules.iter().filter(|r| r.file == 0).count();
+    let gitleaks = engine.rules.len() - ours;
+    assert!(ours >= 12 && gitleaks >= 200, "{ours} own rules, {gitleaks} gitleaks rules");
+    for rule in &engine.rules {
+        assert!(!rule.data.examples.is_empty(), "rule {} has no example", rule.data.id);
+        assert!(!rule.data.keywords.is_empty(), "rule {} has no keyword: it would never run", rule.data.id);
+        for example in &rule.data.examples {
+            let secrets = found_by(rule, example);
+            assert!(!secrets.is_empty(), "rule {} does not match its example {example:?}", rule.data.id);
+            let out = redact(example);
+            for s in secrets {
+                assert!(!out.contains(&s), "rule {}: {s:?} survived in {out:?}", rule.data.id);
+            }
+            assert_eq!(redact(&out), out, "rule {}: redaction is idempotent", rule.data.id);
+        }
+    }
+}
+
+/// The formats of issue 13, each with every word of the secret that must go.
+#[test]
+fn issue_formats_lose_every_secret_word() {
+    let cases: &[(&str, &[&str])] = &[
+        ("SECRET_KEY=django-insecure-9x!r@2k", &["django", "9x!r"]),
+        ("JWT_SIGNING_KEY=Zx81kQm2Lp", &["Zx81kQm2Lp"]),
+        ("DB_PASS=hunter22", &["hunter22"]),
+        ("GPG_PASSPHRASE=battery-horse", &["battery"]),
+        (r#"DB_PASSWORD="correct horse battery staple""#, &["correct", "horse", "battery", "staple"]),
+        ("API_TOKEN=a&b;c@d", &["a&b", "c@d"]),
+        ("redis://:s3cretpw@cache:6379/0", &["s3cretpw"]),
+        ("curl -u admin:hunter2 https://x", &["hunter2"]),
+        ("mysql -u root -pS3cr3t! app", &["S3cr3t"]),
+        ("pg_dump --password hunter2 db", &["hunter2"]),
+        ("sshpass -p 'My Pass' ssh host", &["My Pass"]),
+        ("machine api.example.com login me password n3tRcPw", &["n3tRcPw"]),
+        ("AccountName=a;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50u==;EndpointSuffix=x", &["Eby8vdM02"]),
+        ("AWS Secret Access Key [None]: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", &["wJalrXUtnFEMI"]),
+        ("AKIAZ3MSJV4WWNKWW5FG,Hx7nP0wq9Zr1YtL2mK3jV4bC5dF6gH7iJ8kL9mN0", &["AKIAZ3MSJV4WWNKWW5FG", "Hx7nP0wq9Zr1"]),
+        (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGXyz0sBCADd8pQ3\n-----END PGP PRIVATE KEY BLOCK-----",
+            &["lQOYBGXyz0sBCADd8pQ3"],
+        ),
+        ("https://hooks.slack.com/services/T0ABCDE12/B0FGHIJ34/abcdefghijklmnopqrstuvwx", &["T0ABCDE12", "abcdefghij"]),
+        ("whsec_3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c", &["3f9a8b7c6d5e"]),
+        ("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", &["ngeVfQFYQlKU0ufo8x5d1A"]),
+        ("pypi-AgEIcHlwaS5vcmcCJGE0ZjYxNzE4LTk4ZDAtNDc1OS05N2M1LWUwY2U", &["AgEIcHlwaS5vcmcCJGE0"]),
+        (r#""auths": {"r.io": {"auth": "dXNlcjpwYXNz"}}"#, &["dXNlcjpwYXNz"]),
+        (r#""private_key_id": "7c3b1f1c2e0a9d8b6f5e", "private_key": "MIIEvQIB""#, &["7c3b1f1c2e0a", "MIIEvQIB"]),
+        ("alice:$apr1$r31.....$HqJZimcKQFAMYayBlzkrA/", &["HqJZimcKQFAMYayBlzkrA"]),
+        ("config.api_key = \"9f8e7d6c5b4a39281706f5e4d3c2b1a0\"", &["9f8e7d6c5b4a"]),
+    ];
+    for (text, words) in cases {
+        let out = redact(text);
+        for w in *words {
+            assert!(!out.contains(w), "{w:?} survived in {out:?}");
+        }
+    }
+}
+
+#[test]
+fn context_is_kept() {
+    assert_eq!(redact("postgres://admin:hunter2@db:5432/app"), "postgres://admin:[REDACTED]@db:5432/app");
+    assert_eq!(redact("password=hunter2 next"), "password=[REDACTED] next");
+    assert_eq!(redact(r#"{"client_secret": "s3cr3t!"}"#), r#"{"client_secret": "[REDACTED]"}"#);
+    assert_eq!(redact("export OPENAI_API_KEY='xyz789'"), "export OPENAI_API_KEY='[REDACTED]'");
+    assert_eq!(redact(r#"DB_PASSWORD="correct horse battery staple""#), r#"DB_PASSWORD="[REDACTED]""#);
+    assert_eq!(redact(r"GEMINI_API_KEY=abc123\nNEXT=1"), r"GEMINI_API_KEY=[REDACTED]\nNEXT=1");
+    let pem =
+        "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nQWERTY==\n-----END RSA PRIVATE KEY-----\nafter";
+    assert_eq!(redact(pem), "before\n[REDACTED]\nafter");
+}
+
+/// Code, hashes, ids, settings and references to secrets stay as they are.
+#[test]
+fn readable_text_is_borrowed_and_unchanged() {
+    for text in [
+        "max_tokens=1500 and max_output_tokens: 300",
+        "if password == input { ok }",
+        "the tokenizer = Tokenizer::new()",
+        "task-force meeting; ask-me-anything",
+        "Use sk- prefixed keys from the dashboard",
+        "commit 3f2a9c1 fixed ticket ABC-123",
+        "GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}",
+        "permissions:\n  id-token: write",
+        "password=<your password>",
+        "api_key = $OPENAI_API_KEY",
+        "token: ***",
+        "let token = parser.next_token();",
+        "let password = String::new();",
+        "fn login(password: &str, token: Option<String>) -> bool",
+        "api_key: str",
+        "secret = os.environ[\"SECRET\"]",
+        "commit 9fceb02d0ae598e95dc970b74767f19372d61af8 (HEAD -> main)",
+        "session 019a2b3c-4d5e-7f80-9a1b-2c3d4e5f6a7b, entry 5f0c2a1b",
+        "id: 550e8400-e29b-41d4-a716-446655440000",
+        "sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "-----BEGIN PUBLIC KEY-----\nMFkwEwYH\n-----END PUBLIC KEY-----",
+        "see https://example.com:8080/path and git@github.com:owner/repo.git",
+        "if line.starts_with(\"-----BEGIN\") { continue }",
+        "const KEY_LENGTH: usize = 32;",
+        "the bypass=true flag, passes: 3",
+    ] {
+        let out = redact(text);
+        assert!(matches!(out, Cow::Borrowed(_)), "{text:?} became {out:?}");
+    }
+}
+
+#[test]
+fn private_spans_are_removed_before_secrets() {
+    assert_eq!(session_text("a <private>my home address</private> b"), "a [private] b");
+    assert_eq!(session_text("a <PRIVATE>x\ny</Private> b <private>cut"), "a [private] b [private]");
+    assert_eq!(session_text("<private>one</private> password=hunter2"), "[private] password=[REDACTED]");
+    assert!(matches!(session_text("plain text"), Cow::Borrowed(_)));
+}
+
+#[test]
+fn entropy_is_shannon_bits_per_char() {
+    assert_eq!(entropy("aaaa"), 0.0);
+    assert!((entropy("ab") - 1.0).abs() < 1e-9);
+    assert!((entropy("abcd") - 2.0).abs() < 1e-9);
+}
+
+/// Named failures (the engine itself only says that a pattern did not compile).
+#[test]
+fn every_pattern_compiles() {
+    let mut failures = Vec::new();
+    for text in FILES {
+        let file: RuleFile = toml::from_str(text).unwrap();
+        for rule in &file.rules {
+            for p in std::iter::once(&rule.regex).chain(&rule.allow).chain(&rule.allow_match) {
+                if let Err(e) = RegexBuilder::new(p).unicode(false).size_limit(50 << 20).build() {
+                    failures.push(format!("{}: {}", rule.id, e.to_string().lines().last().unwrap_or_default()));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn placeholders_and_prose_stay() {
+    for text in [
+        "Add your API key as a GitHub Secret: `gh secret set ANTHROPIC_API_KEY`",
+        "export ANTHROPIC_API_KEY=sk-ant-...",
+        "GITHUB_TOKEN=\"your_github_token\"",
+    ] {
+        assert_eq!(redact(text), text);
+    }
+}
