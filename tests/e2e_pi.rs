@@ -2,7 +2,10 @@
 //! installs pi 0.73.1 (once, cached under target/), starts a mock
 //! OpenAI-compatible server and drives pi in RPC mode with the bridge
 //! (examples/pi-bridge) loading this workspace's `pi-ext-host` and plugin
-//! library. Needs node >= 20 and, for the first install, npm.
+//! library; then `install.test.mjs` installs this checkout with `pi install`
+//! into a temporary HOME, which builds `target/release` (once: the release
+//! build of the two crates is part of CI, later runs reuse it). Needs
+//! node >= 20 and, for the first install, npm.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
