@@ -67,74 +67,28 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
     if !app.config_ok() {
         return Err(Failure::Usage(format!("{config_name}: invalid config: {}", app.config_problems.join("; "))));
     }
+    let sessions_dir = agent_dir.join("sessions");
+    if args.all && !sessions_dir.is_dir() {
+        return Err(Failure::Usage(format!("{}: no such directory (pass --agent-dir)", sessions_dir.display())));
+    }
     let files: Vec<(String, Result<PathBuf, String>)> = if args.all {
-        discovery::session_files(&agent_dir.join("sessions"))
-            .into_iter()
-            .map(|f| (f.display().to_string(), Ok(f)))
-            .collect()
+        discovery::session_files(&sessions_dir).into_iter().map(|f| (f.display().to_string(), Ok(f))).collect()
     } else {
         args.sessions.iter().cloned().zip(shared::session_files(&agent_dir, &args.sessions)).collect()
     };
     // Whether this run would write offline metas (the model does not depend on the session).
     let offline = args.offline || model::select_model(&app).is_err();
     let meta_dir = agent_dir.join("sessions-meta");
-    let (mut indexed, mut skipped, mut failed) = (Vec::new(), Vec::new(), Vec::new());
-    for (given, file) in files {
-        let file = match file {
-            Ok(file) => file,
-            Err(error) => {
-                failed.push(json!({ "session": given, "error": error }));
-                continue;
-            }
-        };
-        let shown = file.to_string_lossy().into_owned();
-        match skip_reason(&file, &meta_dir, offline, args.force) {
-            Ok(Some(reason)) => {
-                skipped.push(json!({ "sessionFile": shown, "reason": reason }));
-                continue;
-            }
-            Ok(None) => {}
-            Err(error) => {
-                failed.push(json!({ "sessionFile": shown, "error": error }));
-                continue;
-            }
-        }
-        let request = IndexRequest {
-            session_file: file,
-            meta_dir: meta_dir.clone(),
-            leaf_id: None,
-            force: true,
-            offline: args.offline,
-        };
-        match index_session(&app, &request, &|| {}) {
-            Ok(IndexOutcome::Indexed(done)) => {
-                if let Some(reason) = &done.fallback_reason {
-                    if indexed.is_empty() {
-                        eprintln!("session-index index: using the offline model ({reason})");
-                    }
-                }
-                let meta = &done.meta;
-                indexed.push(json!({
-                    "sessionId": meta.session_id,
-                    "sessionFile": meta.session_file,
-                    "metaFile": done.path.to_string_lossy(),
-                    "name": meta.name,
-                    "tags": meta.tags,
-                    "model": meta.model,
-                    "incremental": done.incremental,
-                    "usage": meta.usage,
-                }));
-            }
-            Ok(IndexOutcome::Skipped { .. }) => {}
-            Err(failure) => failed.push(json!({
-                "sessionFile": shown,
-                "model": failure.model,
-                "error": failure.error.to_string(),
-            })),
-        }
-    }
+    let report: Vec<(&str, Value)> = files
+        .into_iter()
+        .map(|(given, file)| match file {
+            Ok(file) => index_one(&app, &file, &meta_dir, offline, &args),
+            Err(error) => ("failed", json!({ "sessionFile": given, "error": error })),
+        })
+        .collect();
+    let of = |kind: &str| report.iter().filter(|(k, _)| *k == kind).map(|(_, v)| v.clone()).collect::<Vec<_>>();
+    let (indexed, skipped, failed) = (of("indexed"), of("skipped"), of("failed"));
     let cost = indexed.iter().filter_map(|i| i["usage"]["costUsd"].as_f64()).fold(0.0, |a, b| a + b);
-    let (n_indexed, n_skipped, n_failed) = (indexed.len(), skipped.len(), failed.len());
     if args.json {
         let summary = json!({
             "agentDir": agent_dir.to_string_lossy(),
@@ -146,25 +100,54 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
         });
         println!("{}", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?);
     } else {
-        let text = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_string();
-        for i in &indexed {
-            println!("indexed  {}  ({})  {}", text(i, "name"), text(i, "model"), text(i, "sessionFile"));
+        for (kind, v) in &report {
+            let text = |key: &str| v[key].as_str().unwrap_or_default().to_string();
+            let what = match *kind {
+                "indexed" => format!("{} ({})", text("name"), text("model")),
+                "skipped" => text("reason"),
+                _ => text("error"),
+            };
+            println!("{kind:<8} {}: {what}", text("sessionFile"));
         }
-        for s in &skipped {
-            println!("skipped  {}: {}", text(s, "sessionFile"), text(s, "reason"));
-        }
-        for f in &failed {
-            let what = if f["session"].is_string() { text(f, "session") } else { text(f, "sessionFile") };
-            println!("failed   {what}: {}", text(f, "error"));
-        }
-        println!(
-            "{n_indexed} indexed (${cost:.4}), {n_skipped} skipped, {n_failed} failed; meta files in {}",
-            meta_dir.display()
-        );
+        let (i, s, f) = (indexed.len(), skipped.len(), failed.len());
+        println!("{i} indexed (${cost:.4}), {s} skipped, {f} failed; meta files in {}", meta_dir.display());
     }
-    match n_failed {
+    match failed.len() {
         0 => Ok(()),
-        n => Err(Failure::Failed(format!("{n} of {} session(s) could not be indexed", n_indexed + n_skipped + n))),
+        n => Err(Failure::Failed(format!("{n} of {} session(s) could not be indexed", report.len()))),
+    }
+}
+
+/// Index one session file unless [`skip_reason`] says not to: the outcome and its JSON.
+fn index_one(app: &App, file: &Path, meta_dir: &Path, offline: bool, args: &IndexArgs) -> (&'static str, Value) {
+    let shown = file.to_string_lossy();
+    match skip_reason(file, meta_dir, offline, args.force) {
+        Ok(Some(reason)) => return ("skipped", json!({ "sessionFile": shown, "reason": reason })),
+        Ok(None) => {}
+        Err(error) => return ("failed", json!({ "sessionFile": shown, "error": error })),
+    }
+    let session_file = file.to_path_buf();
+    let request =
+        IndexRequest { session_file, meta_dir: meta_dir.into(), leaf_id: None, force: true, offline: args.offline };
+    match index_session(app, &request, &|| {}) {
+        Ok(IndexOutcome::Indexed(done)) => {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            if let Some(reason) = &done.fallback_reason {
+                SAID.call_once(|| eprintln!("session-index index: using the offline model ({reason})"));
+            }
+            let meta = &done.meta;
+            let (name, model, usage) = (&meta.name, &meta.model, &meta.usage);
+            let v = json!({ "sessionId": meta.session_id, "sessionFile": shown, "metaFile": done.path, "name": name,
+                "tags": meta.tags, "model": model, "incremental": done.incremental, "usage": usage });
+            ("indexed", v)
+        }
+        Ok(IndexOutcome::Skipped { .. }) => {
+            ("skipped", json!({ "sessionFile": shown, "reason": "below the threshold" }))
+        }
+        Err(failure) => {
+            let error = failure.error.to_string();
+            ("failed", json!({ "sessionFile": shown, "model": failure.model, "error": error }))
+        }
     }
 }
 
