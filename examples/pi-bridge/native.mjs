@@ -56,7 +56,9 @@ function onPath(name) {
 export function locate(agentDir, env = process.env) {
 	const root = packageRoot();
 	const dirs = [root && platformDir(root), root && join(root, "target", "release"), here].filter(Boolean);
-	const find = (name) => dirs.map((d) => join(d, name)).find((p) => existsSync(p));
+	// Host and library from one place when one has both (a matching pair).
+	const both = dirs.find((d) => existsSync(join(d, HOST)) && existsSync(join(d, LIB)));
+	const find = (name) => (both ? join(both, name) : dirs.map((d) => join(d, name)).find((p) => existsSync(p)));
 	const [host, lib] = [env.PI_EXT_HOST || find(HOST), env.PI_EXT_LIB || find(LIB)];
 	const userConfig = join(agentDir, "session-index.config.json");
 	return {
