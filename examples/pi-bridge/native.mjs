@@ -91,7 +91,7 @@ export function build(root, say = (line) => process.stderr.write(`${line}\n`)) {
 		);
 	}
 	const args = [...BUILD_ARGS, "--target-dir", join(root, "target")];
-	say(`session-index: building the native parts once (cargo ${BUILD_ARGS.join(" ")}) in ${root}; this takes a minute or two`);
+	say(`session-index: building the native parts once (cargo ${BUILD_ARGS.join(" ")}) in ${root}; this takes a few minutes the first time`);
 	return new Promise((resolvePromise, reject) => {
 		const child = spawn(cargo, args, { cwd: root, stdio: ["ignore", process.stderr, process.stderr] });
 		child.once("error", (err) => reject(new Error(`cannot run ${cargo}: ${err.message}`)));
