@@ -37,8 +37,9 @@ impl AgentDir {
 /// `<agent dir>/session-index.config.json` if present, else the defaults.
 pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<(String, Option<PathBuf>), Failure> {
     let user = agent_dir.join("session-index.config.json");
-    let Some(path) = explicit.or(user.is_file().then_some(user.as_path())) else { return Ok((String::new(), None)) };
-    let text = std::fs::read_to_string(path)
+    let Some(path) = explicit.or(user.is_file().then_some(user.as_path())) else { return Ok(("null".into(), None)) };
+    let text = regular_files::read_regular(path)
+        .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
         .map_err(|e| Failure::Usage(format!("{}: cannot read the config file: {e}", path.display())))?;
     Ok((text, Some(path.to_path_buf())))
 }

@@ -82,7 +82,11 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
     let report: Vec<(&str, Value)> = files
         .into_iter()
         .map(|(given, file)| match file {
-            Ok(file) => index_one(&app, &file, &meta_dir, offline, &args),
+            // The containment rule of every reader: regular files inside the sessions directory.
+            Ok(file) => match regular_files::inside(&sessions_dir, &file) {
+                Ok(_) => index_one(&app, &file, &meta_dir, offline, &args),
+                Err(e) => ("failed", json!({ "sessionFile": given, "error": format!("{}: {e}", file.display()) })),
+            },
             Err(error) => ("failed", json!({ "sessionFile": given, "error": error })),
         })
         .collect();
