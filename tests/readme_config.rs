@@ -41,6 +41,9 @@ fn leaves(prefix: &str, value: &Value, out: &mut BTreeMap<String, Value>) {
 }
 
 fn type_fits(ty: &str, value: &Value) -> bool {
+    if let Some(ty) = ty.strip_suffix(" or null") {
+        return value.is_null() || type_fits(ty, value);
+    }
     match ty {
         "string" => value.is_string(),
         "integer" => value.is_u64() || value.is_i64(),
