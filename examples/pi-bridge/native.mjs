@@ -9,11 +9,12 @@
 //   1. PI_EXT_HOST / PI_EXT_PLUGIN / PI_EXT_LIB / PI_EXT_CONFIG (overrides)
 //   2. a prebuilt platform package `@session-index/<platform>-<arch>` in the
 //      package's node_modules (optionalDependencies; none is published yet)
-//   3. the package's own build, `<package>/target/release` (the install step)
+//   3. the package's own build, `<package>/target/release` (the install step;
+//      built again when a source file is newer, e.g. after a pull)
 //   4. the manual layout: everything in the bridge's own directory
 //   5. `pi-ext-host` on PATH (the library through plugin.toml's search)
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
@@ -23,6 +24,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const exe = process.platform === "win32" ? ".exe" : "";
 const LIB = { darwin: "libsession_index.dylib", win32: "session_index.dll" }[process.platform] ?? "libsession_index.so";
 const HOST = `pi-ext-host${exe}`;
+/** Written into target/release after each successful build (cargo leaves fresh outputs untouched). */
+const STAMP = ".session-index-built";
 export const PLATFORM_PACKAGE = `@session-index/${process.platform}-${process.arch}`;
 export const BUILD_ARGS = ["build", "--release", "-p", "session-index", "-p", "pi-ext-host"];
 
@@ -49,13 +52,32 @@ function onPath(name) {
 	return undefined;
 }
 
+/** Newest modification time (ms) of what the native parts are built from. */
+function sourcesTime(root) {
+	let newest = 0;
+	const walk = (path) => {
+		const st = statSync(path, { throwIfNoEntry: false });
+		if (st?.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
+		else if (st && /\.(rs|toml|lock)$/.test(path)) newest = Math.max(newest, st.mtimeMs);
+	};
+	for (const path of ["Cargo.toml", "Cargo.lock", "src", "crates"]) walk(join(root, path));
+	return newest;
+}
+
+/** The package's own build is older than its sources (a pulled checkout): build again. */
+function stale(root, dir, files) {
+	const built = [...files, STAMP].map((f) => statSync(join(dir, f), { throwIfNoEntry: false })?.mtimeMs ?? 0);
+	return Math.max(...built) < sourcesTime(root);
+}
+
 /**
  * Where the host, plugin directory, library and config are (`agentDir` is
  * pi's). `built` is false for a source checkout whose parts are missing.
  */
 export function locate(agentDir, env = process.env) {
 	const root = packageRoot();
-	const dirs = [root && platformDir(root), root && join(root, "target", "release"), here].filter(Boolean);
+	const release = root && join(root, "target", "release");
+	const dirs = [root && platformDir(root), release, here].filter(Boolean);
 	// Host and library from one place when one has both (a matching pair).
 	const both = dirs.find((d) => existsSync(join(d, HOST)) && existsSync(join(d, LIB)));
 	const find = (name) => (both ? join(both, name) : dirs.map((d) => join(d, name)).find((p) => existsSync(p)));
@@ -64,7 +86,7 @@ export function locate(agentDir, env = process.env) {
 	return {
 		root,
 		// An overridden host brings its own library (or plugin.toml's search finds it).
-		built: !root || Boolean(env.PI_EXT_HOST) || Boolean(host && lib),
+		built: !root || Boolean(env.PI_EXT_HOST) || (Boolean(host && lib) && !(both === release && stale(root, release, [HOST, LIB]))),
 		plugin: env.PI_EXT_PLUGIN || root || (existsSync(join(here, "plugin.toml")) ? here : join(agentDir, "extensions", "session-index")),
 		host: host || onPath(HOST) || HOST,
 		// Undefined: plugin.toml's own search (next to it, target/release, target/debug).
@@ -96,7 +118,10 @@ export function build(root, say = (line) => process.stderr.write(`${line}\n`)) {
 		const child = spawn(cargo, args, { cwd: root, stdio: ["ignore", process.stderr, process.stderr] });
 		child.once("error", (err) => reject(new Error(`cannot run ${cargo}: ${err.message}`)));
 		child.once("exit", (code, signal) => {
-			if (code === 0) resolvePromise();
+			if (code === 0) {
+				writeFileSync(join(root, "target", "release", STAMP), `${new Date().toISOString()}\n`);
+				resolvePromise();
+			}
 			else reject(new Error(`cargo build failed (${signal ?? `exit code ${code}`}); run \`cargo ${args.join(" ")}\` in ${root} to see why`));
 		});
 	});
