@@ -199,7 +199,7 @@ fn exit_codes_and_help() {
 
     let help = stdout(&run(agent.path(), &["--help"]));
     assert!(help.contains("Exit codes: 0 ok; 1 some items failed"), "{help}");
-    for sub in ["list", "show", "index", "inspect"] {
+    for sub in ["list", "show", "index", "inspect", "search"] {
         let help = stdout(&run(agent.path(), &[sub, "--help"]));
         assert!(help.contains("Examples:\n  session-index "), "{sub} --help has an example:\n{help}");
     }
