@@ -56,7 +56,7 @@ pub fn session_files(agent_dir: &Path, refs: &[String]) -> Vec<Result<PathBuf, S
             if Path::new(r).is_file() {
                 return Ok(PathBuf::from(r));
             }
-            catalog.resolve(&sessions, &metas, &cwd, r).map(|e| e.path).map_err(|e| e.to_string())
+            catalog.resolve(&sessions, &metas, &cwd, r).map(|e| e.entry.path).map_err(|e| e.to_string())
         })
         .collect()
 }

@@ -15,9 +15,9 @@ use pi_ext_abi::LogLevel;
 use serde_json::{json, Value};
 use session_index::app::App;
 use session_index::host::{HostApi, NotifyLevel};
-use session_index::indexing::{index_session, IndexOutcome, IndexRequest};
+use session_index::indexing::{extractive, index_session, IndexOutcome, IndexRequest};
 use session_index::meta;
-use session_index::model::{self, extractive};
+use session_index::model;
 use session_index::session::{self, discovery, SessionError};
 
 use crate::args::{self as shared, AgentDir};
