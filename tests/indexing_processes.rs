@@ -18,7 +18,7 @@ fn scratch() -> Scratch {
 
 fn spawn_index(s: &Scratch) -> Child {
     Command::new(BIN)
-        .args(["index", "--offline", "--agent-dir"])
+        .args(["index", "--offline", "--force", "--agent-dir"])
         .arg(&s.agent_dir)
         .arg(&s.session_file)
         .stdout(Stdio::null())

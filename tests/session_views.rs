@@ -121,7 +121,7 @@ fn list_reads_the_project_directory_pi_uses() {
         let file = fixture(name);
         std::fs::copy(&file, dir.join(file.file_name().unwrap())).unwrap();
     }
-    let out = bin().args(["list", "--cwd", cwd, "--agent-dir"]).arg(agent.path()).output().unwrap();
+    let out = bin().args(["list", "--json", "--cwd", cwd, "--agent-dir"]).arg(agent.path()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     let ids: Vec<&str> = list.as_array().unwrap().iter().filter_map(|s| s["id"].as_str()).collect();

@@ -10,20 +10,23 @@
  * a command's actions (ABI 1.1: selector, switching or starting a session,
  * editor text, another command) once the command has returned.
  *
- * Environment: PI_EXT_HOST (host binary), PI_EXT_PLUGIN (plugin directory),
- * PI_EXT_CONFIG / PI_EXT_LIB (config file / library overrides), PI_EXT_LOG
+ * The host, library and config are found by native.mjs (this package's own
+ * build, a prebuilt platform package, or the manual layout); a source checkout
+ * is built once on first load. Environment overrides: PI_EXT_HOST (host
+ * binary), PI_EXT_PLUGIN (plugin directory), PI_EXT_CONFIG / PI_EXT_LIB
+ * (config file / library). Also PI_EXT_LOG
  * (append the bridge's and the plugin's log to this file), PI_EXT_SHUTDOWN_MS
  * (background-work deadline at session end), PI_EXT_CALL_TIMEOUT_MS (cap on
  * every call's deadline).
  */
-import { appendFileSync, existsSync } from "node:fs";
-import { delimiter, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { appendFileSync } from "node:fs";
 import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { getAgentDir, VERSION } from "@mariozechner/pi-coding-agent";
 import { errorText, HostClient } from "./host-client.js";
 import { referenceProvider } from "./autocomplete.js";
 import { apiKey, type CompletionRequest, complete, modelKey } from "./models.js";
+// Plain JavaScript: the npm install script runs the same file.
+import { build, locate } from "./native.mjs";
 
 /** PI_EXT_CALL_TIMEOUT_MS caps every call deadline below (tests use it to prove pi never hangs). */
 const cap = (ms: number) => Math.min(ms, Number(process.env.PI_EXT_CALL_TIMEOUT_MS) || ms);
@@ -51,30 +54,6 @@ interface Registrations {
 	events: string[];
 	commands: { name: string; description: string }[];
 	tools: ToolSpec[];
-}
-
-const here = dirname(fileURLToPath(import.meta.url));
-const exe = process.platform === "win32" ? ".exe" : "";
-
-/** PI_EXT_PLUGIN, else this directory when it holds plugin.toml (the README layout), else the default install dir. */
-function pluginDir(): string {
-	if (process.env.PI_EXT_PLUGIN) return process.env.PI_EXT_PLUGIN;
-	if (existsSync(join(here, "plugin.toml"))) return here;
-	return join(getAgentDir(), "extensions", "session-index");
-}
-
-/** PI_EXT_HOST, else `pi-ext-host` next to the plugin, else on PATH. */
-function hostBinary(plugin: string): string {
-	if (process.env.PI_EXT_HOST) return process.env.PI_EXT_HOST;
-	for (const dir of [plugin, here]) {
-		const candidate = join(dir, `pi-ext-host${exe}`);
-		if (existsSync(candidate)) return candidate;
-	}
-	for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-		const candidate = join(dir, `pi-ext-host${exe}`);
-		if (dir && existsSync(candidate)) return candidate;
-	}
-	return `pi-ext-host${exe}`;
 }
 
 function log(level: string, message: string): void {
@@ -113,24 +92,33 @@ function notifyLevel(level: string): "info" | "warning" | "error" {
 }
 
 export default async function piBridge(pi: ExtensionAPI) {
-	const plugin = pluginDir();
-	const args = ["serve", "--plugin", plugin];
-	if (process.env.PI_EXT_CONFIG) args.push("--config", process.env.PI_EXT_CONFIG);
-	if (process.env.PI_EXT_LIB) args.push("--lib", process.env.PI_EXT_LIB);
+	let startupError: string | undefined;
+	// The package's native parts (native.mjs): a source checkout builds them once, here.
+	let native = locate(getAgentDir());
+	if (!native.built) {
+		try {
+			await build(native.root);
+			native = locate(getAgentDir());
+		} catch (err) {
+			startupError = errorText(err);
+		}
+	}
+	const args = ["serve", "--plugin", native.plugin];
+	if (native.config) args.push("--config", native.config);
+	if (native.lib) args.push("--lib", native.lib);
 
 	/** The context of the latest pi callback: effects and model calls go through it. */
 	let current: ExtensionContext | undefined;
 	let commandCtx: ExtensionCommandContext | undefined;
 	/** Notices the plugin showed while a command ran: its result message is not shown a second time. */
 	let commandNotices: Set<string> | undefined;
-	let startupError: string | undefined;
 	/** Why the last call to the host failed (cleared by the next success): the plugin is down. */
 	let lastFailure: string | undefined;
 	/** Status keys the plugin set: cleared when its process stops, so no stale text stays. */
 	const statusKeys = new Set<string>();
 
 	const host = new HostClient({
-		command: hostBinary(plugin),
+		command: native.host,
 		args,
 		log,
 		onExit: () => {
@@ -202,6 +190,7 @@ export default async function piBridge(pi: ExtensionAPI) {
 
 	let registrations: Registrations | undefined;
 	try {
+		if (startupError) throw new Error(startupError);
 		await host.ensureStarted();
 	} catch (err) {
 		startupError = errorText(err);

@@ -57,6 +57,7 @@ const tests = files.length
 			join(REPO, "tests/e2e/bridge.test.mjs"),
 			join(REPO, "tests/e2e/session-index.test.mjs"),
 			join(REPO, "tests/e2e/in-pi.test.mjs"),
+			join(REPO, "tests/e2e/install.test.mjs"),
 		];
 const run = spawnSync(process.execPath, ["--test", "--test-concurrency=1", ...tests], {
 	stdio: "inherit",

@@ -1,9 +1,11 @@
 //! `session-index index`: write meta files for sessions, outside pi.
 //!
 //! Uses the offline model unless a configured model is available (API key in
-//! the environment), exactly as the plugin would, and prints a JSON summary.
+//! the environment), exactly as the plugin would. Meta files are users' data:
+//! a session whose meta is up to date (same leaf) is skipped, and a meta file
+//! a model wrote is never replaced by an offline one, unless `--force`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,111 +15,165 @@ use pi_ext_abi::LogLevel;
 use serde_json::{json, Value};
 use session_index::app::App;
 use session_index::host::{HostApi, NotifyLevel};
-use session_index::indexing::{index_session, IndexOutcome, IndexRequest};
-use session_index::session::discovery;
+use session_index::indexing::{extractive, index_session, IndexOutcome, IndexRequest};
+use session_index::meta;
+use session_index::model;
+use session_index::session::{self, discovery, SessionError};
+
+use crate::args::{self as shared, AgentDir};
+use crate::Failure;
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  session-index index --all                  every session that changed since its last index\n  \
+session-index index rate-limiter 019a3f2b  two sessions, by name slug and by id prefix\n  \
+session-index index --all --offline --force   rewrite every meta file with the offline model"
+)]
 pub struct IndexArgs {
-    /// pi's agent directory (default: $PI_CODING_AGENT_DIR or ~/.pi/agent).
-    #[arg(long, value_name = "DIR")]
-    pub agent_dir: Option<PathBuf>,
+    #[command(flatten)]
+    agent: AgentDir,
     /// Index every session under <agent dir>/sessions.
-    #[arg(long, conflicts_with = "files")]
-    pub all: bool,
+    #[arg(long, conflicts_with = "sessions")]
+    all: bool,
     /// Always use the offline model `local/extractive`.
     #[arg(long)]
-    pub offline: bool,
-    /// A session-index.config.json (default: built-in defaults).
+    offline: bool,
+    /// Also re-index up-to-date sessions, and let the offline model replace a meta file a model wrote.
+    #[arg(long)]
+    force: bool,
+    /// Print the summary as one JSON document.
+    #[arg(long)]
+    json: bool,
+    /// A session-index.config.json (default: <agent dir>/session-index.config.json if present, else built-in defaults).
     #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Session files to index.
-    #[arg(value_name = "FILES")]
-    pub files: Vec<PathBuf>,
+    config: Option<PathBuf>,
+    /// Sessions to index: files, or references as after `@@` (id, id prefix, name, slug).
+    #[arg(value_name = "SESSION")]
+    sessions: Vec<String>,
 }
 
-/// Prints the JSON summary; fails when any session could not be indexed.
-pub fn run(args: IndexArgs) -> Result<(), String> {
-    let agent_dir = args.agent_dir.clone().or_else(default_agent_dir).ok_or("cannot find the agent directory")?;
-    let config_json = match &args.config {
-        Some(path) => regular_files::read_regular(path)
-            .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
-            .map_err(|e| format!("{}: {e}", path.display()))?,
-        None => "null".to_string(),
-    };
+/// Prints what was indexed, skipped and failed; fails when any session could not be indexed.
+pub fn run(args: IndexArgs) -> Result<(), Failure> {
+    let agent_dir = args.agent.path()?;
+    if !args.all && args.sessions.is_empty() {
+        return Err(Failure::Usage("nothing to index: pass --all or sessions (files or references)".into()));
+    }
+    let (config_json, config_file) = shared::config(args.config.as_deref(), &agent_dir)?;
+    let config_name = config_file.map_or_else(|| "the built-in config".into(), |p| p.display().to_string());
     let host = Arc::new(CliHost { agent_dir: agent_dir.to_string_lossy().into_owned() });
     session_index::logging::forward_to(host.clone());
-    let app = App::new(host, agent_dir.clone(), &config_json)?;
+    let app =
+        App::new(host, agent_dir.clone(), &config_json).map_err(|e| Failure::Usage(format!("{config_name}: {e}")))?;
     if !app.config_ok() {
-        return Err(format!("invalid config: {}", app.config_problems.join("; ")));
+        return Err(Failure::Usage(format!("{config_name}: invalid config: {}", app.config_problems.join("; "))));
     }
     let sessions_dir = agent_dir.join("sessions");
-    let files = if args.all { discovery::session_files(&sessions_dir) } else { args.files.clone() };
-    if files.is_empty() && !args.all {
-        return Err("nothing to index: pass --all or session files".into());
+    if args.all && !sessions_dir.is_dir() {
+        return Err(Failure::Usage(format!("{}: no such directory (pass --agent-dir)", sessions_dir.display())));
     }
+    let files: Vec<(String, Result<PathBuf, String>)> = if args.all {
+        discovery::session_files(&sessions_dir).into_iter().map(|f| (f.display().to_string(), Ok(f))).collect()
+    } else {
+        args.sessions.iter().cloned().zip(shared::session_files(&agent_dir, &args.sessions)).collect()
+    };
+    // Whether this run would write offline metas (the model does not depend on the session).
+    let offline = args.offline || model::select_model(&app).is_err();
     let meta_dir = agent_dir.join("sessions-meta");
-    let mut indexed = Vec::new();
-    let mut failed = Vec::new();
-    for file in &files {
-        // The containment rule of every reader: regular files inside the sessions directory.
-        if let Err(e) = regular_files::inside(&sessions_dir, file) {
-            failed.push(json!({"sessionFile": file.to_string_lossy(), "error": format!("{}: {e}", file.display())}));
-            continue;
+    let report: Vec<(&str, Value)> = files
+        .into_iter()
+        .map(|(given, file)| match file {
+            // The containment rule of every reader: regular files inside the sessions directory.
+            Ok(file) => match regular_files::inside(&sessions_dir, &file) {
+                Ok(_) => index_one(&app, &file, &meta_dir, offline, &args),
+                Err(e) => ("failed", json!({ "sessionFile": given, "error": format!("{}: {e}", file.display()) })),
+            },
+            Err(error) => ("failed", json!({ "sessionFile": given, "error": error })),
+        })
+        .collect();
+    let of = |kind: &str| report.iter().filter(|(k, _)| *k == kind).map(|(_, v)| v.clone()).collect::<Vec<_>>();
+    let (indexed, skipped, failed) = (of("indexed"), of("skipped"), of("failed"));
+    let cost = indexed.iter().filter_map(|i| i["usage"]["costUsd"].as_f64()).fold(0.0, |a, b| a + b);
+    if args.json {
+        let summary = json!({
+            "agentDir": agent_dir.to_string_lossy(),
+            "metaDir": meta_dir.to_string_lossy(),
+            "indexed": indexed,
+            "skipped": skipped,
+            "failed": failed,
+            "costUsd": cost,
+        });
+        println!("{}", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?);
+    } else {
+        for (kind, v) in &report {
+            let text = |key: &str| v[key].as_str().unwrap_or_default().to_string();
+            let what = match *kind {
+                "indexed" => format!("{} ({})", text("name"), text("model")),
+                "skipped" => text("reason"),
+                _ => text("error"),
+            };
+            println!("{kind:<8} {}: {what}", text("sessionFile"));
         }
-        let request = IndexRequest {
-            session_file: file.clone(),
-            meta_dir: meta_dir.clone(),
-            leaf_id: None,
-            force: true,
-            offline: args.offline,
-        };
-        match index_session(&app, &request, &|| {}) {
-            Ok(IndexOutcome::Indexed(done)) => {
-                if let Some(reason) = &done.fallback_reason {
-                    if indexed.is_empty() {
-                        eprintln!("session-index index: using the offline model ({reason})");
-                    }
-                }
-                let meta = &done.meta;
-                indexed.push(json!({
-                    "sessionId": meta.session_id,
-                    "sessionFile": meta.session_file,
-                    "metaFile": done.path.to_string_lossy(),
-                    "name": meta.name,
-                    "tags": meta.tags,
-                    "model": meta.model,
-                    "incremental": done.incremental,
-                    "usage": meta.usage,
-                }));
-            }
-            Ok(IndexOutcome::Skipped { .. }) => {}
-            Err(failure) => failed.push(json!({
-                "sessionFile": file.to_string_lossy(),
-                "model": failure.model,
-                "error": failure.error.to_string(),
-            })),
-        }
+        let (i, s, f) = (indexed.len(), skipped.len(), failed.len());
+        println!("{i} indexed (${cost:.4}), {s} skipped, {f} failed; meta files in {}", meta_dir.display());
     }
-    let cost: f64 = indexed.iter().filter_map(|i| i["usage"]["costUsd"].as_f64()).sum();
-    let summary = json!({
-        "agentDir": agent_dir.to_string_lossy(),
-        "metaDir": meta_dir.to_string_lossy(),
-        "indexed": indexed,
-        "failed": failed,
-        "costUsd": cost,
-    });
-    println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
-    match summary["failed"].as_array().map_or(0, Vec::len) {
+    match failed.len() {
         0 => Ok(()),
-        n => Err(format!("{n} of {} session(s) could not be indexed", files.len())),
+        n => Err(Failure::Failed(format!("{n} of {} session(s) could not be indexed", report.len()))),
     }
 }
 
-fn default_agent_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("PI_CODING_AGENT_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir));
+/// Index one session file unless [`skip_reason`] says not to: the outcome and its JSON.
+fn index_one(app: &App, file: &Path, meta_dir: &Path, offline: bool, args: &IndexArgs) -> (&'static str, Value) {
+    let shown = file.to_string_lossy();
+    match skip_reason(file, meta_dir, offline, args.force) {
+        Ok(Some(reason)) => return ("skipped", json!({ "sessionFile": shown, "reason": reason })),
+        Ok(None) => {}
+        Err(error) => return ("failed", json!({ "sessionFile": shown, "error": error })),
     }
-    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".pi").join("agent"))
+    let session_file = file.to_path_buf();
+    let request =
+        IndexRequest { session_file, meta_dir: meta_dir.into(), leaf_id: None, force: true, offline: args.offline };
+    match index_session(app, &request, &|| {}) {
+        Ok(IndexOutcome::Indexed(done)) => {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            if let Some(reason) = &done.fallback_reason {
+                SAID.call_once(|| eprintln!("session-index index: using the offline model ({reason})"));
+            }
+            let meta = &done.meta;
+            let (name, model, usage) = (&meta.name, &meta.model, &meta.usage);
+            let v = json!({ "sessionId": meta.session_id, "sessionFile": shown, "metaFile": done.path, "name": name,
+                "tags": meta.tags, "model": model, "incremental": done.incremental, "usage": usage });
+            ("indexed", v)
+        }
+        Ok(IndexOutcome::Skipped { .. }) => {
+            ("skipped", json!({ "sessionFile": shown, "reason": "below the threshold" }))
+        }
+        Err(failure) => {
+            let error = failure.error.to_string();
+            ("failed", json!({ "sessionFile": shown, "model": failure.model, "error": error }))
+        }
+    }
+}
+
+/// Why `file` is left alone: not a pi session, its meta is up to date, or a
+/// model wrote its meta and this run would replace it with an offline one.
+fn skip_reason(file: &Path, meta_dir: &Path, offline: bool, force: bool) -> Result<Option<String>, String> {
+    let session = match session::open(file) {
+        Ok(session) => session,
+        Err(SessionError::NotASession { reason, .. }) => return Ok(Some(format!("not a pi session ({reason})"))),
+        Err(e) => return Err(e.to_string()),
+    };
+    let previous = meta::read_or_missing(meta_dir, &session.header.id).map_err(|e| e.to_string())?;
+    let Some(previous) = previous.filter(|_| !force) else { return Ok(None) };
+    if previous.last_indexed_leaf_id.is_some() && previous.last_indexed_leaf_id.as_deref() == session.default_leaf_id()
+    {
+        return Ok(Some("up to date".into()));
+    }
+    if offline && previous.model != extractive::MODEL_KEY {
+        let by = previous.model;
+        return Ok(Some(format!("its meta was written by {by}; kept (--force replaces it with an offline one)")));
+    }
+    Ok(None)
 }
 
 /// The CLI as a host: no UI, no session to write to; warnings go to stderr.

@@ -1,15 +1,22 @@
-//! `session-index inspect FILE [--leaf ID]`.
-
-use std::path::PathBuf;
+//! `session-index inspect SESSION [--leaf ID]`.
 
 use serde::Serialize;
 use session_index::session::{self, Warnings};
 use session_index::views::{self, FilesTouched};
 
+use crate::args::{session_file, AgentDir};
+use crate::Failure;
+
 #[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  session-index inspect rate-limiter          by name slug (also: id, id prefix, \"Quoted name\")\n  \
+session-index inspect ~/.pi/agent/sessions/--home-me-proj--/2026-01-02T03-04-05-678Z_019a.jsonl --leaf e0000004"
+)]
 pub struct Args {
-    /// A pi session file (.jsonl).
-    file: PathBuf,
+    /// A session file, or a reference as after `@@`: id, id prefix, name, slug.
+    session: String,
+    #[command(flatten)]
+    agent: AgentDir,
     /// Entry id to use as the leaf (default: pi's, the last entry in the file).
     #[arg(long)]
     leaf: Option<String>,
@@ -28,12 +35,13 @@ struct Report {
     warnings: Warnings,
 }
 
-pub fn run(args: Args) -> Result<(), String> {
-    let s = session::open(&args.file).map_err(|e| e.to_string())?;
+pub fn run(args: Args) -> Result<(), Failure> {
+    let file = session_file(&args.agent.path()?, &args.session)?;
+    let s = session::open(&file).map_err(|e| e.to_string())?;
     let leaf_id = args.leaf.clone().or_else(|| s.default_leaf_id().map(str::to_string));
     let branch = s.branch(leaf_id.as_deref());
     if let (Some(leaf), true) = (&args.leaf, branch.is_empty()) {
-        return Err(format!("{}: no entry with id {leaf}", args.file.display()));
+        return Err(Failure::Usage(format!("{}: no entry with id {leaf}", file.display())));
     }
     let context = s.context_refs(&branch);
     let report = Report {

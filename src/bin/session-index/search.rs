@@ -3,10 +3,12 @@
 //! and prints the matching sessions, best first.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use session_index::search::{self, Query, SessionHit};
+
+use crate::args::AgentDir;
+use crate::Failure;
 
 #[derive(clap::Args)]
 #[command(after_help = "Query syntax: words (any matches, more rank higher), \"exact phrase\", -exclude, \
@@ -17,9 +19,8 @@ pub struct Args {
     /// What to look for.
     #[arg(required = true, num_args = 1..)]
     query: Vec<String>,
-    /// pi's agent directory (default: $PI_CODING_AGENT_DIR, else ~/.pi/agent).
-    #[arg(long)]
-    agent_dir: Option<PathBuf>,
+    #[command(flatten)]
+    agent: AgentDir,
     /// Only sessions of this project directory (default: every project, the current one ranked first).
     #[arg(long, conflicts_with = "all")]
     project: Option<String>,
@@ -42,11 +43,8 @@ pub struct Args {
     wait: bool,
 }
 
-pub fn run(args: Args) -> Result<(), String> {
-    let agent_dir = match args.agent_dir {
-        Some(dir) => dir,
-        None => crate::list::default_agent_dir()?,
-    };
+pub fn run(args: Args) -> Result<(), Failure> {
+    let agent_dir = args.agent.path()?;
     // Stored paths are absolute, whichever way the directory was named.
     let agent_dir = std::path::absolute(&agent_dir).map_err(|e| format!("{}: {e}", agent_dir.display()))?;
     let now = session_index::time::now_ms();

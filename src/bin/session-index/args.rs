@@ -1,0 +1,68 @@
+//! What the subcommands share: pi's agent directory, the config file, and
+//! session arguments given as paths or as the references `@@` takes.
+
+use std::path::{Path, PathBuf};
+
+use session_index::catalog::Catalog;
+
+use crate::Failure;
+
+#[derive(clap::Args, Debug)]
+pub struct AgentDir {
+    /// pi's agent directory (default: $PI_CODING_AGENT_DIR, else ~/.pi/agent).
+    #[arg(long = "agent-dir", value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+impl AgentDir {
+    /// pi's `getAgentDir`: `--agent-dir`, `$PI_CODING_AGENT_DIR` (`~` expanded) or `~/.pi/agent`.
+    pub fn path(&self) -> Result<PathBuf, Failure> {
+        if let Some(dir) = &self.dir {
+            return Ok(dir.clone());
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if let Some(dir) = std::env::var_os("PI_CODING_AGENT_DIR").filter(|d| !d.is_empty()) {
+            let dir = dir.to_string_lossy().into_owned();
+            return Ok(match (dir.strip_prefix('~'), &home) {
+                (Some(rest), Some(home)) => home.join(rest.trim_start_matches('/')),
+                _ => PathBuf::from(dir),
+            });
+        }
+        home.map(|h| h.join(".pi").join("agent"))
+            .ok_or_else(|| Failure::Usage("HOME is not set; pass --agent-dir".into()))
+    }
+}
+
+/// The config text and the file it came from: `--config`, else the user's
+/// `<agent dir>/session-index.config.json` if present, else the defaults.
+pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<(String, Option<PathBuf>), Failure> {
+    let user = agent_dir.join("session-index.config.json");
+    let Some(path) = explicit.or(user.is_file().then_some(user.as_path())) else { return Ok(("null".into(), None)) };
+    let text = regular_files::read_regular(path)
+        .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+        .map_err(|e| Failure::Usage(format!("{}: cannot read the config file: {e}", path.display())))?;
+    Ok((text, Some(path.to_path_buf())))
+}
+
+/// Session files for `refs`: an existing file is taken as is; anything else
+/// resolves as after `@@` (id, id prefix, name, slug, fuzzy), preferring the
+/// current directory's project, among the sessions of `agent_dir` only.
+pub fn session_files(agent_dir: &Path, refs: &[String]) -> Vec<Result<PathBuf, String>> {
+    let catalog = Catalog::new();
+    let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
+    let cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
+    refs.iter()
+        .map(|r| {
+            if Path::new(r).is_file() {
+                return Ok(PathBuf::from(r));
+            }
+            catalog.resolve(&sessions, &metas, &cwd, r).map(|e| e.entry.path).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// One session argument (see [`session_files`]).
+pub fn session_file(agent_dir: &Path, reference: &str) -> Result<PathBuf, Failure> {
+    let found = session_files(agent_dir, std::slice::from_ref(&reference.to_string())).pop();
+    found.unwrap_or_else(|| Err(format!("no session matches \"{reference}\""))).map_err(Failure::Failed)
+}

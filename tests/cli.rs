@@ -1,0 +1,206 @@
+//! The `session-index` CLI as a person reads it: the list table, references as
+//! arguments, `show`, `index --all` leaving up-to-date and model-written meta
+//! files alone, exit codes and `--help` examples. Runs the real binary over a
+//! copy of the bundled example sessions (written by pi 0.73.1).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const DEMO: &str = "--home-user-demo--";
+const JWT_ID: &str = "01a200f2-9f17-727b-b6a3-41610f73ac8c";
+const RATE_LIMITER_ID: &str = "01a200f2-80e6-718b-8d1c-0b84326bbae8";
+
+/// An agent dir with the three example sessions and one file that is not a session.
+fn agent() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("sessions").join(DEMO);
+    std::fs::create_dir_all(&project).unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent/sessions").join(DEMO);
+    for file in std::fs::read_dir(examples).unwrap() {
+        let file = file.unwrap().path();
+        std::fs::copy(&file, project.join(file.file_name().unwrap())).unwrap();
+    }
+    let not_a_session =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions/divergent/not-a-session.jsonl");
+    std::fs::copy(not_a_session, project.join("notes.jsonl")).unwrap();
+    dir
+}
+
+/// The binary, with no keys (offline model) and a HOME that holds nothing.
+fn run(agent: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_session-index"));
+    cmd.args(args).arg("--agent-dir").arg(agent).env("HOME", agent).env_remove("PI_CODING_AGENT_DIR");
+    for key in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"] {
+        cmd.env_remove(key);
+    }
+    cmd.output().unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn meta_file(agent: &Path, id: &str) -> PathBuf {
+    agent.join("sessions-meta").join(format!("{id}.meta.json"))
+}
+
+#[test]
+fn list_prints_a_table_newest_first() {
+    let agent = agent();
+    let table = stdout(&run(agent.path(), &["list", "--all"]));
+    let expected = "\
+ID          NAME                                              PROJECT          DATE              MSGS  MODEL  COST
+01a200f2-c  The gateway_handles_concurrent_clients test fai…  /home/user/demo  2026-11-22 01:50  22    -      -
+01a200f2-9  JWT expiry and refresh tokens                     /home/user/demo  2026-11-22 01:50  20    -      -
+01a200f2-8  Add per-client rate limiting to the API gateway…  /home/user/demo  2026-11-22 01:50  22    -      -
+";
+    assert_eq!(table, expected);
+
+    stdout(&run(agent.path(), &["index", "--all"]));
+    let table = stdout(&run(agent.path(), &["list", "--cwd", "/home/user/demo"]));
+    let rows: Vec<Vec<&str>> =
+        table.lines().skip(1).map(|l| l.split("  ").filter(|c| !c.is_empty()).collect()).collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    for row in &rows {
+        assert_eq!(row[row.len() - 2..], ["local/extractive", "$0.0000"], "indexed by, cost: {table}");
+    }
+    assert!(rows.iter().any(|r| r[1] == "JWT expiry and refresh tokens"), "{table}");
+}
+
+#[test]
+fn list_json_is_for_machines() {
+    let agent = agent();
+    let list: Value = serde_json::from_str(&stdout(&run(agent.path(), &["list", "--all", "--json"]))).unwrap();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 3, "the file that is not a session is not listed");
+    let jwt = list.iter().find(|s| s["id"] == JWT_ID).unwrap();
+    assert_eq!(jwt["name"], "JWT expiry and refresh tokens");
+    assert_eq!(jwt["messageCount"], 20);
+    assert!(jwt["model"].is_null() && jwt["costUsd"].is_null(), "not indexed: {jwt}");
+}
+
+#[test]
+fn show_inspect_and_index_take_references() {
+    let agent = agent();
+    for reference in [JWT_ID, "01a200f2-9f", "jwt-expiry-and-refresh-tokens", "JWT expiry and refresh tokens"] {
+        let text = stdout(&run(agent.path(), &["show", reference]));
+        assert!(text.starts_with("JWT expiry and refresh tokens\n"), "{reference}: {text}");
+        assert!(text.contains(&format!("  id        {JWT_ID}\n")), "{text}");
+        assert!(text.contains("Not indexed yet: session-index index 01a200f2"), "{text}");
+    }
+    let doc: Value = serde_json::from_str(&stdout(&run(agent.path(), &["inspect", "01a200f2-9f"]))).unwrap();
+    assert_eq!(doc["id"], JWT_ID);
+
+    let index = stdout(&run(agent.path(), &["index", "01a200f2-80"]));
+    let meta_dir = agent.path().join("sessions-meta");
+    assert!(
+        index.ends_with(&format!("1 indexed ($0.0000), 0 skipped, 0 failed; meta files in {}\n", meta_dir.display())),
+        "{index}"
+    );
+    assert!(meta_file(agent.path(), RATE_LIMITER_ID).is_file());
+    assert!(!meta_file(agent.path(), JWT_ID).exists(), "only the referenced session");
+
+    let text = stdout(&run(agent.path(), &["show", "01a200f2-80"]));
+    for part in [
+        "  indexed   ",
+        " by local/extractive, $0.0000 (0 in / 0 out tokens)\n",
+        "  tags      ",
+        "\nFiles modified\n  - ",
+    ] {
+        assert!(text.contains(part), "{part:?} in\n{text}");
+    }
+    let doc: Value = serde_json::from_str(&stdout(&run(agent.path(), &["show", "--json", RATE_LIMITER_ID]))).unwrap();
+    assert_eq!(doc["meta"]["sessionId"], RATE_LIMITER_ID);
+    assert_eq!(doc["session"]["id"], RATE_LIMITER_ID);
+
+    // A miss: exit 1, one line naming the reference and the nearest names.
+    let out = run(agent.path(), &["show", "no-such-session"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("session-index: no session matches \"no-such-session\""), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn index_all_skips_up_to_date_sessions_and_files_that_are_not_sessions() {
+    let agent = agent();
+    let first = stdout(&run(agent.path(), &["index", "--all"]));
+    assert_eq!(first.lines().filter(|l| l.starts_with("indexed  ")).count(), 3, "{first}");
+    assert!(
+        first.lines().any(|l| l.starts_with("skipped  ") && l.contains("notes.jsonl: not a pi session")),
+        "{first}"
+    );
+    let before: Vec<Vec<u8>> =
+        [JWT_ID, RATE_LIMITER_ID].iter().map(|id| std::fs::read(meta_file(agent.path(), id)).unwrap()).collect();
+
+    let second: Value = serde_json::from_str(&stdout(&run(agent.path(), &["index", "--all", "--json"]))).unwrap();
+    assert_eq!(second["indexed"], serde_json::json!([]), "nothing changed: {second}");
+    let reasons: Vec<&str> =
+        second["skipped"].as_array().unwrap().iter().filter_map(|s| s["reason"].as_str()).collect();
+    assert_eq!(reasons.iter().filter(|r| **r == "up to date").count(), 3, "{reasons:?}");
+    assert_eq!(reasons.iter().filter(|r| r.starts_with("not a pi session")).count(), 1, "{reasons:?}");
+    let after: Vec<Vec<u8>> =
+        [JWT_ID, RATE_LIMITER_ID].iter().map(|id| std::fs::read(meta_file(agent.path(), id)).unwrap()).collect();
+    assert_eq!(before, after, "meta files untouched");
+
+    let forced = stdout(&run(agent.path(), &["index", "--all", "--force"]));
+    assert_eq!(forced.lines().filter(|l| l.starts_with("indexed  ")).count(), 3, "--force re-indexes: {forced}");
+}
+
+#[test]
+fn index_all_never_replaces_a_model_written_meta_with_an_offline_one() {
+    let agent = agent();
+    stdout(&run(agent.path(), &["index", "--all"]));
+    // As if a paid model had indexed the JWT session at an earlier leaf.
+    let path = meta_file(agent.path(), JWT_ID);
+    let mut meta: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    meta["model"] = "anthropic/claude-haiku-4-5".into();
+    meta["lastIndexedLeafId"] = "an-older-leaf".into();
+    meta["name"] = "Named by a model".into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    let written = std::fs::read(&path).unwrap();
+
+    let out = stdout(&run(agent.path(), &["index", "--all"]));
+    let line = out.lines().find(|l| l.contains(JWT_ID)).unwrap_or_default();
+    assert!(
+        line.starts_with("skipped  ")
+            && line.ends_with(
+                ": its meta was written by anthropic/claude-haiku-4-5; kept (--force replaces it with an offline one)"
+            ),
+        "{out}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), written, "the model-written meta is kept byte for byte");
+    let table = stdout(&run(agent.path(), &["list", "--all"]));
+    let row = table.lines().find(|l| l.contains("JWT expiry and refresh tokens")).unwrap_or_default();
+    assert!(row.contains("  anthropic/claude-haiku-4-5  "), "the list shows who wrote the meta: {table}");
+
+    stdout(&run(agent.path(), &["index", "--force", JWT_ID]));
+    let replaced: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(replaced["model"], "local/extractive", "--force replaces it");
+}
+
+#[test]
+fn exit_codes_and_help() {
+    let agent = agent();
+    let out = run(agent.path(), &["index"]);
+    assert_eq!(out.status.code(), Some(2), "nothing to index is a usage error");
+    let out = run(agent.path(), &["list", "--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let config = agent.path().join("session-index.config.json");
+    std::fs::write(&config, r#"{"minNewUserMessages": 0}"#).unwrap();
+    let out = run(agent.path(), &["index", "--all"]);
+    assert_eq!(out.status.code(), Some(2), "an invalid config is a usage error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("{}: invalid config: minNewUserMessages", config.display())), "{stderr}");
+
+    let help = stdout(&run(agent.path(), &["--help"]));
+    assert!(help.contains("Exit codes: 0 ok; 1 some items failed"), "{help}");
+    for sub in ["list", "show", "index", "inspect", "search"] {
+        let help = stdout(&run(agent.path(), &[sub, "--help"]));
+        assert!(help.contains("Examples:\n  session-index "), "{sub} --help has an example:\n{help}");
+    }
+}

@@ -1,0 +1,158 @@
+// session-index installed as a user installs it: `pi install <checkout>` into a
+// fresh HOME, then plain `pi` (no -e, no PI_EXT_* variables: the bridge finds
+// its host, library and the user's config itself, building the native parts
+// in the checkout's target/release when they are missing or older than the
+// sources), then `pi remove`.
+//
+// The temporary HOME isolates pi (~/.pi/agent: settings, models.json with the
+// mock provider, sessions); CARGO_HOME and RUSTUP_HOME keep pointing at the
+// machine's Rust toolchain so the build needs no network.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { after, before, test } from "node:test";
+import { startMockServer } from "./mock-llm.mjs";
+import { PiRpc } from "./pi-rpc.mjs";
+import { eventually, makeWorld, piCli, REPO } from "./setup.mjs";
+
+const THRESHOLD = 3;
+const HOST = join(REPO, "target/release", `pi-ext-host${process.platform === "win32" ? ".exe" : ""}`);
+const SO = process.platform === "darwin" ? "libsession_index.dylib" : process.platform === "win32" ? "session_index.dll" : "libsession_index.so";
+const LIB = join(REPO, "target/release", SO);
+const PROC = existsSync("/proc/self/stat");
+/** The first start may build the native parts (release profile). */
+const FIRST_START_MS = 20 * 60_000;
+
+let mock;
+let world;
+let home;
+let agentDir;
+let env;
+let pi;
+const state = {};
+
+/**
+ * The user's environment: nothing that points at this build, and none of the
+ * variables `cargo test` sets for its tests (ring's build script reruns when
+ * CARGO_PKG_NAME or CARGO_MANIFEST_DIR differ, which would rebuild the whole
+ * release tree instead of reusing it).
+ */
+function userEnv() {
+	const ours = /^(PI_EXT_|PI_E2E_|PI_CODING_AGENT_DIR$|CARGO_TARGET_DIR$)/;
+	const cargoTest = /^(CARGO_PKG_|CARGO_MANIFEST_|CARGO_BIN_EXE_|CARGO_CRATE_NAME$|CARGO_TARGET_TMPDIR$|CARGO_PRIMARY_PACKAGE$|OUT_DIR$)/;
+	const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !ours.test(k) && !cargoTest.test(k)));
+	return {
+		...clean,
+		HOME: home,
+		USERPROFILE: home,
+		CARGO_HOME: process.env.CARGO_HOME ?? join(homedir(), ".cargo"),
+		RUSTUP_HOME: process.env.RUSTUP_HOME ?? join(homedir(), ".rustup"),
+		PI_OFFLINE: "1",
+		PI_SKIP_VERSION_CHECK: "1",
+		PI_TELEMETRY: "0",
+	};
+}
+
+function piCommand(args) {
+	return spawnSync(process.execPath, [piCli(), ...args], { cwd: world.project, env, encoding: "utf8", timeout: 120_000 });
+}
+
+function settings() {
+	return JSON.parse(readFileSync(join(agentDir, "settings.json"), "utf8"));
+}
+
+/** pids of live `pi-ext-host` processes started from this checkout for this HOME (Linux /proc). */
+function hostProcesses() {
+	const found = [];
+	for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+		try {
+			const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+			if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue; // exited, not yet reaped
+			if (readlinkSync(`/proc/${pid}/exe`) !== HOST) continue;
+			if (readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`HOME=${home}`)) found.push(Number(pid));
+		} catch {
+			// gone meanwhile, or not ours to read
+		}
+	}
+	return found;
+}
+
+before(async () => {
+	mock = await startMockServer();
+	world = makeWorld(mock.url, "install");
+	home = join(world.root, "home");
+	agentDir = join(home, ".pi", "agent");
+	mkdirSync(join(home, ".pi"), { recursive: true });
+	renameSync(world.agentDir, agentDir); // models.json: the mock is pi's only provider
+	const config = { minNewUserMessages: THRESHOLD, modelKeys: ["mock/mock-cheap"], offlineFallback: false, timeoutMs: 20000 };
+	writeFileSync(join(agentDir, "session-index.config.json"), JSON.stringify(config, null, 2));
+	env = userEnv();
+});
+
+after(async () => {
+	await pi?.stop();
+	await mock?.close();
+	if (world && !process.env.PI_E2E_KEEP) rmSync(world.root, { recursive: true, force: true });
+	else if (world) console.error(`kept ${world.root}`);
+});
+
+test("pi install <checkout> records the package in the user's settings", () => {
+	const out = piCommand(["install", REPO]);
+	assert.equal(out.status, 0, `pi install failed\n${out.stdout}\n${out.stderr}`);
+	assert.match(out.stdout + out.stderr, /Installed/);
+	const packages = settings().packages ?? [];
+	assert.equal(packages.length, 1, JSON.stringify(packages));
+	assert.equal(resolve(agentDir, packages[0]), REPO, "a local package is referenced, not copied");
+});
+
+test("plain pi loads the package, builds what is missing once, and indexes after the threshold", async () => {
+	const built = existsSync(HOST) && existsSync(LIB);
+	const started = Date.now();
+	pi = new PiRpc({ cli: piCli(), args: ["--provider", "mock", "--model", "mock-main"], cwd: world.project, env });
+	const { commands } = await pi.command({ type: "get_commands" }, FIRST_START_MS);
+	const seconds = ((Date.now() - started) / 1000).toFixed(1);
+	const rebuilt = /session-index: building the native parts once/.test(pi.stderr);
+	console.error(`install e2e: first pi start took ${seconds} s (${rebuilt ? "with the native build" : "target/release was up to date"})`);
+	if (!built) assert.match(pi.stderr, /session-index: building the native parts once \(cargo build --release -p session-index -p pi-ext-host\)/);
+	assert.ok(commands.some((c) => c.name === "index-session"), `index-session missing: ${commands.map((c) => c.name)}\n${pi.stderr.slice(-3000)}`);
+	assert.ok(existsSync(HOST) && existsSync(LIB), "the host and the library are in the checkout's target/release");
+	if (PROC) {
+		const hosts = hostProcesses();
+		assert.equal(hosts.length, 1, `one pi-ext-host from ${HOST}: ${hosts}`);
+		state.host = hosts[0];
+	}
+
+	const { sessionId } = await pi.command({ type: "get_state" });
+	const metaFile = join(agentDir, "sessions-meta", `${sessionId}.meta.json`);
+	for (let i = 1; i <= THRESHOLD; i++) {
+		await pi.prompt(`TOPIC:install Step ${i}: we install session-index with pi install.`);
+		if (i < THRESHOLD) assert.ok(!existsSync(metaFile), `meta written before the threshold (after ${i} prompts)`);
+	}
+	const meta = await eventually(() => existsSync(metaFile) && JSON.parse(readFileSync(metaFile, "utf8")), `meta file ${metaFile}\n${pi.stderr.slice(-3000)}`, 60_000);
+	assert.equal(meta.sessionId, sessionId);
+	assert.equal(meta.model, "mock/mock-cheap", "the user's config (~/.pi/agent/session-index.config.json) was used");
+});
+
+test("the host does not outlive pi, even when pi is killed", { skip: !PROC && "needs /proc" }, async () => {
+	assert.ok(state.host, "needs the running host");
+	pi.child.kill("SIGKILL");
+	await pi.exited;
+	pi = undefined;
+	// stdin closes with pi: the host gives background work its deadline (5 s) and exits.
+	await eventually(() => !hostProcesses().includes(state.host), `pi-ext-host ${state.host} to exit after pi was killed`, 15_000);
+});
+
+test("pi remove unregisters the package: pi starts without it and nothing is left running", async () => {
+	const out = piCommand(["remove", REPO]);
+	assert.equal(out.status, 0, `pi remove failed\n${out.stdout}\n${out.stderr}`);
+	assert.deepEqual(settings().packages ?? [], []);
+	pi = new PiRpc({ cli: piCli(), args: ["--provider", "mock", "--model", "mock-main"], cwd: world.project, env });
+	const { commands } = await pi.command({ type: "get_commands" });
+	assert.ok(!commands.some((c) => c.name === "index-session"), "the package is no longer loaded");
+	if (PROC) assert.deepEqual(hostProcesses(), [], "no pi-ext-host is running");
+	await pi.stop();
+	pi = undefined;
+	if (PROC) assert.deepEqual(hostProcesses(), [], "no pi-ext-host is running");
+});
