@@ -1,4 +1,27 @@
-//! Small UTF-8 helpers shared by every module that cuts text to a byte budget.
+//! Small text helpers shared by every module that cuts text to a budget:
+//! the one `clip` and the UTF-8 boundary rules.
+
+/// Which part of a text [`clip`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// The beginning (a request, a name).
+    Head,
+    /// The end (a session's conclusion is at its end).
+    Tail,
+}
+
+/// At most `max` chars of `text`, the cut marked with `…` (counted in `max`).
+pub fn clip(text: &str, max: usize, keep: Keep) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_string();
+    }
+    let kept = max.saturating_sub(1);
+    match keep {
+        Keep::Head => text.chars().take(kept).chain(['…']).collect(),
+        Keep::Tail => ['…'].into_iter().chain(text.chars().skip(n - kept)).collect(),
+    }
+}
 
 /// The largest char boundary ≤ `at` (the whole length when `at` is past the end).
 pub fn floor_char_boundary(s: &str, at: usize) -> usize {
@@ -36,7 +59,7 @@ pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::floor_char_boundary;
+    use super::*;
 
     #[test]
     fn never_splits_a_character() {
@@ -45,5 +68,14 @@ mod tests {
         assert_eq!(floor_char_boundary(s, 2), 1);
         assert_eq!(floor_char_boundary(s, 4), 3);
         assert_eq!(floor_char_boundary(s, 99), s.len());
+    }
+
+    #[test]
+    fn clip_counts_chars_and_the_ellipsis() {
+        assert_eq!(clip("héllo", 5, Keep::Head), "héllo");
+        assert_eq!(clip("héllo", 4, Keep::Head), "hél…");
+        assert_eq!(clip("héllo", 4, Keep::Tail), "…llo");
+        assert_eq!(clip("😀😀😀", 2, Keep::Head), "😀…");
+        assert_eq!(clip("abc", 0, Keep::Head), "…");
     }
 }

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::tokenize::tokenize;
-use crate::session::{AgentMessage, Block, BoundedText, Content, Entry, EntryKind};
+use crate::session::{AgentMessage, Block, BoundedText, Entry, EntryKind};
 
 /// Largest window, in chars; a longer turn is split into several windows.
 pub const MAX_WINDOW_CHARS: usize = 3_200;
@@ -96,7 +96,7 @@ pub fn build(branch: &[&Entry]) -> BranchDoc {
                 }
             },
             EntryKind::CustomMessage { custom_type, content, .. } => {
-                let text = content_text(content);
+                let text = content.text_joined("\n");
                 if !text.trim().is_empty() {
                     let items = split_parts(id, &format!("custom:{custom_type}"), &text);
                     match turns.last_mut() {
@@ -143,7 +143,7 @@ fn item(id: &str, role: &str, text: &str) -> Item {
 
 pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
     match message {
-        AgentMessage::User { content, .. } => split_parts(id, "user", &content_text(content)),
+        AgentMessage::User { content, .. } => split_parts(id, "user", &content.text_joined("\n")),
         AgentMessage::Assistant { content, error_message, .. } => {
             let mut text = String::new();
             for block in content {
@@ -188,7 +188,7 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
             vec![item(id, "bashExecution", &format!("$ {command}{exit}\n{}", shorten_bounded(output)))]
         }
         AgentMessage::Custom { custom_type, content, .. } => {
-            split_parts(id, &format!("custom:{custom_type}"), &content_text(content))
+            split_parts(id, &format!("custom:{custom_type}"), &content.text_joined("\n"))
         }
         AgentMessage::BranchSummary { summary, .. } => vec![item(id, "branchSummary", summary)],
         AgentMessage::CompactionSummary { summary, .. } => vec![item(id, "compaction", summary)],
@@ -239,21 +239,6 @@ fn split_point(text: &str, max: usize) -> usize {
         text.chars().next().map(char::len_utf8).unwrap_or(text.len())
     } else {
         end
-    }
-}
-
-pub fn content_text(content: &Content) -> String {
-    match content {
-        Content::Text(t) => t.clone(),
-        Content::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text(t) => Some(t.head.clone()),
-                Block::Image { mime_type, .. } => Some(format!("[image {mime_type}]")),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
     }
 }
 

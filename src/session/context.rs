@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::convert::iso_to_ms;
-use super::model::*;
+use super::entries::*;
 
 /// The context message of one entry: borrowed when the entry is a message,
 /// converted (small) for custom messages and branch summaries.

@@ -1,9 +1,8 @@
 //! From the lenient line shapes to the model, applying pi's v2→v3 role
 //! migration and bounding tool-result text.
 
-use super::model::*;
-use super::raw::{RawBlock, RawContent, RawLine, RawMessage, TextField};
-use super::usage::RawUsage;
+use super::entries::*;
+use super::raw::{RawBlock, RawContent, RawLine, RawMessage, RawUsage};
 use serde_json::Value;
 
 /// Tool-result text kept per block: at most this many UTF-16 units, and at
@@ -48,11 +47,7 @@ pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
 
 /// Length in UTF-16 code units (JavaScript's `string.length`).
 pub fn utf16_len(text: &str) -> usize {
-    utf16_len_bytes(text.as_bytes())
-}
-
-/// [`utf16_len`] of UTF-8 bytes.
-pub fn utf16_len_bytes(bytes: &[u8]) -> usize {
+    let bytes = text.as_bytes();
     // Units = chars + one more per 4-byte sequence = bytes − continuation
     // bytes + 4-byte leads. Small per-chunk counters let this vectorize.
     let (mut continuation, mut four) = (0usize, 0usize);
@@ -85,9 +80,6 @@ fn to_u64(n: Option<f64>) -> u64 {
 fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
     match raw.ty.as_str()? {
         "text" => {
-            if let (true, TextField::Bounded(b)) = (bound_text, &raw.text) {
-                return Some(Block::Text(b.clone()));
-            }
             let text = raw.text.as_str().unwrap_or_default();
             Some(Block::Text(if bound_text {
                 bounded(text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)
@@ -101,7 +93,7 @@ fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
             name: raw.name.string(),
             arguments: Box::new(raw.arguments.clone().unwrap_or(Value::Null)),
         }),
-        "image" => Some(Block::Image { mime_type: raw.mime_type.string(), data_len: raw.data.map_or(0, |d| d.0) }),
+        "image" => Some(Block::Image { mime_type: raw.mime_type.string() }),
         // Unknown block types are dropped: no pi filter would keep them.
         _ => None,
     }

@@ -3,8 +3,10 @@
 //! Every field is optional and every scalar accepts any JSON type (a wrong
 //! type becomes `None`), because pi itself never validates entries: a line
 //! that JSON-parses is an entry for pi, so it must be one for us too. Image
-//! `data` is only measured, never copied; other strings borrow from the line
-//! buffer when they contain no escapes.
+//! `data` is skipped unread; strings borrow from the line buffer when they
+//! contain no escapes.
+//!
+//! Text is read whole here; `convert` keeps a bounded head of tool results.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -12,7 +14,44 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::lenient::{not_an_object, scalars};
+// Visitor methods shared by the lenient shapes: a field of the wrong JSON
+// type reads as "absent", as looking it up in a parsed `serde_json::Value` would.
+
+/// The scalar visitor methods (bool, numbers, null), each yielding `$none`.
+macro_rules! scalars {
+    ($none:expr) => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+    };
+}
+
+/// For visitors of objects: every other JSON value (string, array, scalar)
+/// yields `$none`; an array is consumed.
+macro_rules! not_an_object {
+    ($none:expr) => {
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok($none)
+        }
+        scalars!($none);
+    };
+}
 
 /// A string field; any non-string JSON value reads as `None`.
 #[derive(Debug, Default)]
@@ -25,10 +64,6 @@ pub(crate) struct Num(pub Option<f64>);
 /// A field read with JavaScript truthiness, as pi's `if (msg.cancelled)` does.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Truthy(pub bool);
-
-/// The length of a string field (image `data`), without keeping it.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct StrLen(pub usize);
 
 /// What a visitor saw, for the lenient scalar types.
 enum Seen<'a> {
@@ -114,47 +149,6 @@ impl<'de> Deserialize<'de> for Truthy {
     }
 }
 
-struct LenVisitor;
-
-impl<'de> Visitor<'de> for LenVisitor {
-    type Value = StrLen;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<StrLen, E> {
-        Ok(StrLen(v.len()))
-    }
-    fn visit_bytes<E>(self, v: &[u8]) -> Result<StrLen, E> {
-        Ok(StrLen(v.len()))
-    }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<StrLen, E> {
-        Ok(StrLen(v.len()))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<StrLen, E> {
-        Ok(StrLen(v.len()))
-    }
-    scalars!(StrLen(0));
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<StrLen, A::Error> {
-        // Inside an elided parse, an array here is a placeholder (see super::elide).
-        Ok(match super::elide::take(seq)? {
-            Some(super::elide::Elided::Data(len)) => StrLen(len),
-            _ => StrLen(0),
-        })
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrLen, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(StrLen(0))
-    }
-}
-
-impl<'de> Deserialize<'de> for StrLen {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // As bytes: serde_json then skips UTF-8 validation of (large) base64 data.
-        // A non-string, non-array `data` fails the line; pi never writes one.
-        d.deserialize_bytes(LenVisitor)
-    }
-}
-
 /// A content block as written by pi (`text`, `thinking`, `toolCall`, `image`).
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -162,7 +156,7 @@ pub(crate) struct RawBlock<'a> {
     #[serde(rename = "type", borrow, default)]
     pub ty: Str<'a>,
     #[serde(borrow, default)]
-    pub text: TextField<'a>,
+    pub text: Str<'a>,
     #[serde(borrow, default)]
     pub thinking: Str<'a>,
     #[serde(borrow, default)]
@@ -173,8 +167,6 @@ pub(crate) struct RawBlock<'a> {
     pub arguments: Option<Value>,
     #[serde(borrow, default)]
     pub mime_type: Str<'a>,
-    #[serde(default)]
-    pub data: Option<StrLen>,
 }
 
 /// A block slot of a content array; non-objects (which pi skips) are `None`.
@@ -265,7 +257,7 @@ pub(crate) struct RawMessage<'a> {
     #[serde(borrow, default)]
     pub error_message: Str<'a>,
     #[serde(default)]
-    pub usage: Option<super::usage::RawUsage>,
+    pub usage: Option<RawUsage>,
     #[serde(borrow, default)]
     pub tool_call_id: Str<'a>,
     #[serde(borrow, default)]
@@ -380,135 +372,76 @@ impl std::fmt::Debug for RawLine<'_> {
     }
 }
 
-thread_local! {
-    /// Set while parsing a line known to be a tool result (see
-    /// [`bounded_text_scope`]): its text blocks are then measured and cut while
-    /// parsing instead of being copied whole.
-    static BOUNDED_TEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `f` with tool-result text bounding on (restored afterwards).
-pub(crate) fn bounded_text_scope<R>(f: impl FnOnce() -> R) -> R {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            BOUNDED_TEXT.with(|b| b.set(self.0));
-        }
-    }
-    let _reset = Reset(BOUNDED_TEXT.with(|b| b.replace(true)));
-    f()
-}
-
-/// A block's `text`: whole, or (in a bounded scope) only its head and lengths.
+/// The fields of an assistant message's `usage` that are kept, read as
+/// `value.get(..)` on a JSON object would read them (a later duplicate key
+/// wins; a non-object reads as no usage, a non-number as no number) without
+/// building the whole object.
 #[derive(Debug, Default)]
-pub(crate) enum TextField<'a> {
-    #[default]
-    Missing,
-    Whole(Cow<'a, str>),
-    Bounded(crate::session::model::BoundedText),
+pub(crate) struct RawUsage {
+    pub object: bool,
+    pub input: Num,
+    pub output: Num,
+    /// `cost.total`, when `cost` is an object.
+    pub cost_total: Num,
 }
 
-impl TextField<'_> {
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            TextField::Whole(s) => Some(s),
-            TextField::Bounded(b) => Some(&b.head),
-            TextField::Missing => None,
-        }
-    }
-}
+struct UsageVisitor;
 
-struct BoundedVisitor;
-
-impl<'de> Visitor<'de> for BoundedVisitor {
-    type Value = TextField<'static>;
+impl<'de> Visitor<'de> for UsageVisitor {
+    type Value = RawUsage;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bytes<E>(self, v: &[u8]) -> Result<Self::Value, E> {
-        Ok(TextField::Bounded(bounded_bytes(v)))
-    }
-    fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<Self::Value, E> {
-        Ok(TextField::Bounded(bounded_bytes(v)))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(TextField::Bounded(bounded_bytes(v.as_bytes())))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        // Inside an elided parse, an array here is a placeholder (see super::elide).
-        Ok(match super::elide::take(seq)? {
-            Some(super::elide::Elided::Text(b)) => TextField::Bounded(b),
-            _ => TextField::Missing,
-        })
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(TextField::Missing)
-    }
-}
-
-/// The bounded form of a (possibly long) tool output given as raw bytes:
-/// only the kept head is validated and copied; the lengths are counted on
-/// the bytes (exact for valid UTF-8, which is what pi writes).
-pub(crate) fn bounded_bytes(bytes: &[u8]) -> crate::session::model::BoundedText {
-    use crate::session::convert::{bounded, utf16_len_bytes, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
-    let mut limit = bytes.len().min(TOOL_TEXT_HEAD_BYTES);
-    if limit < bytes.len() {
-        // Do not cut inside a character.
-        while limit > 0 && (bytes[limit] as i8) < -0x40 {
-            limit -= 1;
-        }
-    }
-    let head = wtf8_lossy(&bytes[..limit]);
-    let mut b = bounded(&head, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES);
-    if limit < bytes.len() || b.head.len() < head.len() {
-        b.full_utf16_len = utf16_len_bytes(bytes);
-        b.full_bytes = bytes.len();
-    }
-    b
-}
-
-/// UTF-8 from serde_json's raw string bytes, which encode lone surrogate
-/// escapes as 3-byte WTF-8 sequences: each becomes one U+FFFD (one UTF-16
-/// unit, like the surrogate in JavaScript); other invalid bytes are replaced
-/// as `String::from_utf8_lossy` (and JavaScript's decoder) do.
-fn wtf8_lossy(bytes: &[u8]) -> Cow<'_, str> {
-    if let Ok(s) = std::str::from_utf8(bytes) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(bytes.len());
-    let mut rest = bytes;
-    loop {
-        match std::str::from_utf8(rest) {
-            Ok(s) => {
-                out.push_str(s);
-                break;
-            }
-            Err(e) => {
-                let (valid, after) = rest.split_at(e.valid_up_to());
-                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                out.push('\u{FFFD}');
-                let surrogate = after.len() >= 3
-                    && after[0] == 0xED
-                    && (0xA0..=0xBF).contains(&after[1])
-                    && (0x80..=0xBF).contains(&after[2]);
-                let skip = if surrogate { 3 } else { e.error_len().unwrap_or(after.len()) };
-                rest = &after[skip..];
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawUsage, A::Error> {
+        let mut u = RawUsage { object: true, ..RawUsage::default() };
+        while let Some(key) = map.next_key::<Str<'de>>()? {
+            match key.as_str() {
+                Some("input") => u.input = map.next_value()?,
+                Some("output") => u.output = map.next_value()?,
+                Some("cost") => u.cost_total = map.next_value::<CostTotal>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
+        Ok(u)
     }
-    Cow::Owned(out)
+    not_an_object!(RawUsage::default());
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for TextField<'a> {
+impl<'de> Deserialize<'de> for RawUsage {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        if BOUNDED_TEXT.with(|b| b.get()) {
-            // As bytes: serde_json then scans with memchr and skips UTF-8
-            // validation, and nothing beyond the head is copied.
-            return d.deserialize_bytes(BoundedVisitor);
-        }
-        Ok(match d.deserialize_any(SeenVisitor)? {
-            Seen::Str(s) => TextField::Whole(s),
-            _ => TextField::Missing,
-        })
+        d.deserialize_any(UsageVisitor)
     }
+}
+
+/// `cost.total` of a usage object (`None` when `cost` is not an object).
+struct CostTotal(Num);
+
+impl<'de> Deserialize<'de> for CostTotal {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let usage = d.deserialize_any(CostVisitor)?;
+        Ok(CostTotal(usage))
+    }
+}
+
+struct CostVisitor;
+
+impl<'de> Visitor<'de> for CostVisitor {
+    type Value = Num;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Num, A::Error> {
+        let mut total = Num(None);
+        while let Some(key) = map.next_key::<Str<'de>>()? {
+            if key.as_str() == Some("total") {
+                total = map.next_value()?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(total)
+    }
+    not_an_object!(Num(None));
 }

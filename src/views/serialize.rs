@@ -306,7 +306,7 @@ mod tests {
     fn tool_result_spanning_blocks_uses_each_head() {
         let blocks = [
             Block::Text(bounded("short ", TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)),
-            Block::Image { mime_type: "image/png".into(), data_len: 10 },
+            Block::Image { mime_type: "image/png".into() },
             Block::Text(bounded(&"z".repeat(50_000), TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)),
         ];
         let out = tool_result_text(&blocks).unwrap_or_default();

@@ -1,5 +1,5 @@
 //! The in-memory model of a pi session file (pi's `session-manager.ts` types),
-//! shaped for bounded memory: image data is never kept (only its size), and
+//! shaped for bounded memory: image data is never kept, and
 //! tool-result text keeps a bounded head plus its full length.
 
 use serde_json::Value;
@@ -188,10 +188,9 @@ pub enum Block {
         /// Boxed: inline, it would make every block (text included) 120 bytes.
         arguments: Box<Value>,
     },
-    /// An image: the base64 data is never materialized, only its length.
+    /// An image: the base64 data is never read.
     Image {
         mime_type: String,
-        data_len: usize,
     },
 }
 
@@ -236,19 +235,6 @@ pub struct Warnings {
 }
 
 impl Warnings {
-    /// Count `other`'s problems in too.
-    pub fn add(&mut self, other: &Warnings) {
-        self.blank_lines += other.blank_lines;
-        self.malformed_lines += other.malformed_lines;
-        self.truncated_final_line += other.truncated_final_line;
-        self.invalid_utf8_lines += other.invalid_utf8_lines;
-        self.missing_header += other.missing_header;
-        self.unknown_entry_types += other.unknown_entry_types;
-        self.dangling_parents += other.dangling_parents;
-        self.cyclic_parents += other.cyclic_parents;
-        self.duplicate_ids += other.duplicate_ids;
-    }
-
     pub fn total(&self) -> u64 {
         self.blank_lines
             + self.malformed_lines
