@@ -147,5 +147,5 @@ fn report_success(app: &Arc<App>, answer: &QueryAnswer) {
 }
 
 fn set_status_for_a_while(app: &Arc<App>, text: &str) {
-    crate::status::show(app, "query", text, true);
+    app.show_status("query", text, true);
 }

@@ -281,7 +281,7 @@ fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
     }
     if built.unresolved.is_empty() {
         // Clear only our own earlier warning, never another feature's status.
-        crate::status::clear_if_owner(app, STATUS_OWNER);
+        app.clear_status(STATUS_OWNER);
     } else {
         let list: Vec<String> = built
             .unresolved
@@ -294,7 +294,7 @@ fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
             built.unresolved.len(),
             built.unresolved.len() + built.confirmed.len()
         );
-        crate::status::show(app, STATUS_OWNER, &status, false);
+        app.show_status(STATUS_OWNER, &status, false);
     }
     let reasons: Vec<ErrorCode> = built.unresolved.iter().map(|u| u.code).collect();
     host.append_entry(
