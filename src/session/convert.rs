@@ -45,6 +45,65 @@ pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
     BoundedText { head: text[..cut].to_string(), full_utf16_len: utf16_len(text), full_bytes: text.len() }
 }
 
+/// The string a JSON string literal stands for (lone surrogate escapes
+/// become U+FFFD, as when pi writes them as UTF-8).
+fn decode(json: &str) -> String {
+    serde_json::from_str::<String>(json)
+        .or_else(|_| serde_json::from_str(&crate::session::read::replace_lone_surrogates(json).unwrap_or_default()))
+        .unwrap_or_default()
+}
+
+/// JSON text of tool output beyond which only a head is decoded: the head of
+/// this many bytes decodes to at least the kept head (an escape is at most 6
+/// bytes for 1 unit and 1 byte), so the cut is the one the whole text gives.
+const HEAD_JSON_BYTES: usize = 6 * TOOL_TEXT_HEAD_BYTES;
+
+/// [`bounded`] of the string the JSON literal `json` stands for; a long one
+/// is measured on its JSON text (each escape is one UTF-16 unit) and only
+/// its head decoded, so a huge tool output is never copied.
+pub(crate) fn bounded_json(json: &str) -> BoundedText {
+    let body = &json[1..json.len() - 1];
+    if body.len() <= HEAD_JSON_BYTES {
+        return bounded(&decode(json), TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES);
+    }
+    let b = body.as_bytes();
+    let (mut units, mut bytes) = (utf16_len(body), body.len());
+    let mut cut = crate::text::floor_char_boundary(body, HEAD_JSON_BYTES);
+    let mut i = 0;
+    while let Some(at) = memchr::memchr(b'\\', &b[i..]).map(|k| i + k) {
+        let (len, decoded) = match b.get(at + 1) {
+            Some(b'u') => {
+                let hex = body.get(at + 2..at + 6).and_then(|h| u32::from_str_radix(h, 16).ok()).unwrap_or(0);
+                (
+                    6,
+                    match hex {
+                        0..0x80 => 1,
+                        0x80..0x800 => 2,
+                        0xD800..0xE000 => 2,
+                        _ => 3,
+                    },
+                )
+            }
+            _ => (2, 1),
+        };
+        units -= len - 1;
+        bytes -= len - decoded;
+        // Never cut inside an escape or between the two halves of a pair.
+        let high_surrogate =
+            len == 6 && matches!(b.get(at + 2..at + 4), Some([b'd' | b'D', b'8'..=b'9' | b'a'..=b'b' | b'A'..=b'B']));
+        if at < cut && (cut < at + len || (high_surrogate && cut == at + len)) {
+            cut = at;
+        }
+        i = at + len;
+    }
+    let head = decode(&format!("\"{}\"", &body[..cut]));
+    BoundedText {
+        full_utf16_len: units,
+        full_bytes: bytes,
+        ..bounded(&head, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)
+    }
+}
+
 /// Length in UTF-16 code units (JavaScript's `string.length`).
 pub fn utf16_len(text: &str) -> usize {
     let bytes = text.as_bytes();
@@ -80,12 +139,8 @@ fn to_u64(n: Option<f64>) -> u64 {
 fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
     match raw.ty.as_str()? {
         "text" => {
-            let text = raw.text.as_str().unwrap_or_default();
-            Some(Block::Text(if bound_text {
-                bounded(text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)
-            } else {
-                BoundedText::whole(text.to_string())
-            }))
+            let json = raw.text.map(|t| t.get()).filter(|t| t.starts_with('"')).unwrap_or("\"\"");
+            Some(Block::Text(if bound_text { bounded_json(json) } else { BoundedText::whole(decode(json)) }))
         }
         "thinking" => Some(Block::Thinking(raw.thinking.string())),
         "toolCall" => Some(Block::ToolCall {
@@ -359,6 +414,38 @@ mod tests {
                 "{text:?} {max_units} {max_bytes}"
             );
         }
+    }
+
+    /// A long tool output measured on its JSON text keeps what decoding it whole keeps.
+    #[test]
+    fn bounded_json_equals_bounded_decoded_text() {
+        let pieces = [
+            "abc ",
+            "\\n",
+            "\\\"",
+            "\\\\",
+            "\u{e9}",
+            "\u{65e5}\u{672c}",
+            "\u{1F600}",
+            "\\ud83d\\ude00",
+            "\\u00e9",
+            "\\u0001",
+            "\\/",
+        ];
+        let mut next = crate::text::xorshift(0x9E37_79B9_7F4A_7C15);
+        for target in [100, 8_000, HEAD_JSON_BYTES - 3, HEAD_JSON_BYTES + 1, HEAD_JSON_BYTES + 7, 70_000, 200_000] {
+            for _ in 0..8 {
+                let mut body = String::new();
+                while body.len() < target {
+                    body.push_str(pieces[(next() % pieces.len() as u64) as usize]);
+                }
+                let json = format!("\"{body}\"");
+                let text: String = serde_json::from_str(&json).unwrap();
+                assert_eq!(bounded_json(&json), bounded(&text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES), "{target}");
+            }
+        }
+        // A lone surrogate reads as U+FFFD, as pi writes it.
+        assert_eq!(bounded_json("\"a\\ud83d\"").head, "a\u{FFFD}");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! `data` is skipped unread; strings borrow from the line buffer when they
 //! contain no escapes.
 //!
-//! Text is read whole here; `convert` keeps a bounded head of tool results.
+//! Block text stays JSON text here; `convert` keeps a bounded head of tool results.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -155,8 +155,10 @@ impl<'de> Deserialize<'de> for Truthy {
 pub(crate) struct RawBlock<'a> {
     #[serde(rename = "type", borrow, default)]
     pub ty: Str<'a>,
+    /// Kept as its JSON text: `convert` decodes it whole, or for a long
+    /// tool output only a head (measuring the rest without decoding it).
     #[serde(borrow, default)]
-    pub text: Str<'a>,
+    pub text: Option<&'a serde_json::value::RawValue>,
     #[serde(borrow, default)]
     pub thinking: Str<'a>,
     #[serde(borrow, default)]
