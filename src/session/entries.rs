@@ -260,7 +260,26 @@ pub struct ContextMessage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextRef<'a> {
     pub entry_id: &'a str,
-    pub message: std::borrow::Cow<'a, AgentMessage>,
+    pub message: MessageRef<'a>,
+}
+
+/// A context message: its entry's own, or one made for the context (a
+/// summary, a custom message), boxed so that a context of a million
+/// messages costs 32 bytes a message, not the size of the largest role.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MessageRef<'a> {
+    Entry(&'a AgentMessage),
+    Made(Box<AgentMessage>),
+}
+
+impl std::ops::Deref for MessageRef<'_> {
+    type Target = AgentMessage;
+    fn deref(&self) -> &AgentMessage {
+        match self {
+            MessageRef::Entry(m) => m,
+            MessageRef::Made(m) => m,
+        }
+    }
 }
 
 /// pi's `buildSessionContext` result.

@@ -20,7 +20,6 @@ mod raw;
 mod read;
 mod summary;
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use convert::{bounded, iso_to_ms, utf16_len, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
@@ -48,7 +47,7 @@ pub struct Session {
     pub entries: Vec<Entry>,
     pub warnings: Warnings,
     /// Entry index by id; a later duplicate wins, as in pi's `byId` map.
-    by_id: HashMap<String, usize>,
+    by_id: read::IdIndex,
 }
 
 /// Open and parse a whole session file in bounded memory: one line is held
@@ -98,7 +97,7 @@ pub fn read_appended(path: &Path, from: u64) -> Result<Appended, SessionError> {
 impl Session {
     /// The entry with this id.
     pub fn get(&self, id: &str) -> Option<&Entry> {
-        self.by_id.get(id).map(|&i| &self.entries[i])
+        self.by_id.find(&self.entries, id).map(|i| &self.entries[i])
     }
 
     /// pi's default leaf: the last entry in file order.
@@ -113,16 +112,16 @@ impl Session {
         let Some(start) = leaf.or_else(|| self.default_leaf_id()) else {
             return Vec::new();
         };
-        let mut seen = HashSet::new();
+        let mut seen = vec![false; self.entries.len()];
         let mut path = Vec::new();
-        let mut cur = self.by_id.get(start).copied();
+        let mut cur = self.by_id.find(&self.entries, start);
         while let Some(i) = cur {
-            if !seen.insert(i) {
+            if std::mem::replace(&mut seen[i], true) {
                 break;
             }
             let entry = &self.entries[i];
             path.push(entry);
-            cur = entry.parent_id.as_ref().and_then(|p| self.by_id.get(p).copied());
+            cur = entry.parent_id.as_deref().and_then(|p| self.by_id.find(&self.entries, p));
         }
         path.reverse();
         path
