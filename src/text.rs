@@ -10,16 +10,23 @@ pub enum Keep {
     Tail,
 }
 
-/// At most `max` chars of `text`, the cut marked with `…` (counted in `max`).
+/// At most `max` UTF-16 units of `text` (JavaScript's length, the unit of
+/// pi's token estimate), the cut marked with `…` (counted in `max`).
 pub fn clip(text: &str, max: usize, keep: Keep) -> String {
-    let n = text.chars().count();
-    if n <= max {
+    if text.encode_utf16().count() <= max {
         return text.to_string();
     }
-    let kept = max.saturating_sub(1);
+    let mut used = 0;
+    let mut fits = |c: &char| {
+        used += c.len_utf16();
+        used < max
+    };
     match keep {
-        Keep::Head => text.chars().take(kept).chain(['…']).collect(),
-        Keep::Tail => ['…'].into_iter().chain(text.chars().skip(n - kept)).collect(),
+        Keep::Head => text.chars().take_while(&mut fits).chain(['…']).collect(),
+        Keep::Tail => {
+            let tail: Vec<char> = text.chars().rev().take_while(&mut fits).collect();
+            ['…'].into_iter().chain(tail.into_iter().rev()).collect()
+        }
     }
 }
 
@@ -71,11 +78,12 @@ mod tests {
     }
 
     #[test]
-    fn clip_counts_chars_and_the_ellipsis() {
+    fn clip_counts_utf16_units_and_the_ellipsis() {
         assert_eq!(clip("héllo", 5, Keep::Head), "héllo");
         assert_eq!(clip("héllo", 4, Keep::Head), "hél…");
         assert_eq!(clip("héllo", 4, Keep::Tail), "…llo");
-        assert_eq!(clip("😀😀😀", 2, Keep::Head), "😀…");
+        assert_eq!(clip("😀😀😀", 3, Keep::Head), "😀…");
+        assert_eq!(clip("😀😀😀", 2, Keep::Head), "…");
         assert_eq!(clip("abc", 0, Keep::Head), "…");
     }
 }

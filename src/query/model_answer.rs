@@ -2,6 +2,7 @@
 //! object validated with garde (citations must name entries shown in the
 //! context) and retried by the model layer when invalid.
 
+use crate::text::{clip, Keep};
 use std::collections::{BTreeSet, HashMap};
 
 use garde::Validate;
@@ -9,7 +10,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::extract::MAX_EXCERPT_CHARS;
-use super::windows::shorten;
 use super::{one_line, Citation, Confidence, Prepared, QueryAnswer, QueryError};
 use crate::app::App;
 use crate::model::{select_model, JsonTask, ModelError};
@@ -143,7 +143,7 @@ pub fn answer(app: &App, prepared: &Prepared, question: &str) -> Result<Option<Q
         citations.push(Citation {
             entry_id: c.entry_id,
             role: role.to_string(),
-            excerpt: shorten(c.excerpt.trim(), MAX_EXCERPT_CHARS),
+            excerpt: clip(c.excerpt.trim(), MAX_EXCERPT_CHARS, Keep::Head),
         });
     }
     let cost_usd = outcome.usage.cost_usd.unwrap_or(0.0);

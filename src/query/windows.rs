@@ -5,6 +5,7 @@
 //! Every rendered line carries the id of the entry it came from, so whatever
 //! reaches the model can be cited.
 
+use crate::text::{clip, Keep};
 use serde_json::Value;
 
 use super::tokenize::tokenize;
@@ -149,9 +150,9 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
             for block in content {
                 let piece = match block {
                     Block::Text(t) => t.head.trim().to_string(),
-                    Block::Thinking(t) => format!("(thinking) {}", shorten(t.trim(), THINKING_CHARS)),
+                    Block::Thinking(t) => format!("(thinking) {}", clip(t.trim(), THINKING_CHARS, Keep::Head)),
                     Block::ToolCall { name, arguments, .. } => {
-                        format!("→ {name}({})", shorten(&compact_args(arguments), TOOL_ARGS_CHARS))
+                        format!("→ {name}({})", clip(&compact_args(arguments), TOOL_ARGS_CHARS, Keep::Head))
                     }
                     Block::Image { mime_type, .. } => format!("[image {mime_type}]"),
                 };
@@ -163,7 +164,7 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
                 }
             }
             if let Some(error) = error_message.as_deref().filter(|e| !e.is_empty()) {
-                text.push_str(&format!("\n(error: {})", shorten(error, 300)));
+                text.push_str(&format!("\n(error: {})", clip(error, 300, Keep::Head)));
             }
             split_parts(id, "assistant", &text)
         }
@@ -278,24 +279,6 @@ fn shorten_bounded(text: &BoundedText) -> String {
 /// Length in UTF-16 code units, the unit of pi's chars/4 token estimate.
 pub fn units(text: &str) -> usize {
     text.encode_utf16().count()
-}
-
-/// At most `max` UTF-16 units, with an ellipsis when cut.
-pub fn shorten(text: &str, max: usize) -> String {
-    if units(text) <= max {
-        return text.to_string();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        if used + c.len_utf16() + 1 > max {
-            break;
-        }
-        used += c.len_utf16();
-        out.push(c);
-    }
-    out.push('…');
-    out
 }
 
 #[cfg(test)]
