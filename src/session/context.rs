@@ -77,32 +77,3 @@ pub(crate) fn build_refs<'a>(path: &[&'a Entry]) -> Vec<ContextRef<'a>> {
     }
     messages
 }
-
-pub(crate) fn build(path: &[&Entry]) -> BuiltContext {
-    let mut thinking_level = "off".to_string();
-    let mut model = None;
-    for entry in path {
-        match &entry.kind {
-            EntryKind::ThinkingLevelChange { thinking_level: level } => thinking_level = level.clone(),
-            EntryKind::ModelChange { provider, model_id } => {
-                model = Some((provider.clone(), model_id.clone()));
-            }
-            EntryKind::Message(AgentMessage::Assistant { provider, model: m, .. }) => {
-                model = Some((provider.clone(), m.clone()));
-            }
-            _ => {}
-        }
-    }
-
-    let messages = build_refs(path)
-        .into_iter()
-        .map(|r| {
-            let message = match r.message {
-                MessageRef::Entry(m) => m.clone(),
-                MessageRef::Made(m) => *m,
-            };
-            ContextMessage { entry_id: r.entry_id.to_string(), message }
-        })
-        .collect();
-    BuiltContext { messages, thinking_level, model }
-}

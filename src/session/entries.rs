@@ -234,20 +234,6 @@ pub struct Warnings {
     pub duplicate_ids: u64,
 }
 
-impl Warnings {
-    pub fn total(&self) -> u64 {
-        self.blank_lines
-            + self.malformed_lines
-            + self.truncated_final_line
-            + self.invalid_utf8_lines
-            + self.missing_header
-            + self.unknown_entry_types
-            + self.dangling_parents
-            + self.cyclic_parents
-            + self.duplicate_ids
-    }
-}
-
 /// A message of the built context, with the entry it came from (for citations).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextMessage {
@@ -280,13 +266,4 @@ impl std::ops::Deref for MessageRef<'_> {
             MessageRef::Made(m) => m,
         }
     }
-}
-
-/// pi's `buildSessionContext` result.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct BuiltContext {
-    pub messages: Vec<ContextMessage>,
-    pub thinking_level: String,
-    /// `(provider, modelId)` of the latest model on the branch.
-    pub model: Option<(String, String)>,
 }

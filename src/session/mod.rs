@@ -141,11 +141,6 @@ impl Session {
             .map(str::to_string)
     }
 
-    /// pi's `buildSessionContext` over a branch.
-    pub fn build_context(&self, branch: &[&Entry]) -> BuiltContext {
-        context::build(branch)
-    }
-
     /// The messages of pi's `buildSessionContext` over a branch, borrowed from
     /// the session: what serializing needs, without copying every message.
     pub fn context_refs<'a>(&'a self, branch: &[&'a Entry]) -> Vec<ContextRef<'a>> {
