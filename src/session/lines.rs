@@ -79,7 +79,9 @@ impl<R: Read> LineReader<R> {
 
     /// Read one more chunk after the unconsumed bytes.
     fn fill(&mut self) -> io::Result<()> {
-        if self.start > 0 && self.buf.capacity() - self.buf.len() < READ_CHUNK {
+        // Move the unconsumed bytes to the front only once they are at most
+        // half the buffer: a long line is then moved O(1) times, not once a read.
+        if self.start > 0 && self.buf.capacity() - self.buf.len() < READ_CHUNK && self.start >= self.buf.len() / 2 {
             self.buf.drain(..self.start);
             self.scanned -= self.start;
             self.start = 0;

@@ -169,6 +169,36 @@ pub(crate) struct RawBlock<'a> {
     pub arguments: Option<Value>,
     #[serde(borrow, default)]
     pub mime_type: Str<'a>,
+    /// Image data, skipped as bytes: serde_json then finds its end with
+    /// `memchr` and validates nothing (pi only writes base64 strings here; a
+    /// number or an object would fail the line).
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub data: Option<Skipped>,
+}
+
+/// A string (or array) read past without keeping it.
+#[derive(Debug, Default)]
+pub(crate) struct Skipped;
+
+impl<'de> Deserialize<'de> for Skipped {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct SkipVisitor;
+        impl<'de> Visitor<'de> for SkipVisitor {
+            type Value = Skipped;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_bytes<E>(self, _: &[u8]) -> Result<Skipped, E> {
+                Ok(Skipped)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skipped, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Skipped)
+            }
+        }
+        d.deserialize_bytes(SkipVisitor)
+    }
 }
 
 /// A block slot of a content array; non-objects (which pi skips) are `None`.
