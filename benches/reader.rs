@@ -595,9 +595,9 @@ fn pathological(exe: &Path, dir: &Path) -> Result<Vec<Value>, String> {
         }
         Ok(file)
     };
-    let long_line = write("pathological-200mb-line.jsonl", &|out| {
+    let long_line = write("pathological-200mb-line-v2.jsonl", &|out| {
         writeln!(out, "{}", message("u", "null", "user", r#""show me the log""#))?;
-        let text = "line of output \\u00e9\\n".repeat(200_000_000 / 24);
+        let text = "line of output \\u00e9\\n".repeat(200_000_000 / 23 + 1);
         writeln!(out, "{}", message("t", r#""u""#, "toolResult", &format!(r#"[{{"type":"text","text":"{text}"}}]"#)))
     })?;
     let many = write("pathological-1m-entries.jsonl", &|out| {
