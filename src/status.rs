@@ -5,10 +5,7 @@
 //! nothing newer was shown since, whichever feature showed it, and a feature
 //! clears a status only while it is still the one it showed.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use crate::app::App;
+use std::sync::Mutex;
 
 #[derive(Default)]
 struct State {
@@ -17,7 +14,9 @@ struct State {
     owner: Option<&'static str>,
 }
 
-/// Owned by [`App`]; use [`show`] and [`clear_if_owner`].
+/// Owned by `App`, which shows and clears it (`App::show_status`,
+/// `App::clear_status`); each change runs `apply` under the lock, so a
+/// pending clear cannot interleave.
 #[derive(Default)]
 pub struct StatusLine {
     state: Mutex<State>,
@@ -27,52 +26,53 @@ impl StatusLine {
     pub fn new() -> Self {
         Self::default()
     }
-}
 
-/// Show `text` for `owner`; with `auto_clear`, clear it after
-/// `notificationAutoClearMs` unless a newer status replaced it.
-pub fn show(app: &Arc<App>, owner: &'static str, text: &str, auto_clear: bool) {
-    let generation = {
-        let Ok(mut state) = app.status.state.lock() else { return };
+    /// `owner` shows a new status (`apply` sets it); its generation.
+    pub fn show(&self, owner: &'static str, apply: impl FnOnce()) -> Option<u64> {
+        let mut state = self.state.lock().ok()?;
         state.generation += 1;
         state.owner = Some(owner);
-        // Set while holding the lock so a pending clear cannot interleave.
-        app.host.set_status(&app.config.status_key, Some(text));
-        state.generation
-    };
-    let delay = app.config.notification_auto_clear_ms;
-    if !auto_clear || delay == 0 {
-        return;
+        apply();
+        Some(state.generation)
     }
-    // A weak handle: the timer must not keep the App alive past shutdown.
-    let weak = Arc::downgrade(app);
-    app.runtime.handle().spawn(async move {
-        tokio::time::sleep(Duration::from_millis(delay)).await;
-        let Some(app) = weak.upgrade() else { return };
-        let Ok(mut state) = app.status.state.lock() else { return };
-        if state.generation == generation {
-            state.owner = None;
-            app.host.set_status(&app.config.status_key, None);
-        }
-        drop(state);
-    });
-}
 
-/// Clear the status if `owner` showed the current one (never another feature's).
-pub fn clear_if_owner(app: &App, owner: &'static str) {
-    if let Ok(mut state) = app.status.state.lock() {
-        if state.owner == Some(owner) {
-            state.generation += 1;
-            state.owner = None;
-            app.host.set_status(&app.config.status_key, None);
+    /// Clear (`apply`) when nothing newer than `generation` was shown since.
+    pub fn clear_if_current(&self, generation: u64, apply: impl FnOnce()) {
+        if let Ok(mut state) = self.state.lock() {
+            if state.generation == generation {
+                state.owner = None;
+                apply();
+            }
+        }
+    }
+
+    /// Clear (`apply`) if `owner` showed the current status (never another feature's).
+    pub fn clear_if_owner(&self, owner: &'static str, apply: impl FnOnce()) {
+        if let Ok(mut state) = self.state.lock() {
+            if state.owner == Some(owner) {
+                state.generation += 1;
+                state.owner = None;
+                apply();
+            }
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::app::App;
     use crate::host::{Effect, RecordingHost};
+
+    fn show(app: &Arc<App>, owner: &'static str, text: &str, auto_clear: bool) {
+        app.show_status(owner, text, auto_clear);
+    }
+
+    fn clear_if_owner(app: &App, owner: &'static str) {
+        app.clear_status(owner);
+    }
 
     fn app_with_clear_after(ms: u64) -> (Arc<App>, Arc<RecordingHost>) {
         let host = RecordingHost::new(Default::default());

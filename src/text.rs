@@ -1,4 +1,34 @@
-//! Small UTF-8 helpers shared by every module that cuts text to a byte budget.
+//! Small text helpers shared by every module that cuts text to a budget:
+//! the one `clip` and the UTF-8 boundary rules.
+
+/// Which part of a text [`clip`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// The beginning (a request, a name).
+    Head,
+    /// The end (a session's conclusion is at its end).
+    Tail,
+}
+
+/// At most `max` UTF-16 units of `text` (JavaScript's length, the unit of
+/// pi's token estimate), the cut marked with `…` (counted in `max`).
+pub fn clip(text: &str, max: usize, keep: Keep) -> String {
+    if text.encode_utf16().count() <= max {
+        return text.to_string();
+    }
+    let mut used = 0;
+    let mut fits = |c: &char| {
+        used += c.len_utf16();
+        used < max
+    };
+    match keep {
+        Keep::Head => text.chars().take_while(&mut fits).chain(['…']).collect(),
+        Keep::Tail => {
+            let tail: Vec<char> = text.chars().rev().take_while(&mut fits).collect();
+            ['…'].into_iter().chain(tail.into_iter().rev()).collect()
+        }
+    }
+}
 
 /// The largest char boundary ≤ `at` (the whole length when `at` is past the end).
 pub fn floor_char_boundary(s: &str, at: usize) -> usize {
@@ -36,7 +66,7 @@ pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::floor_char_boundary;
+    use super::*;
 
     #[test]
     fn never_splits_a_character() {
@@ -45,5 +75,15 @@ mod tests {
         assert_eq!(floor_char_boundary(s, 2), 1);
         assert_eq!(floor_char_boundary(s, 4), 3);
         assert_eq!(floor_char_boundary(s, 99), s.len());
+    }
+
+    #[test]
+    fn clip_counts_utf16_units_and_the_ellipsis() {
+        assert_eq!(clip("héllo", 5, Keep::Head), "héllo");
+        assert_eq!(clip("héllo", 4, Keep::Head), "hél…");
+        assert_eq!(clip("héllo", 4, Keep::Tail), "…llo");
+        assert_eq!(clip("😀😀😀", 3, Keep::Head), "😀…");
+        assert_eq!(clip("😀😀😀", 2, Keep::Head), "…");
+        assert_eq!(clip("abc", 0, Keep::Head), "…");
     }
 }

@@ -56,14 +56,14 @@ fn large_content_is_bounded() {
         };
         for b in blocks {
             match b {
-                Block::Image { data_len, .. } => images.push(*data_len),
+                Block::Image { mime_type } => images.push(mime_type.clone()),
                 Block::Text(t) if t.full_bytes > 100_000 => big_text = Some(t.clone()),
                 _ => {}
             }
         }
     }
-    // base64 of 200000, 50000 and 120000 bytes; only the lengths are kept.
-    assert_eq!(images, [266_668, 66_668, 160_000]);
+    // Three images (their base64 data is never read into memory).
+    assert_eq!(images.len(), 3);
     let t = big_text.expect("the huge tool output");
     assert!(t.head.encode_utf16().count() <= TOOL_TEXT_HEAD_UNITS && !t.is_complete());
     assert_eq!(t.full_utf16_len, 5000 * 60);

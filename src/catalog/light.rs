@@ -1,245 +1,72 @@
-//! The light scan of a session file: its header, latest `session_info` name
-//! and first user message. A cold catalog scans every session file, so the
-//! scan reads in large chunks into a reused buffer, looks for the only lines
-//! that can matter with a substring search over the whole chunk, and parses
-//! just those lines (header and `session_info` lines field by field, without
-//! building a JSON tree). The result is the same as parsing line by line: a
-//! line is read only if it contains `"user"` (until the first user message is
-//! found) or `"session_info"`, and the last `session_info` line wins.
+//! What the catalog keeps of a session file: the reader's summary tier
+//! ([`crate::session::summarize_file`]), resumed where the previous scan of
+//! the same file stopped, with the first message trimmed and capped.
 
-use std::borrow::Cow;
-use std::fs::File;
-use std::io::{Seek, SeekFrom};
 use std::path::Path;
 
-use memchr::memmem;
-
-use super::fields::top_fields;
-use super::scan::{read_retrying, Stamp};
+use super::scan::Stamp;
+use crate::session::{self, SessionError, SessionSummary};
 
 /// Longest first message kept in memory (chars); enough to match and preview.
 const FIRST_MESSAGE_CHARS: usize = 300;
-/// Bytes asked for per read (a longer line grows the buffer).
-const CHUNK: usize = 256 * 1024;
-/// A buffer grown past this (by a huge line) is not kept for the next file.
-const KEEP_BUFFER: usize = 4 * CHUNK;
-
-thread_local! {
-    static BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
 
 /// What the catalog keeps of a session file.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Light {
-    pub id: String,
-    pub cwd: String,
-    pub created: String,
-    pub parent_session: Option<String>,
-    /// Latest `session_info` name; an empty name clears it, as in pi.
-    pub name: Option<String>,
-    pub first_message: Option<String>,
-    /// Bytes consumed up to the end of the last complete line, so appends
-    /// (pi only ever appends) are scanned from there.
-    pub scanned_to: u64,
-}
+pub(crate) type Light = SessionSummary;
 
 /// Scan a session file, continuing from `prev` when the file only grew.
-/// `Ok(None)`: not a pi session file (no session header).
-/// Also returns the file's stamp, taken from the open file (one `fstat`).
+/// `Ok((stamp, None))`: not a pi session file (no session header). The stamp
+/// is taken from the open file (one `fstat`).
 pub(crate) fn read_session(path: &Path, prev: Option<&Light>) -> std::io::Result<(Stamp, Option<Light>)> {
-    let mut file = regular_files::open_regular(path)?;
+    let file = session::open_file(path).map_err(io)?;
     let stamp = Stamp::of(&file.metadata()?);
-    let light = match prev {
-        Some(p) if stamp.len >= p.scanned_to && p.scanned_to > 0 => {
-            file.seek(SeekFrom::Start(p.scanned_to))?;
-            p.clone()
+    match session::summarize_file(path, file, prev) {
+        Ok(mut light) => {
+            light.parent_session = light.parent_session.filter(|p| !p.is_empty());
+            light.clip_first_message(FIRST_MESSAGE_CHARS);
+            Ok((stamp, Some(light)))
         }
-        _ => Light::default(),
-    };
-    let remaining = stamp.len.saturating_sub(light.scanned_to);
-    let mut buf = BUF.with(|b| b.take());
-    let out = scan(&mut file, light, remaining, &mut buf);
-    if buf.capacity() <= KEEP_BUFFER {
-        BUF.with(|b| b.set(buf));
-    }
-    Ok((stamp, out?))
-}
-
-fn scan(file: &mut File, mut light: Light, size: u64, buf: &mut Vec<u8>) -> std::io::Result<Option<Light>> {
-    buf.clear();
-    let size = usize::try_from(size).unwrap_or(usize::MAX);
-    // The first read asks for one byte more than the file has, to see the end.
-    let mut ask = size.min(CHUNK).saturating_add(1);
-    let mut total = 0usize;
-    loop {
-        let old = buf.len();
-        buf.resize(old + ask, 0);
-        let n = read_retrying(file, &mut buf[old..]);
-        buf.truncate(old + *n.as_ref().unwrap_or(&0));
-        let n = n?;
-        total += n;
-        // A short read once the whole file (as of the fstat) is in is the end;
-        // bytes appended meanwhile change its stamp and are read next time.
-        let eof = n == 0 || (n < ask && total >= size);
-        ask = CHUNK;
-        match scan_chunk(buf, &mut light, eof) {
-            Step::NotSession => return Ok(None),
-            Step::Done => break,
-            Step::More(consumed) => {
-                buf.drain(..consumed);
-            }
-        }
-    }
-    if light.id.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(light))
-}
-
-enum Step {
-    NotSession,
-    Done,
-    /// Bytes fully handled (complete lines); read more.
-    More(usize),
-}
-
-/// Handle the complete lines of `data` (and, at the end of the file, the
-/// last line without its newline: looked at now, scanned again after the
-/// next append, as it may still be being written).
-fn scan_chunk(data: &[u8], light: &mut Light, eof: bool) -> Step {
-    let mut pos = 0;
-    if light.scanned_to == 0 && light.id.is_empty() {
-        let (line, complete) = match memchr::memchr(b'\n', data) {
-            Some(i) => (&data[..=i], true),
-            None if eof => (data, false),
-            None => return Step::More(0),
-        };
-        if line.is_empty() {
-            return Step::Done;
-        }
-        let Some(h) = parse_header(line) else { return Step::NotSession };
-        light.id = h.id;
-        light.cwd = h.cwd;
-        light.created = h.created;
-        light.parent_session = h.parent_session;
-        if !complete {
-            return Step::Done;
-        }
-        light.scanned_to += line.len() as u64;
-        pos = line.len();
-    }
-    let end = if eof { data.len() } else { memchr::memrchr(b'\n', &data[pos..]).map_or(pos, |i| pos + i + 1) };
-    let region = &data[pos..end];
-    scan_region(region, light);
-    let complete = memchr::memrchr(b'\n', region).map_or(0, |i| i + 1);
-    light.scanned_to += complete as u64;
-    if eof {
-        Step::Done
-    } else {
-        Step::More(pos + complete)
+        Err(SessionError::NotASession { .. }) => Ok((stamp, None)),
+        Err(e) => Err(io(e)),
     }
 }
 
-/// The line around byte `at`: (start, end without the newline).
-fn line_at(region: &[u8], at: usize) -> (usize, usize) {
-    let start = memchr::memrchr(b'\n', &region[..at]).map_or(0, |i| i + 1);
-    let end = memchr::memchr(b'\n', &region[at..]).map_or(region.len(), |i| at + i);
-    (start, end)
-}
-
-fn scan_region(region: &[u8], light: &mut Light) {
-    // A session_info line found while looking for the first user message
-    // (a line is parsed once, whatever made it interesting).
-    let mut info: Option<(usize, Option<String>)> = None;
-    if light.first_message.is_none() {
-        let mut from = 0;
-        while let Some(i) = memmem::find(&region[from..], b"\"user\"") {
-            let (start, end) = line_at(region, from + i);
-            from = end;
-            match parse_line(&region[start..end]) {
-                Some(Line::Info(name)) => info = Some((start, name)),
-                Some(Line::User(text)) => {
-                    light.first_message = Some(text);
-                    break;
-                }
-                None => {}
-            }
-        }
+fn io(e: SessionError) -> std::io::Error {
+    match e {
+        SessionError::Io { source, .. } => source,
+        other => std::io::Error::other(other.to_string()),
     }
-    let mut to = region.len();
-    while let Some(i) = memmem::rfind(&region[..to], b"\"session_info\"") {
-        let (start, end) = line_at(region, i);
-        to = start;
-        if info.as_ref().is_some_and(|(at, _)| *at >= start) {
-            break;
-        }
-        if let Some(name) = parse_info(&region[start..end]) {
-            info = Some((start, name));
-            break;
-        }
-    }
-    if let Some((_, name)) = info {
-        light.name = name;
-    }
-}
-
-enum Line {
-    /// A `session_info` entry's name (`None`: cleared).
-    Info(Option<String>),
-    /// The first user message's text (non-empty, capped).
-    User(String),
-}
-
-/// A line that may hold a user message (it mentions `"user"`).
-fn parse_line(line: &[u8]) -> Option<Line> {
-    let f = top_fields(line)?;
-    match f.ty.as_deref() {
-        Some("session_info") => Some(Line::Info(info_name(f.name.as_deref()))),
-        Some("message") => {
-            let msg = f.message?;
-            if msg.role.as_deref() != Some("user") {
-                return None;
-            }
-            let text = msg.content.text();
-            let text = text.trim();
-            (!text.is_empty()).then(|| Line::User(text.chars().take(FIRST_MESSAGE_CHARS).collect()))
-        }
-        _ => None,
-    }
-}
-
-fn info_name(name: Option<&str>) -> Option<String> {
-    let name = name.map(str::trim).unwrap_or_default();
-    (!name.is_empty()).then(|| name.to_string())
-}
-
-/// `Some(name)` when the line is a `session_info` entry.
-fn parse_info(line: &[u8]) -> Option<Option<String>> {
-    let f = top_fields(line)?;
-    (f.ty.as_deref() == Some("session_info")).then(|| info_name(f.name.as_deref()))
-}
-
-struct Header {
-    id: String,
-    cwd: String,
-    created: String,
-    parent_session: Option<String>,
-}
-
-fn parse_header(line: &[u8]) -> Option<Header> {
-    let f = top_fields(line)?;
-    if f.ty.as_deref()? != "session" {
-        return None;
-    }
-    let id = f.id?.into_owned();
-    if id.is_empty() {
-        return None;
-    }
-    let s = |v: Option<Cow<'_, str>>| v.map(Cow::into_owned).unwrap_or_default();
-    let parent = f.parent_session.filter(|p| !p.is_empty()).map(Cow::into_owned);
-    Some(Header { id, cwd: s(f.cwd), created: s(f.timestamp), parent_session: parent })
 }
 
 #[cfg(test)]
-#[path = "light_tests.rs"]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scans_header_name_and_first_message_incrementally() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.jsonl");
+        let head = "{\"type\":\"session\",\"version\":3,\"id\":\"abc\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"cwd\":\"/p\"}\n\
+             {\"type\":\"message\",\"id\":\"1\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\" hello there \"}]}}\n";
+        std::fs::write(&p, head).unwrap();
+        let a = read_session(&p, None).unwrap().1.unwrap();
+        assert_eq!((a.id.as_str(), a.first_message.as_deref(), a.name.as_deref()), ("abc", Some("hello there"), None));
+        assert_eq!(a.scanned_to(), head.len() as u64);
+        let more = "{\"type\":\"session_info\",\"id\":\"2\",\"parentId\":\"1\",\"name\":\"  Auth work \"}\n";
+        std::fs::write(&p, format!("{head}{more}")).unwrap();
+        let b = read_session(&p, Some(&a)).unwrap().1.unwrap();
+        assert_eq!(b.name.as_deref(), Some("Auth work"));
+        assert_eq!(b.first_message.as_deref(), Some("hello there"));
+        let long = format!("{head}{}", "x".repeat(10)).replace("hello there", &"é".repeat(400));
+        std::fs::write(&p, long).unwrap();
+        let c = read_session(&p, None).unwrap().1.unwrap();
+        assert_eq!(c.first_message.map(|m| m.chars().count()), Some(FIRST_MESSAGE_CHARS));
+    }
+
+    #[test]
+    fn non_session_files_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.jsonl");
+        std::fs::write(&p, "{\"createSurface\":{}}\n").unwrap();
+        assert_eq!(read_session(&p, None).unwrap().1, None);
+    }
+}

@@ -11,7 +11,6 @@
 //! [`crate::app::App`]. Lookups only ever return sessions listed inside the
 //! sessions directory: nothing a user types is used as a path.
 
-mod fields;
 mod light;
 mod resolve;
 mod rows;
@@ -30,7 +29,6 @@ use crate::error_code::ErrorCode;
 
 pub use resolve::Rule;
 pub use rows::slug;
-pub(crate) use scan::content_text;
 
 use resolve::{id_like, path_like, Outcome, Query};
 use rows::Row;

@@ -1,16 +1,14 @@
-//! Reading what the catalog needs from disk (the light scan of session files
-//! is in `light`): the few meta fields used for resolution, directory
+//! Reading what the catalog needs from disk (session files are read by the
+//! session reader's summary tier, see `light`): the few meta fields used for resolution, directory
 //! listings, and the one checked way to open a resolved session. Every path
 //! read here was listed under the sessions (or meta) directory and, when it
 //! is a symlink, checked to stay inside it.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::Deserialize;
-use serde_json::Value;
 
 /// Longest meta summary kept in memory (bytes); the injector rereads the file.
 const SUMMARY_BYTES: usize = 4096;
@@ -29,20 +27,6 @@ impl Stamp {
 
     pub fn modified_ms(&self) -> u64 {
         self.mtime.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-    }
-}
-
-/// pi's `extractTextContent`: a string, or the text blocks joined by spaces.
-pub(crate) fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => String::new(),
     }
 }
 
@@ -73,13 +57,9 @@ pub(crate) struct MetaLight {
 pub(crate) fn read_meta(path: &Path) -> Option<(Stamp, Option<MetaLight>)> {
     let mut file = regular_files::open_regular(path).ok()?;
     let stamp = Stamp::of(&file.metadata().ok()?);
-    let mut bytes = META_BUF.with(|b| b.take());
-    let read = read_all(&mut file, stamp.len, META_MAX, &mut bytes);
-    let parsed = read.ok().map(|()| serde_json::from_slice::<MetaLight>(&bytes));
-    if bytes.capacity() <= 4 * KEEP_META_BUF {
-        META_BUF.with(|b| b.set(bytes));
-    }
-    let mut meta = match parsed? {
+    let mut bytes = Vec::with_capacity(stamp.len.min(META_MAX) as usize + 1);
+    (&mut file).take(META_MAX).read_to_end(&mut bytes).ok()?;
+    let mut meta = match serde_json::from_slice::<MetaLight>(&bytes) {
         Ok(m) => m,
         Err(e) => {
             tracing::warn!("ignoring corrupt meta file {}: {e}", path.display());
@@ -99,47 +79,6 @@ pub(crate) fn read_meta(path: &Path) -> Option<(Stamp, Option<MetaLight>)> {
 
 /// Meta files are read up to this size (a larger one does not parse).
 const META_MAX: u64 = 8 * 1024 * 1024;
-/// Meta buffers up to this size are kept for the next file.
-const KEEP_META_BUF: usize = 64 * 1024;
-
-thread_local! {
-    static META_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-/// Read the rest of `file` (at most `cap` bytes) into `buf` (cleared first).
-/// `size` is its length from `fstat`: a short read once that much is in
-/// counts as the end, saving the extra `read` that would return 0. (Bytes
-/// appended meanwhile change the file's stamp, so they are read next time.)
-pub(crate) fn read_all(file: &mut File, size: u64, cap: u64, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    buf.clear();
-    let cap = usize::try_from(cap).unwrap_or(usize::MAX);
-    let size = usize::try_from(size).unwrap_or(usize::MAX);
-    // The first read asks for one byte more than the file has, to see the end.
-    let mut ask = size.saturating_add(1);
-    while buf.len() < cap {
-        let old = buf.len();
-        buf.resize(old + ask.min(cap - old), 0);
-        let asked = buf.len() - old;
-        let n = read_retrying(file, &mut buf[old..]);
-        buf.truncate(old + *n.as_ref().unwrap_or(&0));
-        let n = n?;
-        if n == 0 || (n < asked && buf.len() >= size) {
-            break;
-        }
-        ask = 64 * 1024;
-    }
-    Ok(())
-}
-
-/// `read`, retried when interrupted by a signal.
-pub(crate) fn read_retrying(file: &mut File, into: &mut [u8]) -> std::io::Result<usize> {
-    loop {
-        match file.read(into) {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            r => return r,
-        }
-    }
-}
 
 /// One directory entry worth looking at.
 pub(crate) enum Listed {

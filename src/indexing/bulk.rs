@@ -126,7 +126,7 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
             stopped = Some(format!("today's spending cap is reached (${spent:.4} of ${cap:.2})"));
             break;
         }
-        crate::status::show(app, "indexing", &format!("indexing {}/{total}", n + 1), false);
+        app.show_status("indexing", &format!("indexing {}/{total}", n + 1), false);
         let gate = SessionGate::enter(path);
         let _held = gate.lock();
         let request = IndexRequest {
@@ -163,6 +163,6 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
     if let Some(why) = stopped {
         text.push_str(&format!("; stopped: {why}"));
     }
-    crate::status::show(app, "indexing", &text, true);
+    app.show_status("indexing", &text, true);
     app.host.notify(&format!("session-index {text}"), NotifyLevel::Info);
 }

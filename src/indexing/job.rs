@@ -1,5 +1,5 @@
 //! One indexing run: session file → branch → prompt → model → validated
-//! summary → meta file. No host effects here (see [`super::report`]), so the
+//! summary → meta file. No host effects here (`report` shows them), so the
 //! same code serves the plugin, the `/index-session` command and the CLI.
 
 use std::path::{Path, PathBuf};

@@ -163,7 +163,7 @@ fn warn_offline_once(app: &Arc<App>, reason: &str) {
     }
 }
 
-/// Show an indexing status (see [`crate::status::show`]).
+/// Show an indexing status (see [`App::show_status`]).
 fn show_status(app: &Arc<App>, text: &str, auto_clear: bool) {
-    crate::status::show(app, "indexing", text, auto_clear);
+    app.show_status("indexing", text, auto_clear);
 }

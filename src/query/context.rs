@@ -3,11 +3,12 @@
 //! summaries on the branch, the windows most relevant to the question and
 //! the most recent turns. Only the active branch is ever eligible.
 
+use crate::text::{clip, Keep};
 use std::collections::BTreeSet;
 
 use super::bm25;
 use super::tokenize::tokenize;
-use super::windows::{shorten, units, BranchDoc, Item, Window};
+use super::windows::{units, BranchDoc, Item, Window};
 use crate::meta::SessionMeta;
 
 /// Share of the budget the meta index may take.
@@ -78,7 +79,7 @@ pub fn assemble(
         header.push_str(&format!("\nStarted: {}", head.created));
     }
     header.push_str("\nOnly the session's active branch is shown. Lines start with [entryId] role.\n");
-    let header = shorten(&header, budget / 10);
+    let header = clip(&header, budget / 10, Keep::Head);
     let mut used = units(&header);
 
     let meta_text = meta.map(|m| render_meta(m, ((budget as f64) * META_SHARE) as usize)).unwrap_or_default();
@@ -94,7 +95,7 @@ pub fn assemble(
         if room < MIN_SUMMARY_CHARS + overhead {
             break;
         }
-        let text = shorten(&s.text, room - overhead);
+        let text = clip(&s.text, room - overhead, Keep::Head);
         let it = Item { entry_id: s.entry_id.clone(), role: s.role.clone(), text };
         summary_used += it.render_len() + 1;
         summaries.push(it);
@@ -146,7 +147,7 @@ pub fn assemble(
                 if len > room {
                     let overhead = len - units(&it.text);
                     if room > overhead + 40 {
-                        let text = shorten(&it.text, room - overhead);
+                        let text = clip(&it.text, room - overhead, Keep::Head);
                         items.push(Item { text, ..it.clone() });
                     }
                     break;
@@ -245,7 +246,7 @@ fn render_meta(meta: &SessionMeta, max: usize) -> String {
         line("Files modified", &files.modified.join(", "));
     }
     line("Indexed at", &meta.updated_at);
-    shorten(&crate::redact::redact(&out), max)
+    clip(&crate::redact::redact(&out), max, Keep::Head)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod tokenize;
 mod tool;
 pub mod windows;
 
+use crate::text::{clip, Keep};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -218,7 +219,7 @@ pub fn prepare(
         .filter(|n| !n.trim().is_empty())
         .or_else(|| meta.map(|m| m.name.trim().to_string()).filter(|n| !n.is_empty()))
         .or_else(|| fallback_name.map(str::to_string))
-        .or_else(|| session.first_user_message().map(|m| windows::shorten(crate::redact::session_text(&m).trim(), 60)))
+        .or_else(|| session.first_user_message().map(|m| clip(crate::redact::session_text(&m).trim(), 60, Keep::Head)))
         .unwrap_or_else(|| session.header.id.clone());
     let head = SessionHead {
         id: session.header.id.clone(),
@@ -300,5 +301,5 @@ pub fn offline_answer(prepared: &Prepared) -> QueryAnswer {
 
 /// First line, bounded: error texts end up in tool results and status lines.
 pub(crate) fn one_line(text: &str) -> String {
-    windows::shorten(text.lines().next().unwrap_or_default().trim(), 300)
+    clip(text.lines().next().unwrap_or_default().trim(), 300, Keep::Head)
 }

@@ -2,7 +2,7 @@
 //! object validated with garde (citations must name entries shown in the
 //! context) and retried by the model layer when invalid.
 
-use std::cell::RefCell;
+use crate::text::{clip, Keep};
 use std::collections::{BTreeSet, HashMap};
 
 use garde::Validate;
@@ -10,7 +10,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::extract::MAX_EXCERPT_CHARS;
-use super::windows::shorten;
 use super::{one_line, Citation, Confidence, Prepared, QueryAnswer, QueryError};
 use crate::app::App;
 use crate::model::{select_model, JsonTask, ModelError};
@@ -28,39 +27,20 @@ answer directly, medium when it is inferred, low when the excerpts do not settle
 entries supporting the answer, at least one unless confidence is low: entryId exactly as shown in brackets, role as shown, excerpt a verbatim quote \
 of at most 280 characters from that entry).";
 
-thread_local! {
-    /// Entry ids of the context being answered. The model layer validates on
-    /// the calling thread, so a thread-local reaches garde's `Context = ()`.
-    static KNOWN_IDS: RefCell<Option<BTreeSet<String>>> = const { RefCell::new(None) };
-}
+/// The entry ids of the context being answered: garde's context for
+/// [`ModelAnswer`], so a citation can only name an entry that was shown.
+pub struct KnownIds(pub BTreeSet<String>);
 
-/// Sets [`KNOWN_IDS`] for the scope of one answer.
-struct KnownIds;
-
-impl KnownIds {
-    fn set(ids: &BTreeSet<String>) -> Self {
-        KNOWN_IDS.with(|k| *k.borrow_mut() = Some(ids.clone()));
-        KnownIds
+fn known_entry_id(value: &str, ids: &KnownIds) -> garde::Result {
+    if ids.0.contains(value) {
+        return Ok(());
     }
-}
-
-impl Drop for KnownIds {
-    fn drop(&mut self) {
-        KNOWN_IDS.with(|k| *k.borrow_mut() = None);
-    }
-}
-
-fn known_entry_id(value: &str, _ctx: &()) -> garde::Result {
-    KNOWN_IDS.with(|k| match &*k.borrow() {
-        Some(ids) if !ids.contains(value) => Err(garde::Error::new(format!(
-            "entry id {value:?} is not in the excerpts; cite only ids shown in [brackets]"
-        ))),
-        _ => Ok(()),
-    })
+    Err(garde::Error::new(format!("entry id {value:?} is not in the excerpts; cite only ids shown in [brackets]")))
 }
 
 #[derive(Debug, Deserialize, Validate)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[garde(context(KnownIds as ctx))]
 pub struct ModelAnswer {
     #[garde(length(chars, min = 1, max = 12_000))]
     pub answer_markdown: String,
@@ -71,7 +51,9 @@ pub struct ModelAnswer {
 }
 
 /// A high or medium confidence answer must say where it comes from.
-fn cited_unless_low(confidence: &Confidence) -> impl FnOnce(&Vec<ModelCitation>, &()) -> garde::Result + '_ {
+fn cited_unless_low<'c>(
+    confidence: &'c Confidence,
+) -> impl FnOnce(&Vec<ModelCitation>, &KnownIds) -> garde::Result + 'c {
     move |citations, _| {
         if citations.is_empty() && *confidence != Confidence::Low {
             return Err(garde::Error::new("cite at least one entry, or answer with confidence low"));
@@ -82,6 +64,7 @@ fn cited_unless_low(confidence: &Confidence) -> impl FnOnce(&Vec<ModelCitation>,
 
 #[derive(Debug, Deserialize, Validate)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[garde(context(KnownIds as ctx))]
 pub struct ModelCitation {
     #[garde(length(min = 1, max = 200), custom(known_entry_id))]
     pub entry_id: String,
@@ -148,10 +131,7 @@ pub fn answer(app: &App, prepared: &Prepared, question: &str) -> Result<Option<Q
         schema: schema(ids),
         max_output_tokens: app.config.query.max_output_tokens,
     };
-    let outcome = {
-        let _scope = KnownIds::set(ids);
-        model.complete_json::<ModelAnswer>(app, &task, &()).map_err(map_error)?
-    };
+    let outcome = model.complete_json::<ModelAnswer>(app, &task, &KnownIds(ids.clone())).map_err(map_error)?;
     let roles = roles_by_id(prepared);
     let mut citations: Vec<Citation> = Vec::new();
     for c in outcome.value.citations {
@@ -163,7 +143,7 @@ pub fn answer(app: &App, prepared: &Prepared, question: &str) -> Result<Option<Q
         citations.push(Citation {
             entry_id: c.entry_id,
             role: role.to_string(),
-            excerpt: shorten(c.excerpt.trim(), MAX_EXCERPT_CHARS),
+            excerpt: clip(c.excerpt.trim(), MAX_EXCERPT_CHARS, Keep::Head),
         });
     }
     let cost_usd = outcome.usage.cost_usd.unwrap_or(0.0);
@@ -211,26 +191,28 @@ fn map_error(error: ModelError) -> QueryError {
 mod tests {
     use super::*;
 
+    fn any_ids() -> BTreeSet<String> {
+        (0..9).map(|i| format!("e{i}")).chain(["a".to_string()]).collect()
+    }
+
     #[test]
-    fn citations_outside_the_context_are_rejected_only_while_answering() {
+    fn citations_outside_the_context_are_rejected() {
         let raw =
             r#"{"answerMarkdown":"x","confidence":"high","citations":[{"entryId":"zz","role":"user","excerpt":"q"}]}"#;
         let parsed: ModelAnswer = serde_json::from_str(raw).unwrap();
         let ids: BTreeSet<String> = ["aa".to_string()].into_iter().collect();
-        {
-            let _scope = KnownIds::set(&ids);
-            let report = parsed.validate().unwrap_err().to_string();
-            assert!(report.contains("not in the excerpts"), "{report}");
-        }
-        assert!(parsed.validate().is_ok());
+        let report = parsed.validate_with(&KnownIds(ids.clone())).unwrap_err().to_string();
+        assert!(report.contains("not in the excerpts"), "{report}");
+        let cited: BTreeSet<String> = ["zz".to_string()].into_iter().collect();
+        assert!(parsed.validate_with(&KnownIds(cited)).is_ok());
     }
 
     #[test]
     fn confident_answers_need_a_citation() {
         let uncited = json!({"answerMarkdown":"x","confidence":"high","citations":[]});
-        assert!(serde_json::from_value::<ModelAnswer>(uncited).unwrap().validate().is_err());
+        assert!(serde_json::from_value::<ModelAnswer>(uncited).unwrap().validate_with(&KnownIds(any_ids())).is_err());
         let unsure = json!({"answerMarkdown":"not in the session","confidence":"low","citations":[]});
-        assert!(serde_json::from_value::<ModelAnswer>(unsure).unwrap().validate().is_ok());
+        assert!(serde_json::from_value::<ModelAnswer>(unsure).unwrap().validate_with(&KnownIds(any_ids())).is_ok());
     }
 
     #[test]
@@ -238,10 +220,10 @@ mod tests {
         let long = "x".repeat(MAX_EXCERPT_CHARS + 1);
         let raw =
             json!({"answerMarkdown":"x","confidence":"low","citations":[{"entryId":"a","role":"user","excerpt":long}]});
-        assert!(serde_json::from_value::<ModelAnswer>(raw).unwrap().validate().is_err());
+        assert!(serde_json::from_value::<ModelAnswer>(raw).unwrap().validate_with(&KnownIds(any_ids())).is_err());
         let many: Vec<Value> =
             (0..9).map(|i| json!({"entryId": format!("e{i}"), "role":"user","excerpt":"q"})).collect();
         let raw = json!({"answerMarkdown":"x","confidence":"low","citations": many});
-        assert!(serde_json::from_value::<ModelAnswer>(raw).unwrap().validate().is_err());
+        assert!(serde_json::from_value::<ModelAnswer>(raw).unwrap().validate_with(&KnownIds(any_ids())).is_err());
     }
 }

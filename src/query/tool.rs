@@ -1,6 +1,7 @@
 //! The tool call around [`super::answer_path`]: arguments, the per-run call
 //! limit, resolution, the result document, telemetry and the status line.
 
+use crate::text::{clip, Keep};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -142,10 +143,10 @@ fn report_success(app: &Arc<App>, answer: &QueryAnswer) {
         "timestamp": crate::time::iso_now(),
     });
     app.host.append_entry(TELEMETRY_TYPE, &telemetry);
-    let status = format!("queried \"{}\" (${:.4})", super::windows::shorten(&answer.name, 40), answer.cost_usd);
+    let status = format!("queried \"{}\" (${:.4})", clip(&answer.name, 40, Keep::Head), answer.cost_usd);
     set_status_for_a_while(app, &status);
 }
 
 fn set_status_for_a_while(app: &Arc<App>, text: &str) {
-    crate::status::show(app, "query", text, true);
+    app.show_status("query", text, true);
 }

@@ -6,11 +6,12 @@
 //! reaches the model can be cited. Session text is cleaned
 //! ([`crate::redact::session_text`]) before it is shortened or split.
 
+use crate::text::{clip, Keep};
 use serde_json::Value;
 
 use super::tokenize::tokenize;
 use crate::redact::session_text;
-use crate::session::{AgentMessage, Block, BoundedText, Content, Entry, EntryKind};
+use crate::session::{AgentMessage, Block, BoundedText, Entry, EntryKind};
 
 /// Largest window, in chars; a longer turn is split into several windows.
 pub const MAX_WINDOW_CHARS: usize = 3_200;
@@ -98,7 +99,7 @@ pub fn build(branch: &[&Entry]) -> BranchDoc {
                 }
             },
             EntryKind::CustomMessage { custom_type, content, .. } => {
-                let text = content_text(content);
+                let text = content.text_joined("\n");
                 if !text.trim().is_empty() {
                     let items = split_parts(id, &format!("custom:{custom_type}"), &text);
                     match turns.last_mut() {
@@ -145,15 +146,20 @@ fn item(id: &str, role: &str, text: &str) -> Item {
 
 pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
     match message {
-        AgentMessage::User { content, .. } => split_parts(id, "user", &content_text(content)),
+        AgentMessage::User { content, .. } => split_parts(id, "user", &content.text_joined("\n")),
         AgentMessage::Assistant { content, error_message, .. } => {
             let mut text = String::new();
             for block in content {
                 let piece = match block {
                     Block::Text(t) => t.head.trim().to_string(),
-                    Block::Thinking(t) => format!("(thinking) {}", shorten(session_text(t).trim(), THINKING_CHARS)),
+                    Block::Thinking(t) => {
+                        format!("(thinking) {}", clip(session_text(t).trim(), THINKING_CHARS, Keep::Head))
+                    }
                     Block::ToolCall { name, arguments, .. } => {
-                        format!("→ {name}({})", shorten(&session_text(&compact_args(arguments)), TOOL_ARGS_CHARS))
+                        format!(
+                            "→ {name}({})",
+                            clip(&session_text(&compact_args(arguments)), TOOL_ARGS_CHARS, Keep::Head)
+                        )
                     }
                     Block::Image { mime_type, .. } => format!("[image {mime_type}]"),
                 };
@@ -165,7 +171,7 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
                 }
             }
             if let Some(error) = error_message.as_deref().filter(|e| !e.is_empty()) {
-                text.push_str(&format!("\n(error: {})", shorten(&session_text(error), 300)));
+                text.push_str(&format!("\n(error: {})", clip(&session_text(error), 300, Keep::Head)));
             }
             split_parts(id, "assistant", &text)
         }
@@ -190,7 +196,7 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
             vec![item(id, "bashExecution", &format!("$ {command}{exit}\n{}", shorten_bounded(output)))]
         }
         AgentMessage::Custom { custom_type, content, .. } => {
-            split_parts(id, &format!("custom:{custom_type}"), &content_text(content))
+            split_parts(id, &format!("custom:{custom_type}"), &content.text_joined("\n"))
         }
         AgentMessage::BranchSummary { summary, .. } => vec![item(id, "branchSummary", summary)],
         AgentMessage::CompactionSummary { summary, .. } => vec![item(id, "compaction", summary)],
@@ -245,21 +251,6 @@ fn split_point(text: &str, max: usize) -> usize {
     }
 }
 
-pub fn content_text(content: &Content) -> String {
-    match content {
-        Content::Text(t) => t.clone(),
-        Content::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text(t) => Some(t.head.clone()),
-                Block::Image { mime_type, .. } => Some(format!("[image {mime_type}]")),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
-}
-
 fn compact_args(arguments: &Value) -> String {
     match arguments {
         Value::Object(map) => map
@@ -297,24 +288,6 @@ fn shorten_bounded(text: &BoundedText) -> String {
 /// Length in UTF-16 code units, the unit of pi's chars/4 token estimate.
 pub fn units(text: &str) -> usize {
     text.encode_utf16().count()
-}
-
-/// At most `max` UTF-16 units, with an ellipsis when cut.
-pub fn shorten(text: &str, max: usize) -> String {
-    if units(text) <= max {
-        return text.to_string();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        if used + c.len_utf16() + 1 > max {
-            break;
-        }
-        used += c.len_utf16();
-        out.push(c);
-    }
-    out.push('…');
-    out
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod describe;
 pub mod extract;
 pub mod render;
 
+use crate::text::{clip, Keep};
 use std::sync::Arc;
 
 use pi_ext_abi::protocol::{CustomMessage, SessionContext};
@@ -63,7 +64,13 @@ pub fn before_agent_start(app: &Arc<App>, ctx: &SessionContext, prompt: &str) ->
     let trailer: Vec<String> = built
         .unresolved
         .iter()
-        .map(|u| render::escape(&format!("Unresolved reference {}: {}", clip(&u.reference, 120), clip(&u.reason, 400))))
+        .map(|u| {
+            render::escape(&format!(
+                "Unresolved reference {}: {}",
+                clip(&u.reference, 120, Keep::Head),
+                clip(&u.reason, 400, Keep::Head)
+            ))
+        })
         .collect();
     let rendered = render::render(&built.blocks, &trailer, cfg.max_injected_bytes);
     report(app, &built, &rendered);
@@ -268,8 +275,11 @@ fn ask(app: &App, ctx: &SessionContext, entry: &CatalogEntry, question: &str) ->
     let result = crate::query::answer(app, ctx, entry, question)
         .map(|a| {
             let confidence = a.confidence.as_str().to_string();
-            let citations =
-                a.citations.iter().map(|c| format!("[{} {}] {}", c.entry_id, c.role, clip(&c.excerpt, 280))).collect();
+            let citations = a
+                .citations
+                .iter()
+                .map(|c| format!("[{} {}] {}", c.entry_id, c.role, clip(&c.excerpt, 280, Keep::Head)))
+                .collect();
             (a.answer_markdown.clone(), confidence, citations)
         })
         .map_err(|e| e.to_string());
@@ -287,17 +297,20 @@ fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
     }
     if built.unresolved.is_empty() {
         // Clear only our own earlier warning, never another feature's status.
-        crate::status::clear_if_owner(app, STATUS_OWNER);
+        app.clear_status(STATUS_OWNER);
     } else {
-        let list: Vec<String> =
-            built.unresolved.iter().map(|u| format!("{}: {}", clip(&u.reference, 80), clip(&u.reason, 300))).collect();
+        let list: Vec<String> = built
+            .unresolved
+            .iter()
+            .map(|u| format!("{}: {}", clip(&u.reference, 80, Keep::Head), clip(&u.reason, 300, Keep::Head)))
+            .collect();
         host.notify(&format!("Session reference not resolved — {}", list.join(" | ")), NotifyLevel::Warning);
         let status = format!(
             "@@ {} of {} reference(s) unresolved",
             built.unresolved.len(),
             built.unresolved.len() + built.confirmed.len()
         );
-        crate::status::show(app, STATUS_OWNER, &status, false);
+        app.show_status(STATUS_OWNER, &status, false);
     }
     let reasons: Vec<ErrorCode> = built.unresolved.iter().map(|u| u.code).collect();
     host.append_entry(
@@ -316,7 +329,8 @@ fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
 
 /// `@@cron → "Cron in gitclaw" (034d1cd7, 2026-02-20, ~/work/gitclaw, via name)`.
 pub fn confirmation(reference: &str, entry: &CatalogEntry, rule: Rule) -> String {
-    let name = entry.name.as_deref().map_or_else(|| "(unnamed)".to_string(), |n| format!("\"{}\"", clip(n, 80)));
+    let name =
+        entry.name.as_deref().map_or_else(|| "(unnamed)".to_string(), |n| format!("\"{}\"", clip(n, 80, Keep::Head)));
     let id: String = short_id(&entry.id).trim_end_matches('…').to_string();
     let mut about = vec![id];
     about.extend(entry.created.get(..10).map(str::to_string));
@@ -324,7 +338,7 @@ pub fn confirmation(reference: &str, entry: &CatalogEntry, rule: Rule) -> String
         about.push(home_relative(&entry.cwd));
     }
     about.push(format!("via {}", rule.as_str()));
-    format!("{} → {name} ({})", clip(reference, 80), about.join(", "))
+    format!("{} → {name} ({})", clip(reference, 80, Keep::Head), about.join(", "))
 }
 
 /// `/home/me/work/x` as `~/work/x` for the user whose home it is.
@@ -335,13 +349,6 @@ fn home_relative(path: &str) -> String {
             format!("~{rest}")
         }
         _ => path.to_string(),
-    }
-}
-
-fn clip(s: &str, chars: usize) -> String {
-    match s.char_indices().nth(chars) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
     }
 }
 

@@ -274,7 +274,8 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, entries: &[Entry], appended: bool
         if let EntryKind::Message(m) = &entry.kind {
             messages += 1;
             if first_message.is_none() && m.role() == "user" {
-                first_message = text.as_ref().map(|(_, t)| crate::query::windows::shorten(t, FIRST_MESSAGE_CHARS));
+                first_message =
+                    text.as_ref().map(|(_, t)| crate::text::clip(t, FIRST_MESSAGE_CHARS, crate::text::Keep::Head));
             }
         }
         if let EntryKind::SessionInfo { name } = &entry.kind {

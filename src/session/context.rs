@@ -1,27 +1,27 @@
 //! pi's `buildSessionContext` over an already resolved branch.
 
-use std::borrow::Cow;
-
 use super::convert::iso_to_ms;
-use super::model::*;
+use super::entries::*;
 
 /// The context message of one entry: borrowed when the entry is a message,
 /// converted (small) for custom messages and branch summaries.
-fn message_of(entry: &Entry) -> Option<Cow<'_, AgentMessage>> {
+fn message_of(entry: &Entry) -> Option<MessageRef<'_>> {
     Some(match &entry.kind {
-        EntryKind::Message(m) => Cow::Borrowed(m),
-        EntryKind::CustomMessage { custom_type, content, display } => Cow::Owned(AgentMessage::Custom {
-            custom_type: custom_type.clone(),
-            content: content.clone(),
-            display: *display,
-            timestamp: iso_to_ms(&entry.timestamp),
-        }),
+        EntryKind::Message(m) => MessageRef::Entry(m),
+        EntryKind::CustomMessage { custom_type, content, display } => {
+            MessageRef::Made(Box::new(AgentMessage::Custom {
+                custom_type: custom_type.clone(),
+                content: content.clone(),
+                display: *display,
+                timestamp: iso_to_ms(&entry.timestamp),
+            }))
+        }
         EntryKind::BranchSummary { from_id, summary, .. } if !summary.is_empty() => {
-            Cow::Owned(AgentMessage::BranchSummary {
+            MessageRef::Made(Box::new(AgentMessage::BranchSummary {
                 summary: summary.clone(),
                 from_id: from_id.clone(),
                 timestamp: iso_to_ms(&entry.timestamp),
-            })
+            }))
         }
         _ => return None,
     })
@@ -45,11 +45,11 @@ pub(crate) fn build_refs<'a>(path: &[&'a Entry]) -> Vec<ContextRef<'a>> {
             };
             messages.push(ContextRef {
                 entry_id: &comp.id,
-                message: Cow::Owned(AgentMessage::CompactionSummary {
+                message: MessageRef::Made(Box::new(AgentMessage::CompactionSummary {
                     summary: summary.clone(),
                     tokens_before: *tokens_before,
                     timestamp: iso_to_ms(&comp.timestamp),
-                }),
+                })),
             });
             // pi finds the first compaction on the path with that id (duplicates!).
             let idx = path
@@ -76,27 +76,4 @@ pub(crate) fn build_refs<'a>(path: &[&'a Entry]) -> Vec<ContextRef<'a>> {
         }
     }
     messages
-}
-
-pub(crate) fn build(path: &[&Entry]) -> BuiltContext {
-    let mut thinking_level = "off".to_string();
-    let mut model = None;
-    for entry in path {
-        match &entry.kind {
-            EntryKind::ThinkingLevelChange { thinking_level: level } => thinking_level = level.clone(),
-            EntryKind::ModelChange { provider, model_id } => {
-                model = Some((provider.clone(), model_id.clone()));
-            }
-            EntryKind::Message(AgentMessage::Assistant { provider, model: m, .. }) => {
-                model = Some((provider.clone(), m.clone()));
-            }
-            _ => {}
-        }
-    }
-
-    let messages = build_refs(path)
-        .into_iter()
-        .map(|r| ContextMessage { entry_id: r.entry_id.to_string(), message: r.message.into_owned() })
-        .collect();
-    BuiltContext { messages, thinking_level, model }
 }

@@ -1,9 +1,8 @@
 //! From the lenient line shapes to the model, applying pi's v2→v3 role
 //! migration and bounding tool-result text.
 
-use super::model::*;
-use super::raw::{RawBlock, RawContent, RawLine, RawMessage, TextField};
-use super::usage::RawUsage;
+use super::entries::*;
+use super::raw::{RawBlock, RawContent, RawLine, RawMessage};
 use serde_json::Value;
 
 /// Tool-result text kept per block: at most this many UTF-16 units, and at
@@ -46,13 +45,68 @@ pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
     BoundedText { head: text[..cut].to_string(), full_utf16_len: utf16_len(text), full_bytes: text.len() }
 }
 
-/// Length in UTF-16 code units (JavaScript's `string.length`).
-pub fn utf16_len(text: &str) -> usize {
-    utf16_len_bytes(text.as_bytes())
+/// The string a JSON string literal stands for (lone surrogate escapes
+/// become U+FFFD, as when pi writes them as UTF-8).
+fn decode(json: &str) -> String {
+    serde_json::from_str::<String>(json)
+        .or_else(|_| serde_json::from_str(&crate::session::read::replace_lone_surrogates(json).unwrap_or_default()))
+        .unwrap_or_default()
 }
 
-/// [`utf16_len`] of UTF-8 bytes.
-pub fn utf16_len_bytes(bytes: &[u8]) -> usize {
+/// JSON text of tool output beyond which only a head is decoded: the head of
+/// this many bytes decodes to at least the kept head (an escape is at most 6
+/// bytes for 1 unit and 1 byte), so the cut is the one the whole text gives.
+const HEAD_JSON_BYTES: usize = 6 * TOOL_TEXT_HEAD_BYTES;
+
+/// [`bounded`] of the string the JSON literal `json` stands for; a long one
+/// is measured on its JSON text (each escape is one UTF-16 unit) and only
+/// its head decoded, so a huge tool output is never copied.
+pub(crate) fn bounded_json(json: &str) -> BoundedText {
+    let body = &json[1..json.len() - 1];
+    if body.len() <= HEAD_JSON_BYTES {
+        return bounded(&decode(json), TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES);
+    }
+    let b = body.as_bytes();
+    let (mut units, mut bytes) = (utf16_len(body), body.len());
+    let mut cut = crate::text::floor_char_boundary(body, HEAD_JSON_BYTES);
+    let mut i = 0;
+    while let Some(at) = memchr::memchr(b'\\', &b[i..]).map(|k| i + k) {
+        let (len, decoded) = match b.get(at + 1) {
+            Some(b'u') => {
+                let hex = body.get(at + 2..at + 6).and_then(|h| u32::from_str_radix(h, 16).ok()).unwrap_or(0);
+                (
+                    6,
+                    match hex {
+                        0..0x80 => 1,
+                        0x80..0x800 => 2,
+                        0xD800..0xE000 => 2,
+                        _ => 3,
+                    },
+                )
+            }
+            _ => (2, 1),
+        };
+        units -= len - 1;
+        bytes -= len - decoded;
+        // Never cut inside an escape or between the two halves of a pair.
+        let high_surrogate =
+            len == 6 && matches!(b.get(at + 2..at + 4), Some([b'd' | b'D', b'8'..=b'9' | b'a'..=b'b' | b'A'..=b'B']));
+        if at < cut && (cut < at + len || (high_surrogate && cut == at + len)) {
+            cut = at;
+        }
+        i = at + len;
+    }
+    let head = decode(&format!("\"{}\"", &body[..cut]));
+    BoundedText {
+        full_utf16_len: units,
+        full_bytes: bytes,
+        ..bounded(&head, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)
+    }
+}
+
+/// Length in UTF-16 code units (JavaScript's `string.length`).
+pub fn utf16_len(text: &str) -> usize {
+    let bytes = text.as_bytes();
     // Units = chars + one more per 4-byte sequence = bytes − continuation
     // bytes + 4-byte leads. Small per-chunk counters let this vectorize.
     let (mut continuation, mut four) = (0usize, 0usize);
@@ -85,15 +139,8 @@ fn to_u64(n: Option<f64>) -> u64 {
 fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
     match raw.ty.as_str()? {
         "text" => {
-            if let (true, TextField::Bounded(b)) = (bound_text, &raw.text) {
-                return Some(Block::Text(b.clone()));
-            }
-            let text = raw.text.as_str().unwrap_or_default();
-            Some(Block::Text(if bound_text {
-                bounded(text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)
-            } else {
-                BoundedText::whole(text.to_string())
-            }))
+            let json = raw.text.map(|t| t.get()).filter(|t| t.starts_with('"')).unwrap_or("\"\"");
+            Some(Block::Text(if bound_text { bounded_json(json) } else { BoundedText::whole(decode(json)) }))
         }
         "thinking" => Some(Block::Thinking(raw.thinking.string())),
         "toolCall" => Some(Block::ToolCall {
@@ -101,7 +148,7 @@ fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
             name: raw.name.string(),
             arguments: Box::new(raw.arguments.clone().unwrap_or(Value::Null)),
         }),
-        "image" => Some(Block::Image { mime_type: raw.mime_type.string(), data_len: raw.data.map_or(0, |d| d.0) }),
+        "image" => Some(Block::Image { mime_type: raw.mime_type.string() }),
         // Unknown block types are dropped: no pi filter would keep them.
         _ => None,
     }
@@ -128,12 +175,15 @@ pub fn content(raw: &Option<RawContent<'_>>) -> Content {
     }
 }
 
-fn usage(u: &Option<RawUsage>) -> Option<MessageUsage> {
-    let u = u.as_ref().filter(|u| u.object)?;
+/// An assistant message's usage, read as pi's code reads it (a field of the
+/// wrong type counts as absent).
+fn usage(u: &Option<Value>) -> Option<MessageUsage> {
+    let u = u.as_ref()?.as_object()?;
+    let num = |v: Option<&Value>| v.and_then(Value::as_f64).unwrap_or(0.0);
     Some(MessageUsage {
-        input: u.input.0.unwrap_or(0.0).max(0.0) as u64,
-        output: u.output.0.unwrap_or(0.0).max(0.0) as u64,
-        cost_total: u.cost_total.0.unwrap_or(0.0),
+        input: num(u.get("input")).max(0.0) as u64,
+        output: num(u.get("output")).max(0.0) as u64,
+        cost_total: num(u.get("cost").and_then(|c| c.get("total"))),
     })
 }
 
@@ -312,36 +362,6 @@ mod tests {
         assert_eq!(utf16_len(&mixed), mixed.encode_utf16().count());
     }
 
-    /// The usage read field by field equals reading it from a whole JSON value.
-    #[test]
-    fn usage_reads_as_a_json_value_would() {
-        let from_value = |v: &Value| {
-            let v = v.as_object()?;
-            let num = |x: Option<&Value>| x.and_then(Value::as_f64).unwrap_or(0.0);
-            Some(MessageUsage {
-                input: num(v.get("input")).max(0.0) as u64,
-                output: num(v.get("output")).max(0.0) as u64,
-                cost_total: num(v.get("cost").and_then(|c| c.get("total"))),
-            })
-        };
-        for usage in [
-            r#"{"input":5,"output":7,"cacheRead":0,"cost":{"input":0.1,"total":0.25}}"#,
-            r#"{"input":5,"input":"x","output":-3,"cost":[1,2]}"#,
-            r#"{"cost":{"total":1,"total":2},"cost":{"total":3}}"#,
-            r#"{"input":1.9e3,"output":null,"cost":"free"}"#,
-            r#"{}"#,
-            r#"[1,2]"#,
-            r#"7"#,
-            r#"null"#,
-            r#""text""#,
-        ] {
-            let value: Value = serde_json::from_str(usage).unwrap();
-            let line = format!(r#"{{"role":"assistant","usage":{usage}}}"#);
-            let raw: RawMessage<'_> = serde_json::from_str(&line).unwrap();
-            assert_eq!(super::usage(&raw.usage), from_value(&value), "{usage}");
-        }
-    }
-
     #[test]
     fn bounded_cuts_where_a_char_walk_does() {
         let walk = |text: &str, max_units: usize, max_bytes: usize| {
@@ -367,6 +387,38 @@ mod tests {
                 "{text:?} {max_units} {max_bytes}"
             );
         }
+    }
+
+    /// A long tool output measured on its JSON text keeps what decoding it whole keeps.
+    #[test]
+    fn bounded_json_equals_bounded_decoded_text() {
+        let pieces = [
+            "abc ",
+            "\\n",
+            "\\\"",
+            "\\\\",
+            "\u{e9}",
+            "\u{65e5}\u{672c}",
+            "\u{1F600}",
+            "\\ud83d\\ude00",
+            "\\u00e9",
+            "\\u0001",
+            "\\/",
+        ];
+        let mut next = crate::text::xorshift(0x9E37_79B9_7F4A_7C15);
+        for target in [100, 8_000, HEAD_JSON_BYTES - 3, HEAD_JSON_BYTES + 1, HEAD_JSON_BYTES + 7, 70_000, 200_000] {
+            for _ in 0..8 {
+                let mut body = String::new();
+                while body.len() < target {
+                    body.push_str(pieces[(next() % pieces.len() as u64) as usize]);
+                }
+                let json = format!("\"{body}\"");
+                let text: String = serde_json::from_str(&json).unwrap();
+                assert_eq!(bounded_json(&json), bounded(&text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES), "{target}");
+            }
+        }
+        // A lone surrogate reads as U+FFFD, as pi writes it.
+        assert_eq!(bounded_json("\"a\\ud83d\"").head, "a\u{FFFD}");
     }
 
     #[test]

@@ -1,170 +1,135 @@
-//! Splitting a session file into lines, in bounded memory.
-//!
-//! Reading ahead on a second thread was tried (the kernel copy is about a
-//! fifth of a read): on the 2-vCPU machine of the reader bench it was 8–15%
-//! slower than this single buffer, so it is not used.
+//! Splitting a session file into lines from any byte offset, in memory
+//! bounded by the longest line: pi only ever appends, so a reader that
+//! remembers [`LineReader::offset`] can later read just the new lines.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 
 /// One physical line of a file, without its newline.
 pub(crate) struct Line<'b> {
+    /// 1-based, counted from the offset the reader started at.
     pub number: u64,
     pub text: &'b [u8],
     pub terminated: bool,
 }
 
-/// Reads lines into one growing buffer: no copy per line, memory bounded by
-/// the longest line (plus one read chunk).
+/// Reads lines into one buffer (no copy per line). The buffer only grows by
+/// what a line needs and is filled without zeroing ahead, so the resident
+/// memory of a long line is that line.
 pub(crate) struct LineReader<R> {
     inner: R,
     buf: Vec<u8>,
-    /// Start of the unconsumed bytes.
+    /// Start of the unconsumed bytes of `buf`.
     start: usize,
-    /// End of the bytes read so far.
-    end: usize,
     /// Where to resume looking for a newline (bytes before it have none).
     scanned: usize,
     eof: bool,
     number: u64,
-    /// The first line is the file's first: a BOM before it is dropped.
-    at_file_start: bool,
+    /// File offset just after the last complete (newline-terminated) line returned.
+    offset: u64,
 }
 
 const READ_CHUNK: usize = 256 << 10;
-const INITIAL_BUFFER: usize = 1 << 20;
+
+impl<R: Read + Seek> LineReader<R> {
+    /// Lines of `inner` from byte `offset` (a line start). At offset 0 a
+    /// byte-order mark is dropped, as JavaScript's `trim()` drops it for pi.
+    pub fn from_offset(mut inner: R, offset: u64) -> io::Result<Self> {
+        if offset > 0 {
+            inner.seek(SeekFrom::Start(offset))?;
+        }
+        let mut reader = LineReader { inner, buf: Vec::new(), start: 0, scanned: 0, eof: false, number: 0, offset };
+        if offset == 0 {
+            reader.fill()?;
+            while reader.buf.len() < 3 && !reader.eof {
+                reader.fill()?;
+            }
+            if reader.buf.starts_with(b"\xEF\xBB\xBF") {
+                reader.start = 3;
+                reader.scanned = 3;
+                reader.offset = 3;
+            }
+        }
+        Ok(reader)
+    }
+}
 
 impl<R: Read> LineReader<R> {
-    pub fn new(inner: R) -> Self {
-        LineReader {
-            inner,
-            buf: vec![0; INITIAL_BUFFER],
-            start: 0,
-            end: 0,
-            scanned: 0,
-            eof: false,
-            number: 0,
-            at_file_start: true,
-        }
-    }
-
-    /// Lines from the middle of a file (`inner` starts at a line start), the
-    /// first numbered `after + 1`.
-    pub fn continuing(inner: R, after: u64) -> Self {
-        LineReader { number: after, at_file_start: false, ..LineReader::new(inner) }
-    }
-
-    /// The number of the last line returned (0 before any).
-    pub fn last_number(&self) -> u64 {
-        self.number
+    /// The file offset after the last complete line returned: where a later
+    /// read resumes (an unterminated last line is read again then).
+    pub fn offset(&self) -> u64 {
+        self.offset
     }
 
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
-        self.next_line_observed(|_, _| {})
-    }
-
-    /// [`LineReader::next_line`], showing `observe` the number and the part read so far of the line
-    /// after each read that does not finish it: a long line can be worked on
-    /// while the bytes just read are still in cache.
-    pub fn next_line_observed(&mut self, mut observe: impl FnMut(u64, &[u8])) -> io::Result<Option<Line<'_>>> {
         loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
                 let nl = self.scanned + i;
                 return Ok(Some(self.take(nl, true)));
             }
             if self.eof {
-                if self.start == self.end {
+                if self.start == self.buf.len() {
                     return Ok(None);
                 }
-                let end = self.end;
-                return Ok(Some(self.take(end, false)));
+                return Ok(Some(self.take(self.buf.len(), false)));
             }
-            if self.scanned != self.end {
-                self.scanned = self.end;
-                let first = self.at_file_start && self.number == 0;
-                observe(self.number + 1, strip_bom(first, &self.buf[self.start..self.end]));
-            }
-            // Compact only when the free tail runs short, so a long line is
-            // moved at most once per buffer-full rather than once per read.
-            if self.buf.len() - self.end < READ_CHUNK {
-                if self.start > 0 {
-                    self.buf.copy_within(self.start..self.end, 0);
-                    self.end -= self.start;
-                    self.scanned -= self.start;
-                    self.start = 0;
-                }
-                if self.buf.len() - self.end < READ_CHUNK {
-                    let grown = (self.buf.len() * 2).max(self.end + READ_CHUNK);
-                    self.buf.resize(grown, 0);
-                }
-            }
-            let n = loop {
-                match self.inner.read(&mut self.buf[self.end..self.end + READ_CHUNK]) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                }
-            };
-            if n == 0 {
-                self.eof = true;
-            }
-            self.end += n;
+            self.scanned = self.buf.len();
+            self.fill()?;
         }
+    }
+
+    /// Read one more chunk after the unconsumed bytes.
+    fn fill(&mut self) -> io::Result<()> {
+        // Move the unconsumed bytes to the front only once they are at most
+        // half the buffer: a long line is then moved O(1) times, not once a read.
+        if self.start > 0 && self.buf.capacity() - self.buf.len() < READ_CHUNK && self.start >= self.buf.len() / 2 {
+            self.buf.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
+        self.buf.reserve(READ_CHUNK);
+        let n = loop {
+            match (&mut self.inner).take(READ_CHUNK as u64).read_to_end(&mut self.buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => break r?,
+            }
+        };
+        self.eof = n == 0;
+        Ok(())
     }
 
     fn take(&mut self, line_end: usize, terminated: bool) -> Line<'_> {
         let from = self.start;
         self.start = if terminated { line_end + 1 } else { line_end };
         self.scanned = self.start;
-        let first = self.at_file_start && self.number == 0;
         self.number += 1;
-        let text = strip_bom(first, &self.buf[from..line_end]);
-        Line { number: self.number, text, terminated }
-    }
-}
-
-/// JavaScript's `trim()` drops a leading BOM, so pi reads such files.
-fn strip_bom(first: bool, text: &[u8]) -> &[u8] {
-    if first {
-        text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text)
-    } else {
-        text
+        if terminated {
+            self.offset += (self.start - from) as u64;
+        }
+        Line { number: self.number, text: &self.buf[from..line_end], terminated }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Cursor;
 
-    /// Hands out at most `step` bytes per read, to cross every buffer boundary.
-    struct Trickle<'a> {
-        data: &'a [u8],
-        step: usize,
-    }
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-            let n = self.step.min(out.len()).min(self.data.len());
-            out[..n].copy_from_slice(&self.data[..n]);
-            self.data = &self.data[n..];
-            Ok(n)
-        }
-    }
-
-    fn lines(data: &[u8], step: usize) -> Vec<(Vec<u8>, bool)> {
-        let mut r = LineReader::new(Trickle { data, step });
+    fn lines(data: &[u8], offset: u64) -> (Vec<(Vec<u8>, bool)>, u64) {
+        let mut r = LineReader::from_offset(Cursor::new(data), offset).unwrap();
         let mut out = Vec::new();
         while let Some(l) = r.next_line().unwrap() {
             out.push((l.text.to_vec(), l.terminated));
         }
-        out
+        (out, r.offset())
     }
 
     #[test]
-    fn lines_survive_any_read_size() {
+    fn lines_and_offsets_survive_long_lines_and_resumes() {
         let long = vec![b'x'; READ_CHUNK * 3 + 17];
         let mut data = b"\xEF\xBB\xBFfirst\n\nsecond\n".to_vec();
         data.extend_from_slice(&long);
         data.extend_from_slice(b"\nlast-unterminated");
+        let (got, offset) = lines(&data, 0);
         let want = vec![
             (b"first".to_vec(), true),
             (Vec::new(), true),
@@ -172,46 +137,12 @@ mod tests {
             (long.clone(), true),
             (b"last-unterminated".to_vec(), false),
         ];
-        for step in [1, 7, 4096, usize::MAX] {
-            if step == 1 {
-                // One byte per read over 3 MiB is slow in debug builds; the small
-                // steps are covered on the short prefix.
-                assert_eq!(lines(&data[..17], step), want[..3].to_vec());
-                continue;
-            }
-            assert_eq!(lines(&data, step), want, "step {step}");
-        }
-        assert!(lines(b"", 10).is_empty());
-        assert_eq!(lines(b"a\n", 10), vec![(b"a".to_vec(), true)]);
-    }
-
-    #[test]
-    fn observers_see_each_unfinished_line_grow() {
-        let long = vec![b'y'; READ_CHUNK * 2 + 5];
-        let mut data = b"\xEF\xBB\xBF".to_vec();
-        data.extend_from_slice(&long);
-        data.extend_from_slice(b"\nshort\n");
-        data.extend_from_slice(&long);
-        let mut r = LineReader::new(Trickle { data: &data, step: 4096 });
-        let mut seen: Vec<(u64, usize)> = Vec::new();
-        let mut ends = Vec::new();
-        loop {
-            let line = r
-                .next_line_observed(|number, partial| {
-                    assert!(long.starts_with(partial), "line {number}: not a prefix of the line");
-                    seen.push((number, partial.len()));
-                })
-                .unwrap();
-            let Some(line) = line else { break };
-            ends.push((line.number, line.text.len()));
-        }
-        assert_eq!(ends, vec![(1, long.len()), (2, 5), (3, long.len())]);
-        for number in [1, 3] {
-            let sizes: Vec<usize> = seen.iter().filter(|(n, _)| *n == number).map(|(_, len)| *len).collect();
-            // At least once per read chunk, always growing, never past it.
-            assert!(sizes.len() >= 2, "line {number}: {sizes:?}");
-            assert!(sizes.windows(2).all(|w| w[0] < w[1]) && sizes.iter().all(|&l| l <= long.len()));
-        }
-        assert!(!seen.iter().any(|(n, _)| *n == 2));
+        assert_eq!(got, want);
+        // The offset stops after the last complete line; resuming there reads the rest.
+        assert_eq!(offset as usize, data.len() - b"last-unterminated".len());
+        assert_eq!(lines(&data, offset).0, want[4..].to_vec());
+        assert_eq!(lines(&data, 9).0, want[1..].to_vec());
+        assert!(lines(b"", 0).0.is_empty());
+        assert_eq!(lines(b"a\n", 0), (vec![(b"a".to_vec(), true)], 2));
     }
 }

@@ -1,28 +1,32 @@
-//! Reading pi session files: header, entries, the tree and its active branch,
-//! and context building exactly as pi's `SessionManager` does.
+//! Reading pi session files, exactly as pi's `SessionManager` reads them.
 //!
-//! Entry points: [`open`], [`read_header`], [`Session`] methods, and
-//! [`discovery`]. Recoverable damage is counted in [`Warnings`], never fatal.
+//! One reader, three tiers, every consumer uses one of them:
+//! - header only: [`read_header`];
+//! - summary (name, first message, message count, last activity), resumable
+//!   from the offset where the previous scan stopped: [`summarize`],
+//!   [`summarize_file`];
+//! - the full tree ([`open`], [`read_file`]) with its active branch and
+//!   context, and the entries appended after an offset ([`read_appended`]).
+//!
+//! Every file is opened by [`open_file`]. Recoverable damage is counted in
+//! [`Warnings`], never fatal.
 
 mod context;
 mod convert;
 pub mod discovery;
-mod elide;
-mod jsonstr;
-pub(crate) mod lenient;
+mod entries;
 mod lines;
-pub mod model;
 mod raw;
-mod reader;
-mod records;
-mod usage;
+mod read;
+mod summary;
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use convert::{bounded, iso_to_ms, utf16_len, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
 
-pub use model::*;
+pub use entries::*;
+pub use read::open_file;
+pub use summary::{summarize, summarize_file, SessionSummary};
 
 /// Why a session file could not be read at all. Recoverable problems inside a
 /// file are not errors: they are counted in [`Warnings`].
@@ -32,9 +36,6 @@ pub enum SessionError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a pi session ({reason})")]
     NotASession { path: PathBuf, reason: String },
-    /// Never returned since the reader landed; kept so matches on it still compile.
-    #[error("{path}: reader not implemented yet")]
-    Unimplemented { path: PathBuf },
 }
 
 /// A parsed session file.
@@ -46,24 +47,29 @@ pub struct Session {
     pub entries: Vec<Entry>,
     pub warnings: Warnings,
     /// Entry index by id; a later duplicate wins, as in pi's `byId` map.
-    by_id: HashMap<String, usize>,
+    by_id: read::IdIndex,
 }
 
-/// Open and parse a whole session file in bounded memory: one line is held at
-/// a time (per half, when a large file is read on two threads), image data is
-/// only measured and tool-result text keeps a head.
+/// Open and parse a whole session file in bounded memory: one line is held
+/// at a time, image data is skipped and tool-result text keeps a head.
 pub fn open(path: &Path) -> Result<Session, SessionError> {
-    let records::Parsed { header, entries, mut warnings } = records::read(path)?;
-    let by_id = reader::index_and_check(&entries, &mut warnings);
+    read_file(path, open_file(path)?)
+}
+
+/// [`open`] of a file already opened (after a containment check, say).
+pub fn read_file(path: &Path, file: std::fs::File) -> Result<Session, SessionError> {
+    let read::Parsed { header, entries, mut warnings, .. } = read::read(path, file, 0, false)?;
+    let header = header.ok_or_else(|| read::not_a_session(path, "no JSON records"))?;
+    let by_id = read::index_and_check(&entries, &mut warnings);
     Ok(Session { path: path.to_path_buf(), header, entries, warnings, by_id })
 }
 
 /// Read only the header line (the first JSON record).
 pub fn read_header(path: &Path) -> Result<SessionHeader, SessionError> {
-    match reader::header_only(path)? {
+    match read::header_only(path)? {
         Some(header) => Ok(header),
         // Headerless but pi-like: the full reader synthesizes the header.
-        None => records::read(path).map(|p| p.header),
+        None => read_file(path, open_file(path)?).map(|s| s.header),
     }
 }
 
@@ -83,15 +89,15 @@ pub struct Appended {
 /// entries by position, so they are read from 0). A half-written last line is
 /// left for the next call.
 pub fn read_appended(path: &Path, from: u64) -> Result<Appended, SessionError> {
-    let (parsed, end) = records::read_complete(path, from)?;
-    let header = (from == 0 && end > 0).then_some(parsed.header);
-    Ok(Appended { header, entries: parsed.entries, end })
+    let read::Parsed { header, entries, offset, .. } = read::read(path, open_file(path)?, from, true)?;
+    let header = header.filter(|_| from == 0);
+    Ok(Appended { header, entries, end: offset })
 }
 
 impl Session {
     /// The entry with this id.
     pub fn get(&self, id: &str) -> Option<&Entry> {
-        self.by_id.get(id).map(|&i| &self.entries[i])
+        self.by_id.find(&self.entries, id).map(|i| &self.entries[i])
     }
 
     /// pi's default leaf: the last entry in file order.
@@ -106,16 +112,16 @@ impl Session {
         let Some(start) = leaf.or_else(|| self.default_leaf_id()) else {
             return Vec::new();
         };
-        let mut seen = HashSet::new();
+        let mut seen = vec![false; self.entries.len()];
         let mut path = Vec::new();
-        let mut cur = self.by_id.get(start).copied();
+        let mut cur = self.by_id.find(&self.entries, start);
         while let Some(i) = cur {
-            if !seen.insert(i) {
+            if std::mem::replace(&mut seen[i], true) {
                 break;
             }
             let entry = &self.entries[i];
             path.push(entry);
-            cur = entry.parent_id.as_ref().and_then(|p| self.by_id.get(p).copied());
+            cur = entry.parent_id.as_deref().and_then(|p| self.by_id.find(&self.entries, p));
         }
         path.reverse();
         path
@@ -133,11 +139,6 @@ impl Session {
                 _ => None,
             })?
             .map(str::to_string)
-    }
-
-    /// pi's `buildSessionContext` over a branch.
-    pub fn build_context(&self, branch: &[&Entry]) -> BuiltContext {
-        context::build(branch)
     }
 
     /// The messages of pi's `buildSessionContext` over a branch, borrowed from

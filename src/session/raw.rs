@@ -3,8 +3,10 @@
 //! Every field is optional and every scalar accepts any JSON type (a wrong
 //! type becomes `None`), because pi itself never validates entries: a line
 //! that JSON-parses is an entry for pi, so it must be one for us too. Image
-//! `data` is only measured, never copied; other strings borrow from the line
-//! buffer when they contain no escapes.
+//! `data` is skipped unread; strings borrow from the line buffer when they
+//! contain no escapes.
+//!
+//! Block text stays JSON text here; `convert` keeps a bounded head of tool results.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -12,7 +14,44 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::lenient::{not_an_object, scalars};
+// Visitor methods shared by the lenient shapes: a field of the wrong JSON
+// type reads as "absent", as looking it up in a parsed `serde_json::Value` would.
+
+/// The scalar visitor methods (bool, numbers, null), each yielding `$none`.
+macro_rules! scalars {
+    ($none:expr) => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+    };
+}
+
+/// For visitors of objects: every other JSON value (string, array, scalar)
+/// yields `$none`; an array is consumed.
+macro_rules! not_an_object {
+    ($none:expr) => {
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok($none)
+        }
+        scalars!($none);
+    };
+}
 
 /// A string field; any non-string JSON value reads as `None`.
 #[derive(Debug, Default)]
@@ -25,10 +64,6 @@ pub(crate) struct Num(pub Option<f64>);
 /// A field read with JavaScript truthiness, as pi's `if (msg.cancelled)` does.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Truthy(pub bool);
-
-/// The length of a string field (image `data`), without keeping it.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct StrLen(pub usize);
 
 /// What a visitor saw, for the lenient scalar types.
 enum Seen<'a> {
@@ -114,55 +149,16 @@ impl<'de> Deserialize<'de> for Truthy {
     }
 }
 
-struct LenVisitor;
-
-impl<'de> Visitor<'de> for LenVisitor {
-    type Value = StrLen;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<StrLen, E> {
-        Ok(StrLen(v.len()))
-    }
-    fn visit_bytes<E>(self, v: &[u8]) -> Result<StrLen, E> {
-        Ok(StrLen(v.len()))
-    }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<StrLen, E> {
-        Ok(StrLen(v.len()))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<StrLen, E> {
-        Ok(StrLen(v.len()))
-    }
-    scalars!(StrLen(0));
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<StrLen, A::Error> {
-        // Inside an elided parse, an array here is a placeholder (see super::elide).
-        Ok(match super::elide::take(seq)? {
-            Some(super::elide::Elided::Data(len)) => StrLen(len),
-            _ => StrLen(0),
-        })
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrLen, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(StrLen(0))
-    }
-}
-
-impl<'de> Deserialize<'de> for StrLen {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // As bytes: serde_json then skips UTF-8 validation of (large) base64 data.
-        // A non-string, non-array `data` fails the line; pi never writes one.
-        d.deserialize_bytes(LenVisitor)
-    }
-}
-
 /// A content block as written by pi (`text`, `thinking`, `toolCall`, `image`).
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RawBlock<'a> {
     #[serde(rename = "type", borrow, default)]
     pub ty: Str<'a>,
+    /// Kept as its JSON text: `convert` decodes it whole, or for a long
+    /// tool output only a head (measuring the rest without decoding it).
     #[serde(borrow, default)]
-    pub text: TextField<'a>,
+    pub text: Option<&'a serde_json::value::RawValue>,
     #[serde(borrow, default)]
     pub thinking: Str<'a>,
     #[serde(borrow, default)]
@@ -173,8 +169,36 @@ pub(crate) struct RawBlock<'a> {
     pub arguments: Option<Value>,
     #[serde(borrow, default)]
     pub mime_type: Str<'a>,
+    /// Image data, skipped as bytes: serde_json then finds its end with
+    /// `memchr` and validates nothing (pi only writes base64 strings here; a
+    /// number or an object would fail the line).
     #[serde(default)]
-    pub data: Option<StrLen>,
+    #[allow(dead_code)]
+    pub data: Option<Skipped>,
+}
+
+/// A string (or array) read past without keeping it.
+#[derive(Debug, Default)]
+pub(crate) struct Skipped;
+
+impl<'de> Deserialize<'de> for Skipped {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct SkipVisitor;
+        impl<'de> Visitor<'de> for SkipVisitor {
+            type Value = Skipped;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_bytes<E>(self, _: &[u8]) -> Result<Skipped, E> {
+                Ok(Skipped)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skipped, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Skipped)
+            }
+        }
+        d.deserialize_bytes(SkipVisitor)
+    }
 }
 
 /// A block slot of a content array; non-objects (which pi skips) are `None`.
@@ -265,7 +289,7 @@ pub(crate) struct RawMessage<'a> {
     #[serde(borrow, default)]
     pub error_message: Str<'a>,
     #[serde(default)]
-    pub usage: Option<super::usage::RawUsage>,
+    pub usage: Option<Value>,
     #[serde(borrow, default)]
     pub tool_call_id: Str<'a>,
     #[serde(borrow, default)]
@@ -377,138 +401,5 @@ impl Str<'_> {
 impl std::fmt::Debug for RawLine<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RawLine").field("type", &self.ty).field("id", &self.id).finish()
-    }
-}
-
-thread_local! {
-    /// Set while parsing a line known to be a tool result (see
-    /// [`bounded_text_scope`]): its text blocks are then measured and cut while
-    /// parsing instead of being copied whole.
-    static BOUNDED_TEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `f` with tool-result text bounding on (restored afterwards).
-pub(crate) fn bounded_text_scope<R>(f: impl FnOnce() -> R) -> R {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            BOUNDED_TEXT.with(|b| b.set(self.0));
-        }
-    }
-    let _reset = Reset(BOUNDED_TEXT.with(|b| b.replace(true)));
-    f()
-}
-
-/// A block's `text`: whole, or (in a bounded scope) only its head and lengths.
-#[derive(Debug, Default)]
-pub(crate) enum TextField<'a> {
-    #[default]
-    Missing,
-    Whole(Cow<'a, str>),
-    Bounded(crate::session::model::BoundedText),
-}
-
-impl TextField<'_> {
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            TextField::Whole(s) => Some(s),
-            TextField::Bounded(b) => Some(&b.head),
-            TextField::Missing => None,
-        }
-    }
-}
-
-struct BoundedVisitor;
-
-impl<'de> Visitor<'de> for BoundedVisitor {
-    type Value = TextField<'static>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bytes<E>(self, v: &[u8]) -> Result<Self::Value, E> {
-        Ok(TextField::Bounded(bounded_bytes(v)))
-    }
-    fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<Self::Value, E> {
-        Ok(TextField::Bounded(bounded_bytes(v)))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(TextField::Bounded(bounded_bytes(v.as_bytes())))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        // Inside an elided parse, an array here is a placeholder (see super::elide).
-        Ok(match super::elide::take(seq)? {
-            Some(super::elide::Elided::Text(b)) => TextField::Bounded(b),
-            _ => TextField::Missing,
-        })
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(TextField::Missing)
-    }
-}
-
-/// The bounded form of a (possibly long) tool output given as raw bytes:
-/// only the kept head is validated and copied; the lengths are counted on
-/// the bytes (exact for valid UTF-8, which is what pi writes).
-pub(crate) fn bounded_bytes(bytes: &[u8]) -> crate::session::model::BoundedText {
-    use crate::session::convert::{bounded, utf16_len_bytes, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
-    let mut limit = bytes.len().min(TOOL_TEXT_HEAD_BYTES);
-    if limit < bytes.len() {
-        // Do not cut inside a character.
-        while limit > 0 && (bytes[limit] as i8) < -0x40 {
-            limit -= 1;
-        }
-    }
-    let head = wtf8_lossy(&bytes[..limit]);
-    let mut b = bounded(&head, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES);
-    if limit < bytes.len() || b.head.len() < head.len() {
-        b.full_utf16_len = utf16_len_bytes(bytes);
-        b.full_bytes = bytes.len();
-    }
-    b
-}
-
-/// UTF-8 from serde_json's raw string bytes, which encode lone surrogate
-/// escapes as 3-byte WTF-8 sequences: each becomes one U+FFFD (one UTF-16
-/// unit, like the surrogate in JavaScript); other invalid bytes are replaced
-/// as `String::from_utf8_lossy` (and JavaScript's decoder) do.
-fn wtf8_lossy(bytes: &[u8]) -> Cow<'_, str> {
-    if let Ok(s) = std::str::from_utf8(bytes) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(bytes.len());
-    let mut rest = bytes;
-    loop {
-        match std::str::from_utf8(rest) {
-            Ok(s) => {
-                out.push_str(s);
-                break;
-            }
-            Err(e) => {
-                let (valid, after) = rest.split_at(e.valid_up_to());
-                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                out.push('\u{FFFD}');
-                let surrogate = after.len() >= 3
-                    && after[0] == 0xED
-                    && (0xA0..=0xBF).contains(&after[1])
-                    && (0x80..=0xBF).contains(&after[2]);
-                let skip = if surrogate { 3 } else { e.error_len().unwrap_or(after.len()) };
-                rest = &after[skip..];
-            }
-        }
-    }
-    Cow::Owned(out)
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for TextField<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        if BOUNDED_TEXT.with(|b| b.get()) {
-            // As bytes: serde_json then scans with memchr and skips UTF-8
-            // validation, and nothing beyond the head is copied.
-            return d.deserialize_bytes(BoundedVisitor);
-        }
-        Ok(match d.deserialize_any(SeenVisitor)? {
-            Seen::Str(s) => TextField::Whole(s),
-            _ => TextField::Missing,
-        })
     }
 }

@@ -126,29 +126,19 @@ fn cut_at_units(text: &str, room: usize) -> (usize, usize, bool) {
     (cut, units, false)
 }
 
-/// The output, written part by part into one string (never held twice).
-/// A first pass only counts, so the string is allocated once at its final
-/// size: growing it would copy it while the old copy is still resident.
+/// The output, written part by part into one string.
 struct Out {
     text: String,
-    /// Counting pass: only `len` advances.
-    counting: bool,
-    len: usize,
 }
 
 impl Out {
     fn push(&mut self, s: &str) {
-        if self.counting {
-            self.len += s.len();
-        } else {
-            self.text.push_str(s);
-        }
+        self.text.push_str(s);
     }
 
     /// Starts a new part (parts are joined with a blank line).
     fn part(&mut self, label: &str) {
-        let empty = if self.counting { self.len == 0 } else { self.text.is_empty() };
-        if !empty {
+        if !self.text.is_empty() {
             self.push("\n\n");
         }
         self.push(label);
@@ -247,18 +237,8 @@ fn serialize_one(message: &AgentMessage, out: &mut Out) {
 }
 
 /// Serializes messages in order into one string.
-pub fn serialize<'m, I>(messages: I) -> String
-where
-    I: IntoIterator<Item = &'m AgentMessage>,
-    I::IntoIter: Clone,
-{
-    let messages = messages.into_iter();
-    let mut out = Out { text: String::new(), counting: true, len: 0 };
-    for m in messages.clone() {
-        serialize_one(m, &mut out);
-    }
-    out.text = String::with_capacity(out.len);
-    out.counting = false;
+pub fn serialize<'m>(messages: impl IntoIterator<Item = &'m AgentMessage>) -> String {
+    let mut out = Out { text: String::new() };
     for m in messages {
         serialize_one(m, &mut out);
     }
@@ -306,7 +286,7 @@ mod tests {
     fn tool_result_spanning_blocks_uses_each_head() {
         let blocks = [
             Block::Text(bounded("short ", TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)),
-            Block::Image { mime_type: "image/png".into(), data_len: 10 },
+            Block::Image { mime_type: "image/png".into() },
             Block::Text(bounded(&"z".repeat(50_000), TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)),
         ];
         let out = tool_result_text(&blocks).unwrap_or_default();

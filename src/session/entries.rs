@@ -1,5 +1,5 @@
 //! The in-memory model of a pi session file (pi's `session-manager.ts` types),
-//! shaped for bounded memory: image data is never kept (only its size), and
+//! shaped for bounded memory: image data is never kept, and
 //! tool-result text keeps a bounded head plus its full length.
 
 use serde_json::Value;
@@ -188,10 +188,9 @@ pub enum Block {
         /// Boxed: inline, it would make every block (text included) 120 bytes.
         arguments: Box<Value>,
     },
-    /// An image: the base64 data is never materialized, only its length.
+    /// An image: the base64 data is never read.
     Image {
         mime_type: String,
-        data_len: usize,
     },
 }
 
@@ -235,33 +234,6 @@ pub struct Warnings {
     pub duplicate_ids: u64,
 }
 
-impl Warnings {
-    /// Count `other`'s problems in too.
-    pub fn add(&mut self, other: &Warnings) {
-        self.blank_lines += other.blank_lines;
-        self.malformed_lines += other.malformed_lines;
-        self.truncated_final_line += other.truncated_final_line;
-        self.invalid_utf8_lines += other.invalid_utf8_lines;
-        self.missing_header += other.missing_header;
-        self.unknown_entry_types += other.unknown_entry_types;
-        self.dangling_parents += other.dangling_parents;
-        self.cyclic_parents += other.cyclic_parents;
-        self.duplicate_ids += other.duplicate_ids;
-    }
-
-    pub fn total(&self) -> u64 {
-        self.blank_lines
-            + self.malformed_lines
-            + self.truncated_final_line
-            + self.invalid_utf8_lines
-            + self.missing_header
-            + self.unknown_entry_types
-            + self.dangling_parents
-            + self.cyclic_parents
-            + self.duplicate_ids
-    }
-}
-
 /// A message of the built context, with the entry it came from (for citations).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextMessage {
@@ -274,14 +246,24 @@ pub struct ContextMessage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextRef<'a> {
     pub entry_id: &'a str,
-    pub message: std::borrow::Cow<'a, AgentMessage>,
+    pub message: MessageRef<'a>,
 }
 
-/// pi's `buildSessionContext` result.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct BuiltContext {
-    pub messages: Vec<ContextMessage>,
-    pub thinking_level: String,
-    /// `(provider, modelId)` of the latest model on the branch.
-    pub model: Option<(String, String)>,
+/// A context message: its entry's own, or one made for the context (a
+/// summary, a custom message), boxed so that a context of a million
+/// messages costs 32 bytes a message, not the size of the largest role.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MessageRef<'a> {
+    Entry(&'a AgentMessage),
+    Made(Box<AgentMessage>),
+}
+
+impl std::ops::Deref for MessageRef<'_> {
+    type Target = AgentMessage;
+    fn deref(&self) -> &AgentMessage {
+        match self {
+            MessageRef::Entry(m) => m,
+            MessageRef::Made(m) => m,
+        }
+    }
 }

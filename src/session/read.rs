@@ -1,0 +1,505 @@
+//! Reading a session file line by line into entries, as pi's
+//! `loadEntriesFromFile` + `migrateToCurrentVersion` would see them: the one
+//! place that opens session files and parses their lines, for every tier
+//! (header, summary, full tree, entries appended after an offset).
+
+use std::fs::File;
+use std::path::Path;
+
+use super::convert;
+use super::entries::*;
+use super::lines::LineReader;
+use super::raw::RawLine;
+use super::SessionError;
+
+/// Entry types pi writes; a headerless file whose first record has one of
+/// these is a damaged pi session, anything else is not a pi session.
+const PI_ENTRY_TYPES: &[&str] = &[
+    "message",
+    "thinking_level_change",
+    "model_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+];
+
+/// Open a session file for reading: the one place session files are opened
+/// (regular files only, never blocking: see `regular_files`).
+pub fn open_file(path: &Path) -> Result<File, SessionError> {
+    regular_files::open_regular(path).map_err(|e| io_err(path, e))
+}
+
+/// Lines of an open session file from byte `offset` (a line start).
+pub(crate) fn lines_from(path: &Path, file: File, offset: u64) -> Result<LineReader<File>, SessionError> {
+    LineReader::from_offset(file, offset).map_err(|e| io_err(path, e))
+}
+
+/// Parse one line as JavaScript's `JSON.parse` would accept it. serde
+/// rejects three things JavaScript takes, so a failed line is repaired and
+/// parsed again: invalid UTF-8 (pi decodes the file with replacement
+/// characters), lone surrogate escapes (`"\ud83d"`, from a string cut inside
+/// an emoji: `\ufffd`, one UTF-16 unit like the surrogate), and numbers
+/// outside the f64 range (`1e400`: Infinity for pi, which `JSON.stringify`
+/// writes as `null`, so `null` here). The second value tells whether invalid
+/// UTF-8 was repaired.
+pub(crate) fn parse_line<'b, T: serde::Deserialize<'b>>(
+    text: &'b [u8],
+    repaired: &'b mut Option<String>,
+) -> (Result<T, serde_json::Error>, bool) {
+    let err = match serde_json::from_slice::<T>(text) {
+        Ok(v) => return (Ok(v), false),
+        Err(e) => e,
+    };
+    let (mut fixed, bad_utf8) = match std::str::from_utf8(text) {
+        Ok(t) => (std::borrow::Cow::Borrowed(t), false),
+        Err(_) => (String::from_utf8_lossy(text), true),
+    };
+    let mut changed = bad_utf8;
+    if let Some(f) = replace_lone_surrogates(&fixed) {
+        (fixed, changed) = (std::borrow::Cow::Owned(f), true);
+    }
+    if let Some(f) = replace_infinite_numbers(&fixed) {
+        (fixed, changed) = (std::borrow::Cow::Owned(f), true);
+    }
+    if !changed {
+        return (Err(err), false);
+    }
+    let fixed = repaired.insert(fixed.into_owned());
+    (serde_json::from_str::<T>(fixed), bad_utf8)
+}
+
+/// The value of four hex digits at the start of `b`.
+fn hex4(b: &[u8]) -> Option<u16> {
+    let s = std::str::from_utf8(b.get(..4)?).ok()?;
+    u16::from_str_radix(s, 16).ok()
+}
+
+/// `text` with every unpaired `\uD800`–`\uDFFF` escape replaced by `\ufffd`;
+/// `None` when there is none.
+pub(crate) fn replace_lone_surrogates(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    memchr::memmem::find(b, b"\\u")?;
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(off) = memchr::memchr(b'\\', &b[i..]) {
+        let at = i + off;
+        let Some(n) = (b.get(at + 1) == Some(&b'u')).then(|| hex4(&b[(at + 2).min(b.len())..])).flatten() else {
+            i = at + 2;
+            continue;
+        };
+        let paired = (0xD800..0xDC00).contains(&n)
+            && b.get(at + 6..at + 8) == Some(b"\\u")
+            && hex4(&b[(at + 8).min(b.len())..]).is_some_and(|m| (0xDC00..0xE000).contains(&m));
+        i = at + 6;
+        if paired {
+            i = at + 12;
+        } else if (0xD800..0xE000).contains(&n) {
+            let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            o.push_str(&text[copied..at]);
+            o.push_str("\\ufffd");
+            copied = at + 6;
+        }
+        if i >= b.len() {
+            break;
+        }
+    }
+    let mut o = out?;
+    o.push_str(&text[copied..]);
+    Some(o)
+}
+
+/// `text` with every number literal outside the f64 range (`1e400`, a
+/// 5,000-digit integer, their negatives) replaced by `null`; `None` when
+/// there is none.
+pub(crate) fn replace_infinite_numbers(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out: Option<String> = None;
+    let (mut copied, mut i, mut in_string) = (0, 0, false);
+    while i < b.len() {
+        match b[i] {
+            b'\\' if in_string => i += 2,
+            b'"' => {
+                in_string = !in_string;
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' if !in_string => {
+                let len = b[i..].iter().position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'));
+                let end = i + len.unwrap_or(b.len() - i);
+                if text[i..end].parse::<f64>().is_ok_and(f64::is_infinite) {
+                    let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                    o.push_str(&text[copied..i]);
+                    o.push_str("null");
+                    copied = end;
+                }
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    let mut o = out?;
+    o.push_str(&text[copied..]);
+    Some(o)
+}
+
+pub(crate) fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+pub(crate) fn io_err(path: &Path, source: std::io::Error) -> SessionError {
+    SessionError::Io { path: path.to_path_buf(), source }
+}
+
+/// The id pi's file naming (`<timestamp>_<id>.jsonl`) gives a headerless file.
+fn id_from_file_name(path: &Path) -> String {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    match stem.rsplit_once('_') {
+        Some((_, id)) if !id.is_empty() => id.to_string(),
+        _ => stem,
+    }
+}
+
+fn header_from(raw: &RawLine<'_>) -> SessionHeader {
+    let version = match raw.version.0 {
+        Some(v) if v.is_finite() && v >= 1.0 => v.min(u32::MAX as f64) as u32,
+        _ => 1,
+    };
+    SessionHeader {
+        version,
+        id: raw.id.string(),
+        timestamp: raw.timestamp.string(),
+        cwd: raw.cwd.string(),
+        parent_session: raw.parent_session.owned(),
+    }
+}
+
+/// The header tier: only the first JSON record is read. `Ok(None)` when the
+/// file has no header but looks like a damaged pi session.
+pub(crate) fn header_only(path: &Path) -> Result<Option<SessionHeader>, SessionError> {
+    let mut lines = lines_from(path, open_file(path)?, 0)?;
+    while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
+        if is_blank(line.text) {
+            continue;
+        }
+        let mut repaired = None;
+        let Ok(raw) = parse_line::<RawLine<'_>>(line.text, &mut repaired).0 else {
+            continue;
+        };
+        return match first_record(&raw) {
+            FirstRecord::Header => Ok(Some(header_from(&raw))),
+            FirstRecord::Damaged => Ok(None),
+            FirstRecord::NotASession => Err(not_a_session(path, NOT_A_HEADER)),
+        };
+    }
+    Err(not_a_session(path, "no JSON records"))
+}
+
+/// What a file's first JSON record makes of it.
+enum FirstRecord {
+    /// A `session` record with an id: the header.
+    Header,
+    /// An id-less `session` record or a pi entry: a damaged pi session,
+    /// read under a synthesized header.
+    Damaged,
+    /// Anything else: not a pi session file at all.
+    NotASession,
+}
+
+fn first_record(raw: &RawLine<'_>) -> FirstRecord {
+    match raw.ty.as_str() {
+        Some("session") if raw.id.0.is_some() => FirstRecord::Header,
+        Some("session") => FirstRecord::Damaged,
+        Some(t) if PI_ENTRY_TYPES.contains(&t) => FirstRecord::Damaged,
+        _ => FirstRecord::NotASession,
+    }
+}
+
+pub(crate) const NOT_A_HEADER: &str = "its first record is not a session header";
+
+pub(crate) fn not_a_session(path: &Path, reason: &str) -> SessionError {
+    SessionError::NotASession { path: path.to_path_buf(), reason: reason.to_string() }
+}
+
+/// What reading a file (or its lines after an offset) gives.
+pub(crate) struct Parsed {
+    /// `None` when no JSON record was read (an empty or half-written file).
+    pub header: Option<SessionHeader>,
+    pub entries: Vec<Entry>,
+    pub warnings: Warnings,
+    /// The offset after the last complete line read.
+    pub offset: u64,
+}
+
+/// The full tier: every line of the file from `offset` (0: the whole file,
+/// header first; a later line start: lines appended after a version 3+
+/// header, each standing alone). With `complete_only`, an unterminated last
+/// line (pi may still be writing it) is left for the next read.
+pub(crate) fn read(path: &Path, file: File, offset: u64, complete_only: bool) -> Result<Parsed, SessionError> {
+    let mut records = Records::new(path);
+    if offset > 0 {
+        records.header = Some(SessionHeader {
+            version: 3,
+            id: String::new(),
+            timestamp: String::new(),
+            cwd: String::new(),
+            parent_session: None,
+        });
+    }
+    let mut lines = lines_from(path, file, offset)?;
+    while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
+        if complete_only && !line.terminated {
+            break;
+        }
+        records.take(line.number, line.text, line.terminated)?;
+    }
+    Ok(Parsed { header: records.header, entries: records.entries, warnings: records.warnings, offset: lines.offset() })
+}
+
+/// State of the v1 → v2 migration (linear ids, parent = previous entry).
+#[derive(Default)]
+struct V1Ids {
+    /// Id given to each parsed record, by pi's `entries` index (`None` for the header).
+    by_index: Vec<Option<String>>,
+    prev: Option<String>,
+}
+
+/// What the lines read so far made.
+struct Records<'p> {
+    path: &'p Path,
+    warnings: Warnings,
+    header: Option<SessionHeader>,
+    entries: Vec<Entry>,
+    v1: V1Ids,
+    /// Index of the next parsed record in pi's `entries` array (header = 0).
+    record_index: usize,
+}
+
+impl<'p> Records<'p> {
+    fn new(path: &'p Path) -> Self {
+        Records {
+            path,
+            warnings: Warnings::default(),
+            header: None,
+            entries: Vec::new(),
+            v1: V1Ids::default(),
+            record_index: 0,
+        }
+    }
+
+    fn take(&mut self, number: u64, text: &[u8], terminated: bool) -> Result<(), SessionError> {
+        let warnings = &mut self.warnings;
+        if is_blank(text) {
+            if terminated {
+                warnings.blank_lines += 1;
+            }
+            return Ok(());
+        }
+        let mut repaired = None;
+        let (parsed, was_repaired) = parse_line::<RawLine<'_>>(text, &mut repaired);
+        if was_repaired {
+            warnings.invalid_utf8_lines += 1;
+        }
+        let Ok(raw) = parsed else {
+            if terminated {
+                warnings.malformed_lines += 1;
+            } else {
+                warnings.truncated_final_line += 1;
+            }
+            return Ok(());
+        };
+        let ty = raw.ty.as_str().unwrap_or_default();
+        let v1 = &mut self.v1;
+        if self.header.is_none() {
+            match first_record(&raw) {
+                FirstRecord::Header => {
+                    self.header = Some(header_from(&raw));
+                    v1.by_index.push(None);
+                    self.record_index += 1;
+                    return Ok(());
+                }
+                FirstRecord::NotASession => return Err(not_a_session(self.path, NOT_A_HEADER)),
+                FirstRecord::Damaged => {}
+            }
+            // A damaged pi session: keep its entries under a synthesized header.
+            warnings.missing_header += 1;
+            let mut synthesized = header_from(&raw);
+            synthesized.id = id_from_file_name(self.path);
+            synthesized.version = if ty != "session" && raw.id.0.is_none() { 1 } else { 3 };
+            self.header = Some(synthesized);
+            if ty == "session" {
+                v1.by_index.push(None);
+                self.record_index += 1;
+                return Ok(());
+            }
+        }
+        let version = self.header.as_ref().map_or(3, |h| h.version);
+        let this_index = self.record_index;
+        self.record_index += 1;
+        if ty == "session" {
+            // pi skips further headers everywhere (`getEntries` filters them).
+            if version < 2 {
+                v1.by_index.push(None);
+            }
+            return Ok(());
+        }
+
+        let (id, parent_id) = if version < 2 {
+            let id = format!("{:08x}", this_index);
+            let parent = v1.prev.replace(id.clone());
+            v1.by_index.push(Some(id.clone()));
+            (id, parent)
+        } else {
+            match raw.id.owned() {
+                // pi tests `parentId` for truthiness: an empty one means a root.
+                Some(id) => (id, raw.parent_id.owned().filter(|p| !p.is_empty())),
+                None => {
+                    // pi would index it under `undefined`; nothing can reference it.
+                    warnings.malformed_lines += 1;
+                    return Ok(());
+                }
+            }
+        };
+
+        let mut kind = match convert::kind(&raw, ty, version) {
+            Ok(kind @ EntryKind::Unknown { .. }) => {
+                warnings.unknown_entry_types += 1;
+                kind
+            }
+            Ok(kind) => kind,
+            Err(()) => {
+                // A message without a message object or with a role pi's context
+                // code does not know: kept so the tree stays connected.
+                warnings.unknown_entry_types += 1;
+                EntryKind::Unknown { entry_type: ty.to_string() }
+            }
+        };
+        if version < 2 {
+            if let EntryKind::Compaction { first_kept_entry_id, .. } = &mut kind {
+                if let Some(index) = raw.first_kept_entry_index.0 {
+                    *first_kept_entry_id = v1_first_kept(v1, index, this_index, &id);
+                }
+            }
+        }
+        self.entries.push(Entry { id, parent_id, timestamp: raw.timestamp.string(), line: number, kind });
+        Ok(())
+    }
+}
+
+/// pi's `firstKeptEntryIndex` → `firstKeptEntryId`: an index into its parsed
+/// records, resolved while ids are being assigned (later records have none yet).
+fn v1_first_kept(v1: &V1Ids, index: f64, this_index: usize, own_id: &str) -> String {
+    if index.fract() != 0.0 || index < 0.0 {
+        return String::new();
+    }
+    let index = index as usize;
+    if index == this_index {
+        return own_id.to_string();
+    }
+    v1.by_index.get(index).cloned().flatten().unwrap_or_default()
+}
+
+/// Entry positions sorted by id (4 bytes an entry, where a map of cloned
+/// ids took about 70): an id's entry is the last of its run, so a later
+/// duplicate wins, as in pi's `byId` map.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IdIndex(Vec<u32>);
+
+impl IdIndex {
+    /// The position of the entry with this id.
+    pub fn find(&self, entries: &[Entry], id: &str) -> Option<usize> {
+        let end = self.0.partition_point(|&i| entries[i as usize].id.as_str() <= id);
+        let i = *self.0.get(end.checked_sub(1)?)? as usize;
+        (entries[i].id == id).then_some(i)
+    }
+}
+
+/// Index by id and count the tree problems.
+pub(crate) fn index_and_check(entries: &[Entry], warnings: &mut Warnings) -> IdIndex {
+    let mut order: Vec<u32> = (0..entries.len() as u32).collect();
+    order.sort_by(|&a, &b| entries[a as usize].id.cmp(&entries[b as usize].id).then(a.cmp(&b)));
+    warnings.duplicate_ids +=
+        order.windows(2).filter(|w| entries[w[0] as usize].id == entries[w[1] as usize].id).count() as u64;
+    let by_id = IdIndex(order);
+    let parent = |i: usize| -> Option<usize> { by_id.find(entries, entries[i].parent_id.as_deref()?) };
+    for e in entries {
+        if e.parent_id.as_deref().is_some_and(|p| by_id.find(entries, p).is_none()) {
+            warnings.dangling_parents += 1;
+        }
+    }
+    // 0 = unvisited, 1 = on the current walk, 2 = done.
+    let mut state = vec![0u8; entries.len()];
+    let mut walk = Vec::new();
+    for start in 0..entries.len() {
+        walk.clear();
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            match state[i] {
+                0 => {
+                    state[i] = 1;
+                    walk.push(i);
+                    cur = parent(i);
+                }
+                1 => {
+                    warnings.cyclic_parents += 1;
+                    break;
+                }
+                _ => break,
+            }
+        }
+        for &i in &walk {
+            state[i] = 2;
+        }
+    }
+    by_id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        let line = r#"{"type":"x","name":"a\ud83d|\ud83d\ude00|\ude00|\\ud83d|\u0041"}"#;
+        let mut repaired = None;
+        let (parsed, bad_utf8) = parse_line::<RawLine<'_>>(line.as_bytes(), &mut repaired);
+        assert!(!bad_utf8);
+        let name = parsed.ok().and_then(|l| l.name.owned());
+        assert_eq!(name.as_deref(), Some("a\u{FFFD}|😀|\u{FFFD}|\\ud83d|A"));
+        assert_eq!(replace_lone_surrogates(r#""ok \u00e9""#), None);
+        assert_eq!(replace_lone_surrogates(r#""\ud800""#).as_deref(), Some(r#""\ufffd""#));
+    }
+
+    #[test]
+    fn numbers_outside_f64_become_null_and_the_line_stays() {
+        let digits = "9".repeat(5000);
+        let line =
+            format!(r#"{{"type":"x","name":"1e400 stays","n":[1e400,-{digits},1.5e3,"2e999"],"version":1e400}}"#);
+        let mut repaired = None;
+        let parsed = parse_line::<RawLine<'_>>(line.as_bytes(), &mut repaired).0.ok();
+        assert_eq!(parsed.and_then(|l| l.name.owned()).as_deref(), Some("1e400 stays"));
+        assert_eq!(
+            replace_infinite_numbers(&line).as_deref(),
+            Some(r#"{"type":"x","name":"1e400 stays","n":[null,null,1.5e3,"2e999"],"version":null}"#)
+        );
+        assert_eq!(replace_infinite_numbers(r#"{"a":"\"1e400","b":-0.5e-400}"#), None);
+    }
+
+    #[test]
+    fn raw_control_characters_make_a_line_malformed_as_in_javascript() {
+        let line = "{\"type\":\"message\",\"id\":\"e1\",\"message\":{\"role\":\"toolResult\",\"content\":[{\"type\":\"text\",\"text\":\"a\tb\"}]}}";
+        let mut repaired = None;
+        assert!(parse_line::<RawLine<'_>>(line.as_bytes(), &mut repaired).0.is_err());
+    }
+
+    #[test]
+    fn invalid_utf8_is_repaired_like_javascript() {
+        let line = b"{\"type\":\"x\",\"name\":\"a\xffb\"}";
+        let mut repaired = None;
+        let (parsed, was_repaired) = parse_line::<RawLine<'_>>(line, &mut repaired);
+        assert!(was_repaired);
+        assert_eq!(parsed.ok().and_then(|l| l.name.owned()).as_deref(), Some("a\u{FFFD}b"));
+    }
+}

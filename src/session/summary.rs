@@ -1,0 +1,276 @@
+//! The summary tier: what pi's `buildSessionInfo` reads from a session file
+//! (header, latest name, first user message, message count, last activity)
+//! without building entries. A summary remembers the offset after the last
+//! complete line it read, so a file that only grew (pi only appends) is
+//! summarized again from there.
+//!
+//! Only `message` and `session_info` lines are deserialized, into shapes that
+//! skip everything else; once the first user message is known, message lines
+//! are parsed for their role and timestamp only.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use super::convert::{content, iso_to_ms};
+use super::raw::{Num, RawContent, RawLine, Str};
+use super::read::{io_err, is_blank, lines_from, not_a_session, open_file, parse_line, NOT_A_HEADER};
+use super::SessionError;
+
+/// One session as listed by pi's `/resume` (`SessionManager.list`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    pub path: PathBuf,
+    pub id: String,
+    /// Latest `session_info` name in the file, if any.
+    pub name: Option<String>,
+    pub first_message: Option<String>,
+    pub cwd: String,
+    /// Header timestamp (ISO).
+    pub created: String,
+    /// File modification time, ms since the epoch.
+    pub modified_ms: u64,
+    /// pi's list "modified": the latest user/assistant message time, else the
+    /// header time, else the file time (ms since the epoch). Lists sort by it.
+    pub last_activity_ms: u64,
+    pub message_count: u64,
+    pub parent_session: Option<String>,
+    /// Where a later scan of the grown file resumes, and what it resumes with.
+    #[serde(skip)]
+    resume: Scanned,
+}
+
+/// What the complete lines read so far gave.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Scanned {
+    /// The offset after the last complete line.
+    offset: u64,
+    name: Option<String>,
+    first_message: Option<String>,
+    last_activity: Option<i64>,
+    message_count: u64,
+}
+
+impl SessionSummary {
+    /// The offset after the last complete line read.
+    pub fn scanned_to(&self) -> u64 {
+        self.resume.offset
+    }
+
+    /// Trim the first message and keep at most `chars` of it (a resumed
+    /// scan keeps the cut one: only whether it was found matters then).
+    pub fn clip_first_message(&mut self, chars: usize) {
+        let clip = |t: &str| t.chars().take(chars).collect::<String>();
+        self.first_message = self.first_message.as_deref().map(|t| clip(t.trim())).filter(|t| !t.is_empty());
+        self.resume.first_message = self.resume.first_message.as_deref().map(clip);
+    }
+}
+
+/// A message line when its text is still needed (no user text seen yet).
+#[derive(serde::Deserialize)]
+struct WithText<'a> {
+    #[serde(borrow, default)]
+    message: Option<TextMessage<'a>>,
+    #[serde(borrow, default)]
+    timestamp: Str<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct TextMessage<'a> {
+    #[serde(borrow, default)]
+    role: Str<'a>,
+    #[serde(borrow, default)]
+    content: Option<RawContent<'a>>,
+    #[serde(default)]
+    timestamp: Num,
+}
+
+/// A message line once only role and time matter.
+#[derive(serde::Deserialize)]
+struct RoleOnly<'a> {
+    #[serde(borrow, default)]
+    message: Option<RoleMessage<'a>>,
+    #[serde(borrow, default)]
+    timestamp: Str<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct RoleMessage<'a> {
+    #[serde(borrow, default)]
+    role: Str<'a>,
+    #[serde(default)]
+    timestamp: Num,
+}
+
+#[derive(serde::Deserialize)]
+struct TypeAndName<'a> {
+    #[serde(rename = "type", borrow, default)]
+    ty: Str<'a>,
+    #[serde(borrow, default)]
+    name: Str<'a>,
+}
+
+/// The entry type from pi's own serialization (`{"type":"…"` first), without parsing.
+fn fast_type(line: &[u8]) -> Option<&[u8]> {
+    let rest = line.strip_prefix(b"{\"type\":\"")?;
+    let end = memchr::memchr(b'"', rest)?;
+    Some(&rest[..end])
+}
+
+/// Summarize one session file, as pi's `buildSessionInfo`.
+pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
+    summarize_file(path, open_file(path)?, None)
+}
+
+/// [`summarize`] of an open file, continuing from `prev` (a summary of the
+/// same file) when the file only grew since.
+pub fn summarize_file(path: &Path, file: File, prev: Option<&SessionSummary>) -> Result<SessionSummary, SessionError> {
+    let md = file.metadata().map_err(|e| io_err(path, e))?;
+    let modified_ms = md
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64);
+    let (mut summary, from) = match prev {
+        Some(p) if p.resume.offset > 0 && md.len() >= p.resume.offset => (Some(p.clone()), p.resume.offset),
+        _ => (None, 0),
+    };
+    let mut state = summary.as_ref().map(|s| s.resume.clone()).unwrap_or_default();
+    let mut lines = lines_from(path, file, from)?;
+    let mut resume = None;
+    while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
+        if !line.terminated {
+            // pi may still be writing it: read now, read again next time.
+            resume = Some(state.clone());
+        }
+        let text = line.text;
+        if is_blank(text) {
+            continue;
+        }
+        let mut repaired = None;
+        if summary.is_none() {
+            let Ok(h) = parse_line::<RawLine<'_>>(text, &mut repaired).0 else { continue };
+            if h.ty.as_str() != Some("session") || h.id.0.is_none() {
+                return Err(not_a_session(path, NOT_A_HEADER));
+            }
+            summary = Some(SessionSummary {
+                path: path.to_path_buf(),
+                id: h.id.string(),
+                name: None,
+                first_message: None,
+                cwd: h.cwd.string(),
+                created: h.timestamp.string(),
+                modified_ms,
+                last_activity_ms: 0,
+                message_count: 0,
+                parent_session: h.parent_session.owned(),
+                resume: Scanned::default(),
+            });
+            continue;
+        }
+        state.take(text);
+    }
+    let mut s = summary.ok_or_else(|| not_a_session(path, "no JSON records"))?;
+    s.name = state.name.clone();
+    s.first_message = state.first_message.clone();
+    s.message_count = state.message_count;
+    s.modified_ms = modified_ms;
+    s.last_activity_ms = match state.last_activity.filter(|&t| t > 0) {
+        Some(t) => t as u64,
+        None => match iso_to_ms(&s.created) {
+            0 => s.modified_ms,
+            t => t.max(0) as u64,
+        },
+    };
+    s.resume = resume.unwrap_or(state);
+    s.resume.offset = lines.offset();
+    Ok(s)
+}
+
+impl Scanned {
+    /// Take one non-blank line after the header.
+    fn take(&mut self, text: &[u8]) {
+        let mut repaired = None;
+        let is_message = match fast_type(text) {
+            Some(b"message") => true,
+            Some(b"session_info") => false,
+            Some(_) => return,
+            None => match parse_line::<TypeAndName<'_>>(text, &mut repaired).0 {
+                Ok(l) if l.ty.as_str() == Some("message") => true,
+                Ok(l) if l.ty.as_str() == Some("session_info") => false,
+                _ => return,
+            },
+        };
+        let mut repaired = None;
+        if !is_message {
+            if let Ok(l) = parse_line::<TypeAndName<'_>>(text, &mut repaired).0 {
+                self.name = l.name.as_str().map(str::trim).filter(|n| !n.is_empty()).map(str::to_string);
+            }
+            return;
+        }
+        // Parsed (even partly) messages count; pi counts every parsed message entry.
+        let (role, msg_ts, entry_ts) = if self.first_message.is_none() {
+            let Ok(m) = parse_line::<WithText<'_>>(text, &mut repaired).0 else { return };
+            self.message_count += 1;
+            let Some(msg) = m.message else { return };
+            if msg.role.as_str() == Some("user") {
+                let t = content(&msg.content).text_joined(" ");
+                if !t.is_empty() {
+                    self.first_message = Some(t);
+                }
+            }
+            (msg.role.string(), msg.timestamp.0, m.timestamp.owned())
+        } else {
+            let Ok(m) = parse_line::<RoleOnly<'_>>(text, &mut repaired).0 else { return };
+            self.message_count += 1;
+            let Some(msg) = m.message else { return };
+            (msg.role.string(), msg.timestamp.0, m.timestamp.owned())
+        };
+        if role == "user" || role == "assistant" {
+            let t = match msg_ts {
+                Some(t) => Some(t as i64),
+                None => entry_ts.map(|ts| iso_to_ms(&ts)).filter(|&t| t != 0),
+            };
+            if let Some(t) = t {
+                self.last_activity = Some(self.last_activity.map_or(t, |a| a.max(t)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Summarizing a file as it grows, resuming each time, gives what one
+    /// summary of the final file gives; a line cut mid-write is read again.
+    #[test]
+    fn resumed_summaries_equal_a_fresh_one() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("2026_s1.jsonl");
+        let lines = [
+            r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#,
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[],"timestamp":5}}"#,
+            r#"{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"first"},{"type":"text","text":"words"}],"timestamp":7}}"#,
+            r#"{"type":"session_info","id":"c","parentId":"b","timestamp":"t","name":" named "}"#,
+            r#"{"type":"message","id":"d","parentId":"c","timestamp":"t","message":{"role":"user","content":"later","timestamp":9}}"#,
+            r#"{"type":"session_info","id":"e","parentId":"d","timestamp":"t","name":"  "}"#,
+        ];
+        let text = lines.join("\n") + "\n";
+        let mut prev: Option<SessionSummary> = None;
+        for end in (0..=text.len()).step_by(37).chain([text.len()]) {
+            std::fs::write(&path, &text[..end]).expect("write");
+            let Ok(file) = open_file(&path) else { continue };
+            if let Ok(s) = summarize_file(&path, file, prev.as_ref()) {
+                prev = Some(s);
+            }
+        }
+        let fresh = summarize(&path).expect("a summary");
+        let resumed = prev.expect("a resumed summary");
+        assert_eq!((resumed.message_count, resumed.last_activity_ms), (3, 9));
+        assert_eq!(resumed.first_message.as_deref(), Some("first words"));
+        assert_eq!(resumed.name, None);
+        assert_eq!(resumed.scanned_to(), text.len() as u64);
+        assert_eq!(SessionSummary { modified_ms: 0, ..resumed }, SessionSummary { modified_ms: 0, ..fresh });
+    }
+}
