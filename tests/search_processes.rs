@@ -45,13 +45,19 @@ fn corpus(agent: &Path, sessions: usize, turns: usize) -> Vec<Writer> {
         .collect()
 }
 
+fn rows_len(conn: &rusqlite::Connection) -> i64 {
+    conn.query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get(0)).expect("count")
+}
+
 /// Every indexed session holds exactly the entries of its file.
 fn assert_consistent(agent: &Path) {
     let index = Index::open(agent).expect("open the index");
     assert_eq!(index.integrity_check().expect("integrity check"), "ok");
     let conn = rusqlite::Connection::open(index_path(agent)).expect("open the file");
     let rows: Vec<(String, i64, i64)> = conn
-        .prepare("SELECT s.path, s.read_to, (SELECT COUNT(*) FROM entries e WHERE e.sid = s.sid) FROM sessions s")
+        .prepare(
+            "SELECT s.path, s.read_to, (SELECT COUNT(*) FROM entries e WHERE e.rowid >> 20 = s.sid) FROM sessions s",
+        )
         .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
         .expect("read the sessions");
     for (path, read_to, entries) in rows {
@@ -69,6 +75,8 @@ fn assert_consistent(agent: &Path) {
         )
         .expect("count");
     assert_eq!(fts, expected, "text rows: one per indexed entry and one per session");
+    let docs: i64 = conn.query_row("SELECT COUNT(*) FROM docs", [], |r| r.get(0)).expect("count");
+    assert_eq!(docs, rows_len(&conn), "one ranking row per session");
 }
 
 #[test]

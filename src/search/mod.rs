@@ -1,7 +1,8 @@
 //! The search index: one SQLite file, `<agent dir>/sessions-index/index.sqlite`,
 //! holding what the plugin knows about every session (the `sessions` table:
 //! the catalog's fields) and the text of every message, for full-text search
-//! (an FTS5 table, `porter unicode61`, ranked with `bm25()`).
+//! (FTS5, `porter unicode61`): one document per session, ranked with
+//! `bm25()`, and one row per message, for the snippets of the sessions shown.
 //!
 //! Why SQLite: several pi processes and the CLI update and query the same
 //! index at once. WAL lets readers go on while one writer commits; the busy
@@ -30,7 +31,7 @@ pub use query::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use update::UpdateReport;
 
 /// Bump when the tables or what goes into them change: the index is rebuilt.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 /// Column order of the FTS table, and each column's `bm25()` weight: what a
 /// session is about (name, tags, summaries, decisions) above what the user
@@ -49,9 +50,14 @@ const COLUMNS: [(&str, f64); 9] = [
 
 /// `sessions`: the catalog's fields, then how far the file was read (stat at
 /// the last read, offset after the last complete line, the bytes before it).
-/// `entries`: every entry's id and parent (the active branch is recomputed
-/// as lines are appended); an entry with text has an `fts` row of the same rowid, in column `col`.
-/// The meta of session `sid` is the `fts` row `-sid`.
+/// `docs`: one row per session (rowid `sid`), all its text in the columns
+/// above: what queries rank and filter on, so a frequent word costs one
+/// `bm25()` per session, not per message. Contentless: rewritten whole, from
+/// `fts`, in each update transaction that changes the session.
+/// `entries` and `fts`: every entry and its text, used only to pick the
+/// snippets of the sessions shown. Session `sid` owns the rowids
+/// [`rowids`]`(sid)`: its meta is the first, its entries follow in file order,
+/// so one rowid range finds a session's rows in both tables.
 const SCHEMA: &str = "
 CREATE TABLE sessions(sid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL, cwd TEXT NOT NULL,
   created TEXT NOT NULL, modified_ms INTEGER NOT NULL, name TEXT, slug TEXT, description TEXT, summary TEXT,
@@ -60,12 +66,21 @@ CREATE TABLE sessions(sid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEX
   size INTEGER NOT NULL DEFAULT 0, mtime_ns INTEGER NOT NULL DEFAULT 0, inode INTEGER NOT NULL DEFAULT 0,
   read_to INTEGER NOT NULL DEFAULT 0, tail BLOB, version INTEGER NOT NULL, meta_mtime_ns INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX sessions_id ON sessions(id);
-CREATE TABLE entries(rowid INTEGER PRIMARY KEY, sid INTEGER NOT NULL, entry_id TEXT NOT NULL, parent_id TEXT,
+CREATE TABLE entries(rowid INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, parent_id TEXT,
   role TEXT NOT NULL, ts TEXT NOT NULL, active INTEGER NOT NULL, col TEXT);
-CREATE INDEX entries_sid ON entries(sid);
 CREATE VIRTUAL TABLE fts USING fts5(name, tags, summary, decisions, files, user, assistant, tool, abandoned,
-  sid UNINDEXED, tokenize = 'porter unicode61');
+  tokenize = 'porter unicode61');
+CREATE VIRTUAL TABLE docs USING fts5(name, tags, summary, decisions, files, user, assistant, tool, abandoned,
+  content = '', contentless_delete = 1, tokenize = 'porter unicode61');
 ";
+
+/// Rowids per session in `entries` and `fts` (entries past it are not indexed).
+const SPAN: i64 = 1 << 20;
+
+/// The rowids of session `sid`: the meta row, then its entries.
+fn rowids(sid: i64) -> (i64, i64) {
+    (sid * SPAN, sid * SPAN + SPAN - 1)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {

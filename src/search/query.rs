@@ -1,21 +1,16 @@
 //! Queries: the user's text parsed into words, phrases, exclusions and
 //! filters, and turned into FTS5 `MATCH` expressions built here (user text
 //! never reaches `MATCH` raw: every term is reduced to its letters and digits
-//! and quoted). Rows are ranked with `bm25()` and grouped per session.
-
-use std::collections::HashMap;
+//! and quoted). Sessions are ranked with `bm25()` over their whole text
+//! (one `docs` row each); only the shown ones look at their messages' rows.
 
 use rusqlite::types::Value as SqlValue;
 
-use super::{session_row, Index, SearchError, SessionRow, COLUMNS, ROW_COLUMNS};
+use super::{rowids, session_row, Index, SearchError, SessionRow, COLUMNS, ROW_COLUMNS};
 
 /// Start and end of a highlighted match inside [`Snippet::text`].
 pub const MARK_START: char = '\u{2}';
 pub const MARK_END: char = '\u{3}';
-/// Matching rows looked at per query: enough for the best sessions' rows.
-const ROWS: usize = 400;
-/// A session's score: its best rows, each counting less than the one before.
-const ROW_DECAY: [f64; 3] = [1.0, 0.5, 0.25];
 /// Sessions of the current project count this much more.
 const CURRENT_PROJECT_BOOST: f64 = 1.5;
 
@@ -174,10 +169,9 @@ impl Query {
         (!terms.is_empty()).then(|| terms.join(" OR "))
     }
 
-    /// SQL conditions on `sid` for the filters, with their parameters.
+    /// SQL conditions on the session `s` for the filters, with their parameters.
     fn conditions(&self, params: &mut Vec<SqlValue>) -> String {
         let mut sql = String::new();
-        let mut sessions = Vec::new();
         let required = [
             (&self.phrases, "IN", ""),
             (&self.tags, "IN", "{tags} : "),
@@ -187,23 +181,19 @@ impl Query {
         for (items, cond, columns) in required {
             for item in items.iter().filter_map(|t| phrase(t)) {
                 params.push(SqlValue::Text(format!("{columns}{item}")));
-                sql.push_str(&format!(" AND sid {cond} (SELECT sid FROM fts WHERE fts MATCH ?{})", params.len()));
+                sql.push_str(&format!(" AND s.sid {cond} (SELECT rowid FROM docs WHERE docs MATCH ?{})", params.len()));
             }
         }
-        if let Some(cwd) = &self.project {
-            params.push(SqlValue::Text(cwd.clone()));
-            sessions.push(format!("cwd = ?{}", params.len()));
-        }
-        if let Some(since) = self.since_ms {
-            params.push(SqlValue::Integer(since as i64));
-            sessions.push(format!("modified_ms >= ?{}", params.len()));
-        }
-        if let Some(until) = self.until_ms {
-            params.push(SqlValue::Integer(until as i64));
-            sessions.push(format!("modified_ms <= ?{}", params.len()));
-        }
-        if !sessions.is_empty() {
-            sql.push_str(&format!(" AND sid IN (SELECT sid FROM sessions WHERE {})", sessions.join(" AND ")));
+        let filters = [
+            ("s.cwd =", self.project.clone().map(SqlValue::Text)),
+            ("s.modified_ms >=", self.since_ms.map(|ms| SqlValue::Integer(ms as i64))),
+            ("s.modified_ms <=", self.until_ms.map(|ms| SqlValue::Integer(ms as i64))),
+        ];
+        for (cond, value) in filters {
+            if let Some(value) = value {
+                params.push(value);
+                sql.push_str(&format!(" AND {cond} ?{}", params.len()));
+            }
         }
         sql
     }
@@ -225,64 +215,57 @@ impl Index {
             // Filters only: the newest sessions that pass them.
             let cond = query.conditions(&mut params);
             let sql = format!(
-                "SELECT {ROW_COLUMNS} FROM sessions s WHERE s.sid IN (SELECT sid FROM sessions WHERE 1 {cond}) \
-                 ORDER BY s.modified_ms DESC LIMIT {}",
+                "SELECT {ROW_COLUMNS}, 0.0 FROM sessions s WHERE 1 {cond} ORDER BY s.modified_ms DESC LIMIT {}",
                 query.limit
             );
-            let mut stmt = self.conn.prepare(&sql)?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(params), session_row)?;
-            return rows.map(|r| r.map(|session| SessionHit { session, score: 0.0, snippets: Vec::new() })).collect();
+            return self.conn.prepare(&sql)?.query_map(rusqlite::params_from_iter(params), hit)?.collect();
         };
         params.push(SqlValue::Text(expr.clone()));
+        params.push(query.current_cwd.clone().map_or(SqlValue::Null, SqlValue::Text));
         let cond = query.conditions(&mut params);
         let weights: Vec<String> = COLUMNS.iter().map(|(_, w)| w.to_string()).collect();
-        // No snippet here: SQLite would compute it for every matching row before sorting.
+        let weights = weights.join(", ");
+        // Sessions ranked by their whole text, the current project first.
         let sql = format!(
-            "SELECT rowid, sid, -bm25(fts, {}) AS score FROM fts WHERE fts MATCH ?1 {cond} ORDER BY score DESC LIMIT {ROWS}",
-            weights.join(", ")
+            "SELECT {ROW_COLUMNS}, -bm25(docs, {weights}) * IIF(s.cwd = ?2, {CURRENT_PROJECT_BOOST}, 1.0) AS score, s.sid \
+             FROM docs JOIN sessions s ON s.sid = docs.rowid WHERE docs MATCH ?1 {cond} \
+             ORDER BY score DESC, s.modified_ms DESC LIMIT {}",
+            query.limit
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        // Per session: its score and its best rows, in order.
-        let mut found: HashMap<i64, (f64, Vec<i64>)> = HashMap::new();
-        for row in rows {
-            let (rowid, sid, score): (i64, i64, f64) = row?;
-            let (total, best) = found.entry(sid).or_default();
-            if let Some(decay) = ROW_DECAY.get(best.len()) {
-                *total += score * decay;
-                best.push(rowid);
-            }
-        }
-        let mut snippet_stmt = self.conn.prepare_cached(
+        let hits: Vec<(SessionHit, i64)> = stmt
+            .query_map(rusqlite::params_from_iter(params), |r| Ok((hit(r)?, r.get(17)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        // Snippets: each shown session's best rows, computed for those rows alone.
+        let mut best = self.conn.prepare_cached(&format!(
+            "SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY bm25(fts, {weights}) LIMIT 2"
+        ))?;
+        let mut snippet = self.conn.prepare_cached(
             "SELECT snippet(fts, -1, char(2), char(3), '…', 14) FROM fts WHERE fts MATCH ?1 AND rowid = ?2",
         )?;
-        let mut hits = Vec::with_capacity(found.len());
-        let mut row_stmt =
-            self.conn.prepare_cached(&format!("SELECT {ROW_COLUMNS} FROM sessions s WHERE s.sid = ?1"))?;
-        let mut entry_stmt = self.conn.prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
-        for (sid, (score, best)) in found {
-            let session = row_stmt.query_row([sid], session_row)?;
-            let boost = query.current_cwd.as_deref().is_some_and(|c| c == session.cwd);
-            let score = if boost { score * CURRENT_PROJECT_BOOST } else { score };
-            hits.push((sid, SessionHit { session, score, snippets: Vec::new() }, best));
-        }
-        hits.sort_by(|a, b| {
-            b.1.score.total_cmp(&a.1.score).then_with(|| b.1.session.modified_ms.cmp(&a.1.session.modified_ms))
-        });
-        hits.truncate(query.limit);
-        for (_, hit, best) in &mut hits {
-            for rowid in best.iter().take(2) {
-                let text: String = snippet_stmt.query_row(rusqlite::params![expr, rowid], |r| r.get(0))?;
-                let snippet = if *rowid < 0 {
+        let mut entry = self.conn.prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
+        let mut found = Vec::with_capacity(hits.len());
+        for (mut hit, sid) in hits {
+            let (first, last) = rowids(sid);
+            let rows: Vec<i64> =
+                best.query_map(rusqlite::params![expr, first, last], |r| r.get(0))?.collect::<Result<_, _>>()?;
+            for rowid in rows {
+                let text: String = snippet.query_row(rusqlite::params![expr, rowid], |r| r.get(0))?;
+                hit.snippets.push(if rowid == first {
                     Snippet { entry_id: None, role: "meta".into(), abandoned: false, text }
                 } else {
                     let (entry_id, role, active) =
-                        entry_stmt.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?)))?;
+                        entry.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?)))?;
                     Snippet { entry_id: Some(entry_id), role, abandoned: !active, text }
-                };
-                hit.snippets.push(snippet);
+                });
             }
+            found.push(hit);
         }
-        Ok(hits.into_iter().map(|(_, hit, _)| hit).collect())
+        Ok(found)
     }
+}
+
+/// A session row followed by its score.
+fn hit(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionHit> {
+    Ok(SessionHit { session: session_row(r)?, score: r.get(16)?, snippets: Vec::new() })
 }

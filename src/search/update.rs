@@ -8,9 +8,9 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::{Index, SearchError};
+use super::{rowids, Index, SearchError, COLUMNS};
 use crate::meta::SessionMeta;
 use crate::session::{AgentMessage, Entry, EntryKind};
 
@@ -102,10 +102,21 @@ impl Index {
 
     /// Bring one session file up to date (what `agent_end` needs): `Ok(true)`
     /// when something changed. A file that is gone or not a pi session drops out.
+    /// The file is read, parsed and redacted before the write lock is taken,
+    /// so writers queue only for the short transaction; under the lock the
+    /// stored state is checked again, and read anew if another process moved it.
     pub fn update_file(&mut self, path: &Path, meta_dir: &Path) -> Result<bool, SearchError> {
-        let write = |conn: &mut rusqlite::Connection| {
+        let key = path.to_string_lossy();
+        let write = |conn: &mut Connection| {
+            let mut todo = plan(conn, path, meta_dir)?;
+            if todo.is_empty() {
+                return Ok(false);
+            }
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let changed = sync(&tx, path, meta_dir)?;
+            if stored(&tx, &key)? != todo.stored {
+                todo = plan(&tx, path, meta_dir)?;
+            }
+            let changed = apply(&tx, todo)?;
             tx.commit().map(|_| changed)
         };
         write(&mut self.conn).map_err(|e| self.sql(e))
@@ -116,93 +127,175 @@ fn file_stat(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<FileStat> {
     Ok(FileStat { size: r.get::<_, i64>(at)? as u64, mtime_ns: r.get(at + 1)?, inode: r.get::<_, i64>(at + 2)? as u64 })
 }
 
-/// One session's update, inside the caller's write transaction.
-fn sync(tx: &Transaction<'_>, path: &Path, meta_dir: &Path) -> rusqlite::Result<bool> {
-    let key = path.to_string_lossy();
-    let stored = tx
-        .query_row(
-            "SELECT sid, id, size, mtime_ns, inode, read_to, tail, version, meta_mtime_ns FROM sessions WHERE path = ?1",
-            [&key],
-            |r| {
-                let (sid, id, old, read_to): (i64, String, _, i64) = (r.get(0)?, r.get(1)?, file_stat(r, 2)?, r.get(5)?);
-                let (tail, version, meta): (Option<Vec<u8>>, u32, i64) = (r.get(6)?, r.get(7)?, r.get(8)?);
-                Ok((sid, id, old, read_to as u64, tail.unwrap_or_default(), version, meta))
-            },
-        )
-        .optional()?;
+/// How far a session file was read, as stored.
+#[derive(Debug, Clone, PartialEq)]
+struct Stored {
+    sid: i64,
+    id: String,
+    stat: FileStat,
+    read_to: u64,
+    tail: Vec<u8>,
+    version: u32,
+    meta_mtime: i64,
+}
+
+fn stored(conn: &Connection, key: &str) -> rusqlite::Result<Option<Stored>> {
+    let sql =
+        "SELECT sid, id, size, mtime_ns, inode, read_to, tail, version, meta_mtime_ns FROM sessions WHERE path = ?1";
+    conn.query_row(sql, [key], |r| {
+        Ok(Stored {
+            sid: r.get(0)?,
+            id: r.get(1)?,
+            stat: file_stat(r, 2)?,
+            read_to: r.get::<_, i64>(5)? as u64,
+            tail: r.get::<_, Option<Vec<u8>>>(6)?.unwrap_or_default(),
+            version: r.get(7)?,
+            meta_mtime: r.get(8)?,
+        })
+    })
+    .optional()
+}
+
+/// An entry's role, and the FTS column of its text with the text, redacted.
+type EntryText = (&'static str, Option<(&'static str, String)>);
+
+/// Lines read from a session file, ready to store.
+struct Lines {
+    path: String,
+    read: crate::session::Appended,
+    texts: Vec<EntryText>,
+    stat: FileStat,
+    tail: Option<Vec<u8>>,
+    appended: bool,
+}
+
+/// One file's update, prepared without the write lock: the state it was
+/// prepared from, and what to write.
+struct Plan {
+    stored: Option<Stored>,
+    /// Drop the stored session first (its file was rewritten or is gone).
+    drop: bool,
+    lines: Option<Lines>,
+    /// The meta to store and its file's mtime (`None`: unchanged).
+    meta: Option<(Option<SessionMeta>, i64)>,
+}
+
+impl Plan {
+    fn is_empty(&self) -> bool {
+        !self.drop && self.lines.is_none() && self.meta.is_none()
+    }
+}
+
+fn plan(conn: &Connection, path: &Path, meta_dir: &Path) -> rusqlite::Result<Plan> {
+    let stored = stored(conn, &path.to_string_lossy())?;
     let st = stat(path);
-    // The session to add to and the offset to read from (`None`: only the meta changed).
-    let mut target = None;
-    let existed = stored.is_some();
-    // The meta row is rewritten when the meta file or the session's own name changed.
-    let mut meta_seen = stored.as_ref().map(|s| s.6);
-    if let Some((sid, id, old, read_to, tail, version, meta)) = stored {
-        let same = st == Some(old);
-        if same && meta == meta_mtime(meta_dir, &id) {
-            return Ok(false);
-        }
-        // Appending grows a file; one that did not grow, or whose last read bytes changed, was rewritten.
-        let grew = st.is_some_and(|st| version >= 3 && st.inode == old.inode && st.size > old.size && read_to > 0)
-            && tail_at(path, read_to).is_some_and(|t| t == tail);
-        match (same, grew) {
-            (true, _) => target = Some((sid, None)),
-            (false, true) => target = Some((sid, Some(read_to))),
-            (false, false) => {
-                drop_session(tx, sid)?;
-                meta_seen = None;
-            }
+    let mut plan = Plan { stored: stored.clone(), drop: false, lines: None, meta: None };
+    // Where to read from (`None`: the file is as read, only the meta may have changed).
+    let mut from = Some(0);
+    if let Some(s) = &stored {
+        if st == Some(s.stat) {
+            from = None;
+        } else if st.is_some_and(|st| s.version >= 3 && st.inode == s.stat.inode && st.size > s.stat.size)
+            && s.read_to > 0
+            && tail_at(path, s.read_to).is_some_and(|t| t == s.tail)
+        {
+            // Appending grows a file; one that did not grow, or whose last read bytes changed, was rewritten.
+            from = Some(s.read_to);
+        } else {
+            plan.drop = true;
         }
     }
-    let Some(st) = st else { return Ok(existed) };
-    let sid = match target {
-        Some((sid, None)) => sid,
-        _ => {
-            let from = target.and_then(|(_, from)| from).unwrap_or(0);
-            let read = match crate::session::read_appended(path, from) {
-                Ok(read) => read,
-                Err(e) => {
-                    // Unreadable or not a pi session (any more): it stays out.
-                    tracing::debug!("search index: skipping {e}");
-                    return Ok(target.is_some());
-                }
-            };
-            let sid = match (target, &read.header) {
-                (Some((sid, _)), _) => sid,
-                (None, Some(h)) => {
-                    tx.execute(
-                        "INSERT INTO sessions(path, id, cwd, created, modified_ms, parent_session, version) \
-                         VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6)",
-                        params![key, h.id, h.cwd, h.timestamp, h.parent_session, h.version],
-                    )?;
-                    tx.last_insert_rowid()
-                }
-                (None, None) => return Ok(false), // nothing complete to read yet
-            };
-            if add_entries(tx, sid, &read.entries, from > 0)? {
-                meta_seen = None;
-            }
-            tx.execute(
-                "UPDATE sessions SET size = ?2, mtime_ns = ?3, inode = ?4, read_to = ?5, tail = ?6, modified_ms = ?7 \
-                 WHERE sid = ?1",
-                params![
-                    sid,
-                    st.size as i64,
-                    st.mtime_ns,
-                    st.inode as i64,
-                    read.end as i64,
-                    tail_at(path, read.end),
-                    st.mtime_ns / 1_000_000
-                ],
-            )?;
-            sid
-        }
+    let Some(st) = st else {
+        plan.drop = stored.is_some();
+        return Ok(plan);
     };
-    let id: String = tx.query_row("SELECT id FROM sessions WHERE sid = ?1", [sid], |r| r.get(0))?;
-    let mtime = meta_mtime(meta_dir, &id);
-    if meta_seen != Some(mtime) {
-        set_meta(tx, sid, crate::meta::read(meta_dir, &id).ok().flatten().as_ref(), mtime)?;
+    let mut id = stored.as_ref().filter(|_| !plan.drop).map(|s| s.id.clone());
+    let mut named = false;
+    if let Some(from) = from {
+        match crate::session::read_appended(path, from) {
+            // Nothing complete to read yet in a new file.
+            Ok(read) if from == 0 && read.header.is_none() => return Ok(plan),
+            Ok(read) => {
+                id = id.or_else(|| read.header.as_ref().map(|h| h.id.clone()));
+                named = read.entries.iter().any(|e| matches!(e.kind, EntryKind::SessionInfo { .. }));
+                let texts = read.entries.iter().map(entry_text).collect();
+                let (path, tail) = (path.to_string_lossy().into_owned(), tail_at(path, read.end));
+                plan.lines = Some(Lines { path, texts, stat: st, tail, appended: from > 0, read });
+            }
+            // Unreadable or not a pi session (any more): it stays out.
+            Err(e) => {
+                tracing::debug!("search index: skipping {e}");
+                return Ok(plan);
+            }
+        }
     }
-    Ok(true)
+    let Some(id) = id else { return Ok(plan) };
+    let mtime = meta_mtime(meta_dir, &id);
+    let fresh = stored.is_none() || plan.drop;
+    if fresh || named || stored.is_some_and(|s| s.meta_mtime != mtime) {
+        plan.meta = Some((crate::meta::read(meta_dir, &id).ok().flatten(), mtime));
+    }
+    Ok(plan)
+}
+
+/// Write a prepared update, inside the caller's write transaction.
+fn apply(tx: &Transaction<'_>, plan: Plan) -> rusqlite::Result<bool> {
+    let changed = !plan.is_empty();
+    let mut sid = plan.stored.as_ref().map(|s| s.sid);
+    if plan.drop {
+        if let Some(sid) = sid.take() {
+            drop_session(tx, sid)?;
+        }
+    }
+    if let Some(lines) = &plan.lines {
+        if let (None, Some(h)) = (sid, &lines.read.header) {
+            tx.execute(
+                "INSERT INTO sessions(path, id, cwd, created, modified_ms, parent_session, version) \
+                 VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6)",
+                params![lines.path, h.id, h.cwd, h.timestamp, h.parent_session, h.version],
+            )?;
+            sid = Some(tx.last_insert_rowid());
+        }
+        let Some(sid) = sid else { return Ok(changed) };
+        add_entries(tx, sid, lines)?;
+        let st = lines.stat;
+        tx.execute(
+            "UPDATE sessions SET size = ?2, mtime_ns = ?3, inode = ?4, read_to = ?5, tail = ?6, modified_ms = ?7 \
+             WHERE sid = ?1",
+            params![
+                sid,
+                st.size as i64,
+                st.mtime_ns,
+                st.inode as i64,
+                lines.read.end as i64,
+                lines.tail,
+                st.mtime_ns / 1_000_000
+            ],
+        )?;
+    }
+    let Some(sid) = sid else { return Ok(changed) };
+    if let Some((meta, mtime)) = &plan.meta {
+        set_meta(tx, sid, meta.as_ref(), *mtime)?;
+    }
+    if plan.lines.is_some() || plan.meta.is_some() {
+        write_doc(tx, sid)?;
+    }
+    Ok(changed)
+}
+
+/// The session's ranking row in `docs`: its text, column by column, from `fts`.
+fn write_doc(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
+    let (first, last) = rowids(sid);
+    let names: Vec<&str> = COLUMNS.iter().map(|(name, _)| *name).collect();
+    let joined: Vec<String> = names.iter().map(|c| format!("group_concat({c}, char(10))")).collect();
+    tx.execute("DELETE FROM docs WHERE rowid = ?1", [sid])?;
+    let sql = format!(
+        "INSERT INTO docs(rowid, {}) SELECT ?1, {} FROM fts WHERE rowid BETWEEN ?2 AND ?3",
+        names.join(", "),
+        joined.join(", ")
+    );
+    tx.prepare_cached(&sql)?.execute(params![sid, first, last])?;
+    Ok(())
 }
 
 /// The `TAIL_BYTES` bytes before `offset`.
@@ -217,17 +310,17 @@ fn tail_at(path: &Path, offset: u64) -> Option<Vec<u8>> {
 
 /// Drop a session: its row, entries and text.
 fn drop_session(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
-    // By rowid: `sid` is not indexed in the FTS table.
-    tx.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM entries WHERE sid = ?1 AND col IS NOT NULL)", [sid])?;
-    tx.execute("DELETE FROM fts WHERE rowid = ?1", [-sid])?;
-    tx.execute("DELETE FROM entries WHERE sid = ?1", [sid])?;
+    let (first, last) = rowids(sid);
+    tx.execute("DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2", [first, last])?;
+    tx.execute("DELETE FROM entries WHERE rowid BETWEEN ?1 AND ?2", [first, last])?;
+    tx.execute("DELETE FROM docs WHERE rowid = ?1", [sid])?;
     tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
     Ok(())
 }
 
 /// An entry's role, and the FTS column its text goes to (on the active
 /// branch) with the text, redacted.
-fn entry_text(entry: &Entry) -> (&'static str, Option<(&'static str, String)>) {
+fn entry_text(entry: &Entry) -> EntryText {
     let (role, text) = match &entry.kind {
         // Custom messages are extensions' injections (e.g. `@@` context from other sessions).
         EntryKind::Message(m @ AgentMessage::Custom { .. }) => (m.role(), String::new()),
@@ -260,17 +353,22 @@ fn on_branch(links: &[(String, Option<String>)]) -> Vec<bool> {
     on
 }
 
-/// Index entries read from the file; true when one named the session.
-fn add_entries(tx: &Transaction<'_>, sid: i64, entries: &[Entry], appended: bool) -> rusqlite::Result<bool> {
+/// Index the entries read from the file.
+fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Result<()> {
+    let (entries, (first, last)) = (&lines.read.entries, rowids(sid));
     let links: Vec<_> = entries.iter().map(|e| (e.id.clone(), e.parent_id.clone())).collect();
-    let leaf: Option<String> = tx
-        .query_row("SELECT entry_id FROM entries WHERE sid = ?1 ORDER BY rowid DESC LIMIT 1", [sid], |r| r.get(0))
-        .optional()?;
+    let (top, leaf): (i64, Option<String>) = tx
+        .query_row(
+            "SELECT rowid, entry_id FROM entries WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid DESC LIMIT 1",
+            [first, last],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?
+        .unwrap_or((first, None));
     // Appended entries are placed as active, then the whole session's branch is recomputed.
-    let active = if appended { vec![true; entries.len()] } else { on_branch(&links) };
+    let active = if lines.appended { vec![true; entries.len()] } else { on_branch(&links) };
     let (mut messages, mut first_message) = (0i64, None);
-    for (entry, &active) in entries.iter().zip(&active) {
-        let (role, text) = entry_text(entry);
+    for (((entry, &active), (role, text)), rowid) in entries.iter().zip(&active).zip(&lines.texts).zip(top + 1..=last) {
         if let EntryKind::Message(m) = &entry.kind {
             messages += 1;
             if first_message.is_none() && m.role() == "user" {
@@ -284,13 +382,13 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, entries: &[Entry], appended: bool
         }
         let column = text.as_ref().map(|(c, _)| *c);
         tx.prepare_cached(
-            "INSERT INTO entries(sid, entry_id, parent_id, role, ts, active, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO entries(rowid, entry_id, parent_id, role, ts, active, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
-        .execute(params![sid, entry.id, entry.parent_id, role, entry.timestamp, active, column])?;
+        .execute(params![rowid, entry.id, entry.parent_id, role, entry.timestamp, active, column])?;
         if let Some((column, text)) = text {
             let column = if active { column } else { "abandoned" };
-            tx.prepare_cached(&format!("INSERT INTO fts(rowid, {column}, sid) VALUES (?1, ?2, ?3)"))?
-                .execute(params![tx.last_insert_rowid(), text, sid])?;
+            tx.prepare_cached(&format!("INSERT INTO fts(rowid, {column}) VALUES (?1, ?2)"))?
+                .execute(params![rowid, text])?;
         }
     }
     tx.execute(
@@ -303,10 +401,10 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, entries: &[Entry], appended: bool
         0 => e.parent_id == leaf,
         _ => e.parent_id.as_deref() == Some(entries[i - 1].id.as_str()),
     });
-    if appended && !continues {
+    if lines.appended && !continues {
         recompute_active(tx, sid)?;
     }
-    Ok(entries.iter().any(|e| matches!(e.kind, EntryKind::SessionInfo { .. })))
+    Ok(())
 }
 
 /// After an append the active branch may have moved: flag the entries anew,
@@ -314,9 +412,11 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, entries: &[Entry], appended: bool
 fn recompute_active(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
     type Row = (i64, bool, Option<String>);
     let (mut rows, mut links): (Vec<Row>, Vec<_>) = (Vec::new(), Vec::new());
-    let mut stmt =
-        tx.prepare_cached("SELECT rowid, active, col, entry_id, parent_id FROM entries WHERE sid = ?1 ORDER BY rowid")?;
-    for row in stmt.query_map([sid], |r| Ok(((r.get(0)?, r.get(1)?, r.get(2)?), (r.get(3)?, r.get(4)?))))? {
+    let mut stmt = tx.prepare_cached(
+        "SELECT rowid, active, col, entry_id, parent_id FROM entries WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid",
+    )?;
+    let (first, last) = rowids(sid);
+    for row in stmt.query_map([first, last], |r| Ok(((r.get(0)?, r.get(1)?, r.get(2)?), (r.get(3)?, r.get(4)?))))? {
         let (row, link) = row?;
         rows.push(row);
         links.push(link);
@@ -331,14 +431,14 @@ fn recompute_active(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
             let text: Option<String> =
                 tx.query_row(&format!("SELECT {from} FROM fts WHERE rowid = ?1"), [rowid], |r| r.get(0))?;
             tx.execute("DELETE FROM fts WHERE rowid = ?1", [rowid])?;
-            tx.execute(&format!("INSERT INTO fts(rowid, {to}, sid) VALUES (?1, ?2, ?3)"), params![rowid, text, sid])?;
+            tx.execute(&format!("INSERT INTO fts(rowid, {to}) VALUES (?1, ?2)"), params![rowid, text])?;
         }
     }
     Ok(())
 }
 
 /// The meta fields: the `sessions` columns and the session's meta row in
-/// the FTS table (rowid `-sid`), with the file's own name when there is no meta.
+/// the FTS table (the session's first rowid), with the file's own name when there is no meta.
 fn set_meta(tx: &Transaction<'_>, sid: i64, meta: Option<&SessionMeta>, mtime_ns: i64) -> rusqlite::Result<()> {
     let session_name: Option<String> =
         tx.query_row("SELECT session_name FROM sessions WHERE sid = ?1", [sid], |r| r.get(0))?;
@@ -363,7 +463,8 @@ fn set_meta(tx: &Transaction<'_>, sid: i64, meta: Option<&SessionMeta>, mtime_ns
             mtime_ns,
         ],
     )?;
-    tx.execute("DELETE FROM fts WHERE rowid = ?1", [-sid])?;
+    let first = rowids(sid).0;
+    tx.execute("DELETE FROM fts WHERE rowid = ?1", [first])?;
     let join = |parts: &[&[String]]| {
         red(&parts.iter().flat_map(|p| p.iter().map(String::as_str)).collect::<Vec<_>>().join("\n"))
     };
@@ -376,8 +477,8 @@ fn set_meta(tx: &Transaction<'_>, sid: i64, meta: Option<&SessionMeta>, mtime_ns
     };
     let name_text = [name.as_deref(), slug.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
     tx.execute(
-        "INSERT INTO fts(rowid, name, tags, summary, decisions, files, sid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![-sid, red(&name_text), red(&tags.join(" ")), summary, decisions, files, sid],
+        "INSERT INTO fts(rowid, name, tags, summary, decisions, files) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![first, red(&name_text), red(&tags.join(" ")), summary, decisions, files],
     )?;
     Ok(())
 }
