@@ -182,3 +182,47 @@ fn past_the_daily_cap_auto_indexing_pauses_once_and_commands_ask_first() {
     assert!(forced.ok, "{forced:?}");
     assert!(agent.meta_dir().join("0f000000-0000-4000-8000-000000000001.meta.json").is_file());
 }
+
+#[test]
+fn sessions_searches_and_offers_resume_mention_and_continue() {
+    let agent = Agent::new();
+    let hit = agent.session(
+        &Synth::new("0c000000-0000-4000-8000-000000000011", CWD)
+            .name("Marmoset migration")
+            .user(&["move the marmoset tables to postgres"]),
+    );
+    agent.session(&Synth::new("0c000000-0000-4000-8000-000000000012", "/proj/b").user(&["fix the login page"]));
+    let (instance, _host, ctx) = load(&agent, OFFLINE);
+
+    let result = command(&instance, &ctx, "sessions", "marmoset postgres");
+    assert!(result.ok, "{result:?}");
+    assert_eq!(result.message.as_deref(), Some("1 session matches \"marmoset postgres\""));
+    let [Action::Select { title, options }] = result.actions.as_slice() else { panic!("one select: {result:?}") };
+    assert!(title.contains("marmoset postgres"), "{title}");
+    let [option] = options.as_slice() else { panic!("one result: {options:?}") };
+    assert!(option.label.starts_with("1. Marmoset migration · "), "{}", option.label);
+    assert!(option.label.contains(CWD) && option.label.contains("marmoset tables to postgres"), "{}", option.label);
+    let [Action::Select { options: choices, .. }] = option.actions.as_slice() else { panic!("{option:?}") };
+    let actions: Vec<&Action> = choices.iter().flat_map(|c| &c.actions).collect();
+    assert_eq!(
+        actions,
+        [
+            &Action::SwitchSession { session_file: hit.to_string_lossy().into_owned() },
+            &Action::InsertText { text: "@@marmoset-migration ".into() },
+            &Action::Command { command: "continue".into(), args: "@@marmoset-migration".into() },
+        ]
+    );
+    assert_eq!(result.details["results"][0]["id"], "0c000000-0000-4000-8000-000000000011");
+
+    // A host that performs no actions gets the results as text.
+    let bare = SessionContext { actions: Vec::new(), ..ctx.clone() };
+    let text = command(&instance, &bare, "sessions", "marmoset");
+    assert!(text.ok && text.actions.is_empty(), "{text:?}");
+    let message = text.message.unwrap();
+    assert!(message.starts_with("1 session matches \"marmoset\"\n1. Marmoset migration · "), "{message}");
+
+    let none = command(&instance, &ctx, "sessions", "zebra");
+    assert!(none.ok && none.actions.is_empty() && none.message.unwrap().contains("no session matches"));
+    let usage = command(&instance, &ctx, "sessions", " ");
+    assert!(!usage.ok && usage.message.unwrap().starts_with("usage: /sessions"));
+}

@@ -1,9 +1,10 @@
 //! The plugin's commands in pi besides `/index-session`: the overview,
-//! `/continue` and bulk indexing. Session controls (a new session, the
+//! `/continue`, bulk indexing and `/sessions` (search). Session controls (a new session, the
 //! selector) are returned as pi-ext-abi 1.1 actions for the host to perform
 //! once the command has returned.
 
 pub mod overview;
+pub mod sessions;
 
 use std::sync::Arc;
 
@@ -17,14 +18,17 @@ use crate::host::NotifyLevel;
 pub fn specs(app: &App) -> Vec<CommandSpec> {
     let names = &app.config.commands;
     let spec = |name: &str, description: &str| CommandSpec { name: name.into(), description: description.into() };
-    vec![
+    let search = &app.config.search;
+    let search = search.enabled.then(|| spec(&search.command_name, "Search past sessions by what was said in them"));
+    let commands = vec![
         spec(&names.overview, "session-index: what it knows, the model in use, money spent, @@ syntax"),
         spec(&names.continue_from, "Start a new session carrying a session's summary: /continue <@@reference>"),
         spec(
             &names.index_all,
             "Index sessions lacking an up-to-date meta in the background (--all: every project, --cancel)",
         ),
-    ]
+    ];
+    commands.into_iter().chain(search).collect()
 }
 
 /// Run `call` if it is one of this module's commands.
@@ -37,6 +41,8 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> Option<CommandResult> {
         continue_from(app, call)
     } else if name == names.index_all {
         crate::indexing::bulk::run_command(app, call)
+    } else if app.config.search.enabled && name == app.config.search.command_name {
+        sessions::run(app, call)
     } else {
         return None;
     })

@@ -3,7 +3,8 @@
 // cheapest priced model of pi's registry, the overview's content, /continue
 // starting a session with the parent link and the context as its first entry,
 // and a daily cap pausing auto-indexing in a second pi process on the same
-// agent dir (whose explicit command then asks first, through pi's selector).
+// agent dir (whose explicit command then asks first, through pi's selector),
+// and /sessions: search results in pi's selector, then resuming the one picked.
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -92,10 +93,10 @@ after(async () => {
 	else if (world) console.error(`kept ${world.root}`);
 });
 
-test("get_commands lists the overview, /continue and /index-all", async () => {
+test("get_commands lists the overview, /continue, /index-all and /sessions", async () => {
 	const { commands } = await pi.command({ type: "get_commands" });
 	const names = commands.filter((c) => c.source === "extension").map((c) => c.name);
-	for (const name of ["index-session", "session-index", "continue", "index-all"]) {
+	for (const name of ["index-session", "session-index", "continue", "index-all", "sessions"]) {
 		assert.ok(names.includes(name), `${name} missing from ${names}\n${bridgeLog()}`);
 	}
 });
@@ -209,4 +210,23 @@ test("past the daily cap a second pi process pauses auto-indexing once and asks 
 	} finally {
 		await capped.stop();
 	}
+});
+
+test("/sessions shows the matches in pi's selector; picking one and \"Resume it\" switches to it", async () => {
+	const beta = stored[1];
+	const from = pi.events.length;
+	const running = pi.command({ type: "prompt", message: "/sessions stored2" }, 60_000);
+	const results = await pi.waitFor((e) => e.type === "extension_ui_request" && e.method === "select", "the results selector", 30_000, from);
+	assert.match(results.title, /stored2/);
+	assert.equal(results.options.length, 1, `only the Beta session says stored2: ${results.options}`);
+	assert.match(results.options[0], /^1\. .+ · \d{4}-\d{2}-\d{2} · .+ · .*stored2/);
+	pi.child.stdin.write(`${JSON.stringify({ type: "extension_ui_response", id: results.id, value: results.options[0] })}\n`);
+	const from2 = pi.events.length;
+	const choices = await pi.waitFor((e) => e.type === "extension_ui_request" && e.method === "select" && e.id !== results.id, "the choices", 30_000, from2);
+	assert.equal(choices.options[0], "Resume it");
+	assert.match(choices.options[1], /^Insert @@\S+ into the prompt$/);
+	assert.equal(choices.options[2], "Continue from it (/continue)");
+	pi.child.stdin.write(`${JSON.stringify({ type: "extension_ui_response", id: choices.id, value: "Resume it" })}\n`);
+	await running;
+	await eventually(async () => (await pi.command({ type: "get_state" })).sessionFile === beta.file, `pi switched to ${beta.file}\n${bridgeLog()}`);
 });
