@@ -116,7 +116,7 @@ impl Index {
             if stored(&tx, &key)? != todo.stored {
                 todo = plan(&tx, path, meta_dir)?;
             }
-            let changed = apply(&tx, todo)?;
+            let changed = apply(&tx, &key, todo)?;
             tx.commit().map(|_| changed)
         };
         write(&mut self.conn).map_err(|e| self.sql(e))
@@ -127,31 +127,16 @@ fn file_stat(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<FileStat> {
     Ok(FileStat { size: r.get::<_, i64>(at)? as u64, mtime_ns: r.get(at + 1)?, inode: r.get::<_, i64>(at + 2)? as u64 })
 }
 
-/// How far a session file was read, as stored.
-#[derive(Debug, Clone, PartialEq)]
-struct Stored {
-    sid: i64,
-    id: String,
-    stat: FileStat,
-    read_to: u64,
-    tail: Vec<u8>,
-    version: u32,
-    meta_mtime: i64,
-}
+/// How far a session file was read, as stored: sid, id, stat, read offset,
+/// the bytes before it, format version, meta mtime.
+type Stored = (i64, String, FileStat, u64, Vec<u8>, u32, i64);
 
 fn stored(conn: &Connection, key: &str) -> rusqlite::Result<Option<Stored>> {
     let sql =
         "SELECT sid, id, size, mtime_ns, inode, read_to, tail, version, meta_mtime_ns FROM sessions WHERE path = ?1";
     conn.query_row(sql, [key], |r| {
-        Ok(Stored {
-            sid: r.get(0)?,
-            id: r.get(1)?,
-            stat: file_stat(r, 2)?,
-            read_to: r.get::<_, i64>(5)? as u64,
-            tail: r.get::<_, Option<Vec<u8>>>(6)?.unwrap_or_default(),
-            version: r.get(7)?,
-            meta_mtime: r.get(8)?,
-        })
+        let (read_to, tail): (i64, Option<Vec<u8>>) = (r.get(5)?, r.get(6)?);
+        Ok((r.get(0)?, r.get(1)?, file_stat(r, 2)?, read_to as u64, tail.unwrap_or_default(), r.get(7)?, r.get(8)?))
     })
     .optional()
 }
@@ -161,7 +146,6 @@ type EntryText = (&'static str, Option<(&'static str, String)>);
 
 /// Lines read from a session file, ready to store.
 struct Lines {
-    path: String,
     read: crate::session::Appended,
     texts: Vec<EntryText>,
     stat: FileStat,
@@ -192,15 +176,15 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path) -> rusqlite::Result<Pla
     let mut plan = Plan { stored: stored.clone(), drop: false, lines: None, meta: None };
     // Where to read from (`None`: the file is as read, only the meta may have changed).
     let mut from = Some(0);
-    if let Some(s) = &stored {
-        if st == Some(s.stat) {
+    if let Some((_, _, old, read_to, tail, version, _)) = &stored {
+        if st == Some(*old) {
             from = None;
-        } else if st.is_some_and(|st| s.version >= 3 && st.inode == s.stat.inode && st.size > s.stat.size)
-            && s.read_to > 0
-            && tail_at(path, s.read_to).is_some_and(|t| t == s.tail)
+        } else if st.is_some_and(|st| *version >= 3 && st.inode == old.inode && st.size > old.size)
+            && *read_to > 0
+            && tail_at(path, *read_to).is_some_and(|t| t == *tail)
         {
             // Appending grows a file; one that did not grow, or whose last read bytes changed, was rewritten.
-            from = Some(s.read_to);
+            from = Some(*read_to);
         } else {
             plan.drop = true;
         }
@@ -209,7 +193,7 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path) -> rusqlite::Result<Pla
         plan.drop = stored.is_some();
         return Ok(plan);
     };
-    let mut id = stored.as_ref().filter(|_| !plan.drop).map(|s| s.id.clone());
+    let mut id = stored.as_ref().filter(|_| !plan.drop).map(|s| s.1.clone());
     let mut named = false;
     if let Some(from) = from {
         match crate::session::read_appended(path, from) {
@@ -219,8 +203,8 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path) -> rusqlite::Result<Pla
                 id = id.or_else(|| read.header.as_ref().map(|h| h.id.clone()));
                 named = read.entries.iter().any(|e| matches!(e.kind, EntryKind::SessionInfo { .. }));
                 let texts = read.entries.iter().map(entry_text).collect();
-                let (path, tail) = (path.to_string_lossy().into_owned(), tail_at(path, read.end));
-                plan.lines = Some(Lines { path, texts, stat: st, tail, appended: from > 0, read });
+                let tail = tail_at(path, read.end);
+                plan.lines = Some(Lines { texts, stat: st, tail, appended: from > 0, read });
             }
             // Unreadable or not a pi session (any more): it stays out.
             Err(e) => {
@@ -232,16 +216,16 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path) -> rusqlite::Result<Pla
     let Some(id) = id else { return Ok(plan) };
     let mtime = meta_mtime(meta_dir, &id);
     let fresh = stored.is_none() || plan.drop;
-    if fresh || named || stored.is_some_and(|s| s.meta_mtime != mtime) {
+    if fresh || named || stored.is_some_and(|s| s.6 != mtime) {
         plan.meta = Some((crate::meta::read(meta_dir, &id).ok().flatten(), mtime));
     }
     Ok(plan)
 }
 
 /// Write a prepared update, inside the caller's write transaction.
-fn apply(tx: &Transaction<'_>, plan: Plan) -> rusqlite::Result<bool> {
+fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool> {
     let changed = !plan.is_empty();
-    let mut sid = plan.stored.as_ref().map(|s| s.sid);
+    let mut sid = plan.stored.as_ref().map(|s| s.0);
     if plan.drop {
         if let Some(sid) = sid.take() {
             drop_session(tx, sid)?;
@@ -252,7 +236,7 @@ fn apply(tx: &Transaction<'_>, plan: Plan) -> rusqlite::Result<bool> {
             tx.execute(
                 "INSERT INTO sessions(path, id, cwd, created, modified_ms, parent_session, version) \
                  VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6)",
-                params![lines.path, h.id, h.cwd, h.timestamp, h.parent_session, h.version],
+                params![path, h.id, h.cwd, h.timestamp, h.parent_session, h.version],
             )?;
             sid = Some(tx.last_insert_rowid());
         }
@@ -286,16 +270,14 @@ fn apply(tx: &Transaction<'_>, plan: Plan) -> rusqlite::Result<bool> {
 /// The session's ranking row in `docs`: its text, column by column, from `fts`.
 fn write_doc(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
     let (first, last) = rowids(sid);
-    let names: Vec<&str> = COLUMNS.iter().map(|(name, _)| *name).collect();
-    let joined: Vec<String> = names.iter().map(|c| format!("group_concat({c}, char(10))")).collect();
     tx.execute("DELETE FROM docs WHERE rowid = ?1", [sid])?;
+    let text = |c: &str| format!("group_concat({c}, char(10))");
     let sql = format!(
         "INSERT INTO docs(rowid, {}) SELECT ?1, {} FROM fts WHERE rowid BETWEEN ?2 AND ?3",
-        names.join(", "),
-        joined.join(", ")
+        COLUMNS.map(|c| c.0).join(", "),
+        COLUMNS.map(|c| text(c.0)).join(", ")
     );
-    tx.prepare_cached(&sql)?.execute(params![sid, first, last])?;
-    Ok(())
+    tx.prepare_cached(&sql)?.execute(params![sid, first, last]).map(drop)
 }
 
 /// The `TAIL_BYTES` bytes before `offset`.
