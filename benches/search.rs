@@ -367,7 +367,7 @@ fn main() {
 
     // Queries.
     let qs = queries(&mut Rng(7));
-    let mut lat = Vec::new();
+    let (mut lat, mut slowest) = (Vec::new(), Vec::new());
     let mut empty = 0;
     for q in &qs {
         let query =
@@ -375,8 +375,11 @@ fn main() {
         let t = Instant::now();
         let hits = index.search(&query).expect("search");
         lat.push(t.elapsed().as_secs_f64() * 1000.0);
+        slowest.push((t.elapsed().as_secs_f64() * 1000.0, q));
         empty += usize::from(hits.is_empty());
     }
+    slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
+    println!("slowest queries: {:?}", &slowest[..3]);
     let lat = sorted(lat);
     let (p50, p99) = (pct(&lat, 0.5), pct(&lat, 0.99));
     println!(

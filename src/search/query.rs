@@ -236,21 +236,18 @@ impl Index {
         let hits: Vec<(SessionHit, i64)> = stmt
             .query_map(rusqlite::params_from_iter(params), |r| Ok((hit(r)?, r.get(17)?)))?
             .collect::<rusqlite::Result<_>>()?;
-        // Snippets: each shown session's best rows, computed for those rows alone.
+        // Snippets: each shown session's best rows (found by its rowid range).
         let mut best = self.conn.prepare_cached(&format!(
-            "SELECT rowid FROM fts WHERE fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY bm25(fts, {weights}) LIMIT 2"
+            "SELECT rowid, snippet(fts, -1, char(2), char(3), '…', 14) FROM fts \
+             WHERE fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY bm25(fts, {weights}) LIMIT 2"
         ))?;
-        let mut snippet = self.conn.prepare_cached(
-            "SELECT snippet(fts, -1, char(2), char(3), '…', 14) FROM fts WHERE fts MATCH ?1 AND rowid = ?2",
-        )?;
         let mut entry = self.conn.prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
         let mut found = Vec::with_capacity(hits.len());
         for (mut hit, sid) in hits {
             let (first, last) = rowids(sid);
-            let rows: Vec<i64> =
-                best.query_map(rusqlite::params![expr, first, last], |r| r.get(0))?.collect::<Result<_, _>>()?;
-            for rowid in rows {
-                let text: String = snippet.query_row(rusqlite::params![expr, rowid], |r| r.get(0))?;
+            let rows = best.query_map(rusqlite::params![expr, first, last], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            for row in rows {
+                let (rowid, text): (i64, String) = row?;
                 hit.snippets.push(if rowid == first {
                     Snippet { entry_id: None, role: "meta".into(), abandoned: false, text }
                 } else {
