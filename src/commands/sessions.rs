@@ -78,7 +78,7 @@ fn choices(app: &App, call: &CommandCall, hit: &SessionHit) -> Vec<SelectOption>
 
 fn hit_name(hit: &SessionHit) -> String {
     let s = &hit.session;
-    crate::query::windows::shorten(s.name.as_deref().or(s.first_message.as_deref()).unwrap_or(&s.id), 60)
+    crate::text::clip(s.name.as_deref().or(s.first_message.as_deref()).unwrap_or(&s.id), 60, crate::text::Keep::Head)
 }
 
 /// One line: name, date, project, the best snippet.
