@@ -335,3 +335,31 @@ fn a_corrupt_or_old_index_is_rebuilt_with_one_warning() {
     assert_eq!(ids(&search(&index, "pangolin")), vec!["survivor"]);
     assert_eq!(index.integrity_check().expect("check"), "ok");
 }
+
+#[test]
+fn sessions_privacy_excludes_are_never_stored_or_returned() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    planted(agent);
+    let privacy: session_index::config::PrivacyConfig =
+        serde_json::from_value(json!({"exclude": ["/p/alpha"]})).expect("a privacy config");
+    // Stored before the rule existed: never returned once it does.
+    let before = update(agent);
+    assert_eq!(ids(&search(&before, "zephyrine toolchain")).first(), Some(&"tool-fact".to_string()));
+    drop(before);
+    let hidden = Index::open(agent).expect("open").excluding(&privacy);
+    assert!(search(&hidden, "zephyrine toolchain").is_empty(), "an excluded project's session is not returned");
+    assert_eq!(ids(&search(&hidden, "quokkadb")), vec!["meta-fact"], "other projects still are");
+
+    // A fresh index with the rule never stores the excluded session's text.
+    std::fs::remove_dir_all(agent.join("sessions-index")).expect("remove the index");
+    let mut index = Index::open(agent).expect("open").excluding(&privacy);
+    index.update(&agent.join("sessions"), &agent.join("sessions-meta"), None).expect("update");
+    assert!(search(&index, "zephyrine").is_empty());
+    assert!(search(&index, "marmoset").is_empty(), "both /p/alpha sessions stay out");
+    drop(index);
+    for file in std::fs::read_dir(agent.join("sessions-index")).expect("the index directory") {
+        let bytes = std::fs::read(file.expect("an entry").path()).expect("read an index file");
+        assert!(!bytes.windows(9).any(|w| w == b"zephyrine"), "excluded text reached the index files");
+    }
+}

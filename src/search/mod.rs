@@ -149,6 +149,8 @@ pub struct Index {
     path: PathBuf,
     /// Why the index was rebuilt when it was opened, if it was (already logged once).
     pub rebuilt: Option<String>,
+    /// Sessions kept out (`privacy.exclude`): never stored, never returned.
+    privacy: crate::config::PrivacyConfig,
 }
 
 /// `<agent dir>/sessions-index/index.sqlite`.
@@ -180,13 +182,19 @@ impl Index {
         }
     }
 
+    /// Keep the sessions `privacy` excludes out of the index and its results.
+    pub fn excluding(mut self, privacy: &crate::config::PrivacyConfig) -> Index {
+        self.privacy = privacy.clone();
+        self
+    }
+
     fn open_at(path: &Path) -> Result<Index, SearchError> {
         let sql = |source| SearchError::Sql { path: path.to_path_buf(), source };
         let conn = Connection::open(path).map_err(sql)?;
         conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
-        let mut index = Index { conn, path: path.to_path_buf(), rebuilt: None };
+        let mut index = Index { conn, path: path.to_path_buf(), rebuilt: None, privacy: Default::default() };
         index.rebuilt = index.ensure_schema().map_err(sql)?;
         Ok(index)
     }

@@ -209,6 +209,11 @@ impl Index {
         })
     }
 
+    /// Stored before `privacy.exclude` named it: never shown.
+    fn excluded(&self, hit: &SessionHit) -> bool {
+        self.privacy.excludes(&hit.session.cwd, &hit.session.path)
+    }
+
     fn run(&self, query: &Query) -> rusqlite::Result<Vec<SessionHit>> {
         let mut params = Vec::new();
         let Some(expr) = query.match_expr() else {
@@ -218,7 +223,12 @@ impl Index {
                 "SELECT {ROW_COLUMNS}, 0.0 FROM sessions s WHERE 1 {cond} ORDER BY s.modified_ms DESC LIMIT {}",
                 query.limit
             );
-            return self.conn.prepare(&sql)?.query_map(rusqlite::params_from_iter(params), hit)?.collect();
+            let hits: Vec<SessionHit> = self
+                .conn
+                .prepare(&sql)?
+                .query_map(rusqlite::params_from_iter(params), hit)?
+                .collect::<rusqlite::Result<_>>()?;
+            return Ok(hits.into_iter().filter(|h| !self.excluded(h)).collect());
         };
         params.push(SqlValue::Text(expr.clone()));
         params.push(query.current_cwd.clone().map_or(SqlValue::Null, SqlValue::Text));
@@ -235,7 +245,10 @@ impl Index {
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let hits: Vec<(SessionHit, i64)> = stmt
             .query_map(rusqlite::params_from_iter(params), |r| Ok((hit(r)?, r.get(17)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+            .collect::<rusqlite::Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|(h, _)| !self.excluded(h))
+            .collect();
         // Snippets: each shown session's best rows (found by its rowid range).
         let mut best = self.conn.prepare_cached(&format!(
             "SELECT rowid, snippet(fts, -1, char(2), char(3), '…', 14) FROM fts \

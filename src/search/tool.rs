@@ -25,8 +25,10 @@ pub fn refresh(app: &Arc<App>, ctx: &SessionContext) {
     }
     let agent_dir = app.agent_dir(ctx);
     let key = format!("search-refresh:{}", agent_dir.display());
+    let privacy = app.config.privacy.clone();
     app.jobs.submit(&app.runtime, &key, move || {
         let result = Index::open(&agent_dir)
+            .map(|index| index.excluding(&privacy))
             .and_then(|mut index| index.update(&agent_dir.join("sessions"), &agent_dir.join("sessions-meta"), None));
         match result {
             Ok(report) => tracing::debug!(?report, "search index refreshed"),
@@ -47,7 +49,7 @@ pub fn search(
     let agent_dir = app.agent_dir(ctx);
     let cwd = if ctx.cwd.is_empty() { app.host.context().cwd } else { ctx.cwd.clone() };
     let query = Query { current_cwd: Some(cwd), project, limit, ..Query::parse(text)? };
-    let mut index = Index::open(&agent_dir)?;
+    let mut index = Index::open(&agent_dir)?.excluding(&app.config.privacy);
     index.update(&app.sessions_dir(ctx), &app.meta_dir(ctx), Some(CATCH_UP))?;
     index.search(&query)
 }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::{rowids, Index, SearchError, COLUMNS};
+use crate::config::PrivacyConfig;
 use crate::meta::SessionMeta;
 use crate::session::{AgentMessage, Entry, EntryKind};
 
@@ -107,14 +108,15 @@ impl Index {
     /// stored state is checked again, and read anew if another process moved it.
     pub fn update_file(&mut self, path: &Path, meta_dir: &Path) -> Result<bool, SearchError> {
         let key = path.to_string_lossy();
+        let privacy = &self.privacy;
         let write = |conn: &mut Connection| {
-            let mut todo = plan(conn, path, meta_dir)?;
+            let mut todo = plan(conn, path, meta_dir, privacy)?;
             if todo.is_empty() {
                 return Ok(false);
             }
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if stored(&tx, &key)? != todo.stored {
-                todo = plan(&tx, path, meta_dir)?;
+                todo = plan(&tx, path, meta_dir, privacy)?;
             }
             let changed = apply(&tx, &key, todo)?;
             tx.commit().map(|_| changed)
@@ -170,7 +172,7 @@ impl Plan {
     }
 }
 
-fn plan(conn: &Connection, path: &Path, meta_dir: &Path) -> rusqlite::Result<Plan> {
+fn plan(conn: &Connection, path: &Path, meta_dir: &Path, privacy: &PrivacyConfig) -> rusqlite::Result<Plan> {
     let stored = stored(conn, &path.to_string_lossy())?;
     let st = stat(path);
     let mut plan = Plan { stored: stored.clone(), drop: false, lines: None, meta: None };
@@ -199,6 +201,11 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path) -> rusqlite::Result<Pla
         match crate::session::read_appended(path, from) {
             // Nothing complete to read yet in a new file.
             Ok(read) if from == 0 && read.header.is_none() => return Ok(plan),
+            // Kept out by privacy.exclude: what was stored of it goes.
+            Ok(read) if read.header.as_ref().is_some_and(|h| privacy.excludes(&h.cwd, path)) => {
+                plan.drop = stored.is_some();
+                return Ok(plan);
+            }
             Ok(read) => {
                 id = id.or_else(|| read.header.as_ref().map(|h| h.id.clone()));
                 named = read.entries.iter().any(|e| matches!(e.kind, EntryKind::SessionInfo { .. }));

@@ -41,6 +41,9 @@ pub struct Args {
     /// Finish bringing the index up to date first, however long it takes.
     #[arg(long)]
     wait: bool,
+    /// A session-index.config.json (its privacy.exclude keeps sessions out).
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
@@ -58,7 +61,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
         limit: args.limit.max(1),
         ..Query::parse(&args.query.join(" ")).map_err(|e| e.to_string())?
     };
-    let mut index = search::Index::open(&agent_dir).map_err(|e| e.to_string())?;
+    let (config_json, config_file) = crate::args::config(args.config.as_deref(), &agent_dir)?;
+    let config = session_index::config::parse(&config_json).map_err(|problems| {
+        let file = config_file.map_or_else(|| "the built-in config".into(), |p| p.display().to_string());
+        Failure::Usage(format!("{file}: invalid config: {}", problems.join("; ")))
+    })?;
+    let mut index = search::Index::open(&agent_dir).map_err(|e| e.to_string())?.excluding(&config.privacy);
     if let Some(reason) = &index.rebuilt {
         eprintln!("session-index: the search index was rebuilt: {reason}");
     }
