@@ -88,23 +88,29 @@ fn other_meta(f: &Fixture, id: &str, name: &str) {
 }
 
 #[test]
-fn a_model_is_shown_the_projects_names_and_asked_again_for_a_taken_one() {
+fn a_model_is_shown_the_projects_names_and_a_taken_name_it_proposes_anyway_is_made_distinct() {
     let mock = MockProvider::start(Wire::OpenAi);
     let taken = "Token bucket rate limiter for the gateway";
     mock.push(Reply::answer_json(&answer(taken)));
-    mock.push(Reply::answer_json(&answer("Per-client limits on the API gateway")));
+    mock.push(Reply::answer_json(&answer(taken)));
     let f = with_model(&mock, json!({}));
     other_meta(&f, "0ther-5e55-10n", taken);
     other_meta(&f, "another-project", "Something elsewhere");
 
+    // The index does not fail over a name (that would lose the summary): the name is made distinct.
     assert!(f.command().ok);
-    assert_eq!(f.meta().unwrap().name, "Per-client limits on the API gateway");
+    let name = f.meta().unwrap().name;
+    assert!(name.starts_with(taken) && name != taken, "made distinct: {name}");
     let requests = mock.requests();
-    assert_eq!(requests.len(), 2, "the taken name was sent back");
+    assert_eq!(requests.len(), 1, "one model call");
     let first = requests[0].texts();
     assert!(first.contains("recent sessions") && first.contains(&format!("- {taken}")), "{first}");
     assert!(first.contains("Something elsewhere"), "same cwd: listed");
-    assert!(requests[1].texts().contains("already the name of another session"), "{}", requests[1].texts());
+
+    // Re-indexing (new messages) with the same proposal: still distinct, and never a failure.
+    f.append_turns(None, 2, "burst sizes");
+    assert!(f.command().ok);
+    assert_ne!(f.meta().unwrap().name, taken);
 }
 
 #[test]

@@ -155,15 +155,8 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
         Chosen::Offline { reason } => {
             let input =
                 ExtractiveInput { branch: &branch, session_name: user_name.as_deref(), cwd: &cwd, files: &files };
-            let mut summary = extractive::summarize(&input);
-            if user_name.is_none() {
-                let date = session.header.timestamp.get(..10).unwrap_or_default();
-                let own = |t: &&String| !t.contains(':') && !extractive::FALLBACK_TAGS.contains(&t.as_str());
-                let topics: Vec<String> = summary.tags.iter().filter(own).cloned().collect();
-                summary.name = extractive::distinct_name(&summary.name, &taken, &topics, date);
-            }
             Generated {
-                summary,
+                summary: extractive::summarize(&input),
                 model: extractive::MODEL_KEY.to_string(),
                 usage: MetaUsage::default(),
                 attempts: 1,
@@ -187,7 +180,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                 }
             };
             // A user's name is kept whatever the model proposes, so only the indexer's must be distinct.
-            let taken = TakenNames(if user_name.is_some() { Vec::new() } else { taken });
+            let taken = TakenNames(if user_name.is_some() { Vec::new() } else { taken.clone() });
             let prompt = summary::with_taken_names(prompt, &taken);
             let task = JsonTask {
                 system: summary::SYSTEM_PROMPT.to_string(),
@@ -196,7 +189,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                 schema: summary::json_schema(),
                 max_output_tokens: app.config.indexing.max_output_tokens,
             };
-            let outcome = selected.complete_json::<IndexSummary>(app, &task, &taken).map_err(|e| {
+            let outcome = selected.complete_json::<IndexSummary>(app, &task, &()).map_err(|e| {
                 let tried = model::tried_model(&e.to_string()).unwrap_or(&key).to_string();
                 fail(e.into(), sid, Some(&tried))
             })?;
@@ -218,8 +211,15 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
     };
     let Generated { summary: mut result, model: model_key, usage, attempts, incremental, fallback_reason, choice } =
         generated;
-    if let Some(name) = &user_name {
-        result.name = name.clone();
+    match &user_name {
+        Some(name) => result.name = name.clone(),
+        // Offline, or a model that proposed a taken name anyway: the topic or the date is added.
+        None => {
+            let date = session.header.timestamp.get(..10).unwrap_or_default();
+            let own = |t: &&String| !t.contains(':') && !extractive::FALLBACK_TAGS.contains(&t.as_str());
+            let topics: Vec<String> = result.tags.iter().filter(own).cloned().collect();
+            result.name = extractive::distinct_name(&result.name, &taken, &topics, date);
+        }
     }
 
     let session_file = absolute(&request.session_file);

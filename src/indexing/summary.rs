@@ -5,7 +5,6 @@ use garde::Validate;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::indexing::extractive::name_key;
 use crate::meta::SessionMeta;
 use crate::text::{clip, Keep};
 
@@ -23,9 +22,8 @@ pub const MAX_ITEM_CHARS: usize = 300;
 /// structured output accepts it; the lists may be empty.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
 #[serde(rename_all = "camelCase")]
-#[garde(context(TakenNames))]
 pub struct IndexSummary {
-    #[garde(length(chars, min = 1, max = MAX_NAME_CHARS), custom(single_line), custom(distinct))]
+    #[garde(length(chars, min = 1, max = MAX_NAME_CHARS), custom(single_line), custom(no_reference))]
     pub name: String,
     #[garde(length(chars, min = 1, max = MAX_DESCRIPTION_CHARS))]
     pub description: String,
@@ -41,24 +39,20 @@ pub struct IndexSummary {
     pub open_tasks: Vec<String>,
 }
 
-/// Names held by the project's other sessions; a new name must differ from
-/// them (compared by [`name_key`]). Newest first, as shown to a model.
+/// Names held by the project's other sessions, newest first, as shown to a
+/// model; a name it proposes anyway is made distinct by the indexer (a
+/// failed index over a name would lose the summary).
 #[derive(Debug, Default)]
 pub struct TakenNames(pub Vec<String>);
 
-fn distinct(name: &str, taken: &TakenNames) -> garde::Result {
+fn no_reference(name: &str, _ctx: &()) -> garde::Result {
     if name.contains("@@") {
         return Err(garde::Error::new("a name never contains an @@ reference"));
-    }
-    if taken.0.iter().any(|t| name_key(t) == name_key(name)) {
-        return Err(garde::Error::new(format!(
-            "\"{name}\" is already the name of another session of this project; give a distinct name"
-        )));
     }
     Ok(())
 }
 
-fn single_line(value: &str, _ctx: &TakenNames) -> garde::Result {
+fn single_line(value: &str, _ctx: &()) -> garde::Result {
     if value.trim().is_empty() {
         return Err(garde::Error::new("must not be blank"));
     }

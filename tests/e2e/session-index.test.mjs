@@ -179,6 +179,20 @@ test("query_session called by the model returns a cited answer in the tool resul
 	assert.equal(telemetry[0].data.sessionId, state.alphaId);
 });
 
+test("search_sessions called by the model finds the session by what was said in it", async () => {
+	assert.ok(state.alphaId, "needs the alpha session");
+	await pi.prompt('CALL_TOOL(search_sessions|{"query":"postgres migration feature flag"})');
+	const { entries } = await sessionEntries();
+	const result = entries.find((e) => e.type === "message" && e.message.role === "toolResult" && e.message.toolName === "search_sessions");
+	assert.ok(result, "a search_sessions tool result in the session");
+	const text = result.message.content.map((c) => c.text ?? "").join("\n");
+	assert.equal(result.message.isError, false, `search_sessions failed: ${text}`);
+	const first = text.indexOf(state.alphaId);
+	assert.ok(first >= 0, `the alpha session is not among the results: ${text}`);
+	const alphaIds = readEntries(sessionFileById(world.agentDir, state.alphaId)).map((e) => e.id).filter(Boolean);
+	assert.ok(alphaIds.some((id) => text.includes(id)), `no entry id of the alpha session to follow up with: ${text}`);
+});
+
 test("/index-session indexes the current session below the threshold", async () => {
 	assert.ok(state.betaId, "needs the beta session");
 	assert.ok(!existsSync(metaPath(state.betaId)), "beta is below the threshold and not indexed yet");
