@@ -4,6 +4,7 @@
 use serde::Serialize;
 use session_index::meta;
 use session_index::session::discovery::{self, SessionSummary};
+use session_index::text::{clip, Keep};
 
 use crate::args::AgentDir;
 use crate::Failure;
@@ -71,6 +72,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         return Ok(());
     }
     let home = std::env::var("HOME").unwrap_or_default();
+    let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut cells = vec![["ID", "NAME", "PROJECT", "DATE", "MSGS", "MODEL", "COST"].map(String::from).to_vec()];
     let ids = short_ids(&rows.iter().map(|r| r.session.id.as_str()).collect::<Vec<_>>());
     for (row, id) in rows.iter().zip(ids) {
@@ -82,8 +84,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
         };
         cells.push(vec![
             id,
-            clip(name.unwrap_or("(empty)"), 48, false),
-            clip(&project, 32, true),
+            clip(&flat(name.unwrap_or("(empty)")), 48, Keep::Head),
+            clip(&flat(&project), 32, Keep::Tail),
             date(s.last_activity_ms),
             s.message_count.to_string(),
             row.model.clone().unwrap_or_else(|| "-".into()),
@@ -124,19 +126,6 @@ pub fn table(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
-}
-
-/// `text` on one line in at most `max` characters, cut with `…` (at the start when `keep_end`).
-pub fn clip(text: &str, max: usize, keep_end: bool) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let n = flat.chars().count();
-    if n <= max {
-        return flat;
-    }
-    match keep_end {
-        true => format!("…{}", flat.chars().skip(n + 1 - max).collect::<String>()),
-        false => format!("{}…", flat.chars().take(max - 1).collect::<String>()),
-    }
 }
 
 /// `YYYY-MM-DD HH:MM` (UTC) of a time in ms since the epoch.
