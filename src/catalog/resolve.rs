@@ -213,13 +213,14 @@ pub(crate) fn resolve_back(rows: &[Row], cwd: &str, asks: &[(usize, String)]) ->
         .collect()
 }
 
-/// Present files first, then the current project, then newest; one row per
+/// Present files first, then the current project, then newest, then by id
+/// (so the order never depends on the directory listing); one row per
 /// session id (copies of a file share an id); not the current session when
 /// there are others.
 fn once_per_session(rows: &[Row], mut hits: Vec<usize>, q: &Query) -> Vec<usize> {
     hits.sort_by_key(|&i| {
         let row = &rows[i];
-        (row.missing(), !in_project(row, q.cwd), std::cmp::Reverse(row.entry.modified_ms))
+        (row.missing(), !in_project(row, q.cwd), std::cmp::Reverse(row.entry.modified_ms), row.id_lower.as_str())
     });
     let mut seen = HashSet::new();
     hits.retain(|&i| seen.insert(rows[i].id_lower.as_str()));
@@ -251,7 +252,10 @@ fn pick(rows: &[Row], hits: Vec<usize>, rule: Rule, q: &Query) -> Outcome {
 /// [`LOCAL_MARGIN`] of the best overall; resolved when clearly ahead of the
 /// next session, else the sessions not clearly behind it.
 pub(crate) fn decide(rows: &[Row], mut scored: Vec<(f64, usize)>, rule: Rule, q: &Query) -> Outcome {
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(rows[b.1].entry.modified_ms.cmp(&rows[a.1].entry.modified_ms)));
+    scored.sort_by(|a, b| {
+        let (ra, rb) = (&rows[a.1], &rows[b.1]);
+        b.0.total_cmp(&a.0).then(rb.entry.modified_ms.cmp(&ra.entry.modified_ms)).then(ra.id_lower.cmp(&rb.id_lower))
+    });
     let mut seen = HashSet::new();
     scored.retain(|&(_, i)| seen.insert(rows[i].id_lower.as_str()) && Some(rows[i].id_lower.as_str()) != q.current);
     let Some(&(best, _)) = scored.first() else { return Outcome::NotFound(Vec::new()) };
