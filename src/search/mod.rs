@@ -192,7 +192,16 @@ impl Index {
         let sql = |source| SearchError::Sql { path: path.to_path_buf(), source };
         let conn = Connection::open(path).map_err(sql)?;
         conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        // Two processes switching a new file to WAL at once deadlock on their
+        // shared locks, and SQLite answers one of them "busy" at once, without
+        // the busy handler: that one retries (within the same 10 s).
+        let started = std::time::Instant::now();
+        while let Err(e) = conn.pragma_update(None, "journal_mode", "WAL") {
+            if e.sqlite_error_code() != Some(ErrorCode::DatabaseBusy) || started.elapsed().as_secs() >= 10 {
+                return Err(sql(e));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
         let mut index = Index { conn, path: path.to_path_buf(), rebuilt: None, privacy: Default::default() };
         index.rebuilt = index.ensure_schema().map_err(sql)?;
