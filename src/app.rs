@@ -46,9 +46,9 @@ impl App {
             Ok(config) => (config, Vec::new()),
             Err(problems) => (Config::default(), problems),
         };
-        let catalog = Catalog::with_fuzzy_threshold(config.references.fuzzy_threshold);
+        let catalog = Catalog::with_fuzzy_threshold(config.references.fuzzy_threshold).excluding(&config.privacy);
         if config.search.enabled {
-            catalog.set_search_fallback(crate::search::reference_fallback());
+            catalog.set_search_fallback(crate::catalog::search_fallback());
         }
         Ok(Arc::new(App {
             host,

@@ -37,7 +37,6 @@ pub mod session;
 pub mod spend;
 pub mod status;
 pub mod text;
-mod threads;
 pub mod time;
 pub mod views;
 

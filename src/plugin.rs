@@ -71,7 +71,7 @@ impl SessionIndexPlugin {
                     app.host.notify(&text, NotifyLevel::Warning);
                 }
                 crate::references::on_session_start(app, &call.ctx);
-                crate::search::tool::refresh(app, &call.ctx);
+                refresh_store(app, &call.ctx);
                 Ok(Value::Null)
             }
             Event::Input {} => to_value(&InputResult::Continue),
@@ -86,7 +86,7 @@ impl SessionIndexPlugin {
             }
             Event::AgentEnd {} => {
                 crate::indexing::on_agent_end(app, &call.ctx);
-                crate::search::tool::refresh(app, &call.ctx);
+                refresh_store(app, &call.ctx);
                 Ok(Value::Null)
             }
             Event::SessionShutdown {} => {
@@ -135,4 +135,16 @@ impl SessionIndexPlugin {
 
 fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, String> {
     serde_json::to_value(value).map_err(|e| e.to_string())
+}
+
+/// Bring the session store (the search index, which resolution, completion
+/// and search read) up to date in the background: one job per agent
+/// directory; a trigger while it runs folds into one re-run.
+fn refresh_store(app: &Arc<App>, ctx: &pi_ext_abi::protocol::SessionContext) {
+    let c = &app.config;
+    if !(c.references.enabled || c.query.enabled || c.search.enabled) {
+        return;
+    }
+    let key = format!("store-refresh:{}", app.agent_dir(ctx).display());
+    app.jobs.submit(&app.runtime, &key, app.catalog.prewarm_task(&app.sessions_dir(ctx), &app.meta_dir(ctx)));
 }

@@ -12,6 +12,12 @@ pub enum Keep {
 
 /// At most `max` UTF-16 units of `text` (JavaScript's length, the unit of
 /// pi's token estimate), the cut marked with `…` (counted in `max`).
+/// The reference form of a name (`@@auth-refactor`): lower-cased,
+/// whitespace runs as one hyphen.
+pub fn slug(name: &str) -> String {
+    name.trim().to_lowercase().split_whitespace().collect::<Vec<_>>().join("-")
+}
+
 pub fn clip(text: &str, max: usize, keep: Keep) -> String {
     if text.encode_utf16().count() <= max {
         return text.to_string();

@@ -114,7 +114,7 @@ fn planted_facts_rank_first() {
     // Wired into the resolver as its last rule: words that only a tool result
     // holds resolve, as a search match; words found nowhere stay a miss.
     let catalog = session_index::catalog::Catalog::new();
-    catalog.set_search_fallback(session_index::search::reference_fallback());
+    catalog.set_search_fallback(session_index::catalog::search_fallback());
     let (sessions, metas) = (agent.join("sessions"), agent.join("sessions-meta"));
     let found = catalog.resolve(&sessions, &metas, "/p/alpha", "zephyrine-toolchain").expect("a search match");
     assert_eq!((found.entry.id.as_str(), found.rule), ("tool-fact", session_index::catalog::Rule::Search));

@@ -1,8 +1,9 @@
 //! The sessions the plugin knows of, and the one resolver of `@@`
 //! references over them.
 //!
-//! - `source`: the rows, read from session and meta files and refreshed
-//!   incrementally (the search index's `sessions` table can replace it);
+//! - `store`: the rows, read from the search index's `sessions` table (the
+//!   one store: search, listing and resolution read the same index), and a
+//!   lookup in the files for what the index does not hold;
 //! - `rows`: a row and the keys it is looked up by;
 //! - `resolve`: id → id prefix → name → slug → fuzzy over a list of rows.
 //!
@@ -11,20 +12,17 @@
 //! [`crate::app::App`]. Lookups only ever return sessions listed inside the
 //! sessions directory: nothing a user types is used as a path.
 
-mod light;
 mod resolve;
 mod rows;
-mod scan;
-mod source;
+mod store;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::config::PrivacyConfig;
 use crate::error_code::ErrorCode;
 
 pub use resolve::Rule;
@@ -32,7 +30,8 @@ pub use rows::slug;
 
 use resolve::{id_like, path_like, Outcome, Query};
 use rows::Row;
-use source::{Refresh, Source};
+pub use store::search_fallback;
+use store::{cold_lookup, Store, MISS_GAP};
 
 /// A session as the catalog knows it (header, light scan and meta fields):
 /// the row the resolver reads, as the search index's `sessions` table has it.
@@ -158,18 +157,14 @@ pub type SearchFallback = dyn Fn(&Path, &str, &str) -> Vec<(String, f64)> + Send
 
 type DirKey = (PathBuf, PathBuf);
 
-/// One agent directory: its rows and whether they have been built once.
-struct Dir {
-    built: AtomicBool,
-    source: Mutex<Source>,
-}
-
-type Dirs = Arc<RwLock<HashMap<DirKey, Arc<Dir>>>>;
+type Dirs = Arc<RwLock<HashMap<DirKey, Arc<Mutex<Store>>>>>;
 
 pub struct Catalog {
     dirs: Dirs,
     /// Lowest fuzzy score that resolves (`references.fuzzyThreshold`).
     fuzzy_threshold: f64,
+    /// Sessions the index keeps out (`privacy.exclude`).
+    privacy: PrivacyConfig,
     search: RwLock<Option<Arc<SearchFallback>>>,
 }
 
@@ -179,28 +174,14 @@ impl Default for Catalog {
     }
 }
 
-/// A miss triggers a full sweep (a file may have changed without its
-/// directory), but not again within this window.
-const MISS_SWEEP_GAP: Duration = Duration::from_secs(5);
-
-fn dir(dirs: &Dirs, sessions_dir: &Path, meta_dir: &Path) -> Arc<Dir> {
+fn dir(dirs: &Dirs, sessions_dir: &Path, meta_dir: &Path, privacy: &PrivacyConfig) -> Arc<Mutex<Store>> {
     let key = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
     if let Some(d) = dirs.read().unwrap_or_else(PoisonError::into_inner).get(&key) {
         return Arc::clone(d);
     }
     let mut all = dirs.write().unwrap_or_else(PoisonError::into_inner);
-    let d = all.entry(key).or_insert_with(|| {
-        Arc::new(Dir { built: AtomicBool::new(false), source: Mutex::new(Source::new(sessions_dir, meta_dir)) })
-    });
+    let d = all.entry(key).or_insert_with(|| Arc::new(Mutex::new(Store::new(sessions_dir, meta_dir, privacy))));
     Arc::clone(d)
-}
-
-/// Run `f` on the directory's refreshed rows (the first refresh builds them).
-fn with_source<T>(dir: &Dir, mode: Refresh, f: impl FnOnce(&Source) -> T) -> T {
-    let mut source = dir.source.lock().unwrap_or_else(PoisonError::into_inner);
-    source.refresh(mode);
-    dir.built.store(true, Ordering::Release);
-    f(&source)
 }
 
 impl Catalog {
@@ -212,8 +193,17 @@ impl Catalog {
         Catalog {
             dirs: Arc::new(RwLock::new(HashMap::new())),
             fuzzy_threshold: threshold.clamp(0.0, 1.0),
+            privacy: PrivacyConfig::default(),
             search: RwLock::new(None),
         }
+    }
+
+    /// Keep the sessions `privacy` excludes out of the index this catalog
+    /// updates (they still resolve from their files, so callers can say why
+    /// they are refused).
+    pub fn excluding(mut self, privacy: &PrivacyConfig) -> Self {
+        self.privacy = privacy.clone();
+        self
     }
 
     /// Install the search index's ranking as the last resolution rule.
@@ -221,31 +211,46 @@ impl Catalog {
         *self.search.write().unwrap_or_else(PoisonError::into_inner) = Some(search);
     }
 
-    /// True once the agent directory has been fully read.
-    pub fn is_warm(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
-        dir(&self.dirs, sessions_dir, meta_dir).built.load(Ordering::Acquire)
+    fn store(&self, sessions_dir: &Path, meta_dir: &Path) -> Arc<Mutex<Store>> {
+        dir(&self.dirs, sessions_dir, meta_dir, &self.privacy)
     }
 
-    /// Work that builds (or refreshes) the catalog of an agent directory, for
-    /// a background job at session start so the first `@@` finds it warm.
-    /// Lookups meanwhile answer ids and exact names without it, and wait for
-    /// it otherwise.
+    /// Run `f` on the directory's rows, brought up to date if stale.
+    fn with_rows<T>(&self, sessions_dir: &Path, meta_dir: &Path, f: impl FnOnce(&Store) -> T) -> T {
+        let store = self.store(sessions_dir, meta_dir);
+        let mut store = store.lock().unwrap_or_else(PoisonError::into_inner);
+        store.fresh();
+        f(&store)
+    }
+
+    /// True once an update of the index found every session in it.
+    pub fn is_warm(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
+        self.store(sessions_dir, meta_dir).lock().unwrap_or_else(PoisonError::into_inner).complete
+    }
+
+    /// Work that brings the index of an agent directory fully up to date
+    /// (the first time: builds it), for a background job at `session_start`
+    /// and after `agent_end`. It writes through its own connection, so
+    /// lookups meanwhile answer from what is committed (and from the files).
     pub fn prewarm_task(&self, sessions_dir: &Path, meta_dir: &Path) -> impl Fn() + Send + Sync + 'static {
-        let dirs = Arc::clone(&self.dirs);
+        let store = self.store(sessions_dir, meta_dir);
         let (s, m) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
-        // The fuzzy fields too, so the first fuzzy lookup finds them ready.
         move || {
-            with_source(&dir(&dirs, &s, &m), Refresh::Incremental, |s| {
-                s.rows.all().iter().for_each(|r| {
-                    let _ = r.fields();
-                })
-            })
+            let index = store.lock().unwrap_or_else(PoisonError::into_inner).open();
+            let Some(mut index) = index else { return };
+            match index.update(&s, &m, None) {
+                Ok(report) => {
+                    tracing::debug!(?report, "search index refreshed");
+                    store.lock().unwrap_or_else(PoisonError::into_inner).built();
+                }
+                Err(e) => tracing::warn!("search index refresh failed: {e}"),
+            }
         }
     }
 
-    /// Number of sessions (and orphan meta files) indexed.
+    /// Number of sessions indexed.
     pub fn len(&self, sessions_dir: &Path, meta_dir: &Path) -> usize {
-        with_source(&dir(&self.dirs, sessions_dir, meta_dir), Refresh::Incremental, |s| s.rows.all().len())
+        self.with_rows(sessions_dir, meta_dir, |s| s.rows.len())
     }
 
     /// Resolve a reference (id, id prefix ≥ 6, name, slug or fuzzy text)
@@ -273,28 +278,42 @@ impl Catalog {
     ) -> Result<Resolved, ResolveError> {
         let current = current_session.map(str::to_lowercase);
         let q = Query { reference, cwd: current_cwd, current: current.as_deref(), threshold: self.fuzzy_threshold };
-        let dir = dir(&self.dirs, sessions_dir, meta_dir);
-        if !dir.built.load(Ordering::Acquire) {
-            if let Some((entry, rule)) = source::cold_lookup(sessions_dir, meta_dir, &q) {
-                return Ok(Resolved { entry, rule });
+        let store = self.store(sessions_dir, meta_dir);
+        let mut store = store.lock().unwrap_or_else(PoisonError::into_inner);
+        // What the index does not hold (not yet: the first build; or never:
+        // privacy.exclude, meta files whose session is gone) may be in the
+        // files: an id-like reference costs a directory listing, others read
+        // every meta file, only on a miss.
+        let in_files = || cold_lookup(sessions_dir, meta_dir, &q);
+        store.reload();
+        if store.rows.is_empty() {
+            // The index is not built yet: the files answer ids and exact names at once.
+            if let Some((row, rule)) = in_files() {
+                return found(&row, rule);
             }
         }
-        let first = with_source(&dir, Refresh::Incremental, |s| self.outcome(s, &q));
-        // A miss may be a file changed in place, not seen yet: re-stat
-        // everything (not more often than MISS_SWEEP_GAP).
-        if first.is_ok() || dir.source.lock().unwrap_or_else(PoisonError::into_inner).swept_within(MISS_SWEEP_GAP) {
+        store.fresh();
+        let first = self.outcome(&store, &q);
+        if !matches!(first, Err(ResolveError::NotFound { .. })) {
             return first;
         }
-        with_source(&dir, Refresh::Full, |s| self.outcome(s, &q))
+        if let Some((row, rule)) = in_files() {
+            return found(&row, rule);
+        }
+        if store.refreshed_within(MISS_GAP) {
+            return first;
+        }
+        store.refresh(MISS_GAP);
+        self.outcome(&store, &q)
     }
 
-    fn outcome(&self, source: &Source, q: &Query) -> Result<Resolved, ResolveError> {
-        let rows = source.rows.all();
+    fn outcome(&self, store: &Store, q: &Query) -> Result<Resolved, ResolveError> {
+        let rows = &store.rows;
         let mut outcome = resolve::resolve(rows, q, true);
         let search = self.search.read().unwrap_or_else(PoisonError::into_inner).clone();
         if let (Outcome::NotFound(_), Some(search)) = (&outcome, search) {
             if !id_like(q.reference) && !path_like(q.reference) {
-                let ranked = search(&source.sessions_dir, q.reference.trim(), q.cwd);
+                let ranked = search(&store.sessions_dir, q.reference.trim(), q.cwd);
                 let at = |id: &str| rows.iter().position(|r| r.entry.id == id);
                 let scored: Vec<(f64, usize)> = ranked.iter().filter_map(|(id, s)| Some((*s, at(id)?))).collect();
                 if !scored.is_empty() {
@@ -304,14 +323,7 @@ impl Catalog {
         }
         let reference = || q.reference.trim().to_string();
         match outcome {
-            Outcome::Found(i, rule) => {
-                let row = &rows[i];
-                // The file may have gone since the last refresh.
-                if row.missing() || !row.entry.path.is_file() {
-                    return Err(ResolveError::FileMissing { id: row.entry.id.clone(), path: row.entry.path.clone() });
-                }
-                Ok(Resolved { entry: row.entry.clone(), rule })
-            }
+            Outcome::Found(i, rule) => found(&rows[i], rule),
             Outcome::Ambiguous(hits) => Err(ResolveError::Ambiguous {
                 reference: reference(),
                 candidates: candidates(
@@ -337,8 +349,8 @@ impl Catalog {
         prefix: &str,
         limit: usize,
     ) -> Vec<Candidate> {
-        with_source(&dir(&self.dirs, sessions_dir, meta_dir), Refresh::Incremental, |s| {
-            let rows = s.rows.all();
+        self.with_rows(sessions_dir, meta_dir, |s| {
+            let rows = &s.rows;
             let ranked = resolve::complete(rows, current_cwd, prefix, limit);
             candidates(rows, &ranked, Some(current_cwd))
         })
@@ -346,16 +358,14 @@ impl Catalog {
 
     /// The session whose file is `path` (as listed, or the same file through symlinks).
     pub fn get_by_path(&self, sessions_dir: &Path, meta_dir: &Path, path: &Path) -> Option<CatalogEntry> {
-        with_source(&dir(&self.dirs, sessions_dir, meta_dir), Refresh::Incremental, |s| {
-            s.row_for_path(path).map(|row| row.entry.clone())
-        })
+        self.with_rows(sessions_dir, meta_dir, |s| s.row_for_path(path).map(|row| row.entry.clone()))
     }
 
     /// Up to `depth` ancestors of `entry` through `parentSession`, nearest
     /// first. A parent that is missing or outside the sessions directory ends
     /// the chain with [`Ancestor::Missing`]; a cycle ends it silently.
     pub fn ancestors(&self, sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, depth: u32) -> Vec<Ancestor> {
-        with_source(&dir(&self.dirs, sessions_dir, meta_dir), Refresh::Incremental, |s| {
+        self.with_rows(sessions_dir, meta_dir, |s| {
             let mut out = Vec::new();
             let mut seen = vec![entry.id.clone()];
             let mut next = entry.parent_session.clone();
@@ -363,7 +373,7 @@ impl Catalog {
                 if out.len() >= depth as usize {
                     break;
                 }
-                match s.row_for_path(Path::new(&parent)).map(|row| &row.entry) {
+                match s.row_for_path(Path::new(&parent)).map(|row| &row.entry).filter(|e| e.path.is_file()) {
                     Some(e) if seen.contains(&e.id) => break,
                     Some(e) => {
                         seen.push(e.id.clone());
@@ -383,6 +393,14 @@ impl Catalog {
             out
         })
     }
+}
+
+/// A session found, unless its file has gone since the index saw it.
+fn found(row: &Row, rule: Rule) -> Result<Resolved, ResolveError> {
+    if row.missing || !row.entry.path.is_file() {
+        return Err(ResolveError::FileMissing { id: row.entry.id.clone(), path: row.entry.path.clone() });
+    }
+    Ok(Resolved { entry: row.entry.clone(), rule })
 }
 
 /// How a miss names a session: `034d1cd7… "Cron in gitclaw"`.

@@ -125,7 +125,7 @@ pub(crate) fn resolve(rows: &[Row], q: &Query, fuzzy: bool) -> Outcome {
     if path_like(r) {
         // Never touch the file system for user-typed paths: only a literal
         // match with a listed session file counts.
-        return match rows.iter().position(|row| row.entry.path == Path::new(r) && !row.missing()) {
+        return match rows.iter().position(|row| row.entry.path == Path::new(r) && !row.missing) {
             Some(i) => Outcome::Found(i, Rule::Path),
             None => Outcome::Outside,
         };
@@ -220,7 +220,7 @@ pub(crate) fn resolve_back(rows: &[Row], cwd: &str, asks: &[(usize, String)]) ->
 fn once_per_session(rows: &[Row], mut hits: Vec<usize>, q: &Query) -> Vec<usize> {
     hits.sort_by_key(|&i| {
         let row = &rows[i];
-        (row.missing(), !in_project(row, q.cwd), std::cmp::Reverse(row.entry.modified_ms), row.id_lower.as_str())
+        (row.missing, !in_project(row, q.cwd), std::cmp::Reverse(row.entry.modified_ms), row.id_lower.as_str())
     });
     let mut seen = HashSet::new();
     hits.retain(|&i| seen.insert(rows[i].id_lower.as_str()));
@@ -430,7 +430,7 @@ pub(crate) fn complete(rows: &[Row], cwd: &str, prefix: &str, limit: usize) -> V
     let local_bonus = |row: &Row| if in_project(row, cwd) { 0.25 } else { 0.0 };
     let mut scored: Vec<(f64, u64, usize)> = Vec::new();
     let mut rest = Vec::new();
-    for (i, row) in rows.iter().enumerate().filter(|(_, row)| !row.missing()) {
+    for (i, row) in rows.iter().enumerate().filter(|(_, row)| !row.missing) {
         let base = if p.is_empty() {
             0.5
         } else if row.id_lower.starts_with(&p) {

@@ -4,25 +4,14 @@
 //! its `@@` references removed first ([`crate::mentions::without_references`]):
 //! a session that mentions `@@cron-in-gitclaw` is not named by it.
 //!
-//! Rows come from the session and meta files today (`source`); the search
-//! index's `sessions` table can hand the same rows over instead.
-
-use std::collections::HashMap;
-use std::path::PathBuf;
+//! Rows come from the search index's `sessions` table (`store`), or, for
+//! what the index does not hold, from file names and meta files (`cold`).
 
 use nucleo_matcher::Utf32String;
 
 use super::CatalogEntry;
 use crate::mentions::without_references;
-
-/// What a row stands for.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum RowKey {
-    /// A session file, by its path under the sessions directory.
-    Session(PathBuf),
-    /// A meta file whose session file is not in the sessions directory.
-    Orphan(String),
-}
+pub use crate::text::slug;
 
 /// A fuzzy-matchable field.
 pub(crate) struct Field {
@@ -40,7 +29,8 @@ pub(crate) struct Field {
 }
 
 pub(crate) struct Row {
-    pub key: RowKey,
+    /// A meta file whose session file is not in the sessions directory.
+    pub missing: bool,
     pub entry: CatalogEntry,
     pub id_lower: String,
     /// Name keys ([`name_key`]) of pi's `session_info` name and the meta name.
@@ -55,7 +45,7 @@ pub(crate) struct Row {
 impl Row {
     /// `other_name`: a second name the session is known by (the meta file's,
     /// when pi's `session_info` name differs).
-    pub fn new(key: RowKey, entry: CatalogEntry, other_name: Option<&str>) -> Row {
+    pub fn new(entry: CatalogEntry, other_name: Option<&str>, missing: bool) -> Row {
         let mut names: Vec<String> = Vec::new();
         for n in entry.name.iter().map(String::as_str).chain(other_name) {
             let key = name_key(&without_references(n));
@@ -71,7 +61,7 @@ impl Row {
                 }
             }
         }
-        Row { id_lower: entry.id.to_lowercase(), key, entry, names, slugs, fields: Default::default() }
+        Row { id_lower: entry.id.to_lowercase(), missing, entry, names, slugs, fields: Default::default() }
     }
 
     pub fn fields(&self) -> &[Field] {
@@ -90,10 +80,6 @@ impl Row {
             }
             fields
         })
-    }
-
-    pub fn missing(&self) -> bool {
-        matches!(self.key, RowKey::Orphan(_))
     }
 }
 
@@ -125,52 +111,12 @@ pub(crate) fn char_mask(text: &str) -> u64 {
     mask
 }
 
-/// The reference form of a name: lower-cased, whitespace runs as one hyphen.
-pub fn slug(name: &str) -> String {
-    name.trim().to_lowercase().split_whitespace().collect::<Vec<_>>().join("-")
-}
-
 /// A forgiving slug: every run of non-alphanumeric characters (any script)
 /// becomes one hyphen, so `Fix: login (v2)` is also `fix-login-v2`.
 pub fn loose_slug(name: &str) -> String {
     let lower = name.to_lowercase();
     let parts: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|p| !p.is_empty()).collect();
     parts.join("-")
-}
-
-/// The rows of one agent directory, kept dense for the resolver's scans.
-#[derive(Default)]
-pub(crate) struct Rows {
-    rows: Vec<Row>,
-    at: HashMap<RowKey, usize>,
-}
-
-impl Rows {
-    pub fn all(&self) -> &[Row] {
-        &self.rows
-    }
-
-    pub fn get(&self, key: &RowKey) -> Option<&Row> {
-        self.at.get(key).and_then(|&i| self.rows.get(i))
-    }
-
-    pub fn upsert(&mut self, row: Row) {
-        match self.at.get(&row.key) {
-            Some(&i) => self.rows[i] = row,
-            None => {
-                self.at.insert(row.key.clone(), self.rows.len());
-                self.rows.push(row);
-            }
-        }
-    }
-
-    pub fn remove(&mut self, key: &RowKey) {
-        let Some(i) = self.at.remove(key) else { return };
-        self.rows.swap_remove(i);
-        if let Some(moved) = self.rows.get(i) {
-            self.at.insert(moved.key.clone(), i);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -34,19 +34,12 @@ pub struct Unresolved {
     pub code: ErrorCode,
 }
 
-/// `session_start`: build the session catalog in the background, so the
-/// first `@@` (or completion request) does not pay for reading every file.
-pub fn on_session_start(app: &Arc<App>, ctx: &SessionContext) {
-    if !app.config.references.enabled && !app.config.query.enabled {
-        return;
-    }
-    // Compiling the redaction rules takes a moment (~0.1-0.3 s): not on the first `@@` prompt.
-    app.jobs.submit(&app.runtime, "redact-prewarm", || drop(crate::redact::redact("")));
-    let (sessions_dir, meta_dir) = (app.sessions_dir(ctx), app.meta_dir(ctx));
-    if !app.catalog.is_warm(&sessions_dir, &meta_dir) {
-        // Keyed by directory: a coalesced re-run repeats the first submission's work.
-        let key = format!("catalog-prewarm:{}", sessions_dir.display());
-        app.jobs.submit(&app.runtime, &key, app.catalog.prewarm_task(&sessions_dir, &meta_dir));
+/// `session_start`: compile the redaction rules in the background (~0.1-0.3
+/// s), not on the first `@@` prompt. (The session store is refreshed by the
+/// plugin at `session_start` too.)
+pub fn on_session_start(app: &Arc<App>, _ctx: &SessionContext) {
+    if app.config.references.enabled || app.config.query.enabled {
+        app.jobs.submit(&app.runtime, "redact-prewarm", || drop(crate::redact::redact("")));
     }
 }
 

@@ -116,6 +116,10 @@ pub struct SessionRow {
     /// `provider/id` of the model that wrote the meta.
     pub model: Option<String>,
     pub cost_usd: Option<f64>,
+    /// pi's own `session_info` name, when the file has one (the catalog
+    /// prefers it to the meta name, and knows the session by both).
+    #[serde(skip)]
+    pub session_name: Option<String>,
 }
 
 const ROW_COLUMNS: &str = "s.id, s.path, s.cwd, s.created, s.modified_ms, s.name, s.slug, s.description, s.summary, \
@@ -140,6 +144,7 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
         message_count: r.get::<_, i64>(13)?.max(0) as u64,
         model: r.get(14)?,
         cost_usd: r.get(15)?,
+        session_name: None,
     })
 }
 
@@ -244,12 +249,12 @@ impl Index {
         SearchError::Sql { path: self.path.clone(), source }
     }
 
-    /// Every indexed session, newest first.
+    /// Every indexed session, newest first, with its `session_info` name.
     pub fn sessions(&self) -> Result<Vec<SessionRow>, SearchError> {
-        let sql = format!("SELECT {ROW_COLUMNS} FROM sessions s ORDER BY s.modified_ms DESC");
-        let run = || -> rusqlite::Result<Vec<SessionRow>> {
-            self.conn.prepare_cached(&sql)?.query_map([], session_row)?.collect()
-        };
+        let sql = format!("SELECT {ROW_COLUMNS}, s.session_name FROM sessions s ORDER BY s.modified_ms DESC");
+        let row = |r: &rusqlite::Row<'_>| Ok(SessionRow { session_name: r.get(16)?, ..session_row(r)? });
+        let run =
+            || -> rusqlite::Result<Vec<SessionRow>> { self.conn.prepare_cached(&sql)?.query_map([], row)?.collect() };
         run().map_err(|e| self.sql(e))
     }
 
@@ -257,6 +262,12 @@ impl Index {
     pub fn session(&self, id: &str) -> Result<Option<SessionRow>, SearchError> {
         let sql = format!("SELECT {ROW_COLUMNS} FROM sessions s WHERE s.id = ?1 ORDER BY s.modified_ms DESC LIMIT 1");
         self.conn.query_row(&sql, [id], session_row).optional().map_err(|e| self.sql(e))
+    }
+
+    /// Changes when another connection commits (`PRAGMA data_version`): the
+    /// catalog reloads its rows only then.
+    pub fn data_version(&self) -> Result<i64, SearchError> {
+        self.conn.query_row("PRAGMA data_version", [], |r| r.get(0)).map_err(|e| self.sql(e))
     }
 
     /// `PRAGMA integrity_check` (tests and the bench): `ok` when sound.
@@ -269,28 +280,14 @@ fn is_corrupt(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase))
 }
 
-/// The `@@` fallback: sessions whose content matches the words of a
-/// reference that matched no id, name or slug, best first, with scores (the
-/// resolver resolves when the first is clearly ahead, else suggests them).
-/// Uses the index as it is (no update): a reference must resolve fast.
+/// The `@@` fallback: sessions holding the words of a reference that
+/// matched no id, name or slug, together and in order (one phrase:
+/// `@@nothing-like-this` is not a search for any of its words), best first, with scores (the resolver resolves when
+/// the first is clearly ahead, else suggests them). Uses the index as it is
+/// (no update): a reference must resolve fast.
 pub fn rank_reference(agent_dir: &Path, words: &str, cwd: &str, limit: usize) -> Result<Vec<SessionHit>, SearchError> {
     let words: String = words.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect();
+    let words = format!("\"{}\"", words.trim());
     let query = Query { current_cwd: Some(cwd.to_string()), limit, ..Query::parse(&words)? };
     Index::open(agent_dir)?.search(&query)
-}
-
-/// [`rank_reference`] as the resolver's last rule
-/// ([`crate::catalog::Catalog::set_search_fallback`]). Relevance is
-/// `(score / best)^(1/8)`: the resolver's "clearly ahead" lead of 0.05 then
-/// means the best session scores about 1.5 times the next.
-pub fn reference_fallback() -> std::sync::Arc<crate::catalog::SearchFallback> {
-    std::sync::Arc::new(|sessions_dir: &Path, reference: &str, cwd: &str| {
-        let agent_dir = sessions_dir.parent().unwrap_or(sessions_dir);
-        let hits = rank_reference(agent_dir, reference, cwd, 5).unwrap_or_default();
-        let best = hits.first().map_or(0.0, |h| h.score);
-        if best <= 0.0 {
-            return Vec::new();
-        }
-        hits.into_iter().map(|h| (h.session.id, (h.score / best).powf(0.125))).collect()
-    })
 }

@@ -1,6 +1,7 @@
-//! The search index inside pi: background refresh on `session_start` and
-//! `agent_end`, the `search_sessions` tool, and the rows the `/sessions`
-//! command shows.
+//! The search index inside pi: the `search_sessions` tool, and the rows the
+//! `/sessions` command shows. (The index is refreshed in the background on
+//! `session_start` and `agent_end` as the catalog's store, see
+//! [`crate::catalog::Catalog::prewarm_task`].)
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -16,26 +17,6 @@ use crate::app::App;
 /// it searches what is there.
 const CATCH_UP: Duration = Duration::from_millis(300);
 const MAX_QUERY_CHARS: usize = 500;
-
-/// Bring the index up to date in the background (one job per index; a
-/// trigger while it runs folds into one re-run).
-pub fn refresh(app: &Arc<App>, ctx: &SessionContext) {
-    if !app.config.search.enabled {
-        return;
-    }
-    let agent_dir = app.agent_dir(ctx);
-    let key = format!("search-refresh:{}", agent_dir.display());
-    let privacy = app.config.privacy.clone();
-    app.jobs.submit(&app.runtime, &key, move || {
-        let result = Index::open(&agent_dir)
-            .map(|index| index.excluding(&privacy))
-            .and_then(|mut index| index.update(&agent_dir.join("sessions"), &agent_dir.join("sessions-meta"), None));
-        match result {
-            Ok(report) => tracing::debug!(?report, "search index refreshed"),
-            Err(e) => tracing::warn!("search index refresh failed: {e}"),
-        }
-    });
-}
 
 /// Search from inside pi: the index caught up for at most [`CATCH_UP`], the
 /// current project ranked first. The rows of the `/sessions` command.

@@ -432,7 +432,7 @@ fn set_meta(tx: &Transaction<'_>, sid: i64, meta: Option<&SessionMeta>, mtime_ns
     let session_name: Option<String> =
         tx.query_row("SELECT session_name FROM sessions WHERE sid = ?1", [sid], |r| r.get(0))?;
     let name = meta.map(|m| m.name.trim().to_string()).filter(|n| !n.is_empty()).or(session_name);
-    let slug = name.as_deref().map(crate::catalog::slug);
+    let slug = name.as_deref().map(crate::text::slug);
     let red = |s: &str| crate::redact::redact(s).into_owned();
     let text = |s: &str| Some(red(s)).filter(|s| !s.trim().is_empty());
     let tags = meta.map(|m| m.tags.clone()).unwrap_or_default();

@@ -2,9 +2,8 @@
 //!
 //! One reader, three tiers, every consumer uses one of them:
 //! - header only: [`read_header`];
-//! - summary (name, first message, message count, last activity), resumable
-//!   from the offset where the previous scan stopped: [`summarize`],
-//!   [`summarize_file`];
+//! - summary (name, first message, message count, last activity):
+//!   [`summarize`];
 //! - the full tree ([`open`], [`read_file`]) with its active branch and
 //!   context, and the entries appended after an offset ([`read_appended`]).
 //!
@@ -26,7 +25,7 @@ pub use convert::{bounded, iso_to_ms, utf16_len, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT
 
 pub use entries::*;
 pub use read::open_file;
-pub use summary::{summarize, summarize_file, SessionSummary};
+pub use summary::{summarize, SessionSummary};
 
 /// Why a session file could not be read at all. Recoverable problems inside a
 /// file are not errors: they are counted in [`Warnings`].

@@ -1,14 +1,13 @@
 //! The summary tier: what pi's `buildSessionInfo` reads from a session file
 //! (header, latest name, first user message, message count, last activity)
-//! without building entries. A summary remembers the offset after the last
-//! complete line it read, so a file that only grew (pi only appends) is
-//! summarized again from there.
+//! without building entries. (Reading only what was appended since a
+//! previous read is the full tier's [`super::read_appended`], which the
+//! search index uses.)
 //!
 //! Only `message` and `session_info` lines are deserialized, into shapes that
 //! skip everything else; once the first user message is known, message lines
 //! are parsed for their role and timestamp only.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::convert::{content, iso_to_ms};
@@ -35,35 +34,15 @@ pub struct SessionSummary {
     pub last_activity_ms: u64,
     pub message_count: u64,
     pub parent_session: Option<String>,
-    /// Where a later scan of the grown file resumes, and what it resumes with.
-    #[serde(skip)]
-    resume: Scanned,
 }
 
-/// What the complete lines read so far gave.
+/// What the lines read so far gave.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Scanned {
-    /// The offset after the last complete line.
-    offset: u64,
     name: Option<String>,
     first_message: Option<String>,
     last_activity: Option<i64>,
     message_count: u64,
-}
-
-impl SessionSummary {
-    /// The offset after the last complete line read.
-    pub fn scanned_to(&self) -> u64 {
-        self.resume.offset
-    }
-
-    /// Trim the first message and keep at most `chars` of it (a resumed
-    /// scan keeps the cut one: only whether it was found matters then).
-    pub fn clip_first_message(&mut self, chars: usize) {
-        let clip = |t: &str| t.chars().take(chars).collect::<String>();
-        self.first_message = self.first_message.as_deref().map(|t| clip(t.trim())).filter(|t| !t.is_empty());
-        self.resume.first_message = self.resume.first_message.as_deref().map(clip);
-    }
 }
 
 /// A message line when its text is still needed (no user text seen yet).
@@ -119,30 +98,16 @@ fn fast_type(line: &[u8]) -> Option<&[u8]> {
 
 /// Summarize one session file, as pi's `buildSessionInfo`.
 pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
-    summarize_file(path, open_file(path)?, None)
-}
-
-/// [`summarize`] of an open file, continuing from `prev` (a summary of the
-/// same file) when the file only grew since.
-pub fn summarize_file(path: &Path, file: File, prev: Option<&SessionSummary>) -> Result<SessionSummary, SessionError> {
+    let file = open_file(path)?;
     let md = file.metadata().map_err(|e| io_err(path, e))?;
     let modified_ms = md
         .modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_millis() as u64);
-    let (mut summary, from) = match prev {
-        Some(p) if p.resume.offset > 0 && md.len() >= p.resume.offset => (Some(p.clone()), p.resume.offset),
-        _ => (None, 0),
-    };
-    let mut state = summary.as_ref().map(|s| s.resume.clone()).unwrap_or_default();
-    let mut lines = lines_from(path, file, from)?;
-    let mut resume = None;
+    let (mut summary, mut state) = (None, Scanned::default());
+    let mut lines = lines_from(path, file, 0)?;
     while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
-        if !line.terminated {
-            // pi may still be writing it: read now, read again next time.
-            resume = Some(state.clone());
-        }
         let text = line.text;
         if is_blank(text) {
             continue;
@@ -164,15 +129,14 @@ pub fn summarize_file(path: &Path, file: File, prev: Option<&SessionSummary>) ->
                 last_activity_ms: 0,
                 message_count: 0,
                 parent_session: h.parent_session.owned(),
-                resume: Scanned::default(),
             });
             continue;
         }
         state.take(text);
     }
     let mut s = summary.ok_or_else(|| not_a_session(path, "no JSON records"))?;
-    s.name = state.name.clone();
-    s.first_message = state.first_message.clone();
+    s.name = state.name;
+    s.first_message = state.first_message;
     s.message_count = state.message_count;
     s.modified_ms = modified_ms;
     s.last_activity_ms = match state.last_activity.filter(|&t| t > 0) {
@@ -182,8 +146,6 @@ pub fn summarize_file(path: &Path, file: File, prev: Option<&SessionSummary>) ->
             t => t.max(0) as u64,
         },
     };
-    s.resume = resume.unwrap_or(state);
-    s.resume.offset = lines.offset();
     Ok(s)
 }
 
@@ -242,10 +204,10 @@ impl Scanned {
 mod tests {
     use super::*;
 
-    /// Summarizing a file as it grows, resuming each time, gives what one
-    /// summary of the final file gives; a line cut mid-write is read again.
+    /// Name, first message, count and last activity as pi's `buildSessionInfo`
+    /// gives them; a blank `session_info` name clears the name.
     #[test]
-    fn resumed_summaries_equal_a_fresh_one() {
+    fn summary_reads_name_first_message_count_and_activity() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("2026_s1.jsonl");
         let lines = [
@@ -256,21 +218,10 @@ mod tests {
             r#"{"type":"message","id":"d","parentId":"c","timestamp":"t","message":{"role":"user","content":"later","timestamp":9}}"#,
             r#"{"type":"session_info","id":"e","parentId":"d","timestamp":"t","name":"  "}"#,
         ];
-        let text = lines.join("\n") + "\n";
-        let mut prev: Option<SessionSummary> = None;
-        for end in (0..=text.len()).step_by(37).chain([text.len()]) {
-            std::fs::write(&path, &text[..end]).expect("write");
-            let Ok(file) = open_file(&path) else { continue };
-            if let Ok(s) = summarize_file(&path, file, prev.as_ref()) {
-                prev = Some(s);
-            }
-        }
-        let fresh = summarize(&path).expect("a summary");
-        let resumed = prev.expect("a resumed summary");
-        assert_eq!((resumed.message_count, resumed.last_activity_ms), (3, 9));
-        assert_eq!(resumed.first_message.as_deref(), Some("first words"));
-        assert_eq!(resumed.name, None);
-        assert_eq!(resumed.scanned_to(), text.len() as u64);
-        assert_eq!(SessionSummary { modified_ms: 0, ..resumed }, SessionSummary { modified_ms: 0, ..fresh });
+        std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+        let s = summarize(&path).expect("a summary");
+        assert_eq!((s.message_count, s.last_activity_ms), (3, 9));
+        assert_eq!(s.first_message.as_deref(), Some("first words"));
+        assert_eq!(s.name, None);
     }
 }

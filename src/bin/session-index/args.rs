@@ -48,7 +48,9 @@ pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<(String, Opti
 /// resolves as after `@@` (id, id prefix, name, slug, fuzzy), preferring the
 /// current directory's project, among the sessions of `agent_dir` only.
 pub fn session_files(agent_dir: &Path, refs: &[String]) -> Vec<Result<PathBuf, String>> {
-    let catalog = Catalog::new();
+    // The index it updates keeps out what the user's privacy.exclude names.
+    let config = config(None, agent_dir).ok().and_then(|(text, _)| session_index::config::parse(&text).ok());
+    let catalog = Catalog::new().excluding(&config.unwrap_or_default().privacy);
     let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
     let cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
     refs.iter()
