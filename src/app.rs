@@ -46,10 +46,9 @@ impl App {
             Ok(config) => (config, Vec::new()),
             Err(problems) => (Config::default(), problems),
         };
-        let catalog = Catalog::with_fuzzy_threshold(config.references.fuzzy_threshold).excluding(&config.privacy);
-        if config.search.enabled {
-            catalog.set_search_fallback(crate::catalog::search_fallback());
-        }
+        let catalog = Catalog::with_fuzzy_threshold(config.references.fuzzy_threshold)
+            .excluding(&config.privacy)
+            .with_search(config.search.enabled);
         Ok(Arc::new(App {
             host,
             config,

@@ -250,7 +250,8 @@ pub struct SpendingConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, Validate, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct SearchConfig {
-    /// Keep the index up to date in the background and offer `search_sessions` and the command.
+    /// Offer `search_sessions`, the command and the `@@` search rule. The index
+    /// is kept either way: it is the catalog's store.
     #[garde(skip)]
     pub enabled: bool,
     /// Name of the in-pi search command (`/sessions`).

@@ -7,9 +7,6 @@
 #[path = "fixtures/references/support.rs"]
 mod support;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-
 use session_index::catalog::{Catalog, ResolveError, Resolved, Rule};
 use support::{notifications, prompt, Agent, Synth};
 
@@ -176,27 +173,25 @@ fn every_resolved_reference_is_confirmed_in_pi_and_details_say_the_rule() {
 }
 
 #[test]
-fn the_search_fallback_resolves_only_a_clear_leader() {
+fn the_search_rule_resolves_only_a_clear_leader() {
     let a = agent();
-    let c = Catalog::new();
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&calls);
-    c.set_search_fallback(Arc::new(move |_sessions: &std::path::Path, reference: &str, _cwd: &str| {
-        seen.fetch_add(1, Ordering::Relaxed);
-        let (lead, next) = match reference {
-            "quokka schedule" => (0.9, 0.4),
-            "quokka fork" => (0.8, 0.78),
-            _ => return Vec::new(),
-        };
-        vec![(CRON.to_string(), lead), ("0f864356-8ed9-4e63-bc61-a364afe414a8".to_string(), next)]
-    }));
+    // Words no name, slug or first message holds: only the sessions' text.
+    let [sched, fork1, fork2] = [
+        "5e000000-0000-4000-8000-000000000001",
+        "5e000000-0000-4000-8000-000000000002",
+        "5e000000-0000-4000-8000-000000000003",
+    ];
+    a.session(&Synth::new(sched, GITCLAW).user(&["hello", "the quokka schedule runs at noon"]));
+    a.session(&Synth::new(fork1, GITCLAW).user(&["hello", "a quokka fork of the repository"]));
+    a.session(&Synth::new(fork2, GITCLAW).user(&["hello", "a quokka fork of the repository"]));
+    let c = Catalog::new().with_search(true);
     let found = resolve(&c, &a, "quokka schedule").unwrap();
-    assert_eq!((found.entry.id.as_str(), found.rule), (CRON, Rule::Search));
-    let close = resolve(&c, &a, "quokka fork").unwrap_err();
-    assert_eq!(ids_of(&close).len(), 2, "{close}");
-    // Rules before it win without asking it; id-like references never ask.
-    let before = calls.load(Ordering::Relaxed);
+    assert_eq!((found.entry.id.as_str(), found.rule), (sched, Rule::Search));
+    let mut close = ids_of(&resolve(&c, &a, "quokka fork").unwrap_err());
+    close.sort();
+    assert_eq!(close, vec![fork1, fork2]);
+    // Rules before it win; the words must be together; without it, a miss.
     assert_eq!(resolve(&c, &a, "cron-in-gitclaw").unwrap().rule, Rule::Slug);
-    assert!(resolve(&c, &a, "0f86").is_err());
-    assert_eq!(calls.load(Ordering::Relaxed), before);
+    assert!(resolve(&c, &a, "schedule quokka").is_err());
+    assert!(resolve(&Catalog::new(), &a, "quokka schedule").is_err());
 }

@@ -107,14 +107,13 @@ fn planted_facts_rank_first() {
     assert_eq!(ids(&search(&index, "zephyr")), vec!["tool-fact"]);
 
     // The `@@` fallback: reference words, ranked sessions with scores.
-    let ranked = session_index::search::rank_reference(agent, "zephyrine-toolchain", "/p/alpha", 3).expect("rank");
+    let ranked = index.rank_reference("zephyrine-toolchain", "/p/alpha", 3).expect("rank");
     assert_eq!(ranked[0].session.id, "tool-fact");
     assert!(ranked[0].score > 0.0);
-    assert!(session_index::search::rank_reference(agent, "qqxyzzy-vorpal", "/p", 3).expect("rank").is_empty());
+    assert!(index.rank_reference("qqxyzzy-vorpal", "/p", 3).expect("rank").is_empty());
     // Wired into the resolver as its last rule: words that only a tool result
     // holds resolve, as a search match; words found nowhere stay a miss.
-    let catalog = session_index::catalog::Catalog::new();
-    catalog.set_search_fallback(session_index::catalog::search_fallback());
+    let catalog = session_index::catalog::Catalog::new().with_search(true);
     let (sessions, metas) = (agent.join("sessions"), agent.join("sessions-meta"));
     let found = catalog.resolve(&sessions, &metas, "/p/alpha", "zephyrine-toolchain").expect("a search match");
     assert_eq!((found.entry.id.as_str(), found.rule), ("tool-fact", session_index::catalog::Rule::Search));

@@ -30,7 +30,6 @@ pub use rows::slug;
 
 use resolve::{id_like, path_like, Outcome, Query};
 use rows::Row;
-pub use store::search_fallback;
 use store::{cold_lookup, Store, MISS_GAP};
 
 /// A session as the catalog knows it (header, light scan and meta fields):
@@ -148,13 +147,6 @@ pub enum Ancestor {
     },
 }
 
-/// The search index's ranking for a reference no other rule resolves, the
-/// last resort (issue 17): given the sessions directory, the reference and
-/// the project it is typed in, `(session id, relevance in 0..=1)` pairs. The
-/// same "clearly ahead" rule as fuzzy matching decides; a session it names
-/// resolves with [`Rule::Search`].
-pub type SearchFallback = dyn Fn(&Path, &str, &str) -> Vec<(String, f64)> + Send + Sync;
-
 type DirKey = (PathBuf, PathBuf);
 
 type Dirs = Arc<RwLock<HashMap<DirKey, Arc<Mutex<Store>>>>>;
@@ -165,7 +157,8 @@ pub struct Catalog {
     fuzzy_threshold: f64,
     /// Sessions the index keeps out (`privacy.exclude`).
     privacy: PrivacyConfig,
-    search: RwLock<Option<Arc<SearchFallback>>>,
+    /// The search index's ranking as the last rule (`search.enabled`).
+    search: bool,
 }
 
 impl Default for Catalog {
@@ -194,7 +187,7 @@ impl Catalog {
             dirs: Arc::new(RwLock::new(HashMap::new())),
             fuzzy_threshold: threshold.clamp(0.0, 1.0),
             privacy: PrivacyConfig::default(),
-            search: RwLock::new(None),
+            search: false,
         }
     }
 
@@ -206,9 +199,12 @@ impl Catalog {
         self
     }
 
-    /// Install the search index's ranking as the last resolution rule.
-    pub fn set_search_fallback(&self, search: Arc<SearchFallback>) {
-        *self.search.write().unwrap_or_else(PoisonError::into_inner) = Some(search);
+    /// Make the search index's ranking the last resolution rule: a reference
+    /// no other rule resolves names the session whose text holds it, when
+    /// that session is clearly ahead (the fuzzy rule's lead).
+    pub fn with_search(mut self, enabled: bool) -> Self {
+        self.search = enabled;
+        self
     }
 
     fn store(&self, sessions_dir: &Path, meta_dir: &Path) -> Arc<Mutex<Store>> {
@@ -310,15 +306,13 @@ impl Catalog {
     fn outcome(&self, store: &Store, q: &Query) -> Result<Resolved, ResolveError> {
         let rows = &store.rows;
         let mut outcome = resolve::resolve(rows, q, true);
-        let search = self.search.read().unwrap_or_else(PoisonError::into_inner).clone();
-        if let (Outcome::NotFound(_), Some(search)) = (&outcome, search) {
-            if !id_like(q.reference) && !path_like(q.reference) {
-                let ranked = search(&store.sessions_dir, q.reference.trim(), q.cwd);
-                let at = |id: &str| rows.iter().position(|r| r.entry.id == id);
-                let scored: Vec<(f64, usize)> = ranked.iter().filter_map(|(id, s)| Some((*s, at(id)?))).collect();
-                if !scored.is_empty() {
-                    outcome = resolve::decide(rows, scored, Rule::Search, q);
-                }
+        let words = !id_like(q.reference) && !path_like(q.reference);
+        if matches!(outcome, Outcome::NotFound(_)) && self.search && words {
+            let ranked = store.rank(q.reference.trim(), q.cwd);
+            let at = |id: &str| rows.iter().position(|r| r.entry.id == id);
+            let scored: Vec<(f64, usize)> = ranked.iter().filter_map(|(id, s)| Some((*s, at(id)?))).collect();
+            if !scored.is_empty() {
+                outcome = resolve::decide(rows, scored, Rule::Search, q);
             }
         }
         let reference = || q.reference.trim().to_string();

@@ -47,7 +47,7 @@ pub enum Rule {
     /// The literal path of a session file in the sessions directory.
     Path,
     Fuzzy,
-    /// The search index's ranking, the last resort (see `Catalog::set_search_fallback`).
+    /// The search index's ranking, the last resort (see `Catalog::with_search`).
     Search,
 }
 

@@ -170,6 +170,20 @@ impl Store {
         }
     }
 
+    /// The search rule's ranking: `(session id, relevance in 0..=1)`, best
+    /// first, on the index as it is (a reference must resolve fast).
+    /// Relevance is `(score / best)^(1/8)`: the resolver's "clearly ahead"
+    /// lead of 0.05 then means the best session scores about 1.5 times the next.
+    pub fn rank(&self, reference: &str, cwd: &str) -> Vec<(String, f64)> {
+        let Some(index) = &self.index else { return Vec::new() };
+        let hits = index.rank_reference(reference, cwd, 5).unwrap_or_default();
+        let best = hits.first().map_or(0.0, |h| h.score);
+        if best <= 0.0 {
+            return Vec::new();
+        }
+        hits.into_iter().map(|h| (h.session.id, (h.score / best).powf(0.125))).collect()
+    }
+
     /// The row of a session file, looked up by the path as listed or, for
     /// paths spelled differently (symlinked agent dir), by canonical path.
     pub fn row_for_path(&self, path: &Path) -> Option<&Row> {
@@ -284,21 +298,4 @@ fn read_metas(meta_dir: &Path) -> HashMap<String, SessionMeta> {
         .filter_map(|e| crate::meta::read_path(&e.path()).ok().flatten())
         .map(|m| (m.session_id.clone(), m))
         .collect()
-}
-
-/// The search index's ranking as the resolver's last rule
-/// ([`super::Catalog::set_search_fallback`]), on the index as it is (a
-/// reference must resolve fast). Relevance is `(score / best)^(1/8)`: the
-/// resolver's "clearly ahead" lead of 0.05 then means the best session
-/// scores about 1.5 times the next.
-pub fn search_fallback() -> std::sync::Arc<super::SearchFallback> {
-    std::sync::Arc::new(|sessions_dir: &Path, reference: &str, cwd: &str| {
-        let agent_dir = sessions_dir.parent().unwrap_or(sessions_dir);
-        let hits = crate::search::rank_reference(agent_dir, reference, cwd, 5).unwrap_or_default();
-        let best = hits.first().map_or(0.0, |h| h.score);
-        if best <= 0.0 {
-            return Vec::new();
-        }
-        hits.into_iter().map(|h| (h.session.id, (h.score / best).powf(0.125))).collect()
-    })
 }

@@ -280,14 +280,15 @@ fn is_corrupt(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase))
 }
 
-/// The `@@` fallback: sessions holding the words of a reference that
-/// matched no id, name or slug, together and in order (one phrase:
-/// `@@nothing-like-this` is not a search for any of its words), best first, with scores (the resolver resolves when
-/// the first is clearly ahead, else suggests them). Uses the index as it is
-/// (no update): a reference must resolve fast.
-pub fn rank_reference(agent_dir: &Path, words: &str, cwd: &str, limit: usize) -> Result<Vec<SessionHit>, SearchError> {
-    let words: String = words.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect();
-    let words = format!("\"{}\"", words.trim());
-    let query = Query { current_cwd: Some(cwd.to_string()), limit, ..Query::parse(&words)? };
-    Index::open(agent_dir)?.search(&query)
+impl Index {
+    /// The `@@` search rule: sessions holding the words of a reference that
+    /// matched no id, name or slug, together and in order (one phrase:
+    /// `@@nothing-like-this` is not a search for any of its words), best
+    /// first, with scores (the resolver resolves when the first is clearly
+    /// ahead, else lists them).
+    pub fn rank_reference(&self, words: &str, cwd: &str, limit: usize) -> Result<Vec<SessionHit>, SearchError> {
+        let words: String = words.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect();
+        let words = format!("\"{}\"", words.trim());
+        self.search(&Query { current_cwd: Some(cwd.to_string()), limit, ..Query::parse(&words)? })
+    }
 }
