@@ -146,5 +146,5 @@ fn refresh_store(app: &Arc<App>, ctx: &pi_ext_abi::protocol::SessionContext) {
         return;
     }
     let key = format!("store-refresh:{}", app.agent_dir(ctx).display());
-    app.jobs.submit(&app.runtime, &key, app.catalog.prewarm_task(&app.sessions_dir(ctx), &app.meta_dir(ctx)));
+    app.jobs.submit(&app.runtime, &key, app.catalog.refresh_task(&app.sessions_dir(ctx), &app.meta_dir(ctx)));
 }

@@ -392,7 +392,7 @@ fn before_the_first_build_ids_and_exact_names_resolve_from_file_names_and_meta_f
     // Names only pi's session_info holds, ambiguous prefixes and fuzzy text
     // need the index; every answer agrees with a catalog that built it.
     let built = catalog();
-    built.prewarm_task(&a.sessions(), &a.meta_dir())();
+    built.refresh_task(&a.sessions(), &a.meta_dir())();
     for r in ["Quick one", "0a1b2c", "Twin", "Ghost", "quick on", "0A1B2C3D", "meta name", "zebras", "nothing like it"]
     {
         let (got, _) = cold(r);

@@ -228,16 +228,19 @@ impl Catalog {
     /// (the first time: builds it), for a background job at `session_start`
     /// and after `agent_end`. It writes through its own connection, so
     /// lookups meanwhile answer from what is committed (and from the files).
-    pub fn prewarm_task(&self, sessions_dir: &Path, meta_dir: &Path) -> impl Fn() + Send + Sync + 'static {
+    pub fn refresh_task(&self, sessions_dir: &Path, meta_dir: &Path) -> impl Fn() + Send + Sync + 'static {
         let store = self.store(sessions_dir, meta_dir);
         let (s, m) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
         move || {
-            let index = store.lock().unwrap_or_else(PoisonError::into_inner).open();
+            let (index, stamps) = {
+                let store = store.lock().unwrap_or_else(PoisonError::into_inner);
+                (store.open(), store.stamps())
+            };
             let Some(mut index) = index else { return };
             match index.update(&s, &m, None) {
                 Ok(report) => {
                     tracing::debug!(?report, "search index refreshed");
-                    store.lock().unwrap_or_else(PoisonError::into_inner).built();
+                    store.lock().unwrap_or_else(PoisonError::into_inner).built(stamps);
                 }
                 Err(e) => tracing::warn!("search index refresh failed: {e}"),
             }

@@ -4,12 +4,12 @@
 //!
 //! The rows are kept in memory and reloaded only when the index changed
 //! (`PRAGMA data_version` on a kept connection): reading 10,000 rows from
-//! SQLite for every lookup would take longer than a warm lookup may. When a
-//! lookup sees a file changed since the process first read the index (by the modification times of the directories
-//! and of the few sessions being written), and on a miss (not more often
-//! than [`MISS_GAP`]), the index is brought up to date for at most
-//! [`UPDATE_BUDGET`]; the background refresh at `session_start` and after
-//! `agent_end` does the rest.
+//! SQLite took 31-45 ms, more than a warm lookup may take. When a lookup
+//! sees a file changed since the process first read the index (by the
+//! modification times of the directories and of the few sessions being
+//! written), and on a miss (not more often than [`MISS_GAP`]), the index is
+//! brought up to date for at most [`UPDATE_BUDGET`]; the background refresh
+//! at `session_start` and after `agent_end` does the rest.
 //!
 //! What the index does not hold is looked up in the files by [`cold_lookup`]:
 //! a session not indexed yet (the first build is under way), one that
@@ -116,7 +116,7 @@ impl Store {
     /// directories, the meta directory and the [`HOT_FILES`]: a new, removed
     /// or replaced file (meta files are replaced whole) changes its
     /// directory's, an append changes the file's.
-    fn stamps(&self) -> Vec<Option<SystemTime>> {
+    pub fn stamps(&self) -> Vec<Option<SystemTime>> {
         let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
         let mut dirs = vec![self.sessions_dir.clone(), self.meta_dir.clone()];
         if let Ok(listing) = std::fs::read_dir(&self.sessions_dir) {
@@ -128,11 +128,13 @@ impl Store {
     }
 
     /// After a full update through another connection (the background
-    /// refresh): every session is indexed, and the rows are reloaded.
-    pub fn built(&mut self) {
+    /// refresh) that started when the files had `stamps`: every session is
+    /// indexed, and the rows are reloaded.
+    pub fn built(&mut self, stamps: Vec<Option<SystemTime>>) {
         self.complete = true;
         self.updated = Some(Instant::now());
-        self.fresh();
+        self.reload();
+        self.stamps = stamps;
     }
 
     /// Before answering from the rows: bring them up to date if a file

@@ -1,7 +1,7 @@
 //! The search index inside pi: the `search_sessions` tool, and the rows the
 //! `/sessions` command shows. (The index is refreshed in the background on
 //! `session_start` and `agent_end` as the catalog's store, see
-//! [`crate::catalog::Catalog::prewarm_task`].)
+//! [`crate::catalog::Catalog::refresh_task`].)
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
