@@ -256,7 +256,7 @@ fn the_sessions_table_holds_the_catalog_fields() {
     w.assistant("fine");
     write_meta(agent, &w, "Catalog row", "a summary", &["t1"]);
     let index = update(agent);
-    let row = index.session("catalog").expect("query").expect("indexed");
+    let row = index.sessions().expect("query").into_iter().find(|s| s.id == "catalog").expect("indexed");
     assert_eq!(row.path, w.path);
     assert_eq!(row.cwd, "/p/cat");
     assert_eq!(row.created, "2026-11-01T10:00:00.000Z");

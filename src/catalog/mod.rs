@@ -147,12 +147,11 @@ pub enum Ancestor {
     },
 }
 
-type DirKey = (PathBuf, PathBuf);
-
-type Dirs = Arc<RwLock<HashMap<DirKey, Arc<Mutex<Store>>>>>;
+/// One store per (sessions dir, meta dir).
+type Stores = RwLock<HashMap<(PathBuf, PathBuf), Arc<Mutex<Store>>>>;
 
 pub struct Catalog {
-    dirs: Dirs,
+    dirs: Stores,
     /// Lowest fuzzy score that resolves (`references.fuzzyThreshold`).
     fuzzy_threshold: f64,
     /// Sessions the index keeps out (`privacy.exclude`).
@@ -167,16 +166,6 @@ impl Default for Catalog {
     }
 }
 
-fn dir(dirs: &Dirs, sessions_dir: &Path, meta_dir: &Path, privacy: &PrivacyConfig) -> Arc<Mutex<Store>> {
-    let key = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
-    if let Some(d) = dirs.read().unwrap_or_else(PoisonError::into_inner).get(&key) {
-        return Arc::clone(d);
-    }
-    let mut all = dirs.write().unwrap_or_else(PoisonError::into_inner);
-    let d = all.entry(key).or_insert_with(|| Arc::new(Mutex::new(Store::new(sessions_dir, meta_dir, privacy))));
-    Arc::clone(d)
-}
-
 impl Catalog {
     pub fn new() -> Self {
         Catalog::with_fuzzy_threshold(crate::config::ReferencesConfig::default().fuzzy_threshold)
@@ -184,7 +173,7 @@ impl Catalog {
 
     pub fn with_fuzzy_threshold(threshold: f64) -> Self {
         Catalog {
-            dirs: Arc::new(RwLock::new(HashMap::new())),
+            dirs: RwLock::new(HashMap::new()),
             fuzzy_threshold: threshold.clamp(0.0, 1.0),
             privacy: PrivacyConfig::default(),
             search: false,
@@ -207,8 +196,15 @@ impl Catalog {
         self
     }
 
+    /// The store of an agent directory (made on first use).
     fn store(&self, sessions_dir: &Path, meta_dir: &Path) -> Arc<Mutex<Store>> {
-        dir(&self.dirs, sessions_dir, meta_dir, &self.privacy)
+        let key = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
+        if let Some(d) = self.dirs.read().unwrap_or_else(PoisonError::into_inner).get(&key) {
+            return Arc::clone(d);
+        }
+        let mut all = self.dirs.write().unwrap_or_else(PoisonError::into_inner);
+        let new = || Arc::new(Mutex::new(Store::new(sessions_dir, meta_dir, &self.privacy)));
+        Arc::clone(all.entry(key).or_insert_with(new))
     }
 
     /// Run `f` on the directory's rows, brought up to date if stale.

@@ -25,7 +25,7 @@ mod update;
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, ErrorCode, OptionalExtension};
+use rusqlite::{Connection, ErrorCode};
 
 pub use query::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use update::UpdateReport;
@@ -256,12 +256,6 @@ impl Index {
         let run =
             || -> rusqlite::Result<Vec<SessionRow>> { self.conn.prepare_cached(&sql)?.query_map([], row)?.collect() };
         run().map_err(|e| self.sql(e))
-    }
-
-    /// The session with this id, if indexed.
-    pub fn session(&self, id: &str) -> Result<Option<SessionRow>, SearchError> {
-        let sql = format!("SELECT {ROW_COLUMNS} FROM sessions s WHERE s.id = ?1 ORDER BY s.modified_ms DESC LIMIT 1");
-        self.conn.query_row(&sql, [id], session_row).optional().map_err(|e| self.sql(e))
     }
 
     /// Changes when another connection commits (`PRAGMA data_version`): the
