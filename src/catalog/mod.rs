@@ -2,8 +2,8 @@
 //! references over them.
 //!
 //! - `store`: the rows, read from the search index's `sessions` table (the
-//!   one store: search, listing and resolution read the same index), and a
-//!   lookup in the files for what the index does not hold;
+//!   one store: search, completion and resolution read the same index), and
+//!   a lookup in the files for what the index does not hold;
 //! - `rows`: a row and the keys it is looked up by;
 //! - `resolve`: id → id prefix → name → slug → fuzzy over a list of rows.
 //!
@@ -32,8 +32,8 @@ use resolve::{id_like, path_like, Outcome, Query};
 use rows::Row;
 use store::{cold_lookup, Store, MISS_GAP};
 
-/// A session as the catalog knows it (header, light scan and meta fields):
-/// the row the resolver reads, as the search index's `sessions` table has it.
+/// A session as the catalog knows it (header, summary and meta fields): the
+/// row the resolver reads, as the search index's `sessions` table has it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogEntry {

@@ -1,6 +1,6 @@
 //! Where the resolver's rows come from: the search index's `sessions` table,
 //! the one store of what the plugin knows about sessions (resolution,
-//! completion, listing and search all read it).
+//! completion, `/sessions` and search all read it).
 //!
 //! The rows are kept in memory and reloaded only when the index changed
 //! (`PRAGMA data_version` on a kept connection): reading 10,000 rows from
