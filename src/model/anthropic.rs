@@ -6,23 +6,14 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::http::WireRequest;
-use super::{schema, Answer, Endpoint, JsonTask, Role, Turn};
+use super::{schema, Answer, ChatMessage, Endpoint, JsonTask};
 
 /// The API version header every request carries.
 pub(super) const API_VERSION: &str = "2023-06-01";
 
-pub(super) fn build(endpoint: &Endpoint, system: &str, turns: &[Turn], task: &JsonTask) -> WireRequest {
+pub(super) fn build(endpoint: &Endpoint, system: &str, turns: &[ChatMessage], task: &JsonTask) -> WireRequest {
     let native = has_structured_outputs(&endpoint.model);
-    let mut messages: Vec<Value> = turns
-        .iter()
-        .map(|turn| {
-            let role = match turn.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-            };
-            json!({"role": role, "content": turn.text})
-        })
-        .collect();
+    let mut messages: Vec<Value> = turns.iter().map(|turn| json!(turn)).collect();
     let mut body = json!({
         "model": endpoint.model,
         "max_tokens": task.max_output_tokens,

@@ -6,19 +6,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::http::WireRequest;
-use super::{schema, Answer, Endpoint, JsonTask, Role, Turn};
+use super::{schema, Answer, ChatMessage, Endpoint, JsonTask};
 
-pub(super) fn build(endpoint: &Endpoint, system: &str, turns: &[Turn], task: &JsonTask) -> WireRequest {
-    let contents: Vec<Value> = turns
-        .iter()
-        .map(|turn| {
-            let role = match turn.role {
-                Role::User => "user",
-                Role::Assistant => "model",
-            };
-            json!({"role": role, "parts": [{"text": turn.text}]})
-        })
-        .collect();
+pub(super) fn build(endpoint: &Endpoint, system: &str, turns: &[ChatMessage], task: &JsonTask) -> WireRequest {
+    // Gemini calls the assistant `model`.
+    let role = |turn: &ChatMessage| if turn.role == "assistant" { "model" } else { "user" };
+    let contents: Vec<Value> =
+        turns.iter().map(|turn| json!({"role": role(turn), "parts": [{"text": turn.content}]})).collect();
     let mut generation = json!({
         "responseMimeType": "application/json",
         "responseJsonSchema": schema::for_gemini(&task.schema),

@@ -2,25 +2,22 @@
 
 use pi_ext_abi::protocol::{ChatMessage, CompletionRequest};
 
-use super::{one_line, Answer, JsonTask, ModelError, Role, Turn};
+use super::{one_line, Answer, JsonTask, ModelError};
 use crate::app::App;
 use crate::redact::redact;
 
-pub(super) fn call(app: &App, key: &str, system: &str, turns: &[Turn], task: &JsonTask) -> Result<Answer, ModelError> {
+pub(super) fn call(
+    app: &App,
+    key: &str,
+    system: &str,
+    turns: &[ChatMessage],
+    task: &JsonTask,
+) -> Result<Answer, ModelError> {
     let request = CompletionRequest {
         model: Some(key.to_string()),
         candidates: app.config.model_keys.iter().filter(|k| !k.starts_with("local/")).cloned().collect(),
         system: system.to_string(),
-        messages: turns
-            .iter()
-            .map(|turn| ChatMessage {
-                role: match turn.role {
-                    Role::User => "user".into(),
-                    Role::Assistant => "assistant".into(),
-                },
-                content: turn.text.clone(),
-            })
-            .collect(),
+        messages: turns.to_vec(),
         max_tokens: task.max_output_tokens,
         json_schema: Some(task.schema.clone()),
         timeout_ms: app.config.timeout_ms,

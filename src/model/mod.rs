@@ -25,7 +25,7 @@ mod select;
 use std::fmt;
 use std::time::Duration;
 
-use pi_ext_abi::protocol::Usage;
+use pi_ext_abi::protocol::{ChatMessage, Usage};
 use serde::de::DeserializeOwned;
 
 use crate::app::App;
@@ -133,17 +133,9 @@ impl fmt::Debug for ApiKey {
     }
 }
 
-/// Who speaks in the conversation sent to a provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    User,
-    Assistant,
-}
-
-#[derive(Debug, Clone)]
-struct Turn {
-    role: Role,
-    text: String,
+/// One turn of the conversation sent to a provider (`user` or `assistant`).
+fn turn(role: &str, content: String) -> ChatMessage {
+    ChatMessage { role: role.into(), content }
 }
 
 /// One answer from a provider, before validation.
@@ -185,7 +177,7 @@ impl SelectedModel {
         T: DeserializeOwned + garde::Validate,
     {
         let system = redact(&task.system).into_owned();
-        let mut turns = vec![Turn { role: Role::User, text: redact(&task.user).into_owned() }];
+        let mut turns = vec![turn("user", redact(&task.user).into_owned())];
         let mut input_tokens = 0u64;
         let mut output_tokens = 0u64;
         let mut cost = 0.0f64;
@@ -213,15 +205,15 @@ impl SelectedModel {
                 Err(error) => {
                     tracing::debug!(model = %model, attempt, "invalid model output: {error}");
                     last_error = error;
-                    turns.push(Turn { role: Role::Assistant, text: bounded_echo(&text) });
-                    turns.push(Turn { role: Role::User, text: feedback(&last_error) });
+                    turns.push(turn("assistant", bounded_echo(&text)));
+                    turns.push(turn("user", feedback(&last_error)));
                 }
             }
         }
         Err(ModelError::InvalidOutput { attempts: MAX_ATTEMPTS, last_error: one_line(&last_error, 300) })
     }
 
-    fn call(&self, app: &App, system: &str, turns: &[Turn], task: &JsonTask) -> Result<Answer, ModelError> {
+    fn call(&self, app: &App, system: &str, turns: &[ChatMessage], task: &JsonTask) -> Result<Answer, ModelError> {
         match &self.route {
             Route::Host => hosted::call(app, &self.key, system, turns, task),
             Route::Provider(endpoint) => {

@@ -5,17 +5,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::http::WireRequest;
-use super::{schema, Answer, Endpoint, JsonTask, Role, Turn};
+use super::{schema, Answer, ChatMessage, Endpoint, JsonTask};
 
-pub(super) fn build(endpoint: &Endpoint, system: &str, turns: &[Turn], task: &JsonTask) -> WireRequest {
+pub(super) fn build(endpoint: &Endpoint, system: &str, turns: &[ChatMessage], task: &JsonTask) -> WireRequest {
     let mut messages = vec![json!({"role": "system", "content": system})];
-    messages.extend(turns.iter().map(|turn| {
-        let role = match turn.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        json!({"role": role, "content": turn.text})
-    }));
+    messages.extend(turns.iter().map(|turn| json!(turn)));
     let (schema, strict) = schema::for_openai(&task.schema);
     let mut body = json!({
         "model": endpoint.model,
