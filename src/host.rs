@@ -34,18 +34,28 @@ impl NotifyLevel {
 }
 
 /// Everything the plugin may ask of its host. See [`pi_ext_abi::Host`].
+/// The defaults are a host without a UI, a session to write to, keys or
+/// models, that runs no agent (the CLI; tests override what they record).
 pub trait HostApi: Send + Sync {
     fn context(&self) -> SessionContext;
-    fn set_status(&self, key: &str, text: Option<&str>);
+    fn set_status(&self, _key: &str, _text: Option<&str>) {}
     fn notify(&self, text: &str, level: NotifyLevel);
-    fn append_entry(&self, custom_type: &str, data: &Value);
-    fn set_session_name(&self, name: &str);
-    fn api_key(&self, provider: &str) -> Option<String>;
-    fn can_complete(&self) -> bool;
+    fn append_entry(&self, _custom_type: &str, _data: &Value) {}
+    fn set_session_name(&self, _name: &str) {}
+    fn api_key(&self, _provider: &str) -> Option<String> {
+        None
+    }
+    fn can_complete(&self) -> bool {
+        false
+    }
     /// Blocking: call from background threads only.
-    fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, String>;
-    fn log(&self, level: LogLevel, target: &str, message: &str);
-    fn wait_for_idle(&self, timeout: Duration) -> bool;
+    fn complete(&self, _request: &CompletionRequest) -> Result<CompletionResponse, String> {
+        Err("this host does not serve model completions".into())
+    }
+    fn log(&self, _level: LogLevel, _target: &str, _message: &str) {}
+    fn wait_for_idle(&self, _timeout: Duration) -> bool {
+        true
+    }
 }
 
 /// Shared handle to the host.
@@ -167,15 +177,5 @@ impl HostApi for RecordingHost {
     fn api_key(&self, provider: &str) -> Option<String> {
         let keys = self.keys.lock().ok()?;
         keys.iter().find(|(p, _)| p == provider).map(|(_, k)| k.clone())
-    }
-    fn can_complete(&self) -> bool {
-        false
-    }
-    fn complete(&self, _request: &CompletionRequest) -> Result<CompletionResponse, String> {
-        Err("this host does not serve model completions".into())
-    }
-    fn log(&self, _level: LogLevel, _target: &str, _message: &str) {}
-    fn wait_for_idle(&self, _timeout: Duration) -> bool {
-        true
     }
 }

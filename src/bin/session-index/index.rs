@@ -7,10 +7,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Args;
-use pi_ext_abi::protocol::{CompletionRequest, CompletionResponse, SessionContext};
+use pi_ext_abi::protocol::SessionContext;
 use pi_ext_abi::LogLevel;
 use serde_json::{json, Value};
 use session_index::app::App;
@@ -185,29 +184,14 @@ impl HostApi for CliHost {
     fn context(&self) -> SessionContext {
         SessionContext { agent_dir: self.agent_dir.clone(), ..Default::default() }
     }
-    fn set_status(&self, _key: &str, _text: Option<&str>) {}
     fn notify(&self, text: &str, level: NotifyLevel) {
         if level != NotifyLevel::Info {
             eprintln!("session-index index: {text}");
         }
     }
-    fn append_entry(&self, _custom_type: &str, _data: &Value) {}
-    fn set_session_name(&self, _name: &str) {}
-    fn api_key(&self, _provider: &str) -> Option<String> {
-        None
-    }
-    fn can_complete(&self) -> bool {
-        false
-    }
-    fn complete(&self, _request: &CompletionRequest) -> Result<CompletionResponse, String> {
-        Err("the CLI does not serve completions".into())
-    }
     fn log(&self, level: LogLevel, _target: &str, message: &str) {
         if matches!(level, LogLevel::Warn | LogLevel::Error) {
             eprintln!("session-index index: {message}");
         }
-    }
-    fn wait_for_idle(&self, _timeout: Duration) -> bool {
-        true
     }
 }
