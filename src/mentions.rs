@@ -91,7 +91,7 @@ pub fn without_references(text: &str) -> std::borrow::Cow<'_, str> {
         from = from.max(r.end);
     }
     out.push_str(&text[from..]);
-    std::borrow::Cow::Owned(out.split_whitespace().collect::<Vec<_>>().join(" "))
+    std::borrow::Cow::Owned(crate::text::flat(&out))
 }
 
 fn merge(out: &mut Vec<Reference>, r: Reference) {

@@ -36,6 +36,17 @@ pub fn clip(text: &str, max: usize, keep: Keep) -> String {
     }
 }
 
+/// `text` on one line: every whitespace run (newlines too) as one space, trimmed.
+pub fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// [`flat`], then at most `max` UTF-16 units ([`clip`]): error texts end up
+/// in one-line status messages and log lines.
+pub fn one_line(text: &str, max: usize) -> String {
+    clip(&flat(text), max, Keep::Head)
+}
+
 /// The largest char boundary ≤ `at` (the whole length when `at` is past the end).
 pub fn floor_char_boundary(s: &str, at: usize) -> usize {
     if at >= s.len() {
@@ -73,6 +84,12 @@ pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_collapses_and_cuts() {
+        assert_eq!(one_line("a\n  b\tc", 10), "a b c");
+        assert_eq!(one_line("abcdef", 3), "ab…");
+    }
 
     #[test]
     fn never_splits_a_character() {

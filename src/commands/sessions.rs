@@ -85,6 +85,6 @@ fn hit_name(hit: &SessionHit) -> String {
 fn label(hit: &SessionHit) -> String {
     let date = crate::time::iso_from_millis(hit.session.modified_ms as i64);
     let snippet = hit.snippets.first().map(|s| s.marked("", "")).unwrap_or_default();
-    let snippet = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+    let snippet = crate::text::flat(&snippet);
     format!("{} · {} · {} · {snippet}", hit_name(hit), date.get(..10).unwrap_or(&date), hit.session.cwd)
 }

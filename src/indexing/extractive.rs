@@ -15,6 +15,7 @@ use crate::indexing::summary::{
     MAX_SUMMARY_CHARS, MAX_TAGS, MIN_TAGS,
 };
 use crate::session::{Entry, EntryKind};
+use crate::text::{clip, flat, Keep};
 use crate::views::FilesTouched;
 
 /// `provider/model` key of the offline model.
@@ -86,8 +87,8 @@ pub fn summarize(input: &ExtractiveInput<'_>) -> IndexSummary {
     let open_tasks = open_tasks(&messages);
     let outcome = outcome(&assistant);
 
-    let name = match input.session_name.map(collapse).filter(|n| !n.is_empty()) {
-        Some(name) => clip(&name, MAX_NAME_CHARS),
+    let name = match input.session_name.map(flat).filter(|n| !n.is_empty()) {
+        Some(name) => clip(&name, MAX_NAME_CHARS, Keep::Head),
         None => make_name(&first_request, &terms, &entities, &main_file(&messages, input.files), &project),
     };
     let description = make_description(&first_request, &outcome, user.len(), input.files, &project, &terms);
@@ -106,7 +107,7 @@ pub fn distinct_name(name: &str, taken: &[String], topics: &[String], date: &str
     std::iter::once(name.to_string())
         .chain(topics)
         .chain(dated)
-        .map(|candidate| clip(&candidate, MAX_NAME_CHARS))
+        .map(|candidate| clip(&candidate, MAX_NAME_CHARS, Keep::Head))
         .find(|candidate| !taken.contains(&name_key(candidate)))
         .unwrap_or_else(|| name.to_string())
 }
@@ -168,20 +169,6 @@ fn request_text(text: &str) -> String {
     all.iter().skip_while(greeting).map(ended).collect::<Vec<_>>().join(" ")
 }
 
-fn collapse(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Cut to `max` chars, ending with `…` when cut.
-pub(crate) fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
 /// Sentences of `text` (split at line ends and at `. `, `! `, `? `).
 fn sentences(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -202,7 +189,7 @@ fn sentences(text: &str) -> Vec<String> {
 
 /// Keeps real sentences: a fragment ending in `:` only introduces a list.
 fn push_sentence(out: &mut Vec<String>, text: &str) {
-    let text = collapse(&text.trim_start_matches(['-', '*', '#', '>', ' ']).replace("**", ""));
+    let text = flat(&text.trim_start_matches(['-', '*', '#', '>', ' ']).replace("**", ""));
     if text.chars().any(char::is_alphanumeric) && !text.ends_with(':') {
         out.push(text);
     }
@@ -262,7 +249,7 @@ fn decisions(messages: &[(Role, String)]) -> Vec<String> {
                 && (3..=80).contains(&words)
                 && !found.iter().any(|f| lower.contains(f.to_lowercase().trim_end_matches(['.', '…'])))
             {
-                found.push(clip(&sentence, MAX_ITEM_CHARS));
+                found.push(clip(&sentence, MAX_ITEM_CHARS, Keep::Head));
             }
         }
     }
@@ -286,7 +273,7 @@ fn open_tasks(messages: &[(Role, String)]) -> Vec<String> {
                 || (closing && has_any(&lower, OFFERS))
                 || (!narration && has_any(&lower, TASK_MARKERS) && !sentence.ends_with('?'));
             if open && seen.insert(lower) {
-                found.push(clip(&sentence, MAX_ITEM_CHARS));
+                found.push(clip(&sentence, MAX_ITEM_CHARS, Keep::Head));
             }
         }
     }
@@ -403,7 +390,7 @@ fn make_name(first_request: &str, terms: &[Term], entities: &[String], file: &st
     }
     let name = words.join(" ");
     let cased: String = name.chars().take(1).flat_map(char::to_uppercase).chain(name.chars().skip(1)).collect();
-    clip(&cased, MAX_NAME_CHARS)
+    clip(&cased, MAX_NAME_CHARS, Keep::Head)
 }
 
 /// Up to `budget` words of `text`, ending at a clause when one ends late
@@ -450,7 +437,7 @@ fn make_description(
     terms: &[Term],
 ) -> String {
     let project = if project.is_empty() { "an unknown project" } else { project };
-    let asked = format!("Asked: {}", end_sentence(&clip(first_request, 240)));
+    let asked = format!("Asked: {}", end_sentence(&clip(first_request, 240, Keep::Head)));
     let mut out =
         if first_request.is_empty() { format!("A session in {project} with no user request yet.") } else { asked };
     let plural = if user_messages == 1 { "" } else { "s" };
@@ -466,9 +453,9 @@ fn make_description(
         out.push_str(&format!(" Topics: {}.", shown.join(", ")));
     }
     if !outcome.is_empty() {
-        out.push_str(&format!(" Latest: {}", end_sentence(&clip(outcome, 300))));
+        out.push_str(&format!(" Latest: {}", end_sentence(&clip(outcome, 300, Keep::Head))));
     }
-    clip(&out, MAX_DESCRIPTION_CHARS)
+    clip(&out, MAX_DESCRIPTION_CHARS, Keep::Head)
 }
 fn end_sentence(text: &str) -> String {
     if text.ends_with(['.', '!', '?', '…']) {
@@ -501,9 +488,9 @@ fn make_summary(
             items.iter().map(|i| format!("- {i}\n")).collect()
         }
     };
-    let or = |text: &str, empty: &str| if text.is_empty() { empty.to_string() } else { clip(text, 600) };
+    let or = |text: &str, empty: &str| if text.is_empty() { empty.to_string() } else { clip(text, 600, Keep::Head) };
     let later: Vec<String> =
-        user.iter().skip(1).map(|t| clip(&request_text(t), 160)).filter(|t| !t.is_empty()).collect();
+        user.iter().skip(1).map(|t| clip(&request_text(t), 160, Keep::Head)).filter(|t| !t.is_empty()).collect();
     let later = &later[later.len().saturating_sub(5)..];
     let mut out = format!("## Goal\n{}\n", or(first_request, "No request yet."));
     if !later.is_empty() {
@@ -517,7 +504,7 @@ fn make_summary(
         }
     }
     out.push_str(&format!("\n## Next Steps\n{}", bullets(open_tasks, "None stated.")));
-    clip(out.trim_end(), MAX_SUMMARY_CHARS)
+    clip(out.trim_end(), MAX_SUMMARY_CHARS, Keep::Head)
 }
 
 /// Entity tags (tickets, issues, project, files changed), then the dominant terms.

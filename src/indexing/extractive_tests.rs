@@ -170,8 +170,8 @@ fn secrets_in_the_session_never_reach_the_index() {
 
 #[test]
 fn clip_counts_chars() {
-    assert_eq!(clip("ééé", 3), "ééé");
-    assert_eq!(clip("éééé", 3), "éé…");
+    assert_eq!(clip("ééé", 3, Keep::Head), "ééé");
+    assert_eq!(clip("éééé", 3, Keep::Head), "éé…");
 }
 
 #[test]

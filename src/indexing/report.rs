@@ -12,7 +12,8 @@ use super::job::{index_session, Failure, IndexOutcome, IndexRequest, Indexed};
 use crate::app::App;
 use crate::host::NotifyLevel;
 use crate::meta::SessionMeta;
-use crate::model::{one_line, LOCAL_PROVIDER};
+use crate::model::LOCAL_PROVIDER;
+use crate::text::one_line;
 use crate::time::iso_now;
 
 pub use super::job::ENTRY_TYPE;

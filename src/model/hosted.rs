@@ -2,9 +2,10 @@
 
 use pi_ext_abi::protocol::{ChatMessage, CompletionRequest};
 
-use super::{one_line, Answer, JsonTask, ModelError};
+use super::{Answer, JsonTask, ModelError};
 use crate::app::App;
 use crate::redact::redact;
+use crate::text::one_line;
 
 pub(super) fn call(
     app: &App,

@@ -6,8 +6,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use reqwest::header::{HeaderValue, RETRY_AFTER};
 use serde_json::Value;
 
-use super::{one_line, ModelError};
+use super::ModelError;
 use crate::redact::redact;
+use crate::text::one_line;
 
 /// Wait used for a 429/503 without a usable `Retry-After`.
 const DEFAULT_RETRY_WAIT: Duration = Duration::from_secs(1);

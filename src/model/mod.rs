@@ -31,6 +31,7 @@ use serde::de::DeserializeOwned;
 use crate::app::App;
 use crate::config::ProviderKind;
 use crate::redact::redact;
+use crate::text::one_line;
 
 pub use prices::{cost_usd, price_for};
 pub use select::{select_model, select_model_with_env, LOCAL_PROVIDER};
@@ -308,22 +309,6 @@ fn bounded_echo(text: &str) -> String {
     redact(&text[..end]).into_owned()
 }
 
-/// Collapse whitespace and cut to `max` chars: error texts end up in one-line
-/// status messages and log lines.
-pub(crate) fn one_line(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    for word in text.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    if out.chars().count() > max {
-        out = out.chars().take(max).collect::<String>() + "…";
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -362,12 +347,6 @@ mod tests {
         assert!(e.contains("not valid JSON"), "{e}");
         let e = parse_and_validate::<Named>("", Some("refused: policy"), false, &()).unwrap_err();
         assert_eq!(e, "refused: policy");
-    }
-
-    #[test]
-    fn one_line_collapses_and_cuts() {
-        assert_eq!(one_line("a\n  b\tc", 10), "a b c");
-        assert_eq!(one_line("abcdef", 3), "abc…");
     }
 
     #[test]

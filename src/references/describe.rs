@@ -9,6 +9,7 @@ use crate::catalog::CatalogEntry;
 
 use super::extract;
 use super::render::escape;
+use crate::text::flat;
 
 /// The answer to `@@name: question?`, already turned into text fields.
 pub struct Answered {
@@ -18,17 +19,17 @@ pub struct Answered {
 
 /// The question and its answer (escaped), first in a block.
 pub fn answer_text(a: &Answered) -> String {
-    let mut lines = vec![format!("question: {}", one_line(&a.question))];
+    let mut lines = vec![format!("question: {}", flat(&a.question))];
     match &a.result {
         Ok((text, confidence, citations)) => {
             lines.push(format!("answer (confidence: {confidence}):"));
             lines.push(text.trim().to_string());
             if !citations.is_empty() {
                 lines.push("citations:".into());
-                lines.extend(citations.iter().map(|c| format!("- {}", one_line(c))));
+                lines.extend(citations.iter().map(|c| format!("- {}", flat(c))));
             }
         }
-        Err(reason) => lines.push(format!("answer: not available ({})", one_line(reason))),
+        Err(reason) => lines.push(format!("answer: not available ({})", flat(reason))),
     }
     escape(&crate::redact::redact(&lines.join("\n")))
 }
@@ -110,10 +111,6 @@ fn or_unknown(s: &str) -> &str {
     }
 }
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 fn push_field(lines: &mut Vec<String>, key: &str, value: &str) {
     if !value.trim().is_empty() {
         lines.push(format!("{key}: {}", value.trim()));
@@ -129,6 +126,6 @@ fn push_list(lines: &mut Vec<String>, key: &str, values: &[String]) {
 fn push_bullets(lines: &mut Vec<String>, key: &str, values: &[String]) {
     if !values.is_empty() {
         lines.push(format!("{key}:"));
-        lines.extend(values.iter().map(|v| format!("- {}", one_line(v))));
+        lines.extend(values.iter().map(|v| format!("- {}", flat(v))));
     }
 }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use session_index::meta;
 use session_index::session::discovery::{self, SessionSummary};
-use session_index::text::{clip, Keep};
+use session_index::text::{clip, flat, Keep};
 
 use crate::args::AgentDir;
 use crate::Failure;
@@ -72,7 +72,6 @@ pub fn run(args: Args) -> Result<(), Failure> {
         return Ok(());
     }
     let home = std::env::var("HOME").unwrap_or_default();
-    let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut cells = vec![["ID", "NAME", "PROJECT", "DATE", "MSGS", "MODEL", "COST"].map(String::from).to_vec()];
     let ids = short_ids(&rows.iter().map(|r| r.session.id.as_str()).collect::<Vec<_>>());
     for (row, id) in rows.iter().zip(ids) {

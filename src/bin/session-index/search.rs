@@ -124,7 +124,7 @@ fn table(hits: &[SessionHit], colour: bool) -> String {
     for (i, hit) in hits.iter().enumerate() {
         let s = &hit.session;
         let name = s.name.as_deref().or(s.first_message.as_deref()).unwrap_or("(unnamed)");
-        let name: String = name.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(70).collect();
+        let name: String = session_index::text::flat(name).chars().take(70).collect();
         let date = session_index::time::iso_from_millis(s.modified_ms as i64);
         let _ = writeln!(
             out,
