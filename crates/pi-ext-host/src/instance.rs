@@ -34,7 +34,6 @@ pub struct PluginInstance {
     plugin: Arc<PluginBox>,
     plugin_id: String,
     registrations: Registrations,
-    call_timeout: Duration,
     shut_down: AtomicBool,
 }
 
@@ -106,19 +105,7 @@ impl PluginInstance {
         };
         let registrations: Registrations =
             parse_doc("registrations", &text).map_err(|e| HostError::Plugin(format!("{plugin_id}: {e}")))?;
-        Ok(PluginInstance {
-            plugin,
-            plugin_id,
-            registrations,
-            call_timeout: DEFAULT_CALL_TIMEOUT,
-            shut_down: AtomicBool::new(false),
-        })
-    }
-
-    /// Change the deadline for event, tool, command and request calls.
-    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
-        self.call_timeout = timeout;
-        self
+        Ok(PluginInstance { plugin, plugin_id, registrations, shut_down: AtomicBool::new(false) })
     }
 
     /// `name@version` as the plugin reports it.
@@ -146,7 +133,7 @@ impl PluginInstance {
     ) -> Result<String, String> {
         self.check_open()?;
         let plugin = self.plugin.clone();
-        let result = with_deadline(what, self.call_timeout, move || f(&plugin))?;
+        let result = with_deadline(what, DEFAULT_CALL_TIMEOUT, move || f(&plugin))?;
         plugin_result(what, result)
     }
 
