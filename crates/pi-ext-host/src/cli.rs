@@ -10,7 +10,7 @@ use pi_ext_abi::protocol::{
     BeforeAgentStartResult, CommandCall, EventCall, FlushReport, InputResult, SessionContext, ToolCall,
     PROTOCOL_VERSION,
 };
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::context::{bare_context, resolve_agent_dir, session_context};
 use crate::error::HostError;
@@ -292,26 +292,13 @@ fn prompt(loaded: &Loaded, ctx: &SessionContext, text: &str, system_prompt: &str
 
 /// A minimal pi-shaped event object for events fired without `--payload`.
 pub fn default_payload(event: &str) -> Value {
-    let mut payload = Map::new();
-    payload.insert("type".into(), json!(event));
     match event {
-        "session_start" => {
-            payload.insert("reason".into(), json!("startup"));
-        }
-        "input" => {
-            payload.insert("text".into(), json!(""));
-            payload.insert("source".into(), json!("interactive"));
-        }
-        "before_agent_start" => {
-            payload.insert("prompt".into(), json!(""));
-            payload.insert("systemPrompt".into(), json!(DEFAULT_SYSTEM_PROMPT));
-        }
-        "agent_end" => {
-            payload.insert("messages".into(), json!([]));
-        }
-        _ => {}
+        "session_start" => json!({"type": event, "reason": "startup"}),
+        "input" => json!({"type": event, "text": "", "source": "interactive"}),
+        "before_agent_start" => json!({"type": event, "prompt": "", "systemPrompt": DEFAULT_SYSTEM_PROMPT}),
+        "agent_end" => json!({"type": event, "messages": []}),
+        _ => json!({"type": event}),
     }
-    Value::Object(payload)
 }
 
 fn parse_object(text: &str, what: &str) -> Result<Value, HostError> {
