@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::app::App;
 use crate::indexing::extractive::{self, ExtractiveInput};
 use crate::indexing::summary::{self, IndexSummary, TakenNames};
-use crate::meta::{self, MetaError, MetaFiles, MetaUsage, SessionMeta, SCHEMA_VERSION};
+use crate::meta::{self, MetaError, MetaUsage, SessionMeta, SCHEMA_VERSION};
 use crate::model::{self, JsonTask, ModelError, LOCAL_PROVIDER};
 use crate::session::{self, AgentMessage, Entry, EntryKind, Session, SessionError};
 use crate::views::{self, FilesTouched};
@@ -243,7 +243,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
             model_choice: Some(choice.clone()),
             last_indexed_leaf_id: Some(leaf_id),
             usage: Some(usage),
-            files: Some(MetaFiles { read: files.read, modified: files.modified }),
+            files: Some(files),
             decisions: result.decisions,
             open_tasks: result.open_tasks,
             extra: current.map(|m| m.extra).unwrap_or_default(),

@@ -56,12 +56,8 @@ pub struct MetaUsage {
     pub cost_usd: f64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MetaFiles {
-    pub read: Vec<String>,
-    pub modified: Vec<String>,
-}
+/// `files`: what the session read and modified, as the views compute it.
+pub type MetaFiles = crate::views::FilesTouched;
 
 impl SessionMeta {
     /// Structural checks beyond serde: a meta file failing them is treated as

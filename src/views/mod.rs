@@ -96,7 +96,7 @@ pub fn message_text(message: &AgentMessage) -> Option<(&'static str, String)> {
 
 /// Files read and modified on a branch (read/write/edit tool calls plus
 /// compaction and branch-summary `details`), as pi tracks them.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FilesTouched {
     pub read: Vec<String>,
     pub modified: Vec<String>,
