@@ -16,6 +16,7 @@ pub use serialize::{
     bash_execution_to_text, BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
     COMPACTION_SUMMARY_SUFFIX, TOOL_RESULT_MAX_CHARS,
 };
+pub use truncate::truncate_tail;
 
 /// pi's `truncateTail` defaults.
 pub const DEFAULT_MAX_BYTES: usize = 51_200;
@@ -38,12 +39,6 @@ pub struct Truncated {
     pub truncated: bool,
     pub total_lines: usize,
     pub total_bytes: usize,
-}
-
-/// pi's `truncateTail`: keep the newest part within `max_bytes` and `max_lines`, UTF-8 safe.
-/// Lines are `\n`-separated (a trailing newline makes an empty last line, as in pi).
-pub fn truncate_tail(text: &str, max_bytes: usize, max_lines: usize) -> Truncated {
-    truncate::truncate_tail(text, max_bytes, max_lines)
 }
 
 /// The indexing view: user and assistant text only, one block per message,

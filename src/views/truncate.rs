@@ -15,6 +15,8 @@ fn tail_bytes(line: &str, max_bytes: usize) -> &str {
     &line[start..]
 }
 
+/// pi's `truncateTail`: keep the newest part within `max_bytes` and `max_lines`, UTF-8 safe.
+/// Lines are `\n`-separated (a trailing newline makes an empty last line, as in pi).
 pub fn truncate_tail(text: &str, max_bytes: usize, max_lines: usize) -> Truncated {
     let total_bytes = text.len();
     let total_lines = text.split('\n').count();
