@@ -10,42 +10,16 @@ use super::{ApiKey, Endpoint, ModelError, Route, SelectedModel};
 /// Provider name of the offline model; selection stops there (callers then use it).
 pub const LOCAL_PROVIDER: &str = "local";
 
-/// A provider this crate knows without any config.
-struct BuiltIn {
-    name: &'static str,
-    kind: ProviderKind,
-    base_url: &'static str,
-    /// `None`: a local endpoint that needs no key.
-    env: Option<&'static str>,
-}
-
-const BUILT_INS: &[BuiltIn] = &[
-    BuiltIn {
-        name: "openai",
-        kind: ProviderKind::Openai,
-        base_url: "https://api.openai.com/v1",
-        env: Some("OPENAI_API_KEY"),
-    },
-    BuiltIn {
-        name: "anthropic",
-        kind: ProviderKind::Anthropic,
-        base_url: "https://api.anthropic.com/v1",
-        env: Some("ANTHROPIC_API_KEY"),
-    },
-    BuiltIn {
-        name: "google",
-        kind: ProviderKind::Google,
-        base_url: "https://generativelanguage.googleapis.com/v1beta",
-        env: Some("GEMINI_API_KEY"),
-    },
-    BuiltIn {
-        name: "openrouter",
-        kind: ProviderKind::Openai,
-        base_url: "https://openrouter.ai/api/v1",
-        env: Some("OPENROUTER_API_KEY"),
-    },
-    BuiltIn { name: "ollama", kind: ProviderKind::Openai, base_url: "http://localhost:11434/v1", env: None },
-    BuiltIn { name: "lmstudio", kind: ProviderKind::Openai, base_url: "http://localhost:1234/v1", env: None },
+/// Providers this crate knows without any config: name, wire format, base
+/// URL and the environment variable of the key (`None`: a local endpoint
+/// that needs no key).
+const BUILT_INS: &[(&str, ProviderKind, &str, Option<&str>)] = &[
+    ("openai", ProviderKind::Openai, "https://api.openai.com/v1", Some("OPENAI_API_KEY")),
+    ("anthropic", ProviderKind::Anthropic, "https://api.anthropic.com/v1", Some("ANTHROPIC_API_KEY")),
+    ("google", ProviderKind::Google, "https://generativelanguage.googleapis.com/v1beta", Some("GEMINI_API_KEY")),
+    ("openrouter", ProviderKind::Openai, "https://openrouter.ai/api/v1", Some("OPENROUTER_API_KEY")),
+    ("ollama", ProviderKind::Openai, "http://localhost:11434/v1", None),
+    ("lmstudio", ProviderKind::Openai, "http://localhost:1234/v1", None),
 ];
 
 /// The first available model of `config.model_keys`, reading API keys from
@@ -83,24 +57,25 @@ pub fn select_model_with_env(app: &App, env: impl Fn(&str) -> Option<String>) ->
 
 fn endpoint(app: &App, provider: &str, model: &str, env: &impl Fn(&str) -> Option<String>) -> Result<Endpoint, String> {
     let configured: Option<&ProviderConfig> = app.config.providers.get(provider);
-    let built_in = BUILT_INS.iter().find(|b| b.name == provider);
+    let built_in = BUILT_INS.iter().find(|(name, ..)| *name == provider);
     if configured.is_none() && built_in.is_none() {
         return Err("unknown provider (define it under providers with a baseUrl)".into());
     }
-    let kind = configured.and_then(|c| c.kind).or(built_in.map(|b| b.kind)).unwrap_or(ProviderKind::Openai);
+    let kind = configured.and_then(|c| c.kind).or(built_in.map(|&(_, kind, ..)| kind)).unwrap_or(ProviderKind::Openai);
     let base_url = configured
         .and_then(|c| c.base_url.clone())
-        .or(built_in.map(|b| b.base_url.to_string()))
+        .or(built_in.map(|(_, _, url, _)| url.to_string()))
         .ok_or_else(|| "no baseUrl configured".to_string())?;
     // Built-in local endpoints stay keyless when only their baseUrl is overridden.
     let no_key = configured.is_some_and(|c| c.no_api_key)
-        || (built_in.is_some_and(|b| b.env.is_none()) && configured.and_then(|c| c.api_key_env.as_ref()).is_none());
+        || (built_in.is_some_and(|(.., env)| env.is_none())
+            && configured.and_then(|c| c.api_key_env.as_ref()).is_none());
     let api_key = if no_key {
         None
     } else {
         let env_name = configured
             .and_then(|c| c.api_key_env.clone())
-            .or(built_in.and_then(|b| b.env.map(str::to_string)))
+            .or(built_in.and_then(|(.., env)| env.map(str::to_string)))
             .unwrap_or_else(|| default_env_name(provider));
         let key = non_empty(app.host.api_key(provider))
             .or_else(|| non_empty(env(&env_name)))
