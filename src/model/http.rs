@@ -172,25 +172,15 @@ fn parse_http_date(value: &str) -> Option<u64> {
         return None;
     }
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let month = MONTHS.iter().position(|m| *m == month)? as i64 + 1;
+    let month = MONTHS.iter().position(|m| *m == month)? + 1;
     let mut hms = time.split(':').map(|p| p.parse::<u64>().ok());
     let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
-    if !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 || hms.next().is_some() {
+    if !(1..=31).contains(&day) || !(1970..=9999).contains(&year) || h > 23 || m > 59 || s > 60 || hms.next().is_some()
+    {
         return None;
     }
-    let days = days_from_civil(year, month, day as i64);
-    u64::try_from(days).ok().map(|d| d * 86_400 + h * 3600 + m * 60 + s)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let iso = format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z");
+    u64::try_from(crate::session::iso_to_ms(&iso) / 1000).ok()
 }
 
 #[cfg(test)]
