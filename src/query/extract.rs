@@ -58,6 +58,11 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
     }
     candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.2.cmp(&a.2)));
 
+    let cite = |item: &Item| Citation {
+        entry_id: item.entry_id.clone(),
+        role: base_role(&item.role),
+        excerpt: excerpt_weighted(quotable(item), &weights),
+    };
     let mut citations: Vec<Citation> = Vec::new();
     let mut best_coverage = 0.0f64;
     for (_, matched, _, item) in &candidates {
@@ -70,19 +75,11 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
         if total_weight > 0.0 {
             best_coverage = best_coverage.max(matched / total_weight);
         }
-        citations.push(Citation {
-            entry_id: item.entry_id.clone(),
-            role: base_role(&item.role),
-            excerpt: excerpt_weighted(quotable(item), &weights),
-        });
+        citations.push(cite(item));
         // A matching tool call usually means the answer is in what it returned.
         for result in results_of.get(&(*item as *const Item)).into_iter().flatten() {
             if citations.len() < MAX_CITATIONS && !citations.iter().any(|c| c.entry_id == result.entry_id) {
-                citations.push(Citation {
-                    entry_id: result.entry_id.clone(),
-                    role: base_role(&result.role),
-                    excerpt: excerpt_weighted(quotable(result), &weights),
-                });
+                citations.push(cite(result));
             }
         }
     }
@@ -96,13 +93,7 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
             .flat_map(|c| c.window.items.iter().rev())
             .find(|i| i.role.starts_with("user") || i.role.starts_with("assistant"))
             .or_else(|| assembled.summaries.last());
-        if let Some(item) = fallback {
-            citations.push(Citation {
-                entry_id: item.entry_id.clone(),
-                role: base_role(&item.role),
-                excerpt: excerpt_weighted(quotable(item), &weights),
-            });
-        }
+        citations.extend(fallback.map(cite));
     }
     let confidence = if found && best_coverage >= 0.6 { Confidence::Medium } else { Confidence::Low };
     let mut md = String::from(
@@ -146,12 +137,6 @@ fn term_weights<'a>(query: &[&'a str], items: &[HashSet<String>]) -> HashMap<&'a
             (*q, (1.0 + (n - df + 0.5) / (df + 0.5)).ln())
         })
         .collect()
-}
-
-/// Up to [`MAX_EXCERPT_CHARS`] chars of `text` around its first query term.
-pub fn excerpt(text: &str, query: &HashSet<&str>) -> String {
-    let weights: HashMap<&str, f64> = query.iter().map(|q| (*q, 1.0)).collect();
-    excerpt_weighted(text, &weights)
 }
 
 /// Up to [`MAX_EXCERPT_CHARS`] chars of `text`: the span holding the most
@@ -207,11 +192,11 @@ mod tests {
     #[test]
     fn excerpts_are_bounded_and_centred_on_the_hit() {
         let text = format!("{} the token bucket lives in src/limiter.rs {}", "a ".repeat(400), "b ".repeat(400));
-        let q: HashSet<&str> = ["limiter"].into_iter().collect();
-        let e = excerpt(&text, &q);
+        let q: HashMap<&str, f64> = [("limiter", 1.0)].into_iter().collect();
+        let e = excerpt_weighted(&text, &q);
         assert!(e.chars().count() <= MAX_EXCERPT_CHARS, "{}", e.chars().count());
         assert!(e.contains("src/limiter.rs"), "{e}");
         let unicode = "日本語".repeat(200);
-        assert!(excerpt(&unicode, &q).chars().count() <= MAX_EXCERPT_CHARS);
+        assert!(excerpt_weighted(&unicode, &q).chars().count() <= MAX_EXCERPT_CHARS);
     }
 }
