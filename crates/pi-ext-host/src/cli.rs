@@ -152,9 +152,7 @@ pub fn run(cli: &Cli) -> Result<Value, HostError> {
                 None => default_payload(name),
             };
             with_session(cli, session, *wait, |loaded, ctx| {
-                let call = EventCall { v: PROTOCOL_VERSION, event: name.clone(), payload, ctx: ctx.clone() };
-                let result = loaded.instance.event(&call).map_err(HostError::Plugin)?;
-                Ok(json!({"event": name, "result": result}))
+                Ok(json!({"event": name, "result": fire(loaded, ctx, name, payload)?}))
             })
         }
         Command::Prompt { session, text, system_prompt, wait } => {
@@ -241,20 +239,9 @@ fn prompt(loaded: &Loaded, ctx: &SessionContext, text: &str, system_prompt: &str
     let mut prompt = text.to_string();
     let mut input_result = Value::Null;
     if handles("input") {
-        let call = EventCall {
-            v: PROTOCOL_VERSION,
-            event: "input".into(),
-            payload: json!({"type": "input", "text": text, "source": "interactive"}),
-            ctx: ctx.clone(),
-        };
-        input_result = loaded.instance.event(&call).map_err(HostError::Plugin)?;
-        let parsed = if input_result.is_null() {
-            InputResult::Continue
-        } else {
-            serde_json::from_value(input_result.clone())
-                .map_err(|e| HostError::Plugin(format!("event input: invalid result: {e}")))?
-        };
-        match parsed {
+        let payload = json!({"type": "input", "text": text, "source": "interactive"});
+        input_result = fire(loaded, ctx, "input", payload)?;
+        match event_result(&input_result, "input")?.unwrap_or(InputResult::Continue) {
             InputResult::Continue => {}
             InputResult::Transform { text } => prompt = text,
             InputResult::Handled => {
@@ -265,21 +252,12 @@ fn prompt(loaded: &Loaded, ctx: &SessionContext, text: &str, system_prompt: &str
             }
         }
     }
-    let mut result = BeforeAgentStartResult::default();
     let mut raw = Value::Null;
     if handles("before_agent_start") {
-        let call = EventCall {
-            v: PROTOCOL_VERSION,
-            event: "before_agent_start".into(),
-            payload: json!({"type": "before_agent_start", "prompt": prompt, "systemPrompt": system_prompt}),
-            ctx: ctx.clone(),
-        };
-        raw = loaded.instance.event(&call).map_err(HostError::Plugin)?;
-        if !raw.is_null() {
-            result = serde_json::from_value(raw.clone())
-                .map_err(|e| HostError::Plugin(format!("event before_agent_start: invalid result: {e}")))?;
-        }
+        let payload = json!({"type": "before_agent_start", "prompt": prompt, "systemPrompt": system_prompt});
+        raw = fire(loaded, ctx, "before_agent_start", payload)?;
     }
+    let result: BeforeAgentStartResult = event_result(&raw, "before_agent_start")?.unwrap_or_default();
     Ok(json!({
         "prompt": prompt,
         "input": input_result,
@@ -288,6 +266,18 @@ fn prompt(loaded: &Loaded, ctx: &SessionContext, text: &str, system_prompt: &str
         "message": result.message,
         "systemPrompt": result.system_prompt.as_deref().unwrap_or(system_prompt),
     }))
+}
+
+/// Deliver one event to the plugin; its result document.
+fn fire(loaded: &Loaded, ctx: &SessionContext, event: &str, payload: Value) -> Result<Value, HostError> {
+    let call = EventCall { v: PROTOCOL_VERSION, event: event.into(), payload, ctx: ctx.clone() };
+    loaded.instance.event(&call).map_err(HostError::Plugin)
+}
+
+/// An event's result document, typed (`None` for `null`: the event has no result).
+fn event_result<T: serde::de::DeserializeOwned>(raw: &Value, event: &str) -> Result<Option<T>, HostError> {
+    let invalid = |e| HostError::Plugin(format!("event {event}: invalid result: {e}"));
+    (!raw.is_null()).then(|| serde_json::from_value(raw.clone()).map_err(invalid)).transpose()
 }
 
 /// A minimal pi-shaped event object for events fired without `--payload`.
