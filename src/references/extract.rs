@@ -1,13 +1,13 @@
 //! An offline, extractive description of a session that has no meta file:
 //! what its active branch started with, what it ended with and which files
-//! it touched, from the session reader (the same branch and file lists as
-//! every other view). Texts are cleaned
+//! it touched, from the session reader and the views (the same branch,
+//! message texts and file lists as every other view). Texts are cleaned
 //! ([`crate::redact::session_text`]) before they are clipped.
 
 use std::path::Path;
 
 use crate::catalog::CatalogEntry;
-use crate::session::{self, AgentMessage, Block, EntryKind};
+use crate::session::{self, EntryKind};
 use crate::text::{clip, Keep};
 
 const FIRST_REQUEST_CHARS: usize = 800;
@@ -32,33 +32,21 @@ pub fn extract(sessions_dir: &Path, entry: &CatalogEntry) -> std::io::Result<Ext
     let branch = session.branch(None);
     let mut out = Extract::default();
     for entry in &branch {
-        match &entry.kind {
-            EntryKind::Message(AgentMessage::User { content, .. }) => {
-                out.user_messages += 1;
-                let text = content.text_joined(" ");
-                let text = crate::redact::session_text(&text);
-                let text = text.trim();
-                if !text.is_empty() {
-                    let clipped = Some(clip(text, FIRST_REQUEST_CHARS, Keep::Head));
-                    out.first_request.get_or_insert_with(|| clipped.clone().unwrap_or_default());
-                    out.last_request = clipped;
-                }
+        let EntryKind::Message(message) = &entry.kind else { continue };
+        let Some((who, text)) = crate::views::message_text(message) else { continue };
+        let text = crate::redact::session_text(&text);
+        let text = text.trim();
+        if who == "User" {
+            out.user_messages += 1;
+            if !text.is_empty() {
+                out.last_request = Some(clip(text, FIRST_REQUEST_CHARS, Keep::Head));
+                out.first_request = out.first_request.take().or(out.last_request.clone());
             }
-            EntryKind::Message(AgentMessage::Assistant { content, .. }) => {
-                out.assistant_messages += 1;
-                let text: Vec<&str> = content
-                    .iter()
-                    .filter_map(|b| match b {
-                        Block::Text(t) => Some(t.head.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                let text = crate::redact::session_text(&text.join("\n")).into_owned();
-                if !text.trim().is_empty() {
-                    out.last_assistant = Some(clip(text.trim(), LAST_TEXT_CHARS, Keep::Tail));
-                }
+        } else {
+            out.assistant_messages += 1;
+            if !text.is_empty() {
+                out.last_assistant = Some(clip(text, LAST_TEXT_CHARS, Keep::Tail));
             }
-            _ => {}
         }
     }
     if out.last_request == out.first_request {
