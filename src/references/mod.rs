@@ -90,6 +90,7 @@ pub fn before_agent_start(app: &Arc<App>, ctx: &SessionContext, prompt: &str) ->
     })
 }
 
+#[derive(Default)]
 struct Built {
     blocks: Vec<render::Block>,
     /// Files of the referenced sessions (not their ancestors), in reference order.
@@ -105,13 +106,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
     let cfg = &app.config.references;
     let sessions_dir = app.sessions_dir(ctx);
     let meta_dir = app.meta_dir(ctx);
-    let mut out = Built {
-        blocks: Vec::new(),
-        files: Vec::new(),
-        session_ids: Vec::new(),
-        confirmed: Vec::new(),
-        unresolved: Vec::new(),
-    };
+    let mut out = Built::default();
     let mut resolved: Vec<(usize, &Reference, CatalogEntry)> = Vec::new();
     for (group, r) in refs.iter().enumerate() {
         if group >= cfg.max_refs_per_prompt {
