@@ -19,7 +19,6 @@ pub const TELEMETRY_TYPE: &str = "session-query:query";
 const MAX_REF_CHARS: usize = 500;
 const MAX_QUESTION_CHARS: usize = 4000;
 
-/// Bumped on every status update, so a delayed clear never erases a newer status.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Args {
@@ -144,9 +143,5 @@ fn report_success(app: &Arc<App>, answer: &QueryAnswer) {
     });
     app.host.append_entry(TELEMETRY_TYPE, &telemetry);
     let status = format!("queried \"{}\" (${:.4})", clip(&answer.name, 40, Keep::Head), answer.cost_usd);
-    set_status_for_a_while(app, &status);
-}
-
-fn set_status_for_a_while(app: &Arc<App>, text: &str) {
-    app.show_status("query", text, true);
+    app.show_status("query", &status, true);
 }
