@@ -63,6 +63,12 @@ impl LogLevel {
             LogLevel::Error => "error",
         }
     }
+
+    /// The level [`LogLevel::as_str`] names `name`.
+    pub fn from_name(name: &str) -> Option<LogLevel> {
+        use LogLevel::*;
+        [Trace, Debug, Info, Warn, Error].into_iter().find(|level| level.as_str() == name)
+    }
 }
 
 /// What the host offers a plugin. Mirrors pi's `pi.*` and `ctx.*` APIs.

@@ -26,11 +26,7 @@ pub const LOG_ENV: &str = "PI_EXT_LOG";
 pub fn stderr_level_from_env() -> Option<LogLevel> {
     match std::env::var(LOG_ENV).unwrap_or_default().trim().to_ascii_lowercase().as_str() {
         "off" | "none" => None,
-        "error" => Some(LogLevel::Error),
-        "info" => Some(LogLevel::Info),
-        "debug" => Some(LogLevel::Debug),
-        "trace" => Some(LogLevel::Trace),
-        _ => Some(LogLevel::Warn),
+        name => Some(LogLevel::from_name(name).unwrap_or(LogLevel::Warn)),
     }
 }
 

@@ -82,17 +82,8 @@ fn protocol_stdout() -> Box<dyn std::io::Write + Send> {
 }
 
 fn parse_level(level: &str) -> Result<LogLevel, HostError> {
-    Ok(match level {
-        "trace" => LogLevel::Trace,
-        "debug" => LogLevel::Debug,
-        "info" => LogLevel::Info,
-        "warn" => LogLevel::Warn,
-        "error" => LogLevel::Error,
-        other => {
-            return Err(HostError::Usage(format!(
-                "--log-level: unknown level '{other}' (trace, debug, info, warn, error)"
-            )))
-        }
+    LogLevel::from_name(level).ok_or_else(|| {
+        HostError::Usage(format!("--log-level: unknown level '{level}' (trace, debug, info, warn, error)"))
     })
 }
 
