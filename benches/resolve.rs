@@ -15,62 +15,13 @@ use std::time::{Duration, Instant};
 
 use session_index::catalog::{slug, Catalog};
 
-const WORDS: &[&str] = &[
-    "auth",
-    "refactor",
-    "cache",
-    "layer",
-    "billing",
-    "invoice",
-    "parser",
-    "lexer",
-    "migration",
-    "schema",
-    "login",
-    "token",
-    "refresh",
-    "queue",
-    "worker",
-    "deploy",
-    "pipeline",
-    "metrics",
-    "dashboard",
-    "search",
-    "index",
-    "upload",
-    "storage",
-    "retry",
-    "timeout",
-    "webhook",
-    "payment",
-    "gateway",
-    "config",
-    "loader",
-    "render",
-    "layout",
-    "theme",
-    "export",
-    "import",
-    "backup",
-    "restore",
-    "audit",
-    "logging",
-    "tracing",
-    "session",
-    "memory",
-    "profile",
-    "avatar",
-    "email",
-    "notify",
-    "limiter",
-    "router",
-    "socket",
-    "stream",
-];
-
 #[path = "../tests/support/rng.rs"]
 mod rng;
+#[path = "support/words.rs"]
+mod words;
+
 use rng::Rng;
+use words::TOPICS;
 
 struct Generated {
     id: String,
@@ -105,10 +56,10 @@ fn generate(agent: &Path, n: usize) -> Vec<Generated> {
         if i < 40 {
             std::fs::create_dir_all(&dir).expect("mkdir");
         }
-        let words: Vec<&str> = (0..3).map(|_| rng.pick(WORDS)).collect();
+        let words: Vec<&str> = (0..3).map(|_| rng.pick(TOPICS)).collect();
         let name = format!("{} {} {} {i}", capitalize(words[0]), words[1], words[2]);
         let first =
-            format!("Please help with the {} {} in {}; it fails on {}", words[1], words[2], words[0], rng.pick(WORDS));
+            format!("Please help with the {} {} in {}; it fails on {}", words[1], words[2], words[0], rng.pick(TOPICS));
         let mut text = format!(
             "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-02-20T12:00:00.000Z\",\"cwd\":\"{cwd}\"}}\n"
         );

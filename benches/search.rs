@@ -24,62 +24,12 @@ use session_index::search::{Index, Query};
 
 #[path = "../tests/support/rng.rs"]
 mod rng;
-use rng::Rng;
+#[path = "support/words.rs"]
+mod words;
 
-const TOPICS: &[&str] = &[
-    "auth",
-    "refactor",
-    "cache",
-    "billing",
-    "invoice",
-    "parser",
-    "lexer",
-    "migration",
-    "schema",
-    "login",
-    "token",
-    "queue",
-    "worker",
-    "deploy",
-    "pipeline",
-    "metrics",
-    "dashboard",
-    "upload",
-    "storage",
-    "retry",
-    "timeout",
-    "webhook",
-    "payment",
-    "gateway",
-    "config",
-    "loader",
-    "render",
-    "layout",
-    "theme",
-    "export",
-    "backup",
-    "audit",
-    "tracing",
-    "session",
-    "profile",
-    "notify",
-    "limiter",
-    "router",
-    "socket",
-    "stream",
-    "postgres",
-    "sqlite",
-    "docker",
-    "kubernetes",
-    "terraform",
-    "graphql",
-    "websocket",
-    "oauth",
-    "jwt",
-    "redis",
-    "kafka",
-    "tokio",
-];
+use rng::Rng;
+use words::TOPICS;
+
 const COMMON: &[&str] = &[
     "the", "and", "then", "with", "fix", "test", "error", "function", "value", "return", "file", "change", "update",
     "build", "check", "should", "because", "when", "result", "option", "string", "number", "handle", "call", "add",
