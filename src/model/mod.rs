@@ -84,22 +84,6 @@ pub enum ModelError {
     ResponseTooLarge(usize),
 }
 
-impl ModelError {
-    /// A stable short name of the variant, for telemetry entries and tool
-    /// error codes (`unavailable`, `transport`, `http`, `timeout`,
-    /// `invalid_output`, `too_large`).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            ModelError::Unavailable(_) => "unavailable",
-            ModelError::Transport(_) => "transport",
-            ModelError::Http { .. } => "http",
-            ModelError::Timeout(_) => "timeout",
-            ModelError::InvalidOutput { .. } => "invalid_output",
-            ModelError::ResponseTooLarge(_) => "too_large",
-        }
-    }
-}
-
 /// The model chosen by [`select_model`] and how to reach it.
 #[derive(Debug, Clone)]
 pub struct SelectedModel {
