@@ -83,11 +83,6 @@ impl Jobs {
         }
     }
 
-    /// Number of keys with a running job.
-    pub fn pending(&self) -> usize {
-        self.inner.0.lock().map(|s| s.running.len()).unwrap_or(0)
-    }
-
     /// Wait until no job runs or `timeout` elapses.
     pub fn flush(&self, timeout: Duration) -> FlushReport {
         let deadline = Instant::now() + timeout;
