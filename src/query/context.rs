@@ -8,8 +8,9 @@ use std::collections::BTreeSet;
 
 use super::bm25;
 use super::tokenize::tokenize;
-use super::windows::{units, BranchDoc, Item, Window};
+use super::windows::{BranchDoc, Item, Window};
 use crate::meta::SessionMeta;
+use crate::session::utf16_len;
 
 /// Share of the budget the meta index may take.
 const META_SHARE: f64 = 0.15;
@@ -22,7 +23,7 @@ const MIN_SUMMARY_CHARS: usize = 200;
 
 /// pi's token estimate: UTF-16 length / 4, rounded up.
 pub fn estimate_tokens(text: &str) -> usize {
-    text.encode_utf16().count().div_ceil(4)
+    utf16_len(text).div_ceil(4)
 }
 
 /// Who the session is, for the header.
@@ -80,10 +81,10 @@ pub fn assemble(
     }
     header.push_str("\nOnly the session's active branch is shown. Lines start with [entryId] role.\n");
     let header = clip(&header, budget / 10, Keep::Head);
-    let mut used = units(&header);
+    let mut used = utf16_len(&header);
 
     let meta_text = meta.map(|m| render_meta(m, ((budget as f64) * META_SHARE) as usize)).unwrap_or_default();
-    used += units(&meta_text);
+    used += utf16_len(&meta_text);
 
     // The newest summary first: compaction summaries are cumulative.
     let summary_budget = ((budget as f64) * SUMMARY_SHARE) as usize;
@@ -91,7 +92,7 @@ pub fn assemble(
     let mut summary_used = 0;
     for s in doc.summaries.iter().rev() {
         let room = summary_budget.saturating_sub(summary_used);
-        let overhead = s.render_len() - units(&s.text) + 1;
+        let overhead = s.render_len() - utf16_len(&s.text) + 1;
         if room < MIN_SUMMARY_CHARS + overhead {
             break;
         }
@@ -145,7 +146,7 @@ pub fn assemble(
             for it in &last.items {
                 let len = it.render_len() + 1;
                 if len > room {
-                    let overhead = len - units(&it.text);
+                    let overhead = len - utf16_len(&it.text);
                     if room > overhead + 40 {
                         let text = clip(&it.text, room - overhead, Keep::Head);
                         items.push(Item { text, ..it.clone() });

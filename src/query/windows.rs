@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::tokenize::tokenize;
 use crate::redact::session_text;
-use crate::session::{AgentMessage, Block, BoundedText, Entry, EntryKind};
+use crate::session::{utf16_len, AgentMessage, Block, BoundedText, Entry, EntryKind};
 
 /// Largest window, in chars; a longer turn is split into several windows.
 pub const MAX_WINDOW_CHARS: usize = 3_200;
@@ -42,7 +42,7 @@ impl Item {
 
     /// Length of [`Item::render`] in UTF-16 units (what pi's estimate counts).
     pub fn render_len(&self) -> usize {
-        units(&self.entry_id) + units(&self.role) + units(&self.text) + 4
+        utf16_len(&self.entry_id) + utf16_len(&self.role) + utf16_len(&self.text) + 4
     }
 }
 
@@ -283,11 +283,6 @@ fn shorten_bounded(text: &BoundedText) -> String {
     };
     let omitted = text.full_bytes.saturating_sub(start.len() + tail.len());
     format!("{start}\n… [{omitted} bytes omitted] …\n{tail}")
-}
-
-/// Length in UTF-16 code units, the unit of pi's chars/4 token estimate.
-pub fn units(text: &str) -> usize {
-    text.encode_utf16().count()
 }
 
 #[cfg(test)]
