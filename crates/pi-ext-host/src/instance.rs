@@ -63,10 +63,6 @@ fn parse_doc<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, String> {
     serde_json::from_str(text).map_err(|e| format!("{what}: the plugin returned an invalid document: {e}"))
 }
 
-fn to_json<T: Serialize>(what: &str, value: &T) -> Result<String, String> {
-    serde_json::to_string(value).map_err(|e| format!("{what}: cannot encode the call: {e}"))
-}
-
 fn plugin_result(what: &str, result: RResult<RString, RString>) -> Result<String, String> {
     match result {
         RResult::ROk(text) => Ok(text.into_string()),
@@ -125,16 +121,18 @@ impl PluginInstance {
         Ok(())
     }
 
-    /// Make one call on a call thread and return the plugin's JSON answer.
-    fn call(
+    /// Hand `doc` (as JSON) to the plugin in one call on a call thread; its answer, parsed.
+    fn call<R: DeserializeOwned>(
         &self,
         what: &str,
-        f: impl FnOnce(&PluginBox) -> RResult<RString, RString> + Send + 'static,
-    ) -> Result<String, String> {
+        doc: &impl Serialize,
+        f: impl FnOnce(&PluginBox, RStr<'_>) -> RResult<RString, RString> + Send + 'static,
+    ) -> Result<R, String> {
         self.check_open()?;
+        let json = serde_json::to_string(doc).map_err(|e| format!("{what}: cannot encode the call: {e}"))?;
         let plugin = self.plugin.clone();
-        let result = with_deadline(what, DEFAULT_CALL_TIMEOUT, move || f(&plugin))?;
-        plugin_result(what, result)
+        let result = with_deadline(what, DEFAULT_CALL_TIMEOUT, move || f(&plugin, RStr::from_str(&json)))?;
+        parse_doc(what, &plugin_result(what, result)?)
     }
 
     /// Deliver an event; returns its result document (`null` when it has none).
@@ -150,10 +148,7 @@ impl PluginInstance {
                 list_or_none(self.registrations.events.iter().map(String::as_str))
             ));
         }
-        let what = format!("event {name}");
-        let json = to_json(&what, call)?;
-        let text = self.call(&what, move |p| p.on_event(RStr::from_str(&json)))?;
-        parse_doc(&what, &text)
+        self.call(&format!("event {name}"), call, |p, json| p.on_event(json))
     }
 
     /// Execute a registered tool; `call.params` must be a JSON object.
@@ -169,10 +164,7 @@ impl PluginInstance {
         if !call.params.is_object() {
             return Err(format!("tool {name}: arguments must be a JSON object, got {}", json_kind(&call.params)));
         }
-        let what = format!("tool {name}");
-        let json = to_json(&what, call)?;
-        let text = self.call(&what, move |p| p.call_tool(RStr::from_str(&json)))?;
-        parse_doc(&what, &text)
+        self.call(&format!("tool {name}"), call, |p, json| p.call_tool(json))
     }
 
     /// Run a registered command.
@@ -185,19 +177,13 @@ impl PluginInstance {
                 list_or_none(self.registrations.commands.iter().map(|c| c.name.as_str()))
             ));
         }
-        let what = format!("command {name}");
-        let json = to_json(&what, call)?;
-        let text = self.call(&what, move |p| p.run_command(RStr::from_str(&json)))?;
-        parse_doc(&what, &text)
+        self.call(&format!("command {name}"), call, |p, json| p.run_command(json))
     }
 
     /// A plugin-specific request (e.g. `references.complete`).
     pub fn request(&self, method: &str, payload: &Value) -> Result<Value, String> {
-        let what = format!("request {method}");
-        let json = to_json(&what, payload)?;
-        let method = method.to_string();
-        let text = self.call(&what, move |p| p.request(RStr::from_str(&method), RStr::from_str(&json)))?;
-        parse_doc(&what, &text)
+        let name = method.to_string();
+        self.call(&format!("request {method}"), payload, move |p, json| p.request(RStr::from_str(&name), json))
     }
 
     fn finish(&self, what: &str, timeout: Duration, shutdown: bool) -> FlushReport {
