@@ -17,10 +17,6 @@ const STOP_WORDS: &[&str] = &[
     "who", "whom", "why", "will", "with", "would", "you", "your",
 ];
 
-fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.binary_search(&word).is_ok()
-}
-
 fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF      // Hiragana, Katakana
@@ -33,10 +29,6 @@ fn is_cjk(c: char) -> bool {
 
 fn is_word_char(c: char) -> bool {
     (c.is_alphanumeric() || c == '_') && !is_cjk(c)
-}
-
-fn is_joiner(c: char) -> bool {
-    matches!(c, '.' | '/' | '-' | ':' | '\\')
 }
 
 /// Tokens of `text`, in order, with repeats (term frequency matters).
@@ -62,7 +54,8 @@ pub fn tokenize(text: &str) -> Vec<String> {
                     i += 1;
                 }
                 runs.push((run_start, i));
-                let joined = i + 1 < chars.len() && is_joiner(chars[i]) && is_word_char(chars[i + 1]);
+                let joiner = |c: char| matches!(c, '.' | '/' | '-' | ':' | '\\');
+                let joined = i + 1 < chars.len() && joiner(chars[i]) && is_word_char(chars[i + 1]);
                 if !joined {
                     break;
                 }
@@ -104,7 +97,7 @@ fn push_word(run: &[char], out: &mut Vec<String>) {
     }
     for part in parts {
         let lower = part.to_lowercase();
-        if is_stop_word(&lower) {
+        if STOP_WORDS.binary_search(&lower.as_str()).is_ok() {
             continue;
         }
         let single_letter = lower.chars().count() == 1 && !lower.chars().all(|c| c.is_ascii_digit());
