@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::jsjson;
-use crate::session::{AgentMessage, Block, BoundedText, Content};
+use crate::session::{AgentMessage, Block, BoundedText};
 
 /// pi's `TOOL_RESULT_MAX_CHARS`, in UTF-16 code units.
 pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
@@ -40,17 +40,6 @@ pub fn bash_execution_to_text(
         text.push_str(&format!("\n\n[Output truncated. Full output: {path}]"));
     }
     text
-}
-
-/// Text blocks joined with `""`, as pi's user/tool-result serialization does.
-fn joined_text(blocks: &[Block]) -> String {
-    let mut out = String::new();
-    for b in blocks {
-        if let Block::Text(t) = b {
-            out.push_str(&t.head);
-        }
-    }
-    out
 }
 
 /// `${name}(${Object.entries(args).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ")})`
@@ -169,10 +158,8 @@ impl Out {
 
 fn serialize_one(message: &AgentMessage, out: &mut Out) {
     match message {
-        AgentMessage::User { content, .. } | AgentMessage::Custom { content, .. } => match content {
-            Content::Text(t) => out.user(t),
-            Content::Blocks(blocks) => out.user(&joined_text(blocks)),
-        },
+        // Text blocks joined with `""`, as pi does.
+        AgentMessage::User { content, .. } | AgentMessage::Custom { content, .. } => out.user(&content.text_joined("")),
         AgentMessage::BashExecution {
             command,
             output,
