@@ -1,5 +1,6 @@
-//! Small text helpers shared by every module that cuts text to a budget:
-//! the one `clip` and the UTF-8 boundary rules.
+//! Small text helpers shared by every module that cuts or shows text: the
+//! one `clip`, the UTF-8 boundary rules, and text on one line (`flat`,
+//! `one_line`) or with the home directory as `~` (`home_relative`).
 
 /// Which part of a text [`clip`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,17 @@ pub fn flat(text: &str) -> String {
 /// in one-line status messages and log lines.
 pub fn one_line(text: &str, max: usize) -> String {
     clip(&flat(text), max, Keep::Head)
+}
+
+/// `/home/me/work/x` as `~/work/x` for the user whose home it is.
+pub fn home_relative(path: &str) -> String {
+    let home = std::env::var("HOME").unwrap_or_default();
+    match path.strip_prefix(home.trim_end_matches('/')) {
+        Some(rest) if !home.trim_end_matches('/').is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
+            format!("~{rest}")
+        }
+        _ => path.to_string(),
+    }
 }
 
 /// The largest char boundary ≤ `at` (the whole length when `at` is past the end).

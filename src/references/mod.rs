@@ -9,7 +9,7 @@ pub mod describe;
 pub mod extract;
 pub mod render;
 
-use crate::text::{clip, Keep};
+use crate::text::{clip, home_relative, Keep};
 use std::sync::Arc;
 
 use pi_ext_abi::protocol::{CustomMessage, SessionContext};
@@ -327,17 +327,6 @@ pub fn confirmation(reference: &str, entry: &CatalogEntry, rule: Rule) -> String
     }
     about.push(format!("via {}", rule.as_str()));
     format!("{} → {name} ({})", clip(reference, 80, Keep::Head), about.join(", "))
-}
-
-/// `/home/me/work/x` as `~/work/x` for the user whose home it is.
-fn home_relative(path: &str) -> String {
-    let home = std::env::var("HOME").unwrap_or_default();
-    match path.strip_prefix(home.trim_end_matches('/')) {
-        Some(rest) if !home.trim_end_matches('/').is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
-            format!("~{rest}")
-        }
-        _ => path.to_string(),
-    }
 }
 
 /// Completion candidates for a `@@` prefix (`{"prefix": "..", "limit": n}` →

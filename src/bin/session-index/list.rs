@@ -4,7 +4,7 @@
 use serde::Serialize;
 use session_index::meta;
 use session_index::session::discovery::{self, SessionSummary};
-use session_index::text::{clip, flat, Keep};
+use session_index::text::{clip, flat, home_relative, Keep};
 
 use crate::args::AgentDir;
 use crate::Failure;
@@ -71,16 +71,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
         println!("{}", serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?);
         return Ok(());
     }
-    let home = std::env::var("HOME").unwrap_or_default();
     let mut cells = vec![["ID", "NAME", "PROJECT", "DATE", "MSGS", "MODEL", "COST"].map(String::from).to_vec()];
     let ids = short_ids(&rows.iter().map(|r| r.session.id.as_str()).collect::<Vec<_>>());
     for (row, id) in rows.iter().zip(ids) {
         let s = &row.session;
         let name = s.name.as_deref().or(row.meta_name.as_deref()).or(s.first_message.as_deref());
-        let project = match s.cwd.strip_prefix(&home) {
-            Some(rest) if !home.is_empty() => format!("~{rest}"),
-            _ => s.cwd.clone(),
-        };
+        let project = home_relative(&s.cwd);
         cells.push(vec![
             id,
             clip(&flat(name.unwrap_or("(empty)")), 48, Keep::Head),
