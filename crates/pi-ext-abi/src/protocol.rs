@@ -3,6 +3,8 @@
 //!
 //! Every call document carries `v` ([`PROTOCOL_VERSION`]). Readers ignore
 //! unknown fields so either side can add fields in a minor version.
+//! [`agent_dir`] is the one convention of pi's both sides resolve alike (the
+//! host, and the plugin's command line when no host runs it).
 //!
 //! Since 1.1, a command may ask the host for pi's session controls
 //! ([`Action`]: the selector, switching and starting sessions, editor text)
@@ -11,6 +13,8 @@
 //! methods, because abi_stable's layout check refuses a library whose vtables
 //! are shorter than the loader's: a host with a longer `Host` vtable would
 //! stop loading every 1.0 plugin.
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -68,6 +72,24 @@ impl SessionContext {
     /// Whether the host performs actions of `kind` (e.g. `newSession`).
     pub fn can(&self, kind: &str) -> bool {
         self.actions.iter().any(|a| a == kind)
+    }
+}
+
+/// pi's environment variable for its agent directory.
+pub const AGENT_DIR_ENV: &str = "PI_CODING_AGENT_DIR";
+
+/// pi's `getAgentDir()`, for a host and the plugin's own command line alike:
+/// `$PI_CODING_AGENT_DIR` (a leading `~` is the home directory), else
+/// `~/.pi/agent`; `None` without a home directory (`$HOME`, else `%USERPROFILE%`).
+pub fn agent_dir() -> Option<PathBuf> {
+    let home = ["HOME", "USERPROFILE"].iter().find_map(|v| std::env::var_os(v).filter(|h| !h.is_empty()));
+    let home = home.map(PathBuf::from);
+    match std::env::var_os(AGENT_DIR_ENV).filter(|d| !d.is_empty()).map(PathBuf::from) {
+        Some(dir) => Some(match (dir.strip_prefix("~"), home) {
+            (Ok(rest), Some(home)) => home.join(rest),
+            _ => dir,
+        }),
+        None => home.map(|h| h.join(".pi").join("agent")),
     }
 }
 
@@ -350,6 +372,18 @@ pub struct CompletionResponse {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn agent_dir_is_pis() {
+        // The only test of this crate that touches the environment.
+        std::env::set_var("HOME", "/home/u");
+        std::env::set_var(AGENT_DIR_ENV, "~/a");
+        assert_eq!(agent_dir(), Some(PathBuf::from("/home/u/a")));
+        std::env::set_var(AGENT_DIR_ENV, "/b");
+        assert_eq!(agent_dir(), Some(PathBuf::from("/b")));
+        std::env::remove_var(AGENT_DIR_ENV);
+        assert_eq!(agent_dir(), Some(PathBuf::from("/home/u/.pi/agent")));
+    }
 
     #[test]
     fn actions_are_tagged_camel_case_documents_and_1_0_results_still_read() {

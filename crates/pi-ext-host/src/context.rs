@@ -10,34 +10,11 @@ use serde::Deserialize;
 
 use crate::error::{one_line, HostError};
 
-/// pi's environment variable for its agent directory.
-pub const AGENT_DIR_ENV: &str = "PI_CODING_AGENT_DIR";
-
-/// The agent directory: `cli`, else `$PI_CODING_AGENT_DIR` (with `~`
-/// expanded, as pi does), else `~/.pi/agent`.
+/// The agent directory: `cli`, else pi's ([`pi_ext_abi::protocol::agent_dir`]),
+/// else `./.pi/agent` when there is no home directory.
 pub fn resolve_agent_dir(cli: Option<&Path>) -> PathBuf {
-    if let Some(dir) = cli {
-        return dir.to_path_buf();
-    }
-    if let Some(dir) = std::env::var_os(AGENT_DIR_ENV).filter(|v| !v.is_empty()) {
-        return expand_tilde(&PathBuf::from(dir));
-    }
-    home_dir().join(".pi").join("agent")
-}
-
-fn home_dir() -> PathBuf {
-    std::env::var_os("HOME")
-        .or_else(|| std::env::var_os("USERPROFILE"))
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
-fn expand_tilde(path: &Path) -> PathBuf {
-    match path.strip_prefix("~") {
-        Ok(rest) => home_dir().join(rest),
-        Err(_) => path.to_path_buf(),
-    }
+    let pi = || pi_ext_abi::protocol::agent_dir().unwrap_or_else(|| Path::new(".").join(".pi").join("agent"));
+    cli.map_or_else(pi, Path::to_path_buf)
 }
 
 #[derive(Deserialize)]
@@ -159,7 +136,5 @@ mod tests {
     #[test]
     fn agent_dir_prefers_the_flag() {
         assert_eq!(resolve_agent_dir(Some(Path::new("/x"))), PathBuf::from("/x"));
-        assert_eq!(expand_tilde(Path::new("~/a")), home_dir().join("a"));
-        assert_eq!(expand_tilde(Path::new("/b")), PathBuf::from("/b"));
     }
 }

@@ -17,19 +17,8 @@ pub struct AgentDir {
 impl AgentDir {
     /// pi's `getAgentDir`: `--agent-dir`, `$PI_CODING_AGENT_DIR` (`~` expanded) or `~/.pi/agent`.
     pub fn path(&self) -> Result<PathBuf, Failure> {
-        if let Some(dir) = &self.dir {
-            return Ok(dir.clone());
-        }
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        if let Some(dir) = std::env::var_os("PI_CODING_AGENT_DIR").filter(|d| !d.is_empty()) {
-            let dir = dir.to_string_lossy().into_owned();
-            return Ok(match (dir.strip_prefix('~'), &home) {
-                (Some(rest), Some(home)) => home.join(rest.trim_start_matches('/')),
-                _ => PathBuf::from(dir),
-            });
-        }
-        home.map(|h| h.join(".pi").join("agent"))
-            .ok_or_else(|| Failure::Usage("HOME is not set; pass --agent-dir".into()))
+        let dir = self.dir.clone().or_else(pi_ext_abi::protocol::agent_dir);
+        dir.ok_or_else(|| Failure::Usage("HOME is not set; pass --agent-dir".into()))
     }
 }
 
