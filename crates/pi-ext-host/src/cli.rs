@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use pi_ext_abi::protocol::{
-    BeforeAgentStartResult, CommandCall, EventCall, FlushReport, InputResult, SessionContext, ToolCall,
-    PROTOCOL_VERSION,
+    BeforeAgentStartResult, CommandCall, EventCall, InputResult, SessionContext, ToolCall, PROTOCOL_VERSION,
 };
 use serde_json::{json, Value};
 
@@ -137,32 +136,38 @@ pub fn load(cli: &Cli, context: SessionContext) -> Result<Loaded, HostError> {
     Ok(Loaded { manifest, library, host, instance })
 }
 
-fn context_for(cli: &Cli, session: &SessionArgs) -> Result<SessionContext, HostError> {
-    let agent_dir = resolve_agent_dir(cli.agent_dir.as_deref());
-    session_context(&session.session, session.leaf.as_deref(), &agent_dir, session.cwd.as_deref())
-}
-
 /// Run one subcommand and return the JSON document to print.
 pub fn run(cli: &Cli) -> Result<Value, HostError> {
     match &cli.command {
-        Command::Info => info(cli),
+        Command::Info => with_plugin(cli, None, false, |loaded, _| {
+            let registrations = loaded.instance.registrations();
+            let warnings = loaded.manifest.registration_mismatches(&registrations);
+            Ok(json!({
+                "manifest": loaded.manifest,
+                "pluginId": loaded.instance.plugin_id(),
+                "library": loaded.library,
+                "abi": {"host": pi_ext_abi::ABI_VERSION, "declared": loaded.manifest.abi},
+                "registrations": registrations,
+                "warnings": warnings,
+            }))
+        }),
         Command::Event { name, session, payload, wait } => {
             let payload = match payload {
                 Some(text) => parse_object(text, "--payload")?,
                 None => default_payload(name),
             };
-            with_session(cli, session, *wait, |loaded, ctx| {
+            with_plugin(cli, Some(session), *wait, |loaded, ctx| {
                 Ok(json!({"event": name, "result": fire(loaded, ctx, name, payload)?}))
             })
         }
         Command::Prompt { session, text, system_prompt, wait } => {
             let system_prompt = system_prompt.clone().unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_string());
-            with_session(cli, session, *wait, |loaded, ctx| prompt(loaded, ctx, text, &system_prompt))
+            with_plugin(cli, Some(session), *wait, |loaded, ctx| prompt(loaded, ctx, text, &system_prompt))
         }
         Command::Tool { name, session, args, wait } => {
             let params: Value = serde_json::from_str(args)
                 .map_err(|e| HostError::Usage(format!("tool {name}: invalid JSON arguments: {e}")))?;
-            with_session(cli, session, *wait, |loaded, ctx| {
+            with_plugin(cli, Some(session), *wait, |loaded, ctx| {
                 let call = ToolCall {
                     v: PROTOCOL_VERSION,
                     tool: name.clone(),
@@ -176,7 +181,7 @@ pub fn run(cli: &Cli) -> Result<Value, HostError> {
         }
         Command::Command { name, args, session, wait } => {
             let args = args.join(" ");
-            with_session(cli, session, *wait, |loaded, ctx| {
+            with_plugin(cli, Some(session), *wait, |loaded, ctx| {
                 let call =
                     CommandCall { v: PROTOCOL_VERSION, command: name.clone(), args: args.clone(), ctx: ctx.clone() };
                 let result = loaded.instance.command(&call).map_err(HostError::Plugin)?;
@@ -188,32 +193,20 @@ pub fn run(cli: &Cli) -> Result<Value, HostError> {
     }
 }
 
-fn info(cli: &Cli) -> Result<Value, HostError> {
-    let context = bare_context(&resolve_agent_dir(cli.agent_dir.as_deref()));
-    let loaded = load(cli, context)?;
-    let flush = loaded.instance.shutdown(SHORT_SHUTDOWN);
-    let mut doc = json!({
-        "manifest": loaded.manifest,
-        "pluginId": loaded.instance.plugin_id(),
-        "library": loaded.library,
-        "abi": {"host": pi_ext_abi::ABI_VERSION, "declared": loaded.manifest.abi},
-        "registrations": loaded.instance.registrations(),
-        "warnings": loaded.manifest.registration_mismatches(&loaded.instance.registrations()),
-    });
-    finish_doc(&mut doc, &flush, &loaded.host);
-    Ok(doc)
-}
-
-/// Common flow of the session subcommands: the session must exist before
+/// Common flow of the subcommands: the session (if any) must exist before
 /// anything is loaded; after the call the plugin is flushed (with `wait`)
-/// and shut down, and the effects are attached.
-fn with_session(
+/// and shut down, and the flush report and the effects are attached.
+fn with_plugin(
     cli: &Cli,
-    session: &SessionArgs,
+    session: Option<&SessionArgs>,
     wait: bool,
     call: impl FnOnce(&Loaded, &SessionContext) -> Result<Value, HostError>,
 ) -> Result<Value, HostError> {
-    let ctx = context_for(cli, session)?;
+    let agent_dir = resolve_agent_dir(cli.agent_dir.as_deref());
+    let ctx = match session {
+        Some(s) => session_context(&s.session, s.leaf.as_deref(), &agent_dir, s.cwd.as_deref())?,
+        None => bare_context(&agent_dir),
+    };
     let loaded = load(cli, ctx.clone())?;
     let outcome = call(&loaded, &ctx);
     if wait {
@@ -221,15 +214,11 @@ fn with_session(
     }
     let flush = loaded.instance.shutdown(SHORT_SHUTDOWN);
     let mut doc = outcome?;
-    finish_doc(&mut doc, &flush, &loaded.host);
-    Ok(doc)
-}
-
-fn finish_doc(doc: &mut Value, flush: &FlushReport, host: &RecordingHost) {
     if let Some(object) = doc.as_object_mut() {
         object.insert("flush".into(), json!(flush));
-        object.insert("effects".into(), Value::Array(host.take_effects()));
+        object.insert("effects".into(), Value::Array(loaded.host.take_effects()));
     }
+    Ok(doc)
 }
 
 /// pi's order for a typed prompt: `input` (may transform or handle it),
