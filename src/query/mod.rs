@@ -15,10 +15,9 @@ pub mod windows;
 
 use crate::text::{clip, Keep};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
-use pi_ext_abi::protocol::{SessionContext, ToolCall, ToolResult, ToolSpec, Usage};
+use pi_ext_abi::protocol::{SessionContext, ToolSpec, Usage};
 use serde::Serialize;
 use serde_json::json;
 
@@ -76,9 +75,7 @@ pub fn tool_spec() -> ToolSpec {
     }
 }
 
-pub fn call_tool(app: &Arc<App>, call: &ToolCall) -> ToolResult {
-    tool::call(app, call)
-}
+pub use tool::call as call_tool;
 
 /// How sure the answer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
