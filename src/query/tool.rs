@@ -29,19 +29,14 @@ struct Args {
 fn parse_args(params: &Value) -> Result<Args, QueryError> {
     let args: Args =
         serde_json::from_value(params.clone()).map_err(|e| QueryError::InvalidArgs(one_line(&e.to_string())))?;
-    let session = args.session.trim();
-    let question = args.question.trim();
-    if session.is_empty() {
-        return Err(QueryError::InvalidArgs("`session` is empty".into()));
-    }
-    if question.is_empty() {
-        return Err(QueryError::InvalidArgs("`question` is empty".into()));
-    }
-    if session.chars().count() > MAX_REF_CHARS {
-        return Err(QueryError::InvalidArgs(format!("`session` is longer than {MAX_REF_CHARS} characters")));
-    }
-    if question.chars().count() > MAX_QUESTION_CHARS {
-        return Err(QueryError::InvalidArgs(format!("`question` is longer than {MAX_QUESTION_CHARS} characters")));
+    let (session, question) = (args.session.trim(), args.question.trim());
+    for (name, value, max) in [("session", session, MAX_REF_CHARS), ("question", question, MAX_QUESTION_CHARS)] {
+        if value.is_empty() {
+            return Err(QueryError::InvalidArgs(format!("`{name}` is empty")));
+        }
+        if value.chars().count() > max {
+            return Err(QueryError::InvalidArgs(format!("`{name}` is longer than {max} characters")));
+        }
     }
     Ok(Args { session: session.to_string(), question: question.to_string() })
 }
