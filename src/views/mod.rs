@@ -49,27 +49,17 @@ pub struct Truncated {
 /// newlines; thinking, tool calls and images are left out). Each message is
 /// cleaned ([`crate::redact::session_text`]) before anyone cuts the result.
 pub fn index_text(branch: &[&Entry], with_ids: bool) -> String {
-    let mut out = String::new();
+    let mut blocks = Vec::new();
     for entry in branch {
         let EntryKind::Message(message) = &entry.kind else { continue };
         let Some((who, text)) = message_text(message) else { continue };
         let text = crate::redact::session_text(&text);
-        if text.trim().is_empty() {
-            continue;
+        if !text.trim().is_empty() {
+            let id = if with_ids { format!("[{}] ", entry.id) } else { String::new() };
+            blocks.push(format!("{id}{who}: {text}"));
         }
-        if !out.is_empty() {
-            out.push_str("\n\n");
-        }
-        if with_ids {
-            out.push('[');
-            out.push_str(&entry.id);
-            out.push_str("] ");
-        }
-        out.push_str(who);
-        out.push_str(": ");
-        out.push_str(&text);
     }
-    out
+    blocks.join("\n\n")
 }
 
 /// Who speaks (`User`, `Assistant`) and the text of a user or assistant
