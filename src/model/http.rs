@@ -28,12 +28,6 @@ pub(super) struct WireRequest {
     pub prefilled: bool,
 }
 
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Limits {
-    pub timeout: Duration,
-    pub max_bytes: usize,
-}
-
 struct Reply {
     status: u16,
     retry_after: Option<Duration>,
@@ -44,12 +38,13 @@ struct Reply {
 pub(super) async fn execute(
     client: &reqwest::Client,
     request: &WireRequest,
-    limits: Limits,
+    timeout: Duration,
+    max_bytes: usize,
 ) -> Result<Vec<u8>, ModelError> {
-    let timeout_ms = limits.timeout.as_millis().min(u64::MAX as u128) as u64;
+    let timeout_ms = timeout.as_millis().min(u64::MAX as u128) as u64;
     let mut retried = false;
     loop {
-        let reply = tokio::time::timeout(limits.timeout, send_once(client, request, limits.max_bytes))
+        let reply = tokio::time::timeout(timeout, send_once(client, request, max_bytes))
             .await
             .map_err(|_| ModelError::Timeout(timeout_ms))??;
         if (200..300).contains(&reply.status) {
@@ -59,7 +54,7 @@ pub(super) async fn execute(
         if matches!(reply.status, 429 | 503 | 529) && !retried {
             let wait = reply.retry_after.unwrap_or(DEFAULT_RETRY_WAIT);
             // A wait longer than the whole request budget would only delay a failure.
-            if wait <= limits.timeout {
+            if wait <= timeout {
                 tracing::debug!(
                     status = reply.status,
                     wait_ms = wait.as_millis() as u64,

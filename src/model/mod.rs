@@ -207,11 +207,9 @@ impl SelectedModel {
                     ProviderKind::Anthropic => anthropic::build(endpoint, system, turns, task),
                     ProviderKind::Google => gemini::build(endpoint, system, turns, task),
                 };
-                let limits = http::Limits {
-                    timeout: Duration::from_millis(app.config.timeout_ms),
-                    max_bytes: app.config.max_response_bytes,
-                };
-                let body = app.runtime.block_on(http::execute(app.runtime.http(), &request, limits))?;
+                let (timeout, max_bytes) =
+                    (Duration::from_millis(app.config.timeout_ms), app.config.max_response_bytes);
+                let body = app.runtime.block_on(http::execute(app.runtime.http(), &request, timeout, max_bytes))?;
                 match endpoint.kind {
                     ProviderKind::Openai => openai::parse(&body),
                     ProviderKind::Anthropic => anthropic::parse(&body, request.prefilled),
