@@ -37,10 +37,6 @@ pub enum Submitted {
 }
 
 impl Jobs {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Run `work` on `runtime`'s blocking pool under `key`, coalescing with a
     /// running job of the same key. Panics inside `work` are caught and logged.
     pub fn submit<F>(&self, runtime: &crate::runtime::Runtime, key: &str, work: F) -> Submitted
@@ -119,7 +115,7 @@ mod tests {
     #[test]
     fn triggers_while_running_coalesce_into_one_rerun() {
         let rt = crate::runtime::Runtime::new().unwrap();
-        let jobs = Jobs::new();
+        let jobs = Jobs::default();
         let runs = Arc::new(AtomicUsize::new(0));
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let (r, g) = (runs.clone(), gate.clone());
@@ -145,7 +141,7 @@ mod tests {
     #[test]
     fn a_panicking_job_is_contained_and_shutdown_rejects_new_work() {
         let rt = crate::runtime::Runtime::new().unwrap();
-        let jobs = Jobs::new();
+        let jobs = Jobs::default();
         jobs.submit(&rt, "boom", || panic!("job failure"));
         assert!(jobs.flush(Duration::from_secs(5)).idle);
         assert!(jobs.shutdown(Duration::from_secs(1)).idle);

@@ -23,10 +23,6 @@ pub struct StatusLine {
 }
 
 impl StatusLine {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// `owner` shows a new status (`apply` sets it); its generation.
     pub fn show(&self, owner: &'static str, apply: impl FnOnce()) -> Option<u64> {
         let mut state = self.state.lock().ok()?;
