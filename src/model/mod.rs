@@ -202,20 +202,17 @@ impl SelectedModel {
         match &self.route {
             Route::Host => hosted::call(app, &self.key, system, turns, task),
             Route::Provider(endpoint) => {
-                let request = match endpoint.kind {
-                    ProviderKind::Openai => openai::build(endpoint, system, turns, task),
-                    ProviderKind::Anthropic => anthropic::build(endpoint, system, turns, task),
-                    ProviderKind::Google => gemini::build(endpoint, system, turns, task),
+                type Parse = fn(&[u8], bool) -> Result<Answer, String>;
+                let (request, parse): (_, Parse) = match endpoint.kind {
+                    ProviderKind::Openai => (openai::build(endpoint, system, turns, task), |b, _| openai::parse(b)),
+                    ProviderKind::Anthropic => (anthropic::build(endpoint, system, turns, task), anthropic::parse),
+                    ProviderKind::Google => (gemini::build(endpoint, system, turns, task), |b, _| gemini::parse(b)),
                 };
                 let (timeout, max_bytes) =
                     (Duration::from_millis(app.config.timeout_ms), app.config.max_response_bytes);
                 let body = app.runtime.block_on(http::execute(app.runtime.http(), &request, timeout, max_bytes))?;
-                match endpoint.kind {
-                    ProviderKind::Openai => openai::parse(&body),
-                    ProviderKind::Anthropic => anthropic::parse(&body, request.prefilled),
-                    ProviderKind::Google => gemini::parse(&body),
-                }
-                .map_err(|e| ModelError::Transport(format!("unexpected response from {}: {e}", endpoint.provider)))
+                parse(&body, request.prefilled)
+                    .map_err(|e| ModelError::Transport(format!("unexpected response from {}: {e}", endpoint.provider)))
             }
         }
     }
