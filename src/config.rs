@@ -396,24 +396,16 @@ fn entry_problems<T: serde::de::DeserializeOwned>(entries: &Map<String, Value>, 
 /// camelCase file (`query.maxContextTokens`), so problems are named that way.
 fn file_spelling(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
-    let mut in_brackets = false;
-    let mut upper_next = false;
+    let (mut in_brackets, mut upper_next) = (false, false);
     for c in path.chars() {
-        match c {
-            '[' => in_brackets = true,
-            ']' => in_brackets = false,
-            '_' if !in_brackets => {
-                upper_next = true;
-                continue;
-            }
-            _ => {}
-        }
-        if upper_next && !in_brackets {
+        in_brackets = c == '[' || (in_brackets && c != ']');
+        if c == '_' && !in_brackets {
+            upper_next = true;
+        } else if std::mem::take(&mut upper_next) && !in_brackets {
             out.extend(c.to_uppercase());
         } else {
             out.push(c);
         }
-        upper_next = false;
     }
     out
 }
