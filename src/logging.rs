@@ -16,14 +16,11 @@ use tracing_subscriber::Layer;
 
 use crate::host::Host;
 
-fn sink() -> &'static Mutex<Option<Host>> {
-    static SINK: OnceLock<Mutex<Option<Host>>> = OnceLock::new();
-    SINK.get_or_init(|| Mutex::new(None))
-}
+static SINK: Mutex<Option<Host>> = Mutex::new(None);
 
 /// Route this library's tracing events to `host` (idempotent).
 pub fn forward_to(host: Host) {
-    if let Ok(mut slot) = sink().lock() {
+    if let Ok(mut slot) = SINK.lock() {
         *slot = Some(host);
     }
     static INSTALLED: OnceLock<()> = OnceLock::new();
@@ -50,7 +47,7 @@ impl<S: Subscriber> Layer<S> for HostLayer {
         };
         let mut visitor = MessageVisitor::default();
         event.record(&mut visitor);
-        let host = sink().lock().ok().and_then(|slot| slot.clone());
+        let host = SINK.lock().ok().and_then(|slot| slot.clone());
         if let Some(host) = host {
             host.log(level, event.metadata().target(), &(visitor.message + &visitor.fields));
         }

@@ -1,10 +1,10 @@
 //! Host effects of an indexing run: the status line, the session name and a
 //! `session-index:index` entry for every attempt.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::{json, Value};
 
@@ -113,6 +113,9 @@ fn report_failure(app: &Arc<App>, failure: &Failure) {
     show_status(app, &format!("index failed: {}", one_line(&reason, 160)), true);
 }
 
+/// The [`SessionGate`] mutexes, by absolute session file.
+static GATES: Mutex<BTreeMap<PathBuf, Arc<Mutex<()>>>> = Mutex::new(BTreeMap::new());
+
 /// One in-process mutex per session file, dropped from the map when unused:
 /// index runs of one session never overlap (see `super::run_serialized`).
 pub struct SessionGate {
@@ -121,14 +124,9 @@ pub struct SessionGate {
 }
 
 impl SessionGate {
-    fn gates() -> &'static Mutex<HashMap<PathBuf, Arc<Mutex<()>>>> {
-        static GATES: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
-        GATES.get_or_init(Default::default)
-    }
-
     pub fn enter(session_file: &Path) -> SessionGate {
         let key = std::path::absolute(session_file).unwrap_or_else(|_| session_file.to_path_buf());
-        let mutex = match Self::gates().lock() {
+        let mutex = match GATES.lock() {
             Ok(mut map) => map.entry(key.clone()).or_default().clone(),
             // A poisoned map only loses the serialization, never the index.
             Err(_) => Arc::default(),
@@ -144,7 +142,7 @@ impl SessionGate {
 
 impl Drop for SessionGate {
     fn drop(&mut self) {
-        if let Ok(mut map) = Self::gates().lock() {
+        if let Ok(mut map) = GATES.lock() {
             // The map's own reference plus ours: nobody else waits on this session.
             if Arc::strong_count(&self.mutex) <= 2 {
                 map.remove(&self.key);

@@ -9,12 +9,12 @@
 //! the hidden `.locks` directory, out of the users' listing of meta files.
 //! A file of a newer schemaVersion is never replaced.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use super::{meta_path, read_path, MetaError, SessionMeta, SCHEMA_VERSION};
 
@@ -46,9 +46,8 @@ pub fn read_or_missing(meta_dir: &Path, session_id: &str) -> Result<Option<Sessi
 
 /// Warn about `path`; true the first time it is reported in this process.
 fn warn_once(path: &Path, message: &str) -> bool {
-    static WARNED: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
-    let first =
-        WARNED.get_or_init(Default::default).lock().map(|mut set| set.insert(path.to_path_buf())).unwrap_or(false);
+    static WARNED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    let first = WARNED.lock().map(|mut set| set.insert(path.to_path_buf())).unwrap_or(false);
     if first {
         tracing::warn!("{message}");
     }
