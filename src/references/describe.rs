@@ -52,7 +52,8 @@ pub fn body(sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, answer: 
     let meta = if entry.has_meta { crate::meta::read(meta_dir, &entry.id).ok().flatten() } else { None };
     match meta {
         Some(m) => {
-            lines.push(format!("source: meta file (indexed {} by {})", m.updated_at, or_unknown(&m.model)));
+            let model = Some(m.model.as_str()).filter(|s| !s.is_empty()).unwrap_or("an unknown model");
+            lines.push(format!("source: meta file (indexed {} by {model})", m.updated_at));
             push_field(&mut lines, "description", &m.description);
             if !m.tags.is_empty() {
                 lines.push(format!("tags: {}", m.tags.join(", ")));
@@ -100,14 +101,6 @@ fn describe_unindexed(sessions_dir: &Path, entry: &CatalogEntry, lines: &mut Vec
             push_list(lines, "files modified", &x.files_modified);
         }
         Err(e) => lines.push(format!("source: session file could not be read ({e})")),
-    }
-}
-
-fn or_unknown(s: &str) -> &str {
-    if s.is_empty() {
-        "an unknown model"
-    } else {
-        s
     }
 }
 
