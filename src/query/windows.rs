@@ -148,28 +148,17 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
     match message {
         AgentMessage::User { content, .. } => split_parts(id, "user", &content.text_joined("\n")),
         AgentMessage::Assistant { content, error_message, .. } => {
-            let mut text = String::new();
-            for block in content {
-                let piece = match block {
-                    Block::Text(t) => t.head.trim().to_string(),
-                    Block::Thinking(t) => {
-                        format!("(thinking) {}", clip(session_text(t).trim(), THINKING_CHARS, Keep::Head))
-                    }
-                    Block::ToolCall { name, arguments, .. } => {
-                        format!(
-                            "→ {name}({})",
-                            clip(&session_text(&compact_args(arguments)), TOOL_ARGS_CHARS, Keep::Head)
-                        )
-                    }
-                    Block::Image { mime_type, .. } => format!("[image {mime_type}]"),
-                };
-                if !piece.is_empty() {
-                    if !text.is_empty() {
-                        text.push('\n');
-                    }
-                    text.push_str(&piece);
+            let pieces = content.iter().map(|block| match block {
+                Block::Text(t) => t.head.trim().to_string(),
+                Block::Thinking(t) => {
+                    format!("(thinking) {}", clip(session_text(t).trim(), THINKING_CHARS, Keep::Head))
                 }
-            }
+                Block::ToolCall { name, arguments, .. } => {
+                    format!("→ {name}({})", clip(&session_text(&compact_args(arguments)), TOOL_ARGS_CHARS, Keep::Head))
+                }
+                Block::Image { mime_type, .. } => format!("[image {mime_type}]"),
+            });
+            let mut text = pieces.filter(|piece| !piece.is_empty()).collect::<Vec<_>>().join("\n");
             if let Some(error) = error_message.as_deref().filter(|e| !e.is_empty()) {
                 text.push_str(&format!("\n(error: {})", clip(&session_text(error), 300, Keep::Head)));
             }
