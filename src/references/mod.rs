@@ -194,13 +194,10 @@ fn add_ancestors(
     let mut child = entry.clone();
     for (level, a) in app.catalog.ancestors(sessions_dir, meta_dir, entry, depth).into_iter().enumerate() {
         let level = level + 1;
-        match a {
+        // An excluded or missing ancestor ends the chain with a note on its child's block.
+        let note = match a {
             Ancestor::Found(parent) if app.config.privacy.excludes(&parent.cwd, &parent.path) => {
-                let note = format!("\nnote: ancestor level {level} of {} is excluded by privacy.exclude", entry.id);
-                if let Some(b) = out.blocks.iter_mut().rev().find(|b| b.id == child.id) {
-                    b.body.push_str(&render::escape(&note));
-                }
-                break;
+                format!("\nnote: ancestor level {level} of {} is excluded by privacy.exclude", entry.id)
             }
             Ancestor::Found(parent) => {
                 let relation = format!("ancestor level {level} of {} (parentSession)", entry.id);
@@ -216,22 +213,23 @@ fn add_ancestors(
                     });
                 }
                 child = *parent;
+                continue;
             }
             Ancestor::Missing { path, reason } => {
                 // Only the file name: the path may point outside the sessions directory.
                 let file = std::path::Path::new(&path).file_name().map(|f| f.to_string_lossy().into_owned());
-                let note = format!(
+                format!(
                     "\nnote: ancestor level {level} (parent of {}) is not available: {reason} ({})",
                     child.id,
                     file.unwrap_or_default()
-                );
-                let idx = out.blocks.iter().rposition(|b| b.id == child.id).unwrap_or(child_index);
-                if let Some(b) = out.blocks.get_mut(idx) {
-                    b.body.push_str(&render::escape(&note));
-                }
-                break;
+                )
             }
+        };
+        let idx = out.blocks.iter().rposition(|b| b.id == child.id).unwrap_or(child_index);
+        if let Some(b) = out.blocks.get_mut(idx) {
+            b.body.push_str(&render::escape(&note));
         }
+        break;
     }
 }
 
