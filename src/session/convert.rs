@@ -71,22 +71,8 @@ pub(crate) fn bounded_json(json: &str) -> BoundedText {
     let mut cut = crate::text::floor_char_boundary(body, HEAD_JSON_BYTES);
     let mut i = 0;
     while let Some(at) = memchr::memchr(b'\\', &b[i..]).map(|k| i + k) {
-        let (len, decoded) = match b.get(at + 1) {
-            Some(b'u') => {
-                let hex = body.get(at + 2..at + 6).and_then(|h| u32::from_str_radix(h, 16).ok()).unwrap_or(0);
-                (
-                    6,
-                    match hex {
-                        0..0x80 => 1,
-                        0x80..0x800 => 2,
-                        0xD800..0xE000 => 2,
-                        _ => 3,
-                    },
-                )
-            }
-            _ => (2, 1),
-        };
-        units -= len - 1;
+        let (len, unit, decoded) = escape(&b[at..]).unwrap_or((2, 1, 1));
+        units -= len - unit;
         bytes -= len - decoded;
         // Never cut inside an escape or between the two halves of a pair.
         let high_surrogate =
@@ -101,6 +87,29 @@ pub(crate) fn bounded_json(json: &str) -> BoundedText {
         full_utf16_len: units,
         full_bytes: bytes,
         ..bounded(&head, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)
+    }
+}
+
+/// The JSON escape `b` starts with: its length, and the UTF-16 units and
+/// UTF-8 bytes it stands for (each half of a surrogate pair counts 2 bytes);
+/// `None` when it is not a valid escape.
+pub(crate) fn escape(b: &[u8]) -> Option<(usize, usize, usize)> {
+    match b.get(1)? {
+        b'u' => {
+            let hex = b.get(2..6).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
+            let hex = std::str::from_utf8(hex).ok().and_then(|h| u32::from_str_radix(h, 16).ok())?;
+            Some((
+                6,
+                1,
+                match hex {
+                    0..0x80 => 1,
+                    0x80..0x800 | 0xD800..0xE000 => 2,
+                    _ => 3,
+                },
+            ))
+        }
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some((2, 1, 1)),
+        _ => None,
     }
 }
 

@@ -1,6 +1,14 @@
-//! Splitting a session file into lines from any byte offset, in memory
-//! bounded by the longest line: pi only ever appends, so a reader that
-//! remembers [`LineReader::offset`] can later read just the new lines.
+//! Splitting a session file into lines from any byte offset: pi only ever
+//! appends, so a reader that remembers [`LineReader::offset`] can later read
+//! just the new lines.
+//!
+//! Memory is bounded by the longest line up to [`LONG_LINE`]. Past that, a
+//! line is cut as it is read: each JSON string longer than [`KEEP`] keeps a
+//! head and a [`Cut`] records what was dropped, so a 200 MB tool output costs
+//! its head, not 200 MB. Only the reader's caller knows which strings it
+//! needs whole; it reads the line again whole ([`LineReader::read_whole`])
+//! when a cut string is one of them. So does the reader itself when the
+//! dropped text is not valid JSON text (the line must fail as pi fails it).
 
 use std::io::{self, Read, Seek, SeekFrom};
 
@@ -10,6 +18,38 @@ pub(crate) struct Line<'b> {
     pub number: u64,
     pub text: &'b [u8],
     pub terminated: bool,
+    /// The strings of `text` cut short (only in lines longer than [`LONG_LINE`]).
+    pub cuts: &'b [Cut],
+}
+
+/// A JSON string of a long line of which only the first [`KEEP`] bytes of
+/// JSON text were kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Cut {
+    /// Offset in the line of the string's first byte after its opening quote.
+    pub at: usize,
+    /// UTF-16 units and UTF-8 bytes of the text dropped.
+    pub units: usize,
+    pub bytes: usize,
+}
+
+/// Lines up to this length are read whole.
+pub(crate) const LONG_LINE: usize = 8 << 20;
+/// JSON text kept of a string cut short: more than any reader decodes of a
+/// string it bounds (`convert::bounded_json`).
+pub(crate) const KEEP: usize = 64 << 10;
+
+/// Where cutting the current long line stands.
+#[derive(Default)]
+struct Squeeze {
+    /// Bytes of the line (from its start) already cut: the reader resumes there.
+    done: usize,
+    /// Inside a string: the offset in the line of its first byte.
+    string: Option<usize>,
+    /// The current string is being dropped (its [`Cut`] is the last one).
+    dropping: bool,
+    /// Bytes dropped from the line so far.
+    dropped: usize,
 }
 
 /// Reads lines into one buffer (no copy per line). The buffer only grows by
@@ -26,6 +66,12 @@ pub(crate) struct LineReader<R> {
     number: u64,
     /// File offset just after the last complete (newline-terminated) line returned.
     offset: u64,
+    /// Offset and number before the last line returned: where [`Self::read_whole`] goes back to.
+    last: (u64, u64),
+    /// Read the next line whole, long or not.
+    whole: bool,
+    squeeze: Option<Squeeze>,
+    cuts: Vec<Cut>,
 }
 
 const READ_CHUNK: usize = 256 << 10;
@@ -37,7 +83,19 @@ impl<R: Read + Seek> LineReader<R> {
         if offset > 0 {
             inner.seek(SeekFrom::Start(offset))?;
         }
-        let mut reader = LineReader { inner, buf: Vec::new(), start: 0, scanned: 0, eof: false, number: 0, offset };
+        let mut reader = LineReader {
+            inner,
+            buf: Vec::new(),
+            start: 0,
+            scanned: 0,
+            eof: false,
+            number: 0,
+            offset,
+            last: (offset, 0),
+            whole: false,
+            squeeze: None,
+            cuts: Vec::new(),
+        };
         if offset == 0 {
             reader.fill()?;
             while reader.buf.len() < 3 && !reader.eof {
@@ -51,9 +109,17 @@ impl<R: Read + Seek> LineReader<R> {
         }
         Ok(reader)
     }
-}
 
-impl<R: Read> LineReader<R> {
+    /// Read the line last returned again, whole: the next [`Self::next_line`] returns it uncut.
+    pub fn read_whole(&mut self) -> io::Result<()> {
+        (self.offset, self.number) = self.last;
+        self.inner.seek(SeekFrom::Start(self.offset))?;
+        (self.buf, self.start, self.scanned, self.eof, self.whole) = (Vec::new(), 0, 0, false, true);
+        self.squeeze = None;
+        self.cuts.clear();
+        Ok(())
+    }
+
     /// The file offset after the last complete line returned: where a later
     /// read resumes (an unterminated last line is read again then).
     pub fn offset(&self) -> u64 {
@@ -61,20 +127,124 @@ impl<R: Read> LineReader<R> {
     }
 
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        self.cuts.clear();
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
                 let nl = self.scanned + i;
-                return Ok(Some(self.take(nl, true)));
+                let Some(shift) = self.cut(nl)? else { continue };
+                return Ok(Some(self.take(nl - shift, true)));
             }
             if self.eof {
                 if self.start == self.buf.len() {
                     return Ok(None);
                 }
+                if self.cut(self.buf.len())?.is_none() {
+                    continue;
+                }
                 return Ok(Some(self.take(self.buf.len(), false)));
+            }
+            if !self.whole && self.buf.len() - self.start > LONG_LINE {
+                self.squeeze.get_or_insert_default();
+            }
+            if self.cut(self.buf.len())?.is_none() {
+                continue;
             }
             self.scanned = self.buf.len();
             self.fill()?;
         }
+    }
+
+    /// Cut the strings of the current line up to `end` (when it is a long
+    /// line), moving the bytes after `end` back: returns by how much, or
+    /// `None` when the line is to be read again whole.
+    fn cut(&mut self, end: usize) -> io::Result<Option<usize>> {
+        let Some(mut sq) = self.squeeze.take() else { return Ok(Some(0)) };
+        let (mut r, mut w) = (self.start + sq.done, self.start + sq.done);
+        let b = &mut self.buf;
+        while r < end {
+            let Some(open) = sq.string else {
+                // Outside strings: up to and including the next quote.
+                let next = memchr::memchr(b'"', &b[r..end]).map_or(end, |k| r + k + 1);
+                b.copy_within(r..next, w);
+                (w, r) = (w + next - r, next);
+                sq.string = (b[w - 1] == b'"').then_some(w - self.start);
+                continue;
+            };
+            let next = memchr::memchr2(b'"', b'\\', &b[r..end]).map_or(end, |k| r + k);
+            if !sq.dropping {
+                let room = (open + KEEP).saturating_sub(w - self.start);
+                let mut keep = next.min(r + room);
+                while keep > r && keep < next && b[keep] & 0xC0 == 0x80 {
+                    keep -= 1;
+                }
+                let kept = keep - r;
+                b.copy_within(r..keep, w);
+                (w, r) = (w + kept, keep);
+                if keep < next || (kept == room && r < end && b[r] == b'\\') {
+                    sq.dropping = true;
+                    self.cuts.push(Cut { at: open, units: 0, bytes: 0 });
+                }
+                if keep < next {
+                    continue;
+                }
+            } else {
+                // Dropped text is measured, and must be valid JSON string text.
+                let text = match std::str::from_utf8(&b[r..next]) {
+                    Ok(text) => text,
+                    Err(e) if e.error_len().is_none() && next == end => {
+                        std::str::from_utf8(&b[r..r + e.valid_up_to()]).unwrap_or_default()
+                    }
+                    Err(_) => return self.whole_line(),
+                };
+                if text.bytes().any(|c| c < 0x20) {
+                    return self.whole_line();
+                }
+                if let Some(cut) = self.cuts.last_mut() {
+                    (cut.units, cut.bytes) = (cut.units + super::convert::utf16_len(text), cut.bytes + text.len());
+                }
+                r += text.len();
+                if r < next {
+                    break;
+                }
+            }
+            if r == end {
+                break;
+            }
+            if b[r] == b'"' {
+                b[w] = b'"';
+                (w, r, sq.string, sq.dropping) = (w + 1, r + 1, None, false);
+                continue;
+            }
+            // An escape: kept or dropped whole, once all of it is read.
+            let len = if b.get(r + 1) == Some(&b'u') { 6 } else { 2 };
+            if r + len > end {
+                break;
+            }
+            if sq.dropping {
+                let Some((_, units, bytes)) = super::convert::escape(&b[r..r + len]) else { return self.whole_line() };
+                if let Some(cut) = self.cuts.last_mut() {
+                    (cut.units, cut.bytes) = (cut.units + units, cut.bytes + bytes);
+                }
+            } else {
+                b.copy_within(r..r + len, w);
+                w += len;
+            }
+            r += len;
+        }
+        let len = b.len();
+        b.copy_within(r..len, w);
+        b.truncate(len - (r - w));
+        sq.done = w - self.start;
+        sq.dropped += r - w;
+        self.squeeze = Some(sq);
+        Ok(Some(r - w))
+    }
+
+    /// Dropped text that is not valid JSON text: read the line again whole.
+    fn whole_line(&mut self) -> io::Result<Option<usize>> {
+        self.last = (self.offset, self.number);
+        self.read_whole()?;
+        Ok(None)
     }
 
     /// Read one more chunk after the unconsumed bytes.
@@ -98,14 +268,17 @@ impl<R: Read> LineReader<R> {
     }
 
     fn take(&mut self, line_end: usize, terminated: bool) -> Line<'_> {
+        self.last = (self.offset, self.number);
+        let dropped = self.squeeze.take().map_or(0, |sq| sq.dropped);
+        self.whole = false;
         let from = self.start;
         self.start = if terminated { line_end + 1 } else { line_end };
         self.scanned = self.start;
         self.number += 1;
         if terminated {
-            self.offset += (self.start - from) as u64;
+            self.offset += (self.start - from + dropped) as u64;
         }
-        Line { number: self.number, text: &self.buf[from..line_end], terminated }
+        Line { number: self.number, text: &self.buf[from..line_end], terminated, cuts: &self.cuts }
     }
 }
 
@@ -144,5 +317,37 @@ mod tests {
         assert_eq!(lines(&data, 9).0, want[1..].to_vec());
         assert!(lines(b"", 0).0.is_empty());
         assert_eq!(lines(b"a\n", 0), (vec![(b"a".to_vec(), true)], 2));
+    }
+
+    /// A long line's long strings are cut to [`KEEP`] bytes of JSON text (on
+    /// a character and escape boundary); offsets stay those of the file, and
+    /// [`LineReader::read_whole`] gives the line uncut.
+    #[test]
+    fn long_lines_are_cut_and_can_be_read_whole() {
+        let piece = r#"plain é 日本 😀 \n \" \u00e9 \\u0041 "#;
+        let body = piece.repeat(2 * LONG_LINE / piece.len());
+        let long = format!(r#"{{"a":"{body}","b":["{body}", 1]}}"#);
+        let data = format!("head\n{long}\nlast\n");
+        let mut r = LineReader::from_offset(Cursor::new(data.as_bytes()), 0).unwrap();
+        assert_eq!(r.next_line().unwrap().unwrap().text, b"head");
+        let line = r.next_line().unwrap().unwrap();
+        let (text, cuts) = (String::from_utf8(line.text.to_vec()).unwrap(), line.cuts.to_vec());
+        let full: String = serde_json::from_str(&format!("\"{body}\"")).unwrap();
+        assert_eq!(cuts.len(), 2);
+        for cut in &cuts {
+            let mut string = serde_json::Deserializer::from_str(&text[cut.at - 1..]);
+            let kept = <&serde_json::value::RawValue as serde::Deserialize>::deserialize(&mut string).unwrap().get();
+            let head: String = serde_json::from_str(kept).unwrap();
+            let kept = &kept[1..kept.len() - 1];
+            assert!(body.starts_with(kept) && kept.len().abs_diff(KEEP) < 6, "{}", kept.len());
+            assert_eq!(head.len() + cut.bytes, full.len());
+            assert_eq!(head.encode_utf16().count() + cut.units, full.encode_utf16().count());
+        }
+        assert_eq!(r.offset(), ("head\n".len() + long.len() + 1) as u64);
+        r.read_whole().unwrap();
+        let again = r.next_line().unwrap().unwrap();
+        assert_eq!((again.number, again.text, again.cuts), (2, long.as_bytes(), &[][..]));
+        assert_eq!(r.next_line().unwrap().unwrap().text, b"last");
+        assert_eq!(lines(data.as_bytes(), r.offset()).0, []);
     }
 }

@@ -172,29 +172,33 @@ pub(crate) struct RawBlock<'a> {
     /// Image data, skipped as bytes: serde_json then finds its end with
     /// `memchr` and validates nothing (pi only writes base64 strings here; a
     /// number or an object would fail the line).
-    #[serde(default)]
-    #[allow(dead_code)]
-    pub data: Option<Skipped>,
+    #[serde(borrow, default)]
+    pub data: Option<Skipped<'a>>,
 }
 
-/// A string (or array) read past without keeping it.
+/// A string (or array) read past without keeping it: where the string's
+/// text lies in the line (empty when it was not borrowed), to recognize one
+/// cut short by the line reader.
 #[derive(Debug, Default)]
-pub(crate) struct Skipped;
+pub(crate) struct Skipped<'a>(pub &'a [u8]);
 
-impl<'de> Deserialize<'de> for Skipped {
+impl<'de: 'a, 'a> Deserialize<'de> for Skipped<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct SkipVisitor;
         impl<'de> Visitor<'de> for SkipVisitor {
-            type Value = Skipped;
+            type Value = Skipped<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a string")
             }
-            fn visit_bytes<E>(self, _: &[u8]) -> Result<Skipped, E> {
-                Ok(Skipped)
+            fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+                Ok(Skipped(v))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skipped, A::Error> {
+            fn visit_bytes<E>(self, _: &[u8]) -> Result<Self::Value, E> {
+                Ok(Skipped(&[]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Skipped)
+                Ok(Skipped(&[]))
             }
         }
         d.deserialize_bytes(SkipVisitor)

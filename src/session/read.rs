@@ -8,8 +8,8 @@ use std::path::Path;
 
 use super::convert;
 use super::entries::*;
-use super::lines::LineReader;
-use super::raw::RawLine;
+use super::lines::{Cut, LineReader};
+use super::raw::{RawBlock, RawContent, RawLine};
 use super::SessionError;
 
 /// Entry types pi writes; a headerless file whose first record has one of
@@ -181,6 +181,10 @@ fn header_from(raw: &RawLine<'_>) -> SessionHeader {
 pub(crate) fn header_only(path: &Path) -> Result<Option<SessionHeader>, SessionError> {
     let mut lines = lines_from(path, open_file(path)?, 0)?;
     while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
+        if !line.cuts.is_empty() {
+            lines.read_whole().map_err(|e| io_err(path, e))?;
+            continue;
+        }
         if is_blank(line.text) {
             continue;
         }
@@ -253,7 +257,9 @@ pub(crate) fn read(path: &Path, file: File, offset: u64, complete_only: bool) ->
         if complete_only && !line.terminated {
             break;
         }
-        records.take(line.number, line.text, line.terminated)?;
+        if !records.take(line.number, line.text, line.terminated, line.cuts)? {
+            lines.read_whole().map_err(|e| io_err(path, e))?;
+        }
     }
     Ok(Parsed { header: records.header, entries: records.entries, warnings: records.warnings, offset: lines.offset() })
 }
@@ -289,16 +295,20 @@ impl<'p> Records<'p> {
         }
     }
 
-    fn take(&mut self, number: u64, text: &[u8], terminated: bool) -> Result<(), SessionError> {
+    /// Take one line; `false` when it is to be read again whole (see [`cuts_bounded`]).
+    fn take(&mut self, number: u64, text: &[u8], terminated: bool, cuts: &[Cut]) -> Result<bool, SessionError> {
         let warnings = &mut self.warnings;
         if is_blank(text) {
             if terminated {
                 warnings.blank_lines += 1;
             }
-            return Ok(());
+            return Ok(true);
         }
         let mut repaired = None;
         let (parsed, was_repaired) = parse_line::<RawLine<'_>>(text, &mut repaired);
+        if parsed.as_ref().is_ok_and(|raw| !cuts_bounded(raw, text, cuts)) {
+            return Ok(false);
+        }
         if was_repaired {
             warnings.invalid_utf8_lines += 1;
         }
@@ -308,7 +318,7 @@ impl<'p> Records<'p> {
             } else {
                 warnings.truncated_final_line += 1;
             }
-            return Ok(());
+            return Ok(true);
         };
         let ty = raw.ty.as_str().unwrap_or_default();
         let v1 = &mut self.v1;
@@ -318,7 +328,7 @@ impl<'p> Records<'p> {
                     self.header = Some(header_from(&raw));
                     v1.by_index.push(None);
                     self.record_index += 1;
-                    return Ok(());
+                    return Ok(true);
                 }
                 FirstRecord::NotASession => return Err(not_a_session(self.path, NOT_A_HEADER)),
                 FirstRecord::Damaged => {}
@@ -332,7 +342,7 @@ impl<'p> Records<'p> {
             if ty == "session" {
                 v1.by_index.push(None);
                 self.record_index += 1;
-                return Ok(());
+                return Ok(true);
             }
         }
         let version = self.header.as_ref().map_or(3, |h| h.version);
@@ -343,7 +353,7 @@ impl<'p> Records<'p> {
             if version < 2 {
                 v1.by_index.push(None);
             }
-            return Ok(());
+            return Ok(true);
         }
 
         let (id, parent_id) = if version < 2 {
@@ -358,7 +368,7 @@ impl<'p> Records<'p> {
                 None => {
                     // pi would index it under `undefined`; nothing can reference it.
                     warnings.malformed_lines += 1;
-                    return Ok(());
+                    return Ok(true);
                 }
             }
         };
@@ -383,9 +393,50 @@ impl<'p> Records<'p> {
                 }
             }
         }
+        if let (EntryKind::Message(AgentMessage::ToolResult { content, .. }), false) = (&mut kind, cuts.is_empty()) {
+            // The kept heads of cut texts get the full lengths back.
+            let texts = content.iter_mut().filter_map(|b| match b {
+                Block::Text(t) => Some(t),
+                _ => None,
+            });
+            for (t, raw) in texts.zip(tool_texts(&raw)) {
+                if let Some(c) = cuts.iter().find(|c| raw.text.is_some_and(|j| at(text, j.get().as_ptr()) + 1 == c.at))
+                {
+                    (t.full_utf16_len, t.full_bytes) = (t.full_utf16_len + c.units, t.full_bytes + c.bytes);
+                }
+            }
+        }
         self.entries.push(Entry { id, parent_id, timestamp: raw.timestamp.string(), line: number, kind });
-        Ok(())
+        Ok(true)
     }
+}
+
+/// The offset of `p` in `line` (a huge value when it is not in it).
+fn at(line: &[u8], p: *const u8) -> usize {
+    (p as usize).wrapping_sub(line.as_ptr() as usize)
+}
+
+fn blocks<'r, 'a>(content: &'r Option<RawContent<'a>>) -> &'r [RawBlock<'a>] {
+    match content {
+        Some(RawContent::Blocks(b)) => b,
+        _ => &[],
+    }
+}
+
+/// The text blocks of a tool result (which `convert` keeps bounded), in order.
+fn tool_texts<'r, 'a>(raw: &'r RawLine<'a>) -> impl Iterator<Item = &'r RawBlock<'a>> + Clone {
+    let message = raw.message.as_ref().and_then(|m| m.0.as_ref()).filter(|m| m.role.as_str() == Some("toolResult"));
+    message.map_or(&[][..], |m| blocks(&m.content)).iter().filter(|b| b.ty.as_str() == Some("text"))
+}
+
+/// Whether every string the line reader cut short is one this reader keeps
+/// only a head of anyway: tool-result text or image data.
+fn cuts_bounded(raw: &RawLine<'_>, line: &[u8], cuts: &[Cut]) -> bool {
+    let message = raw.message.as_ref().and_then(|m| m.0.as_ref());
+    let images = blocks(&raw.content).iter().chain(message.map_or(&[][..], |m| blocks(&m.content)));
+    let bounded = images.filter_map(|b| Some(at(line, b.data.as_ref()?.0.as_ptr())));
+    let texts = tool_texts(raw).filter_map(|b| Some(at(line, b.text?.get().as_ptr()) + 1));
+    cuts.iter().all(|c| bounded.clone().any(|a| a == c.at) || texts.clone().any(|a| a == c.at))
 }
 
 /// pi's `firstKeptEntryIndex` → `firstKeptEntryId`: an index into its parsed
@@ -492,6 +543,47 @@ mod tests {
         let line = "{\"type\":\"message\",\"id\":\"e1\",\"message\":{\"role\":\"toolResult\",\"content\":[{\"type\":\"text\",\"text\":\"a\tb\"}]}}";
         let mut repaired = None;
         assert!(parse_line::<RawLine<'_>>(line.as_bytes(), &mut repaired).0.is_err());
+    }
+
+    /// Lines longer than `LONG_LINE` read as whole ones do: a tool result's
+    /// and an image's long strings are cut (the tool text keeps its head and
+    /// full lengths), a user's text is read again whole, and a control
+    /// character past the kept head still makes its line malformed.
+    #[test]
+    fn long_lines_read_as_whole_ones() {
+        use crate::session::{bounded, Block, Content, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
+        let piece = r#"plain é 日本 😀 \n \" \u00e9 \ud83d\ude00 \\u0041 "#;
+        let body = piece.repeat(super::super::lines::LONG_LINE / piece.len() + 7);
+        let full: String = serde_json::from_str(&format!("\"{body}\"")).unwrap();
+        let message = |id: &str, role: &str, content: String| {
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":null,"timestamp":"t","message":{{"role":"{role}","content":{content}}}}}"#
+            )
+        };
+        let image = format!(r#"{{"type":"image","data":"{}","mimeType":"image/png"}}"#, "QUJD".repeat(3 << 20));
+        let text = [
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#.to_string(),
+            message("t", "toolResult", format!(r#"[{{"type":"text","text":"{body}"}},{image}]"#)),
+            message("u", "user", format!(r#"[{{"type":"text","text":"{body}"}}]"#)),
+            message("bad", "toolResult", format!("[{{\"type\":\"text\",\"text\":\"{body}\u{1}\"}}]")),
+        ]
+        .join("\n")
+            + "\n";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("2026_s.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let session = crate::session::open(&path).unwrap();
+        assert_eq!(session.warnings.malformed_lines, 1);
+        let kinds: Vec<&EntryKind> = session.entries.iter().map(|e| &e.kind).collect();
+        let EntryKind::Message(AgentMessage::ToolResult { content, .. }) = kinds[0] else { panic!("{kinds:?}") };
+        assert_eq!(content[0], Block::Text(bounded(&full, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)));
+        assert_eq!(content[1], Block::Image { mime_type: "image/png".into() });
+        let EntryKind::Message(AgentMessage::User { content: Content::Blocks(user), .. }) = kinds[1] else { panic!() };
+        assert_eq!(user[..], [Block::Text(BoundedText::whole(full.clone()))]);
+        assert_eq!(kinds.len(), 2);
+        let summary = crate::session::summarize(&path).unwrap();
+        assert_eq!(summary.message_count, 2);
+        assert_eq!(summary.first_message, Some(full));
     }
 
     #[test]
