@@ -160,6 +160,11 @@ fn the_cli_reads_only_regular_files_inside_the_sessions_directory() {
     let ids: Vec<&str> = list.as_array().unwrap().iter().filter_map(|s| s["id"].as_str()).collect();
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(!ids.contains(&OUTSIDE_ID) && !ids.contains(&FIFO_ID), "{ids:?}");
+    // Each skipped file gets one line, as `index` gives it.
+    let noted = String::from_utf8_lossy(&listed.stderr);
+    let skipped: Vec<&str> = noted.lines().filter(|l| l.contains("not a regular file inside")).collect();
+    assert_eq!(skipped.len(), 2, "{noted}");
+    assert!(skipped.iter().all(|l| l.starts_with("session-index list: skipping ")), "{noted}");
 
     let indexed = run_cli(&["index", "--all", "--offline"], &a.dir);
     let out = String::from_utf8_lossy(&indexed.stdout);

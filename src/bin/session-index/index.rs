@@ -59,7 +59,7 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
     }
     let (config_json, config_file) = shared::config(args.config.as_deref(), &agent_dir)?;
     let config_name = config_file.map_or_else(|| "the built-in config".into(), |p| p.display().to_string());
-    let host = Arc::new(CliHost { agent_dir: agent_dir.to_string_lossy().into_owned() });
+    let host = Arc::new(CliHost { agent_dir: agent_dir.to_string_lossy().into_owned(), command: "index" });
     session_index::logging::forward_to(host.clone());
     let app =
         App::new(host, agent_dir.clone(), &config_json).map_err(|e| Failure::Usage(format!("{config_name}: {e}")))?;
@@ -175,9 +175,11 @@ fn skip_reason(file: &Path, meta_dir: &Path, offline: bool, force: bool) -> Resu
     Ok(None)
 }
 
-/// The CLI as a host: no UI, no session to write to; warnings go to stderr.
-struct CliHost {
-    agent_dir: String,
+/// The CLI as a host: no UI, no session to write to; warnings go to stderr,
+/// one line each, prefixed with the command.
+pub(crate) struct CliHost {
+    pub agent_dir: String,
+    pub command: &'static str,
 }
 
 impl HostApi for CliHost {
@@ -186,12 +188,12 @@ impl HostApi for CliHost {
     }
     fn notify(&self, text: &str, level: NotifyLevel) {
         if level != NotifyLevel::Info {
-            eprintln!("session-index index: {text}");
+            eprintln!("session-index {}: {text}", self.command);
         }
     }
     fn log(&self, level: LogLevel, _target: &str, message: &str) {
         if matches!(level, LogLevel::Warn | LogLevel::Error) {
-            eprintln!("session-index index: {message}");
+            eprintln!("session-index {}: {message}", self.command);
         }
     }
 }

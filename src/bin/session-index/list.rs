@@ -41,6 +41,12 @@ struct Row {
 pub fn run(args: Args) -> Result<(), Failure> {
     let agent_dir = args.agent.path()?;
     let sessions_dir = agent_dir.join("sessions");
+    // Files skipped (not regular, or outside the sessions directory) are noted as `index` notes them.
+    let agent = agent_dir.to_string_lossy().into_owned();
+    session_index::logging::forward_to(std::sync::Arc::new(crate::index::CliHost {
+        agent_dir: agent,
+        command: "list",
+    }));
     let sessions = if args.all {
         discovery::list_all(&sessions_dir)
     } else {
