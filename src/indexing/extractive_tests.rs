@@ -22,11 +22,7 @@ fn branch(messages: &[(Role, String)]) -> Vec<Entry> {
             Role::User => AgentMessage::User { content: Content::Text(text.clone()), timestamp: 0 },
             Role::Assistant => AgentMessage::Assistant {
                 content: vec![Block::Text(BoundedText::whole(text.clone()))],
-                provider: String::new(),
-                model: String::new(),
-                stop_reason: String::new(),
                 error_message: None,
-                usage: None,
                 timestamp: 0,
             },
         }),

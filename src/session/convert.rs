@@ -165,7 +165,12 @@ fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
 
 fn blocks(raw: &Option<RawContent<'_>>, bound_text: bool) -> Vec<Block> {
     match raw {
-        Some(RawContent::Blocks(b)) => b.iter().filter_map(|b| block(b, bound_text)).collect(),
+        Some(RawContent::Blocks(b)) => {
+            // Sized up front: collecting a filter would reserve 4 blocks for one.
+            let mut blocks = Vec::with_capacity(b.len());
+            blocks.extend(b.iter().filter_map(|b| block(b, bound_text)));
+            blocks
+        }
         // A string where pi expects blocks: pi's filters would find no text blocks
         // in a string for assistants; tool results would throw. Keep it as text
         // so nothing is silently lost for tool results.
@@ -184,18 +189,6 @@ pub fn content(raw: &Option<RawContent<'_>>) -> Content {
     }
 }
 
-/// An assistant message's usage, read as pi's code reads it (a field of the
-/// wrong type counts as absent).
-fn usage(u: &Option<Value>) -> Option<MessageUsage> {
-    let u = u.as_ref()?.as_object()?;
-    let num = |v: Option<&Value>| v.and_then(Value::as_f64).unwrap_or(0.0);
-    Some(MessageUsage {
-        input: num(u.get("input")).max(0.0) as u64,
-        output: num(u.get("output")).max(0.0) as u64,
-        cost_total: num(u.get("cost").and_then(|c| c.get("total"))),
-    })
-}
-
 /// A message of a `message` entry; `None` for a role pi's context code does not know.
 pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
     let timestamp = to_i64(m.timestamp.0);
@@ -204,11 +197,7 @@ pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
         "user" => AgentMessage::User { content: content(&m.content), timestamp },
         "assistant" => AgentMessage::Assistant {
             content: blocks(&m.content, false),
-            provider: m.provider.string(),
-            model: m.model.string(),
-            stop_reason: m.stop_reason.string(),
             error_message: m.error_message.owned(),
-            usage: usage(&m.usage),
             timestamp,
         },
         "toolResult" => AgentMessage::ToolResult {

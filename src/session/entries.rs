@@ -86,11 +86,7 @@ pub enum AgentMessage {
     },
     Assistant {
         content: Vec<Block>,
-        provider: String,
-        model: String,
-        stop_reason: String,
         error_message: Option<String>,
-        usage: Option<MessageUsage>,
         timestamp: i64,
     },
     ToolResult {
@@ -141,14 +137,6 @@ impl AgentMessage {
             AgentMessage::CompactionSummary { .. } => "compactionSummary",
         }
     }
-}
-
-/// Token usage reported on an assistant message.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MessageUsage {
-    pub input: u64,
-    pub output: u64,
-    pub cost_total: f64,
 }
 
 /// A message's content: a plain string or typed blocks (user, custom messages).
@@ -232,13 +220,6 @@ pub struct Warnings {
     pub dangling_parents: u64,
     pub cyclic_parents: u64,
     pub duplicate_ids: u64,
-}
-
-/// A message of the built context, with the entry it came from (for citations).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ContextMessage {
-    pub entry_id: String,
-    pub message: AgentMessage,
 }
 
 /// A message of the built context borrowed from the session (see

@@ -285,15 +285,7 @@ pub(crate) struct RawMessage<'a> {
     #[serde(default)]
     pub timestamp: Num,
     #[serde(borrow, default)]
-    pub provider: Str<'a>,
-    #[serde(borrow, default)]
-    pub model: Str<'a>,
-    #[serde(borrow, default)]
-    pub stop_reason: Str<'a>,
-    #[serde(borrow, default)]
     pub error_message: Str<'a>,
-    #[serde(default)]
-    pub usage: Option<Value>,
     #[serde(borrow, default)]
     pub tool_call_id: Str<'a>,
     #[serde(borrow, default)]

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::session::{AgentMessage, Block, ContextMessage, ContextRef, Entry, EntryKind};
+use crate::session::{AgentMessage, Block, ContextRef, Entry, EntryKind};
 
 pub use jsjson::{js_number, stringify as js_stringify};
 pub use serialize::{
@@ -22,12 +22,8 @@ pub use truncate::truncate_tail;
 pub const DEFAULT_MAX_BYTES: usize = 51_200;
 pub const DEFAULT_MAX_LINES: usize = 2000;
 
-/// pi's `serializeConversation(convertToLlm(messages))` of a built context.
-pub fn serialize_context(messages: &[ContextMessage]) -> String {
-    serialize::serialize(messages.iter().map(|m| &m.message))
-}
-
-/// [`serialize_context`] over borrowed context messages ([`crate::session::Session::context_refs`]).
+/// pi's `serializeConversation(convertToLlm(messages))` of a built context
+/// ([`crate::session::Session::context_refs`]).
 pub fn serialize_context_refs(messages: &[ContextRef<'_>]) -> String {
     serialize::serialize(messages.iter().map(|m| &*m.message))
 }
@@ -157,15 +153,7 @@ mod tests {
             parent_id: None,
             timestamp: String::new(),
             line: 1,
-            kind: EntryKind::Message(AgentMessage::Assistant {
-                content,
-                provider: String::new(),
-                model: String::new(),
-                stop_reason: String::new(),
-                error_message: None,
-                usage: None,
-                timestamp: 0,
-            }),
+            kind: EntryKind::Message(AgentMessage::Assistant { content, error_message: None, timestamp: 0 }),
         }
     }
 

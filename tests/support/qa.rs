@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use session_index::query::{self, Prepared};
-use session_index::session::{self, AgentMessage, ContextMessage, EntryKind, Session};
+use session_index::session::{self, AgentMessage, ContextRef, EntryKind, MessageRef, Session};
 
 /// Bytes of the "plain tail" baseline.
 pub const TAIL_BYTES: usize = 160 * 1024;
@@ -244,7 +244,7 @@ pub fn session_paths(specs: &[SyntheticSpec], tmp: &Path) -> HashMap<String, Pat
 }
 
 /// Every branch message as pi would serialize it, newest first, with its entry id.
-fn branch_messages(session: &Session) -> Vec<ContextMessage> {
+fn branch_messages(session: &Session) -> Vec<(String, AgentMessage)> {
     let branch = session.branch(None);
     let mut out = Vec::new();
     for entry in branch {
@@ -266,7 +266,7 @@ fn branch_messages(session: &Session) -> Vec<ContextMessage> {
             }
             _ => continue,
         };
-        out.push(ContextMessage { entry_id: entry.id.clone(), message });
+        out.push((entry.id.clone(), message));
     }
     out
 }
@@ -278,13 +278,14 @@ pub fn tail_entry_ids(session: &Session, max_bytes: usize) -> (BTreeSet<String>,
     let messages = branch_messages(session);
     let mut ids = BTreeSet::new();
     let mut used = 0;
-    for m in messages.iter().rev() {
+    for (id, m) in messages.iter().rev() {
         if used >= max_bytes {
             break;
         }
-        let text = session_index::views::serialize_context(std::slice::from_ref(m));
+        let text =
+            session_index::views::serialize_context_refs(&[ContextRef { entry_id: id, message: MessageRef::Entry(m) }]);
         used += text.len() + 2;
-        ids.insert(m.entry_id.clone());
+        ids.insert(id.clone());
     }
     (ids, used.min(max_bytes))
 }
