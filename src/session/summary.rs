@@ -14,6 +14,7 @@ use super::convert::{content, iso_to_ms};
 use super::raw::{Num, RawContent, RawLine, Str};
 use super::read::{io_err, is_blank, lines_from, not_a_session, open_file, parse_line, NOT_A_HEADER};
 use super::SessionError;
+use serde::de::IgnoredAny;
 
 /// One session as listed by pi's `/resume` (`SessionManager.list`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -45,38 +46,25 @@ struct Scanned {
     message_count: u64,
 }
 
-/// A message line when its text is still needed (no user text seen yet).
+/// A message line, its content read as `C`: [`RawContent`] while its text
+/// is still needed (no user text seen yet), then [`IgnoredAny`] (only role
+/// and time matter).
 #[derive(serde::Deserialize)]
-struct WithText<'a> {
+#[serde(bound = "C: serde::Deserialize<'de>")]
+struct MessageLine<'a, C> {
     #[serde(borrow, default)]
-    message: Option<TextMessage<'a>>,
+    message: Option<LineMessage<'a, C>>,
     #[serde(borrow, default)]
     timestamp: Str<'a>,
 }
 
 #[derive(serde::Deserialize)]
-struct TextMessage<'a> {
+#[serde(bound = "C: serde::Deserialize<'de>")]
+struct LineMessage<'a, C> {
     #[serde(borrow, default)]
     role: Str<'a>,
-    #[serde(borrow, default)]
-    content: Option<RawContent<'a>>,
     #[serde(default)]
-    timestamp: Num,
-}
-
-/// A message line once only role and time matter.
-#[derive(serde::Deserialize)]
-struct RoleOnly<'a> {
-    #[serde(borrow, default)]
-    message: Option<RoleMessage<'a>>,
-    #[serde(borrow, default)]
-    timestamp: Str<'a>,
-}
-
-#[derive(serde::Deserialize)]
-struct RoleMessage<'a> {
-    #[serde(borrow, default)]
-    role: Str<'a>,
+    content: Option<C>,
     #[serde(default)]
     timestamp: Num,
 }
@@ -157,6 +145,18 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
 }
 
 impl Scanned {
+    /// A message line's message and entry timestamp. Parsed (even partly)
+    /// messages count; pi counts every parsed message entry.
+    fn message<'a, C: serde::Deserialize<'a>>(
+        &mut self,
+        text: &'a [u8],
+        repaired: &'a mut Option<String>,
+    ) -> Option<(LineMessage<'a, C>, Option<String>)> {
+        let line = parse_line::<MessageLine<'a, C>>(text, repaired).0.ok()?;
+        self.message_count += 1;
+        Some((line.message?, line.timestamp.owned()))
+    }
+
     /// Take one non-blank line after the header.
     fn take(&mut self, text: &[u8]) {
         let mut repaired = None;
@@ -177,23 +177,18 @@ impl Scanned {
             }
             return;
         }
-        // Parsed (even partly) messages count; pi counts every parsed message entry.
         let (role, msg_ts, entry_ts) = if self.first_message.is_none() {
-            let Ok(m) = parse_line::<WithText<'_>>(text, &mut repaired).0 else { return };
-            self.message_count += 1;
-            let Some(msg) = m.message else { return };
+            let Some((msg, entry_ts)) = self.message::<RawContent<'_>>(text, &mut repaired) else { return };
             if msg.role.as_str() == Some("user") {
                 let t = content(&msg.content).text_joined(" ");
                 if !t.is_empty() {
                     self.first_message = Some(t);
                 }
             }
-            (msg.role.string(), msg.timestamp.0, m.timestamp.owned())
+            (msg.role.string(), msg.timestamp.0, entry_ts)
         } else {
-            let Ok(m) = parse_line::<RoleOnly<'_>>(text, &mut repaired).0 else { return };
-            self.message_count += 1;
-            let Some(msg) = m.message else { return };
-            (msg.role.string(), msg.timestamp.0, m.timestamp.owned())
+            let Some((msg, entry_ts)) = self.message::<IgnoredAny>(text, &mut repaired) else { return };
+            (msg.role.string(), msg.timestamp.0, entry_ts)
         };
         if role == "user" || role == "assistant" {
             let t = match msg_ts {
