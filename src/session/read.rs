@@ -528,14 +528,14 @@ mod tests {
     fn long_lines_read_as_whole_ones() {
         use crate::session::{bounded, Block, Content, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
         let piece = r#"plain é 日本 😀 \n \" \u00e9 \ud83d\ude00 \\u0041 "#;
-        let body = piece.repeat(super::super::lines::LONG_LINE / piece.len() + 7);
+        let body = piece.repeat((super::super::lines::LONG_LINE + (1 << 20)) / piece.len());
         let full: String = serde_json::from_str(&format!("\"{body}\"")).unwrap();
         let message = |id: &str, role: &str, content: String| {
             format!(
                 r#"{{"type":"message","id":"{id}","parentId":null,"timestamp":"t","message":{{"role":"{role}","content":{content}}}}}"#
             )
         };
-        let image = format!(r#"{{"type":"image","data":"{}","mimeType":"image/png"}}"#, "QUJD".repeat(3 << 20));
+        let image = format!(r#"{{"type":"image","data":"{}","mimeType":"image/png"}}"#, "QUJD".repeat(1 << 19));
         let text = [
             r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#.to_string(),
             message("t", "toolResult", format!(r#"[{{"type":"text","text":"{body}"}},{image}]"#)),
