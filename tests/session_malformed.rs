@@ -95,6 +95,7 @@ fn missing_header_keeps_entries() {
     assert_eq!(s.entries.len(), 2);
     let text = views::serialize_context_refs(&s.context_refs(&s.branch(None)));
     assert_eq!(text, "[User]: the header line is gone\n\n[Assistant]: entries remain");
+    assert_eq!(session::read_header(&fixture("divergent/missing-header.jsonl")).unwrap().id, "missing-header");
 }
 
 #[test]
@@ -109,6 +110,7 @@ fn non_sessions_are_rejected() {
         assert!(matches!(err, Some(SessionError::NotASession { .. })), "{}: {err:?}", file.display());
         let msg = err.map(|e| e.to_string()).unwrap_or_default();
         assert!(msg.contains("not a pi session") && !msg.contains('\n'), "{msg}");
+        assert!(matches!(session::read_header(&file), Err(SessionError::NotASession { .. })));
         assert!(matches!(discovery::summarize(&file), Err(SessionError::NotASession { .. })));
     }
     let missing = fixture("does-not-exist.jsonl");

@@ -1,6 +1,7 @@
 //! Reading pi session files, exactly as pi's `SessionManager` reads them.
 //!
-//! One reader, two tiers, every consumer uses one of them:
+//! One reader, three tiers, every consumer uses one of them:
+//! - header only: [`read_header`];
 //! - summary (name, first message, message count, last activity):
 //!   [`summarize`];
 //! - the full tree ([`open`], [`read_file`]) with its active branch and
@@ -60,6 +61,15 @@ pub fn read_file(path: &Path, file: std::fs::File) -> Result<Session, SessionErr
     let header = header.ok_or_else(|| read::not_a_session(path, "no JSON records"))?;
     let by_id = read::index_and_check(&entries, &mut warnings);
     Ok(Session { path: path.to_path_buf(), header, entries, warnings, by_id })
+}
+
+/// Read only the header line (the first JSON record).
+pub fn read_header(path: &Path) -> Result<SessionHeader, SessionError> {
+    match read::header_only(path)? {
+        Some(header) => Ok(header),
+        // Headerless but pi-like: the full reader synthesizes the header.
+        None => read_file(path, open_file(path)?).map(|s| s.header),
+    }
 }
 
 /// What [`read_appended`] read.

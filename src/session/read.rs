@@ -1,7 +1,7 @@
 //! Reading a session file line by line into entries, as pi's
 //! `loadEntriesFromFile` + `migrateToCurrentVersion` would see them: the one
 //! place that opens session files and parses their lines, for every tier
-//! (summary, full tree, entries appended after an offset).
+//! (header, summary, full tree, entries appended after an offset).
 
 use std::fs::File;
 use std::path::Path;
@@ -174,6 +174,31 @@ fn header_from(raw: &RawLine<'_>) -> SessionHeader {
         cwd: raw.cwd.string(),
         parent_session: raw.parent_session.owned(),
     }
+}
+
+/// The header tier: only the first JSON record is read. `Ok(None)` when the
+/// file has no header but looks like a damaged pi session.
+pub(crate) fn header_only(path: &Path) -> Result<Option<SessionHeader>, SessionError> {
+    let mut lines = lines_from(path, open_file(path)?, 0)?;
+    while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
+        if !line.cuts.is_empty() {
+            lines.read_whole().map_err(|e| io_err(path, e))?;
+            continue;
+        }
+        if is_blank(line.text) {
+            continue;
+        }
+        let mut repaired = None;
+        let Ok(raw) = parse_line::<RawLine<'_>>(line.text, &mut repaired).0 else {
+            continue;
+        };
+        return match first_record(&raw) {
+            FirstRecord::Header => Ok(Some(header_from(&raw))),
+            FirstRecord::Damaged => Ok(None),
+            FirstRecord::NotASession => Err(not_a_session(path, NOT_A_HEADER)),
+        };
+    }
+    Err(not_a_session(path, "no JSON records"))
 }
 
 /// What a file's first JSON record makes of it.
