@@ -7,9 +7,9 @@
 //! tuned, and only the `Tuned` half was looked at while tuning; the
 //! `HeldOut` half checks that the tuning generalises.
 
-mod search_support;
 #[path = "support/rng.rs"]
 mod rng;
+mod search_support;
 #[path = "support/shared_dir.rs"]
 mod shared_dir;
 
@@ -62,6 +62,7 @@ const QUERIES: &[(Half, &str, &str)] = &[
 const DISTRACTORS: usize = 2000;
 
 /// Developer vocabulary, including the words the queries use.
+#[rustfmt::skip]
 const VOCABULARY: &[&str] = &[
     "agent", "assistant", "name", "called", "folder", "directory", "size", "disk", "space", "email", "send",
     "notification", "channel", "doc", "docs", "report", "status", "fork", "upstream", "original", "parent", "commit",
@@ -140,8 +141,9 @@ fn the_remembered_session_is_in_the_top_3_for_nine_in_ten_paraphrases_in_each_ha
         for (_, target, text) in &queries {
             let hits = index.search(&Query { limit: 10, ..Query::parse(text).expect("a query") }).expect("search");
             let rank = hits.iter().position(|h| h.session.id.starts_with(target));
-            found += usize::from(rank.is_some_and(|r| r < 3));
-            if !rank.is_some_and(|r| r < 3) {
+            let top3 = rank.is_some_and(|r| r < 3);
+            found += usize::from(top3);
+            if !top3 {
                 let top: Vec<&str> = hits.iter().take(3).map(|h| h.session.id.as_str()).collect();
                 report.push_str(&format!("  {half:?} {text:?}: {target} at {rank:?}, top {top:?}\n"));
             }

@@ -1,8 +1,9 @@
 //! The search index: one SQLite file, `<agent dir>/sessions-index/index.sqlite`,
 //! holding what the plugin knows about every session (the `sessions` table:
 //! the catalog's fields) and the text of every message, for full-text search
-//! (FTS5, `porter unicode61`): one document per session, ranked with
-//! `bm25()`, and one row per message, for the snippets of the sessions shown.
+//! (FTS5, `porter unicode61`): a few ranking rows per session (its meta,
+//! chunks of its text), ranked with `bm25()`, and one row per message, for
+//! the snippets of the sessions shown.
 //!
 //! Why SQLite: several pi processes and the CLI update and query the same
 //! index at once. WAL lets readers go on while one writer commits; the busy
@@ -31,7 +32,7 @@ pub use query::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use update::UpdateReport;
 
 /// Bump when the tables or what goes into them change: the index is rebuilt.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 /// Column order of the FTS table, and each column's `bm25()` weight: what a
 /// session is about (name, tags, summaries, decisions) above what the user
@@ -50,10 +51,12 @@ const COLUMNS: [(&str, f64); 9] = [
 
 /// `sessions`: the catalog's fields, then how far the file was read (stat at
 /// the last read, offset after the last complete line, the bytes before it).
-/// `docs`: one row per session (rowid `sid`), all its text in the columns
-/// above: what queries rank and filter on, so a frequent word costs one
-/// `bm25()` per session, not per message. Contentless: rewritten whole, from
-/// `fts`, in each update transaction that changes the session.
+/// `docs`: what queries rank and filter on, a few rows per session: its meta
+/// row and its entries' text in chunks of about 16 KB (each row's rowid is
+/// that of its first `fts` row), so a frequent word costs one `bm25()` per
+/// chunk, not per message, and an append rewrites only the last chunk.
+/// Contentless, written from `fts` in the update's transaction; prefix
+/// indexes of 3 and 4 letters keep short last-word prefixes cheap.
 /// `entries` and `fts`: every entry and its text, used only to pick the
 /// snippets of the sessions shown. Session `sid` owns the rowids
 /// [`rowids`]`(sid)`: its meta is the first, its entries follow in file order,
@@ -71,7 +74,7 @@ CREATE TABLE entries(rowid INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, parent_i
 CREATE VIRTUAL TABLE fts USING fts5(name, tags, summary, decisions, files, user, assistant, tool, abandoned,
   tokenize = 'porter unicode61');
 CREATE VIRTUAL TABLE docs USING fts5(name, tags, summary, decisions, files, user, assistant, tool, abandoned,
-  content = '', contentless_delete = 1, tokenize = 'porter unicode61');
+  content = '', contentless_delete = 1, prefix = '3 4', tokenize = 'porter unicode61');
 ";
 
 /// Rowids per session in `entries` and `fts` (entries past it are not indexed).

@@ -6,19 +6,15 @@
 
 use rusqlite::types::Value as SqlValue;
 
-use super::{rowids, session_row, Index, SearchError, SessionRow, COLUMNS, ROW_COLUMNS};
+use super::{rowids, session_row, Index, SearchError, SessionRow, COLUMNS, ROW_COLUMNS, SPAN};
 
 /// Start and end of a highlighted match inside [`Snippet::text`].
 pub const MARK_START: char = '\u{2}';
 pub const MARK_END: char = '\u{3}';
 /// Sessions of the current project count this much more.
 const CURRENT_PROJECT_BOOST: f64 = 1.5;
-
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from", "had", "has", "have",
-    "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "so", "that", "the",
-    "then", "there", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "with", "you",
-];
+/// A session's rows other than its best one count this much.
+const OTHER_ROWS: f64 = 0.5;
 
 /// A parsed query.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -153,20 +149,16 @@ impl Query {
         Ok(query)
     }
 
-    /// The ranking expression: any word or phrase (the last word as a
-    /// prefix). Words like "the" or "did" match nearly every row and rank
-    /// nothing: they are left out when other words remain.
-    fn match_expr(&self) -> Option<String> {
-        let stop = |w: &&String| STOP_WORDS.contains(&w.to_lowercase().as_str());
-        let all_stop = self.words.iter().all(|w| stop(&w));
-        let mut terms: Vec<String> =
-            self.words.iter().filter(|w| all_stop || !stop(w)).filter_map(|w| phrase(w)).collect();
-        if let Some(last) = terms.last_mut() {
-            // A whole word also counts as itself, so it ranks above longer words it begins.
-            *last = format!("({last} OR {last}*)");
+    /// The terms searched for: the words and the phrases, and when
+    /// `prefix` the last word (of 3 letters or more) also as a prefix: the
+    /// whole word counts twice, so it ranks above longer words it begins.
+    fn terms(&self, prefix: bool) -> Vec<String> {
+        let mut terms: Vec<String> = self.words.iter().filter_map(|w| phrase(w)).collect();
+        if let Some(last) = terms.last().filter(|t| prefix && t.len() >= 5) {
+            terms.push(format!("{last}*"));
         }
         terms.extend(self.phrases.iter().filter_map(|p| phrase(p)));
-        (!terms.is_empty()).then(|| terms.join(" OR "))
+        terms
     }
 
     /// SQL conditions on the session `s` for the filters, with their parameters.
@@ -181,7 +173,10 @@ impl Query {
         for (items, cond, columns) in required {
             for item in items.iter().filter_map(|t| phrase(t)) {
                 params.push(SqlValue::Text(format!("{columns}{item}")));
-                sql.push_str(&format!(" AND s.sid {cond} (SELECT rowid FROM docs WHERE docs MATCH ?{})", params.len()));
+                sql.push_str(&format!(
+                    " AND s.sid {cond} (SELECT rowid / {SPAN} FROM docs WHERE docs MATCH ?{})",
+                    params.len()
+                ));
             }
         }
         let filters = [
@@ -216,32 +211,53 @@ impl Index {
 
     fn run(&self, query: &Query) -> rusqlite::Result<Vec<SessionHit>> {
         let mut params = Vec::new();
-        let Some(expr) = query.match_expr() else {
-            // Filters only: the newest sessions that pass them.
-            let cond = query.conditions(&mut params);
-            let sql = format!(
-                "SELECT {ROW_COLUMNS}, 0.0 FROM sessions s WHERE 1 {cond} ORDER BY s.modified_ms DESC LIMIT {}",
-                query.limit
-            );
-            let hits: Vec<SessionHit> = self
-                .conn
-                .prepare(&sql)?
-                .query_map(rusqlite::params_from_iter(params), hit)?
-                .collect::<rusqlite::Result<_>>()?;
-            return Ok(hits.into_iter().filter(|h| !self.excluded(h)).collect());
-        };
-        params.push(SqlValue::Text(expr.clone()));
-        params.push(query.current_cwd.clone().map_or(SqlValue::Null, SqlValue::Text));
-        let cond = query.conditions(&mut params);
+        // A term in more than half the rows gets no weight from bm25() (its
+        // idf is clamped) and costs the most: it is not ranked on while
+        // rarer terms remain; when none remain, the sessions holding all the
+        // terms are listed newest first.
+        let terms = query.terms(true);
+        let half: i64 = self.conn.query_row("SELECT count(*) / 2 FROM docs_docsize", [], |r| r.get(0))?;
+        let mut count =
+            self.conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ?1 LIMIT ?2)")?;
+        let (mut rare, mut common) = (Vec::new(), Vec::new());
+        for term in &terms {
+            match count.query_row(rusqlite::params![term, half + 1], |r| r.get::<_, i64>(0))? {
+                0 => {}
+                n if n <= half => rare.push(term.clone()),
+                _ => common.push(term.clone()),
+            }
+        }
+        if rare.is_empty() && common.is_empty() && !terms.is_empty() {
+            return Ok(Vec::new());
+        }
         let weights: Vec<String> = COLUMNS.iter().map(|(_, w)| w.to_string()).collect();
         let weights = weights.join(", ");
-        // Sessions ranked by their whole text, the current project first.
-        let sql = format!(
-            "SELECT {ROW_COLUMNS}, -bm25(docs, {weights}) * IIF(s.cwd = ?2, {CURRENT_PROJECT_BOOST}, 1.0) AS score, s.sid \
-             FROM docs JOIN sessions s ON s.sid = docs.rowid WHERE docs MATCH ?1 {cond} \
-             ORDER BY score DESC, s.modified_ms DESC LIMIT {}",
-            query.limit
-        );
+        let sql = if rare.is_empty() {
+            let mut all = String::new();
+            for term in &common {
+                params.push(SqlValue::Text(term.clone()));
+                all.push_str(&format!(
+                    " AND s.sid IN (SELECT rowid / {SPAN} FROM docs WHERE docs MATCH ?{})",
+                    params.len()
+                ));
+            }
+            let cond = query.conditions(&mut params);
+            format!("SELECT {ROW_COLUMNS}, 0.0, s.sid * {SPAN} FROM sessions s WHERE 1 {all} {cond} ORDER BY s.modified_ms DESC LIMIT {}", query.limit)
+        } else {
+            params.push(SqlValue::Text(rare.join(" OR ")));
+            params.push(query.current_cwd.clone().map_or(SqlValue::Null, SqlValue::Text));
+            let cond = query.conditions(&mut params);
+            // Sessions ranked by their best row (its meta or a chunk of its
+            // text) plus a share of the others, the current project first.
+            format!(
+                "WITH rows AS MATERIALIZED (SELECT rowid, -bm25(docs, {weights}) AS r FROM docs WHERE docs MATCH ?1), \
+                 per AS (SELECT rowid / {SPAN} AS sid, rowid AS best, max(r) AS top, sum(r) AS total FROM rows GROUP BY 1) \
+                 SELECT {ROW_COLUMNS}, (top + {OTHER_ROWS} * (total - top)) * IIF(s.cwd = ?2, {CURRENT_PROJECT_BOOST}, 1.0) \
+                 AS score, best FROM per JOIN sessions s ON s.sid = per.sid WHERE 1 {cond} \
+                 ORDER BY score DESC, s.modified_ms DESC LIMIT {}",
+                query.limit
+            )
+        };
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let hits: Vec<(SessionHit, i64)> = stmt
             .query_map(rusqlite::params_from_iter(params), |r| Ok((hit(r)?, r.get(17)?)))?
@@ -249,25 +265,48 @@ impl Index {
             .into_iter()
             .filter(|(h, _)| !self.excluded(h))
             .collect();
-        // Snippets: each shown session's best rows (found by its rowid range).
-        let mut best = self.conn.prepare_cached(&format!(
+        // Snippets: rows of the best chunk (or of the session when none was
+        // ranked) holding every word, then any, then the prefix (not
+        // ranked by bm25(), whose word counts read the whole table).
+        let mut best = self.conn.prepare_cached(
             "SELECT rowid, snippet(fts, -1, char(2), char(3), '…', 14) FROM fts \
-             WHERE fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY bm25(fts, {weights}) LIMIT 2"
-        ))?;
+             WHERE fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT 2",
+        )?;
+        let mut end = self.conn.prepare_cached("SELECT min(rowid) - 1 FROM docs WHERE rowid > ?1 AND rowid <= ?2")?;
         let mut entry = self.conn.prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
+        let words = query.terms(false);
+        let mut exprs = vec![words.join(" AND "), words.join(" OR "), terms.join(" OR ")];
+        exprs.retain(|e| !e.is_empty());
+        exprs.dedup();
         let mut found = Vec::with_capacity(hits.len());
-        for (mut hit, sid) in hits {
-            let (first, last) = rowids(sid);
-            let rows = best.query_map(rusqlite::params![expr, first, last], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            for row in rows {
-                let (rowid, text): (i64, String) = row?;
-                hit.snippets.push(if rowid == first {
-                    Snippet { entry_id: None, role: "meta".into(), abandoned: false, text }
-                } else {
-                    let (entry_id, role, active) =
-                        entry.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?)))?;
-                    Snippet { entry_id: Some(entry_id), role, abandoned: !active, text }
-                });
+        for (mut hit, chunk) in hits {
+            let (first, last) = rowids(chunk / SPAN);
+            let chunk_end = match (chunk == first, rare.is_empty()) {
+                (_, true) => last,
+                (true, false) => first,
+                (false, false) => end.query_row([chunk, last], |r| r.get::<_, Option<i64>>(0))?.unwrap_or(last),
+            };
+            let mut seen = Vec::new();
+            for (i, expr) in exprs.iter().enumerate() {
+                // The prefix (last) only when the words found nothing: it reads every row of `fts`.
+                if seen.len() == 2 || (i == exprs.len() - 1 && i > 0 && !seen.is_empty()) {
+                    break;
+                }
+                let rows = best.query_map(rusqlite::params![expr, chunk, chunk_end], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                for row in rows {
+                    let (rowid, text): (i64, String) = row?;
+                    if seen.len() == 2 || seen.contains(&rowid) {
+                        continue;
+                    }
+                    seen.push(rowid);
+                    hit.snippets.push(if rowid == first {
+                        Snippet { entry_id: None, role: "meta".into(), abandoned: false, text }
+                    } else {
+                        let (entry_id, role, active) =
+                            entry.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?)))?;
+                        Snippet { entry_id: Some(entry_id), role, abandoned: !active, text }
+                    });
+                }
             }
             found.push(hit);
         }

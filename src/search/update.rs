@@ -17,6 +17,8 @@ use crate::session::{AgentMessage, Entry, EntryKind};
 
 /// Bytes before the read offset remembered to notice a rewritten file.
 const TAIL_BYTES: u64 = 64;
+/// Text per ranking row of `docs` (a session's entries are split in chunks of about this size).
+const CHUNK_BYTES: i64 = 16 * 1024;
 /// Longest first message kept in the `sessions` table.
 const FIRST_MESSAGE_CHARS: usize = 500;
 
@@ -233,6 +235,8 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, privacy: &PrivacyConfig
 fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool> {
     let changed = !plan.is_empty();
     let mut sid = plan.stored.as_ref().map(|s| s.0);
+    // The first `fts` rowid whose ranking rows are to be written.
+    let mut from = None;
     if plan.drop {
         if let Some(sid) = sid.take() {
             drop_session(tx, sid)?;
@@ -248,7 +252,7 @@ fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool>
             sid = Some(tx.last_insert_rowid());
         }
         let Some(sid) = sid else { return Ok(changed) };
-        add_entries(tx, sid, lines)?;
+        from = add_entries(tx, sid, lines)?;
         let st = lines.stat;
         tx.execute(
             "UPDATE sessions SET size = ?2, mtime_ns = ?3, inode = ?4, read_to = ?5, tail = ?6, modified_ms = ?7 \
@@ -267,24 +271,64 @@ fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool>
     let Some(sid) = sid else { return Ok(changed) };
     if let Some((meta, mtime)) = &plan.meta {
         set_meta(tx, sid, meta.as_ref(), *mtime)?;
+        write_docs(tx, sid, rowids(sid).0)?;
     }
-    if plan.lines.is_some() || plan.meta.is_some() {
-        write_doc(tx, sid)?;
+    if let Some(from) = from {
+        write_docs(tx, sid, from)?;
     }
     Ok(changed)
 }
 
-/// The session's ranking row in `docs`: its text, column by column, from `fts`.
-fn write_doc(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
+/// The session's ranking rows in `docs`, from its `fts` rows: the meta row
+/// (`from` = the session's first rowid) alone, or the entries from rowid
+/// `from` on, in chunks of about `CHUNK_BYTES` of text, each keyed by its
+/// first rowid. The last chunk before `from` takes the new rows while it is
+/// not full, so an append rewrites at most one chunk however long the session.
+fn write_docs(tx: &Transaction<'_>, sid: i64, from: i64) -> rusqlite::Result<()> {
     let (first, last) = rowids(sid);
-    tx.execute("DELETE FROM docs WHERE rowid = ?1", [sid])?;
     let text = |c: &str| format!("group_concat({c}, char(10))");
-    let sql = format!(
-        "INSERT INTO docs(rowid, {}) SELECT ?1, {} FROM fts WHERE rowid BETWEEN ?2 AND ?3",
+    let insert = format!(
+        "INSERT INTO docs(rowid, {}) SELECT ?1, {} FROM fts WHERE rowid BETWEEN ?1 AND ?2",
         COLUMNS.map(|c| c.0).join(", "),
         COLUMNS.map(|c| text(c.0)).join(", ")
     );
-    tx.prepare_cached(&sql)?.execute(params![sid, first, last]).map(drop)
+    let mut insert = tx.prepare_cached(&insert)?;
+    if from == first {
+        tx.execute("DELETE FROM docs WHERE rowid = ?1", [first])?;
+        return insert.execute([first, first]).map(drop);
+    }
+    let size = format!(
+        "SELECT rowid, {} FROM fts WHERE rowid BETWEEN ?1 AND ?2",
+        COLUMNS.map(|c| format!("ifnull(length({}), 0)", c.0)).join(" + ")
+    );
+    let mut size = tx.prepare_cached(&size)?;
+    let open: Option<i64> =
+        tx.query_row("SELECT max(rowid) FROM docs WHERE rowid > ?1 AND rowid < ?2", [first, from], |r| r.get(0))?;
+    let start = match open {
+        Some(open) => {
+            let used: i64 = size.query_map([open, from - 1], |r| r.get::<_, i64>(1))?.sum::<rusqlite::Result<i64>>()?;
+            if used < CHUNK_BYTES {
+                open
+            } else {
+                from
+            }
+        }
+        None => from,
+    };
+    tx.execute("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2", [start, last])?;
+    let mut chunk: Option<(i64, i64)> = None;
+    for row in size.query_map([start, last], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
+        let (rowid, bytes) = row?;
+        if let Some((begin, _)) = chunk.filter(|c| c.1 >= CHUNK_BYTES) {
+            insert.execute([begin, rowid - 1])?;
+            chunk = None;
+        }
+        chunk.get_or_insert((rowid, 0)).1 += bytes;
+    }
+    if let Some((begin, _)) = chunk {
+        insert.execute([begin, last])?;
+    }
+    Ok(())
 }
 
 /// The `TAIL_BYTES` bytes before `offset`.
@@ -302,7 +346,7 @@ fn drop_session(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
     let (first, last) = rowids(sid);
     tx.execute("DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2", [first, last])?;
     tx.execute("DELETE FROM entries WHERE rowid BETWEEN ?1 AND ?2", [first, last])?;
-    tx.execute("DELETE FROM docs WHERE rowid = ?1", [sid])?;
+    tx.execute("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2", [first, last])?;
     tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
     Ok(())
 }
@@ -342,8 +386,9 @@ fn on_branch(links: &[(String, Option<String>)]) -> Vec<bool> {
     on
 }
 
-/// Index the entries read from the file.
-fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Result<()> {
+/// Index the entries read from the file; returns the first rowid whose
+/// ranking rows must be rewritten (`None`: no entry was read).
+fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Result<Option<i64>> {
     let (entries, (first, last)) = (&lines.read.entries, rowids(sid));
     let links: Vec<_> = entries.iter().map(|e| (e.id.clone(), e.parent_id.clone())).collect();
     let (top, leaf): (i64, Option<String>) = tx
@@ -390,10 +435,14 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Resul
         0 => e.parent_id == leaf,
         _ => e.parent_id.as_deref() == Some(entries[i - 1].id.as_str()),
     });
+    if entries.is_empty() {
+        return Ok(None);
+    }
     if lines.appended && !continues {
         recompute_active(tx, sid)?;
+        return Ok(Some(first + 1));
     }
-    Ok(())
+    Ok(Some(top + 1))
 }
 
 /// After an append the active branch may have moved: flag the entries anew,
