@@ -45,10 +45,6 @@ fn corpus(agent: &Path, sessions: usize, turns: usize) -> Vec<Writer> {
         .collect()
 }
 
-fn rows_len(conn: &rusqlite::Connection) -> i64 {
-    conn.query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get(0)).expect("count")
-}
-
 /// Every indexed session holds exactly the entries of its file.
 fn assert_consistent(agent: &Path) {
     let index = Index::open(agent).expect("open the index");
@@ -75,8 +71,14 @@ fn assert_consistent(agent: &Path) {
         )
         .expect("count");
     assert_eq!(fts, expected, "text rows: one per indexed entry and one per session");
-    let docs: i64 = conn.query_row("SELECT COUNT(*) FROM docs", [], |r| r.get(0)).expect("count");
-    assert_eq!(docs, rows_len(&conn), "one ranking row per session");
+    // Ranking rows: each session's meta row, chunks starting at its text rows, none orphaned.
+    let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).expect("count");
+    let no_meta = "SELECT COUNT(*) FROM sessions s WHERE NOT EXISTS (SELECT 1 FROM docs WHERE rowid = s.sid << 20)";
+    assert_eq!(count(no_meta), 0, "every session has its meta ranking row");
+    assert_eq!(count("SELECT COUNT(*) FROM docs WHERE rowid NOT IN (SELECT rowid FROM fts)"), 0, "orphan ranking rows");
+    let unranked = "SELECT COUNT(*) FROM sessions s WHERE EXISTS (SELECT 1 FROM entries e WHERE e.rowid >> 20 = s.sid \
+         AND col IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM docs d WHERE d.rowid > s.sid << 20 AND d.rowid < (s.sid + 1) << 20)";
+    assert_eq!(count(unranked), 0, "every session with text has a ranking chunk");
 }
 
 #[test]

@@ -214,22 +214,37 @@ impl Index {
         // A term in more than half the rows gets no weight from bm25() (its
         // idf is clamped) and costs the most: it is not ranked on while
         // rarer terms remain; when none remain, the sessions holding all the
-        // terms are listed newest first.
-        let terms = query.terms(true);
+        // terms are listed newest first. bm25() costs per row matched, so
+        // rows are found by the rare terms (in at most an eighth of the rows,
+        // else the rarest), and the others only add to their score.
+        let mut terms = query.terms(true);
+        terms.sort();
+        terms.dedup();
         let half: i64 = self.conn.query_row("SELECT count(*) / 2 FROM docs_docsize", [], |r| r.get(0))?;
         let mut count =
             self.conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ?1 LIMIT ?2)")?;
-        let (mut rare, mut common) = (Vec::new(), Vec::new());
+        let mut counted = Vec::new();
         for term in &terms {
-            match count.query_row(rusqlite::params![term, half + 1], |r| r.get::<_, i64>(0))? {
-                0 => {}
-                n if n <= half => rare.push(term.clone()),
-                _ => common.push(term.clone()),
+            let n: i64 = count.query_row(rusqlite::params![term, half + 1], |r| r.get(0))?;
+            if n > 0 {
+                counted.push((n, term.clone()));
             }
         }
-        if rare.is_empty() && common.is_empty() && !terms.is_empty() {
+        if counted.is_empty() && !terms.is_empty() {
             return Ok(Vec::new());
         }
+        counted.sort();
+        let (rare, common): (Vec<_>, Vec<_>) = counted.into_iter().partition(|(n, _)| *n <= half);
+        let (anchors, others): (Vec<_>, Vec<_>) =
+            rare.iter().enumerate().partition(|(i, (n, _))| *i == 0 || *n <= half / 4);
+        let join =
+            |terms: &[(usize, &(i64, String))]| terms.iter().map(|t| t.1 .1.as_str()).collect::<Vec<_>>().join(" OR ");
+        let expr = if others.is_empty() {
+            join(&anchors)
+        } else {
+            format!("({0}) AND ({0} OR {1})", join(&anchors), join(&others))
+        };
+        let common: Vec<String> = common.into_iter().map(|t| t.1).collect();
         let weights: Vec<String> = COLUMNS.iter().map(|(_, w)| w.to_string()).collect();
         let weights = weights.join(", ");
         let sql = if rare.is_empty() {
@@ -244,7 +259,7 @@ impl Index {
             let cond = query.conditions(&mut params);
             format!("SELECT {ROW_COLUMNS}, 0.0, s.sid * {SPAN} FROM sessions s WHERE 1 {all} {cond} ORDER BY s.modified_ms DESC LIMIT {}", query.limit)
         } else {
-            params.push(SqlValue::Text(rare.join(" OR ")));
+            params.push(SqlValue::Text(expr));
             params.push(query.current_cwd.clone().map_or(SqlValue::Null, SqlValue::Text));
             let cond = query.conditions(&mut params);
             // Sessions ranked by their best row (its meta or a chunk of its

@@ -154,7 +154,6 @@ struct Lines {
     texts: Vec<EntryText>,
     stat: FileStat,
     tail: Option<Vec<u8>>,
-    appended: bool,
 }
 
 /// One file's update, prepared without the write lock: the state it was
@@ -199,8 +198,16 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, privacy: &PrivacyConfig
     };
     let mut id = stored.as_ref().filter(|_| !plan.drop).map(|s| s.1.clone());
     let mut named = false;
-    if let Some(from) = from {
-        match crate::session::read_appended(path, from) {
+    if let Some(mut from) = from {
+        let mut read = crate::session::read_appended(path, from);
+        if let (Ok(appended), Some(sid)) = (&read, stored.as_ref().map(|s| s.0)) {
+            if from > 0 && !continues(conn, sid, &appended.entries)? {
+                // Another branch was taken: read whole, so the active branch is found anew.
+                (plan.drop, from) = (true, 0);
+                read = crate::session::read_appended(path, 0);
+            }
+        }
+        match read {
             // Nothing complete to read yet in a new file.
             Ok(read) if from == 0 && read.header.is_none() => return Ok(plan),
             // Kept out by privacy.exclude: what was stored of it goes.
@@ -213,7 +220,7 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, privacy: &PrivacyConfig
                 named = read.entries.iter().any(|e| matches!(e.kind, EntryKind::SessionInfo { .. }));
                 let texts = read.entries.iter().map(entry_text).collect();
                 let tail = tail_at(path, read.end);
-                plan.lines = Some(Lines { texts, stat: st, tail, appended: from > 0, read });
+                plan.lines = Some(Lines { texts, stat: st, tail, read });
             }
             // Unreadable or not a pi session (any more): it stays out.
             Err(e) => {
@@ -391,16 +398,13 @@ fn on_branch(links: &[(String, Option<String>)]) -> Vec<bool> {
 fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Result<Option<i64>> {
     let (entries, (first, last)) = (&lines.read.entries, rowids(sid));
     let links: Vec<_> = entries.iter().map(|e| (e.id.clone(), e.parent_id.clone())).collect();
-    let (top, leaf): (i64, Option<String>) = tx
-        .query_row(
-            "SELECT rowid, entry_id FROM entries WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid DESC LIMIT 1",
-            [first, last],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?
-        .unwrap_or((first, None));
-    // Appended entries are placed as active, then the whole session's branch is recomputed.
-    let active = if lines.appended { vec![true; entries.len()] } else { on_branch(&links) };
+    let top: i64 = tx
+        .query_row("SELECT max(rowid) FROM entries WHERE rowid BETWEEN ?1 AND ?2", [first, last], |r| {
+            r.get::<_, Option<i64>>(0)
+        })?
+        .unwrap_or(first);
+    // Appended entries continue the branch (see `continues`), so they are all active.
+    let active = on_branch(&links);
     let (mut messages, mut first_message) = (0i64, None);
     for (((entry, &active), (role, text)), rowid) in entries.iter().zip(&active).zip(&lines.texts).zip(top + 1..=last) {
         if let EntryKind::Message(m) = &entry.kind {
@@ -430,49 +434,24 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Resul
          WHERE sid = ?1",
         params![sid, messages, first_message],
     )?;
-    // An agent run continues the branch: only a jump to another parent moves it.
-    let continues = entries.iter().enumerate().all(|(i, e)| match i {
-        0 => e.parent_id == leaf,
-        _ => e.parent_id.as_deref() == Some(entries[i - 1].id.as_str()),
-    });
-    if entries.is_empty() {
-        return Ok(None);
-    }
-    if lines.appended && !continues {
-        recompute_active(tx, sid)?;
-        return Ok(Some(first + 1));
-    }
-    Ok(Some(top + 1))
+    Ok((!entries.is_empty()).then_some(top + 1))
 }
 
-/// After an append the active branch may have moved: flag the entries anew,
-/// moving text between its column and `abandoned`.
-fn recompute_active(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
-    type Row = (i64, bool, Option<String>);
-    let (mut rows, mut links): (Vec<Row>, Vec<_>) = (Vec::new(), Vec::new());
-    let mut stmt = tx.prepare_cached(
-        "SELECT rowid, active, col, entry_id, parent_id FROM entries WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid",
-    )?;
+/// Whether entries appended to session `sid` continue its last stored entry
+/// (an agent run does; a jump to another branch does not).
+fn continues(conn: &Connection, sid: i64, entries: &[Entry]) -> rusqlite::Result<bool> {
     let (first, last) = rowids(sid);
-    for row in stmt.query_map([first, last], |r| Ok(((r.get(0)?, r.get(1)?, r.get(2)?), (r.get(3)?, r.get(4)?))))? {
-        let (row, link) = row?;
-        rows.push(row);
-        links.push(link);
-    }
-    for ((rowid, was, column), now) in rows.into_iter().zip(on_branch(&links)) {
-        if was == now {
-            continue;
-        }
-        tx.execute("UPDATE entries SET active = ?2 WHERE rowid = ?1", params![rowid, now])?;
-        if let Some(column) = column {
-            let (from, to) = if now { ("abandoned", column.as_str()) } else { (column.as_str(), "abandoned") };
-            let text: Option<String> =
-                tx.query_row(&format!("SELECT {from} FROM fts WHERE rowid = ?1"), [rowid], |r| r.get(0))?;
-            tx.execute("DELETE FROM fts WHERE rowid = ?1", [rowid])?;
-            tx.execute(&format!("INSERT INTO fts(rowid, {to}) VALUES (?1, ?2)"), params![rowid, text])?;
-        }
-    }
-    Ok(())
+    let leaf: Option<String> = conn
+        .query_row(
+            "SELECT entry_id FROM entries WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid DESC LIMIT 1",
+            [first, last],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(entries.iter().enumerate().all(|(i, e)| match i {
+        0 => e.parent_id == leaf,
+        _ => e.parent_id.as_deref() == Some(entries[i - 1].id.as_str()),
+    }))
 }
 
 /// The meta fields: the `sessions` columns and the session's meta row in
