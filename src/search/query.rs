@@ -210,7 +210,6 @@ impl Index {
     }
 
     fn run(&self, query: &Query) -> rusqlite::Result<Vec<SessionHit>> {
-        let mut params = Vec::new();
         // A term in more than half the rows gets no weight from bm25() (its
         // idf is clamped) and costs the most: it is not ranked on while
         // rarer terms remain; when none remain, the sessions holding all the
@@ -227,45 +226,37 @@ impl Index {
         for term in &terms {
             let n: i64 = count.query_row(rusqlite::params![term, half + 1], |r| r.get(0))?;
             if n > 0 {
-                counted.push((n, term.clone()));
+                counted.push((n, term.as_str()));
             }
-        }
-        if counted.is_empty() && !terms.is_empty() {
-            return Ok(Vec::new());
         }
         counted.sort();
-        let (rare, common): (Vec<_>, Vec<_>) = counted.into_iter().partition(|(n, _)| *n <= half);
-        let (anchors, others): (Vec<_>, Vec<_>) =
-            rare.iter().enumerate().partition(|(i, (n, _))| *i == 0 || *n <= half / 4);
-        let join =
-            |terms: &[(usize, &(i64, String))]| terms.iter().map(|t| t.1 .1.as_str()).collect::<Vec<_>>().join(" OR ");
-        let expr = if others.is_empty() {
-            join(&anchors)
-        } else {
-            format!("({0}) AND ({0} OR {1})", join(&anchors), join(&others))
+        let rare: Vec<&str> = counted.iter().filter(|(n, _)| *n <= half).map(|t| t.1).collect();
+        let anchors = counted.iter().take_while(|(n, _)| *n <= half / 4).count().max(1).min(rare.len());
+        let (anchors, others) = (rare[..anchors].join(" OR "), rare[anchors..].join(" OR "));
+        let weights = COLUMNS.map(|(_, w)| w.to_string()).join(", ");
+        let (rank, expr) = match (anchors.is_empty(), others.is_empty()) {
+            (true, _) => ("0.0".to_string(), counted.iter().map(|t| t.1).collect::<Vec<_>>().join(" AND ")),
+            (false, true) => (format!("-bm25(docs, {weights})"), anchors),
+            (false, false) => (format!("-bm25(docs, {weights})"), format!("({anchors}) AND ({anchors} OR {others})")),
         };
-        let common: Vec<String> = common.into_iter().map(|t| t.1).collect();
-        let weights: Vec<String> = COLUMNS.iter().map(|(_, w)| w.to_string()).collect();
-        let weights = weights.join(", ");
-        let sql = if rare.is_empty() {
-            let mut all = String::new();
-            for term in &common {
-                params.push(SqlValue::Text(term.clone()));
-                all.push_str(&format!(
-                    " AND s.sid IN (SELECT rowid / {SPAN} FROM docs WHERE docs MATCH ?{})",
-                    params.len()
-                ));
-            }
-            let cond = query.conditions(&mut params);
-            format!("SELECT {ROW_COLUMNS}, 0.0, s.sid * {SPAN} FROM sessions s WHERE 1 {all} {cond} ORDER BY s.modified_ms DESC LIMIT {}", query.limit)
-        } else {
-            params.push(SqlValue::Text(expr));
-            params.push(query.current_cwd.clone().map_or(SqlValue::Null, SqlValue::Text));
-            let cond = query.conditions(&mut params);
-            // Sessions ranked by their best row (its meta or a chunk of its
-            // text) plus a share of the others, the current project first.
+        if expr.is_empty() && !terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filters_only = expr.is_empty();
+        let mut params = vec![SqlValue::Text(expr), query.current_cwd.clone().map_or(SqlValue::Null, SqlValue::Text)];
+        let cond = query.conditions(&mut params);
+        // Sessions ranked by their best row (its meta or a chunk of its text)
+        // plus a share of the others, the current project first; with no
+        // terms, the newest sessions that pass the filters (?1 and ?2 unused).
+        let sql = if filters_only {
             format!(
-                "WITH rows AS MATERIALIZED (SELECT rowid, -bm25(docs, {weights}) AS r FROM docs WHERE docs MATCH ?1), \
+                "SELECT {ROW_COLUMNS}, 0.0, s.sid * {SPAN} FROM sessions s WHERE ?1 = '' AND ?2 IS ?2 {cond} \
+                 ORDER BY s.modified_ms DESC LIMIT {}",
+                query.limit
+            )
+        } else {
+            format!(
+                "WITH rows AS MATERIALIZED (SELECT rowid, {rank} AS r FROM docs WHERE docs MATCH ?1), \
                  per AS (SELECT rowid / {SPAN} AS sid, rowid AS best, max(r) AS top, sum(r) AS total FROM rows GROUP BY 1) \
                  SELECT {ROW_COLUMNS}, (top + {OTHER_ROWS} * (total - top)) * IIF(s.cwd = ?2, {CURRENT_PROJECT_BOOST}, 1.0) \
                  AS score, best FROM per JOIN sessions s ON s.sid = per.sid WHERE 1 {cond} \
@@ -280,14 +271,13 @@ impl Index {
             .into_iter()
             .filter(|(h, _)| !self.excluded(h))
             .collect();
-        // Snippets: rows of the best chunk (or of the session when none was
-        // ranked) holding every word, then any, then the prefix (not
-        // ranked by bm25(), whose word counts read the whole table).
+        // Snippets: the first rows from the best chunk on (or of the session
+        // when none was ranked) holding every word, then any, then the
+        // prefix (not ranked by bm25(), whose word counts read the whole table).
         let mut best = self.conn.prepare_cached(
             "SELECT rowid, snippet(fts, -1, char(2), char(3), '…', 14) FROM fts \
              WHERE fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT 2",
         )?;
-        let mut end = self.conn.prepare_cached("SELECT min(rowid) - 1 FROM docs WHERE rowid > ?1 AND rowid <= ?2")?;
         let mut entry = self.conn.prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
         let words = query.terms(false);
         let mut exprs = vec![words.join(" AND "), words.join(" OR "), terms.join(" OR ")];
@@ -296,18 +286,13 @@ impl Index {
         let mut found = Vec::with_capacity(hits.len());
         for (mut hit, chunk) in hits {
             let (first, last) = rowids(chunk / SPAN);
-            let chunk_end = match (chunk == first, rare.is_empty()) {
-                (_, true) => last,
-                (true, false) => first,
-                (false, false) => end.query_row([chunk, last], |r| r.get::<_, Option<i64>>(0))?.unwrap_or(last),
-            };
             let mut seen = Vec::new();
             for (i, expr) in exprs.iter().enumerate() {
                 // The prefix (last) only when the words found nothing: it reads every row of `fts`.
                 if seen.len() == 2 || (i == exprs.len() - 1 && i > 0 && !seen.is_empty()) {
                     break;
                 }
-                let rows = best.query_map(rusqlite::params![expr, chunk, chunk_end], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                let rows = best.query_map(rusqlite::params![expr, chunk, last], |r| Ok((r.get(0)?, r.get(1)?)))?;
                 for row in rows {
                     let (rowid, text): (i64, String) = row?;
                     if seen.len() == 2 || seen.contains(&rowid) {

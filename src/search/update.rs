@@ -289,8 +289,9 @@ fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool>
 /// The session's ranking rows in `docs`, from its `fts` rows: the meta row
 /// (`from` = the session's first rowid) alone, or the entries from rowid
 /// `from` on, in chunks of about `CHUNK_BYTES` of text, each keyed by its
-/// first rowid. The last chunk before `from` takes the new rows while it is
-/// not full, so an append rewrites at most one chunk however long the session.
+/// first rowid. The chunk before `from` is written again with the new rows
+/// (it takes them while it is not full), so an append rewrites at most one
+/// chunk however long the session.
 fn write_docs(tx: &Transaction<'_>, sid: i64, from: i64) -> rusqlite::Result<()> {
     let (first, last) = rowids(sid);
     let text = |c: &str| format!("group_concat({c}, char(10))");
@@ -304,27 +305,13 @@ fn write_docs(tx: &Transaction<'_>, sid: i64, from: i64) -> rusqlite::Result<()>
         tx.execute("DELETE FROM docs WHERE rowid = ?1", [first])?;
         return insert.execute([first, first]).map(drop);
     }
-    let size = format!(
-        "SELECT rowid, {} FROM fts WHERE rowid BETWEEN ?1 AND ?2",
-        COLUMNS.map(|c| format!("ifnull(length({}), 0)", c.0)).join(" + ")
-    );
-    let mut size = tx.prepare_cached(&size)?;
-    let open: Option<i64> =
-        tx.query_row("SELECT max(rowid) FROM docs WHERE rowid > ?1 AND rowid < ?2", [first, from], |r| r.get(0))?;
-    let start = match open {
-        Some(open) => {
-            let used: i64 = size.query_map([open, from - 1], |r| r.get::<_, i64>(1))?.sum::<rusqlite::Result<i64>>()?;
-            if used < CHUNK_BYTES {
-                open
-            } else {
-                from
-            }
-        }
-        None => from,
-    };
+    let open = "SELECT max(rowid) FROM docs WHERE rowid > ?1 AND rowid < ?2";
+    let start = tx.query_row(open, [first, from], |r| r.get::<_, Option<i64>>(0))?.unwrap_or(from);
     tx.execute("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2", [start, last])?;
+    let size = COLUMNS.map(|c| format!("ifnull(length({}), 0)", c.0)).join(" + ");
+    let mut rows = tx.prepare_cached(&format!("SELECT rowid, {size} FROM fts WHERE rowid BETWEEN ?1 AND ?2"))?;
     let mut chunk: Option<(i64, i64)> = None;
-    for row in size.query_map([start, last], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
+    for row in rows.query_map([start, last], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
         let (rowid, bytes) = row?;
         if let Some((begin, _)) = chunk.filter(|c| c.1 >= CHUNK_BYTES) {
             insert.execute([begin, rowid - 1])?;
