@@ -13,8 +13,6 @@ pub const MARK_START: char = '\u{2}';
 pub const MARK_END: char = '\u{3}';
 /// Sessions of the current project count this much more.
 const CURRENT_PROJECT_BOOST: f64 = 1.5;
-/// Rows a term may match to find sessions (more only add to their score).
-const RANKED_ROWS: i64 = 2000;
 /// A session's rows other than its best one count this much.
 const OTHER_ROWS: f64 = 0.5;
 
@@ -212,30 +210,34 @@ impl Index {
     }
 
     fn run(&self, query: &Query) -> rusqlite::Result<Vec<SessionHit>> {
-        // bm25() costs some µs per row it scores, and a term in many rows
-        // ranks little (its idf is small; nil in over half the rows): rows
-        // are found by the terms in at most `RANKED_ROWS` of them, the other
-        // terms only add to their score. When every term is more frequent,
-        // the sessions holding them all are listed newest first.
+        // A term in more than half the rows gets no weight from bm25() (its
+        // idf is clamped) and costs the most: it is not ranked on while
+        // rarer terms remain; when none remain, the sessions holding all the
+        // terms are listed newest first. bm25() costs per row matched, so
+        // rows are found by the rare terms (in at most an eighth of the rows,
+        // else the rarest), and the others only add to their score.
         let mut terms = query.terms(true);
         terms.sort();
         terms.dedup();
+        let half: i64 = self.conn.query_row("SELECT count(*) / 2 FROM docs_docsize", [], |r| r.get(0))?;
         let mut count =
             self.conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ?1 LIMIT ?2)")?;
-        let (mut rare, mut frequent) = (Vec::new(), Vec::new());
+        let mut counted = Vec::new();
         for term in &terms {
-            match count.query_row(rusqlite::params![term, RANKED_ROWS + 1], |r| r.get::<_, i64>(0))? {
-                0 => {}
-                n if n <= RANKED_ROWS => rare.push(term.as_str()),
-                _ => frequent.push(term.as_str()),
+            let n: i64 = count.query_row(rusqlite::params![term, half + 1], |r| r.get(0))?;
+            if n > 0 {
+                counted.push((n, term.as_str()));
             }
         }
-        let (rare, frequent) = (rare.join(" OR "), frequent.join(" OR "));
+        counted.sort();
+        let rare: Vec<&str> = counted.iter().filter(|(n, _)| *n <= half).map(|t| t.1).collect();
+        let anchors = counted.iter().take_while(|(n, _)| *n <= half / 4).count().max(1).min(rare.len());
+        let (anchors, others) = (rare[..anchors].join(" OR "), rare[anchors..].join(" OR "));
         let weights = COLUMNS.map(|(_, w)| w.to_string()).join(", ");
-        let (rank, expr) = match (rare.is_empty(), frequent.is_empty()) {
-            (true, _) => ("0.0".to_string(), frequent.replace(" OR ", " AND ")),
-            (false, true) => (format!("-bm25(docs, {weights})"), rare),
-            (false, false) => (format!("-bm25(docs, {weights})"), format!("({rare}) AND ({rare} OR {frequent})")),
+        let (rank, expr) = match (anchors.is_empty(), others.is_empty()) {
+            (true, _) => ("0.0".to_string(), counted.iter().map(|t| t.1).collect::<Vec<_>>().join(" AND ")),
+            (false, true) => (format!("-bm25(docs, {weights})"), anchors),
+            (false, false) => (format!("-bm25(docs, {weights})"), format!("({anchors}) AND ({anchors} OR {others})")),
         };
         if expr.is_empty() && !terms.is_empty() {
             return Ok(Vec::new());
