@@ -140,6 +140,20 @@ fn corpus(agent: &Path) {
 #[test]
 #[ignore = "below target (issue 17): Tuned 11/13 (85%), HeldOut 10/14 (71%); run with --ignored"]
 fn the_remembered_session_is_in_the_top_3_for_nine_in_ten_paraphrases_in_each_half() {
+    let (shares, report) = recall();
+    assert!(shares.iter().all(|&s| s >= 0.9), "a half below 90%:\n{report}");
+}
+
+/// Run in CI while the target is not met: ranking changes must not lose
+/// what was measured (Tuned 11/13, HeldOut 10/14).
+#[test]
+fn recall_never_falls_below_the_measured_floor() {
+    let (shares, report) = recall();
+    assert!(shares[0] >= 11.0 / 13.0 && shares[1] >= 10.0 / 14.0, "recall fell:\n{report}");
+}
+
+/// The share of each half's queries whose target is in the top 3, and what missed.
+fn recall() -> (Vec<f64>, String) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let agent = dir.path();
     corpus(agent);
@@ -164,5 +178,5 @@ fn the_remembered_session_is_in_the_top_3_for_nine_in_ten_paraphrases_in_each_ha
         shares.push(share);
     }
     eprint!("{report}");
-    assert!(shares.iter().all(|&s| s >= 0.9), "a half below 90%:\n{report}");
+    (shares, report)
 }
