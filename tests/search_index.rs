@@ -12,6 +12,7 @@ use std::path::Path;
 use search_support::{copy_real_sessions, write_meta, Writer};
 use serde_json::json;
 use session_index::search::{Index, Query, SessionHit};
+use session_index::text::Keep;
 
 fn update(agent: &Path) -> Index {
     let mut index = Index::open(agent).expect("open the index");
@@ -268,6 +269,38 @@ fn the_sessions_table_holds_the_catalog_fields() {
     assert_eq!(row.message_count, 2);
     assert_eq!(row.model.as_deref(), Some("local/extractive"));
     assert!(row.modified_ms > 0);
+}
+
+/// What pi's `/resume` lists comes out of the index as the summary tier
+/// (checked against pi in session_parity.rs) reads it from the files: the
+/// last activity (pi's "modified": latest user or assistant message, else
+/// the header time) and the first message (redacted, clipped), also after an append.
+#[test]
+fn the_sessions_table_lists_what_pi_lists() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    assert!(copy_real_sessions(agent) >= 10, "the shared fixtures hold real sessions");
+    let mut w = Writer::new(agent, "/p/list", "listed");
+    w.user("first words");
+    Writer::new(agent, "/p/list", "no-messages");
+    let check = |index: &Index| {
+        let rows = index.sessions().expect("sessions");
+        assert!(rows.len() >= 12, "{}", rows.len());
+        for row in rows {
+            let s = session_index::session::summarize(&row.path).expect("a session");
+            assert_eq!(row.last_activity_ms, Some(s.last_activity_ms), "{}", row.id);
+            let clip = |m: String| session_index::text::clip(&session_index::redact::redact(&m), 500, Keep::Head);
+            assert_eq!(row.first_message, s.first_message.map(clip), "{}", row.id);
+        }
+    };
+    let mut index = update(agent);
+    check(&index);
+    let before = index.sessions().expect("sessions").into_iter().find(|r| r.id == "listed").expect("listed");
+    w.assistant("later words");
+    index.update(&agent.join("sessions"), &agent.join("sessions-meta"), None).expect("update");
+    check(&index);
+    let after = index.sessions().expect("sessions").into_iter().find(|r| r.id == "listed").expect("listed");
+    assert!(after.last_activity_ms > before.last_activity_ms, "{before:?} {after:?}");
 }
 
 #[test]

@@ -66,6 +66,7 @@ CREATE TABLE sessions(sid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEX
   created TEXT NOT NULL, modified_ms INTEGER NOT NULL, name TEXT, slug TEXT, description TEXT, summary TEXT,
   tags TEXT NOT NULL DEFAULT '[]', first_message TEXT, has_meta INTEGER NOT NULL DEFAULT 0, parent_session TEXT,
   message_count INTEGER NOT NULL DEFAULT 0, model TEXT, cost_usd REAL, session_name TEXT,
+  last_activity_ms INTEGER NOT NULL DEFAULT 0,
   size INTEGER NOT NULL DEFAULT 0, mtime_ns INTEGER NOT NULL DEFAULT 0, inode INTEGER NOT NULL DEFAULT 0,
   read_to INTEGER NOT NULL DEFAULT 0, tail BLOB, version INTEGER NOT NULL, meta_mtime_ns INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX sessions_id ON sessions(id);
@@ -123,6 +124,10 @@ pub struct SessionRow {
     /// prefers it to the meta name, and knows the session by both).
     #[serde(skip)]
     pub session_name: Option<String>,
+    /// pi's list "modified": the latest user or assistant message time, else
+    /// the header time, else the file time (filled by [`Index::sessions`] only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_activity_ms: Option<u64>,
 }
 
 const ROW_COLUMNS: &str = "s.id, s.path, s.cwd, s.created, s.modified_ms, s.name, s.slug, s.description, s.summary, \
@@ -148,6 +153,7 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
         model: r.get(14)?,
         cost_usd: r.get(15)?,
         session_name: None,
+        last_activity_ms: None,
     })
 }
 
@@ -252,10 +258,17 @@ impl Index {
         SearchError::Sql { path: self.path.clone(), source }
     }
 
-    /// Every indexed session, newest first, with its `session_info` name.
+    /// Every indexed session, last modified first, with its `session_info` name and last activity.
     pub fn sessions(&self) -> Result<Vec<SessionRow>, SearchError> {
-        let sql = format!("SELECT {ROW_COLUMNS}, s.session_name FROM sessions s ORDER BY s.modified_ms DESC");
-        let row = |r: &rusqlite::Row<'_>| Ok(SessionRow { session_name: r.get(16)?, ..session_row(r)? });
+        let sql = format!(
+            "SELECT {ROW_COLUMNS}, s.session_name, s.last_activity_ms FROM sessions s ORDER BY s.modified_ms DESC"
+        );
+        let row = |r: &rusqlite::Row<'_>| {
+            let s = session_row(r)?;
+            let active = Some(r.get::<_, i64>(17)?).filter(|&t| t > 0).unwrap_or(crate::session::iso_to_ms(&s.created));
+            let last_activity_ms = Some(if active > 0 { active as u64 } else { s.modified_ms });
+            Ok(SessionRow { session_name: r.get(16)?, last_activity_ms, ..s })
+        };
         let run =
             || -> rusqlite::Result<Vec<SessionRow>> { self.conn.prepare_cached(&sql)?.query_map([], row)?.collect() };
         run().map_err(|e| self.sql(e))

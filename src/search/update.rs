@@ -392,13 +392,20 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Resul
         .unwrap_or(first);
     // Appended entries continue the branch (see `continues`), so they are all active.
     let active = on_branch(&links);
-    let (mut messages, mut first_message) = (0i64, None);
+    let (mut messages, mut first_message, mut last_activity) = (0i64, None, 0);
     for (((entry, &active), (role, text)), rowid) in entries.iter().zip(&active).zip(&lines.texts).zip(top + 1..=last) {
         if let EntryKind::Message(m) = &entry.kind {
             messages += 1;
-            if first_message.is_none() && m.role() == "user" {
-                first_message =
-                    text.as_ref().map(|(_, t)| crate::text::clip(t, FIRST_MESSAGE_CHARS, crate::text::Keep::Head));
+            if let AgentMessage::User { timestamp, .. } | AgentMessage::Assistant { timestamp, .. } = m {
+                // pi's last activity: the message's own time, else the entry's.
+                let t = if *timestamp != 0 { *timestamp } else { crate::session::iso_to_ms(&entry.timestamp) };
+                last_activity = last_activity.max(t);
+            }
+            if let (None, AgentMessage::User { content, .. }) = (&first_message, m) {
+                // pi's preview: the text blocks joined with spaces, redacted before the clip.
+                let text = crate::redact::redact(&content.text_joined(" ")).into_owned();
+                let clip = |t: &str| crate::text::clip(t, FIRST_MESSAGE_CHARS, crate::text::Keep::Head);
+                first_message = (!text.trim().is_empty()).then(|| clip(&text));
             }
         }
         if let EntryKind::SessionInfo { name } = &entry.kind {
@@ -417,9 +424,9 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Resul
         }
     }
     tx.execute(
-        "UPDATE sessions SET message_count = message_count + ?2, first_message = COALESCE(first_message, ?3) \
-         WHERE sid = ?1",
-        params![sid, messages, first_message],
+        "UPDATE sessions SET message_count = message_count + ?2, first_message = COALESCE(first_message, ?3), \
+         last_activity_ms = max(last_activity_ms, ?4) WHERE sid = ?1",
+        params![sid, messages, first_message, last_activity],
     )?;
     Ok((!entries.is_empty()).then_some(top + 1))
 }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use session_index::catalog::Catalog;
+use session_index::search::{Index, UpdateReport};
 
 use crate::Failure;
 
@@ -31,6 +32,44 @@ pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<(String, Opti
         .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
         .map_err(|e| Failure::Usage(format!("{}: cannot read the config file: {e}", path.display())))?;
     Ok((text, Some(path.to_path_buf())))
+}
+
+/// The search index of `agent_dir` (the one store of what is known about
+/// sessions), keeping out what the config's `privacy.exclude` names, brought
+/// up to date for at most a second unless `wait` ([`stale_note`] says what is left).
+pub fn index(agent_dir: &Path, config_file: Option<&Path>, wait: bool) -> Result<(Index, UpdateReport), Failure> {
+    // Stored paths are absolute, whichever way the directory was named.
+    let agent_dir = std::path::absolute(agent_dir).map_err(|e| format!("{}: {e}", agent_dir.display()))?;
+    let (config_json, config_file) = config(config_file, &agent_dir)?;
+    let config = session_index::config::parse(&config_json).map_err(|problems| {
+        let file = config_file.map_or_else(|| "the built-in config".into(), |p| p.display().to_string());
+        Failure::Usage(format!("{file}: invalid config: {}", problems.join("; ")))
+    })?;
+    let mut index = Index::open(&agent_dir).map_err(|e| e.to_string())?.excluding(&config.privacy);
+    if let Some(reason) = &index.rebuilt {
+        eprintln!("session-index: the search index was rebuilt: {reason}");
+    }
+    let budget = (!wait).then(|| std::time::Duration::from_secs(1));
+    let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
+    let report = index.update(&sessions, &metas, budget).map_err(|e| e.to_string())?;
+    Ok((index, report))
+}
+
+/// After the output: how many changed sessions the index does not hold yet.
+pub fn stale_note(report: &UpdateReport) {
+    if report.stale > 0 {
+        eprintln!(
+            "session-index: {} changed sessions are not in the index yet (updating stopped after 1 s); \
+             run again, or pass --wait",
+            report.stale
+        );
+    }
+}
+
+/// Print, ending quietly when the reader went away (`| head`).
+pub fn out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// Session files for `refs`: an existing file is taken as is; anything else

@@ -1,9 +1,10 @@
-//! `session-index list [--cwd CWD | --all] [--json]`: sessions as a table,
-//! newest first, with what their meta file says (model, cost).
+//! `session-index list [--cwd CWD | --all] [--json] [--wait]`: sessions as a
+//! table, newest first (pi's "modified": last activity), from the one store
+//! (the search index's `sessions` table, brought up to date first for at
+//! most a second, as `search` does), with what their meta says (model, cost).
 
-use serde::Serialize;
-use session_index::meta;
-use session_index::session::discovery::{self, SessionSummary};
+use session_index::search::SessionRow;
+use session_index::session::discovery::encode_cwd;
 use session_index::text::{clip, flat, home_relative, Keep};
 
 use crate::args::AgentDir;
@@ -21,35 +22,26 @@ pub struct Args {
     /// List the sessions of every project.
     #[arg(long)]
     all: bool,
-    /// One JSON array (the session as pi lists it, plus `model` and `costUsd` from its meta file).
+    /// One JSON array (each session as the index holds it: pi's fields, its meta's name, summary, tags,
+    /// `model` and `costUsd`; the first message redacted and clipped).
     #[arg(long)]
     json: bool,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Row {
-    #[serde(flatten)]
-    session: SessionSummary,
-    /// The model that wrote the meta file; none when the session is not indexed.
-    model: Option<String>,
-    cost_usd: Option<f64>,
-    #[serde(skip)]
-    meta_name: Option<String>,
+    /// Finish bringing the index up to date first, however long it takes.
+    #[arg(long)]
+    wait: bool,
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let agent_dir = args.agent.path()?;
-    let sessions_dir = agent_dir.join("sessions");
     // Files skipped (not regular, or outside the sessions directory) are noted as `index` notes them.
     let agent = agent_dir.to_string_lossy().into_owned();
     session_index::logging::forward_to(std::sync::Arc::new(crate::index::CliHost {
         agent_dir: agent,
         command: "list",
     }));
-    let sessions = if args.all {
-        discovery::list_all(&sessions_dir)
-    } else {
+    let (index, report) = crate::args::index(&agent_dir, None, args.wait)?;
+    let mut rows: Vec<SessionRow> = index.sessions().map_err(|e| e.to_string())?;
+    if !args.all {
         let cwd = match args.cwd {
             Some(cwd) => cwd,
             None => std::env::current_dir()
@@ -57,43 +49,38 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 .to_string_lossy()
                 .into_owned(),
         };
-        let found = discovery::list_project(&sessions_dir, &cwd);
-        if found.is_empty() && !args.json {
-            eprintln!("session-index: no sessions for {cwd} in {} (--all lists every project)", sessions_dir.display());
+        // pi's project list: the files in the project's directory (`--<cwd>--`).
+        let dir = encode_cwd(&cwd);
+        rows.retain(|r| r.path.parent().and_then(|p| p.file_name()).is_some_and(|d| *d == *dir));
+        if rows.is_empty() && !args.json {
+            let sessions = agent_dir.join("sessions");
+            eprintln!("session-index: no sessions for {cwd} in {} (--all lists every project)", sessions.display());
         }
-        found
-    };
-    let meta_dir = agent_dir.join("sessions-meta");
-    let rows: Vec<Row> = sessions
-        .into_iter()
-        .map(|session| {
-            let meta = meta::read(&meta_dir, &session.id).ok().flatten();
-            let cost_usd = meta.as_ref().and_then(|m| m.usage.as_ref()).map(|u| u.cost_usd);
-            let (model, meta_name) = meta.map(|m| (m.model, m.name)).unzip();
-            Row { session, model, cost_usd, meta_name }
-        })
-        .collect();
+    }
+    rows.sort_by(|a, b| b.last_activity_ms.cmp(&a.last_activity_ms).then_with(|| a.path.cmp(&b.path)));
+    for row in &mut rows {
+        // Known by pi's own name first, as `@@` knows it.
+        row.name = row.session_name.take().or(row.name.take());
+    }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?);
-        return Ok(());
+        crate::args::out(&format!("{}\n", serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?));
+    } else {
+        let mut cells = vec![["ID", "NAME", "PROJECT", "DATE", "MSGS", "MODEL", "COST"].map(String::from).to_vec()];
+        let ids = short_ids(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
+        for (s, id) in rows.iter().zip(ids) {
+            cells.push(vec![
+                id,
+                clip(&flat(s.name.as_deref().or(s.first_message.as_deref()).unwrap_or("(empty)")), 48, Keep::Head),
+                clip(&flat(&home_relative(&s.cwd)), 32, Keep::Tail),
+                date(s.last_activity_ms.unwrap_or(s.modified_ms)),
+                s.message_count.to_string(),
+                s.model.clone().unwrap_or_else(|| "-".into()),
+                s.cost_usd.map_or_else(|| "-".into(), |c| format!("${c:.4}")),
+            ]);
+        }
+        crate::args::out(&table(&cells));
     }
-    let mut cells = vec![["ID", "NAME", "PROJECT", "DATE", "MSGS", "MODEL", "COST"].map(String::from).to_vec()];
-    let ids = short_ids(&rows.iter().map(|r| r.session.id.as_str()).collect::<Vec<_>>());
-    for (row, id) in rows.iter().zip(ids) {
-        let s = &row.session;
-        let name = s.name.as_deref().or(row.meta_name.as_deref()).or(s.first_message.as_deref());
-        let project = home_relative(&s.cwd);
-        cells.push(vec![
-            id,
-            clip(&flat(name.unwrap_or("(empty)")), 48, Keep::Head),
-            clip(&flat(&project), 32, Keep::Tail),
-            date(s.last_activity_ms),
-            s.message_count.to_string(),
-            row.model.clone().unwrap_or_else(|| "-".into()),
-            row.cost_usd.map_or_else(|| "-".into(), |c| format!("${c:.4}")),
-        ]);
-    }
-    print!("{}", table(&cells));
+    crate::args::stale_note(&report);
     Ok(())
 }
 

@@ -3,7 +3,6 @@
 //! and prints the matching sessions, best first.
 
 use std::io::IsTerminal;
-use std::time::Duration;
 
 use session_index::search::{self, Query, SessionHit};
 
@@ -47,9 +46,6 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    let agent_dir = args.agent.path()?;
-    // Stored paths are absolute, whichever way the directory was named.
-    let agent_dir = std::path::absolute(&agent_dir).map_err(|e| format!("{}: {e}", agent_dir.display()))?;
     let now = session_index::time::now_ms();
     let time = |t: &Option<String>, end| t.as_deref().map(|t| search::parse_since(t, now, end)).transpose();
     let cwd = std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned());
@@ -61,19 +57,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         limit: args.limit.max(1),
         ..Query::parse(&args.query.join(" ")).map_err(|e| e.to_string())?
     };
-    let (config_json, config_file) = crate::args::config(args.config.as_deref(), &agent_dir)?;
-    let config = session_index::config::parse(&config_json).map_err(|problems| {
-        let file = config_file.map_or_else(|| "the built-in config".into(), |p| p.display().to_string());
-        Failure::Usage(format!("{file}: invalid config: {}", problems.join("; ")))
-    })?;
-    let mut index = search::Index::open(&agent_dir).map_err(|e| e.to_string())?.excluding(&config.privacy);
-    if let Some(reason) = &index.rebuilt {
-        eprintln!("session-index: the search index was rebuilt: {reason}");
-    }
-    let budget = (!args.wait).then(|| Duration::from_secs(1));
-    let report = index
-        .update(&agent_dir.join("sessions"), &agent_dir.join("sessions-meta"), budget)
-        .map_err(|e| e.to_string())?;
+    let (index, report) = crate::args::index(&args.agent.path()?, args.config.as_deref(), args.wait)?;
     let hits = index.search(&query).map_err(|e| e.to_string())?;
     if args.json {
         let results: Vec<serde_json::Value> = hits
@@ -85,17 +69,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
             })
             .collect();
         let doc = serde_json::json!({ "results": results, "index": report });
-        out(&format!("{}\n", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?));
+        crate::args::out(&format!("{}\n", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?));
     } else {
-        out(&table(&hits, std::io::stdout().is_terminal()));
+        crate::args::out(&table(&hits, std::io::stdout().is_terminal()));
     }
-    if report.stale > 0 {
-        eprintln!(
-            "session-index: {} changed sessions are not in the index yet (updating stopped after 1 s); \
-             run again, or pass --wait",
-            report.stale
-        );
-    }
+    crate::args::stale_note(&report);
     Ok(())
 }
 
@@ -106,12 +84,6 @@ fn reopen(hit: &SessionHit) -> String {
     } else {
         format!("pi --session {path}")
     }
-}
-
-/// Print, ending quietly when the reader went away (`| head`).
-fn out(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 fn table(hits: &[SessionHit], colour: bool) -> String {
