@@ -14,7 +14,7 @@
 
 use std::path::PathBuf;
 
-use session_index::session::{self, discovery, AgentMessage, EntryKind, SessionError, Warnings};
+use session_index::session::{self, AgentMessage, EntryKind, SessionError, Warnings};
 use session_index::views;
 
 #[path = "support/shared_dir.rs"]
@@ -111,7 +111,7 @@ fn non_sessions_are_rejected() {
         let msg = err.map(|e| e.to_string()).unwrap_or_default();
         assert!(msg.contains("not a pi session") && !msg.contains('\n'), "{msg}");
         assert!(matches!(session::read_header(&file), Err(SessionError::NotASession { .. })));
-        assert!(matches!(discovery::summarize(&file), Err(SessionError::NotASession { .. })));
+        assert!(matches!(session::summarize(&file), Err(SessionError::NotASession { .. })));
     }
     let missing = fixture("does-not-exist.jsonl");
     assert!(matches!(session::open(&missing), Err(SessionError::Io { .. })));

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use session_index::session::{self, discovery, SessionError};
+use session_index::session::{self, SessionError};
 use session_index::views;
 
 fn repo() -> PathBuf {
@@ -103,7 +103,7 @@ fn check_fixture(file: &Path, golden: &Value, problems: &mut Vec<String>) {
             }
             other => problems.push(format!("{label}: pi rejects it, we gave {:?}", other.map(|s| s.header))),
         }
-        if discovery::summarize(file).is_ok() {
+        if session::summarize(file).is_ok() {
             problems.push(format!("{label}: listed although pi would not list it"));
         }
         return;
@@ -140,7 +140,7 @@ fn check_fixture(file: &Path, golden: &Value, problems: &mut Vec<String>) {
     if list.is_null() {
         return;
     }
-    match discovery::summarize(file) {
+    match session::summarize(file) {
         Err(e) => problems.push(format!("{label}: summarize: {e}")),
         Ok(sum) => {
             let first = sum.first_message.clone().unwrap_or_else(|| "(no messages)".to_string());

@@ -131,6 +131,7 @@ fn list_reads_the_project_directory_pi_uses() {
     assert_eq!(custom["name"], "Custom things");
     assert_eq!(custom["firstMessage"], "Look at this  screenshot");
 
-    let all = discovery::list_all(&agent.path().join("sessions"));
-    assert_eq!(all.len(), 2);
+    let out = bin().args(["list", "--json", "--all", "--agent-dir"]).arg(agent.path()).output().unwrap();
+    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");
 }

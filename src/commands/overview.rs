@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::host::NotifyLevel;
-use crate::indexing::bulk::survey;
+use crate::indexing::bulk::{left, survey};
 use crate::indexing::report::choice_label;
 use crate::meta::SessionMeta;
 
@@ -23,10 +23,14 @@ const SYNTAX: &str = "\
   @@auth-refactor: which token format did we pick?   asks that session a question";
 
 pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
-    let (sessions_dir, meta_dir) = (app.sessions_dir(&call.ctx), app.meta_dir(&call.ctx));
+    let meta_dir = app.meta_dir(&call.ctx);
     let config = &app.config;
-    let everywhere = survey(&sessions_dir, &meta_dir, None);
-    let here = survey(&sessions_dir, &meta_dir, Some(&call.ctx.cwd));
+    let (rows, report) = crate::search::tool::sessions(app, &call.ctx).unwrap_or_else(|e| {
+        tracing::warn!("session overview: {e}");
+        Default::default()
+    });
+    let everywhere = survey(&rows, &meta_dir, None);
+    let here = survey(&rows, &meta_dir, Some(&call.ctx.cwd));
     let ledger = crate::spend::read(&meta_dir);
     let session = app.spent.lock().map(|s| *s).unwrap_or_default();
     let over = crate::spend::over_cap(app, &meta_dir);
@@ -47,13 +51,14 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         None => format!("Model: none used yet; modelKeys {} {route}", config.model_keys.join(", ")),
     });
     lines.push(format!(
-        "Sessions: {} in all, {} indexed, {} stale, {} without meta; this project {} ({} to index)",
+        "Sessions: {} in all, {} indexed, {} stale, {} without meta; this project {} ({} to index){}",
         everywhere.sessions,
         everywhere.indexed,
         everywhere.stale,
         everywhere.sessions - everywhere.indexed,
         here.sessions,
-        here.todo.len()
+        here.todo.len(),
+        left(&report)
     ));
     let cap = config.spending.daily_cap_usd.map_or("no daily cap".to_string(), |c| format!("cap ${c:.2}/day"));
     let today = ledger.today();

@@ -19,6 +19,7 @@ use super::report::SessionGate;
 use crate::app::App;
 use crate::commands::{ask_over_cap, failed, OVER_CAP};
 use crate::host::NotifyLevel;
+use crate::search::{SessionRow, UpdateReport};
 use crate::session::discovery;
 
 /// What the meta directory holds for a set of sessions.
@@ -33,12 +34,10 @@ pub struct Survey {
     pub todo: Vec<PathBuf>,
 }
 
-/// Survey the sessions of `cwd`'s project, or of every project (`None`).
-pub fn survey(sessions_dir: &Path, meta_dir: &Path, cwd: Option<&str>) -> Survey {
-    let listed = match cwd {
-        Some(cwd) => discovery::list_project(sessions_dir, cwd),
-        None => discovery::list_all(sessions_dir),
-    };
+/// Survey the index's `rows` of `cwd`'s project, or of every project (`None`).
+pub fn survey(rows: &[SessionRow], meta_dir: &Path, cwd: Option<&str>) -> Survey {
+    let listed: Vec<&SessionRow> =
+        rows.iter().filter(|r| cwd.is_none_or(|c| discovery::in_project(&r.path, c))).collect();
     let mut out = Survey { sessions: listed.len(), ..Survey::default() };
     for s in listed {
         let written = crate::meta::meta_path(meta_dir, &s.id)
@@ -47,13 +46,13 @@ pub fn survey(sessions_dir: &Path, meta_dir: &Path, cwd: Option<&str>) -> Survey
             .and_then(|m| m.modified().ok())
             .map(|t| t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
         match written {
-            Some(ms) if ms >= s.last_activity_ms => out.indexed += 1,
+            Some(ms) if ms >= s.last_activity_ms.unwrap_or(s.modified_ms) => out.indexed += 1,
             Some(_) => {
                 out.indexed += 1;
                 out.stale += 1;
-                out.todo.push(s.path);
+                out.todo.push(s.path.clone());
             }
-            None => out.todo.push(s.path),
+            None => out.todo.push(s.path.clone()),
         }
     }
     out
@@ -79,12 +78,16 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
     if let Some(ask) = ask_over_cap(app, call) {
         return ask;
     }
-    let (sessions_dir, meta_dir) = (app.sessions_dir(&call.ctx), app.meta_dir(&call.ctx));
-    let every = args.contains(&"--all");
-    let found = survey(&sessions_dir, &meta_dir, (!every).then_some(call.ctx.cwd.as_str()));
+    let (rows, report) = match crate::search::tool::sessions(app, &call.ctx) {
+        Ok(found) => found,
+        Err(e) => return failed(app, format!("/{}: {e}", call.command)),
+    };
+    let (meta_dir, every) = (app.meta_dir(&call.ctx), args.contains(&"--all"));
+    let found = survey(&rows, &meta_dir, (!every).then_some(call.ctx.cwd.as_str()));
     let scope = if every { "every project" } else { "this project" };
     if found.todo.is_empty() {
-        return done(app, format!("All {} sessions of {scope} have an up-to-date meta", found.sessions));
+        let text = format!("All {} sessions of {scope} have an up-to-date meta{}", found.sessions, left(&report));
+        return done(app, text);
     }
     let cancel = Arc::new(AtomicBool::new(false));
     if let Ok(mut bulk) = app.bulk.lock() {
@@ -102,10 +105,20 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         }
     });
     let text = format!(
-        "Indexing {total} of {} sessions of {scope} in the background (n/N in the status line; /{} again cancels)",
-        found.sessions, call.command
+        "Indexing {total} of {} sessions of {scope} in the background (n/N in the status line; /{} again cancels){}",
+        found.sessions,
+        call.command,
+        left(&report)
     );
     done(app, text)
+}
+
+/// What the counts leave out while the index catches up (a first build).
+pub fn left(report: &UpdateReport) -> String {
+    match report.stale {
+        0 => String::new(),
+        n => format!("; {n} changed sessions are not in the index yet (counted once they are)"),
+    }
 }
 
 fn done(app: &App, text: String) -> CommandResult {

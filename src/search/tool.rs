@@ -10,7 +10,7 @@ use std::time::Duration;
 use pi_ext_abi::protocol::{SessionContext, ToolCall, ToolResult, ToolSpec};
 use serde_json::{json, Value};
 
-use super::{Index, Query, SearchError, SessionHit};
+use super::{Index, Query, SearchError, SessionHit, SessionRow, UpdateReport};
 use crate::app::App;
 
 /// How long a tool call or a command waits for the index to catch up before
@@ -27,12 +27,22 @@ pub fn search(
     limit: usize,
     project: Option<String>,
 ) -> Result<Vec<SessionHit>, SearchError> {
-    let agent_dir = app.agent_dir(ctx);
     let cwd = if ctx.cwd.is_empty() { app.host.context().cwd } else { ctx.cwd.clone() };
     let query = Query { current_cwd: Some(cwd), project, limit, ..Query::parse(text)? };
-    let mut index = Index::open(&agent_dir)?.excluding(&app.config.privacy);
-    index.update(&app.sessions_dir(ctx), &app.meta_dir(ctx), Some(CATCH_UP))?;
-    index.search(&query)
+    caught_up(app, ctx)?.0.search(&query)
+}
+
+/// Every session the index holds (`/index-all`, the overview), caught up for
+/// at most [`CATCH_UP`] first; the report counts the changed sessions left.
+pub fn sessions(app: &App, ctx: &SessionContext) -> Result<(Vec<SessionRow>, UpdateReport), SearchError> {
+    let (index, report) = caught_up(app, ctx)?;
+    Ok((index.sessions()?, report))
+}
+
+fn caught_up(app: &App, ctx: &SessionContext) -> Result<(Index, UpdateReport), SearchError> {
+    let mut index = Index::open(&app.agent_dir(ctx))?.excluding(&app.config.privacy);
+    let report = index.update(&app.sessions_dir(ctx), &app.meta_dir(ctx), Some(CATCH_UP))?;
+    Ok((index, report))
 }
 
 pub fn tool_spec() -> ToolSpec {

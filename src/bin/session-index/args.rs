@@ -34,21 +34,21 @@ pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<(String, Opti
     Ok((text, Some(path.to_path_buf())))
 }
 
-/// The search index of `agent_dir` (the one store of what is known about
+/// The search index of the agent directory `dir` (the one store of what is known about
 /// sessions), keeping out what the config's `privacy.exclude` names, brought
 /// up to date for at most a second unless `wait` ([`stale_note`] says what is left).
-pub fn index(agent_dir: &Path, config_file: Option<&Path>, wait: bool) -> Result<(Index, UpdateReport), Failure> {
+pub fn index(cmd: &'static str, dir: &Path, file: Option<&Path>, wait: bool) -> Result<(Index, UpdateReport), Failure> {
     // Stored paths are absolute, whichever way the directory was named.
-    let agent_dir = std::path::absolute(agent_dir).map_err(|e| format!("{}: {e}", agent_dir.display()))?;
-    let (config_json, config_file) = config(config_file, &agent_dir)?;
+    let agent_dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // The library's warnings (a file skipped, the index rebuilt) go to stderr, as `index` prints them.
+    let host = crate::index::CliHost { agent_dir: agent_dir.to_string_lossy().into_owned(), command: cmd };
+    session_index::logging::forward_to(std::sync::Arc::new(host));
+    let (config_json, config_file) = config(file, &agent_dir)?;
     let config = session_index::config::parse(&config_json).map_err(|problems| {
         let file = config_file.map_or_else(|| "the built-in config".into(), |p| p.display().to_string());
         Failure::Usage(format!("{file}: invalid config: {}", problems.join("; ")))
     })?;
     let mut index = Index::open(&agent_dir).map_err(|e| e.to_string())?.excluding(&config.privacy);
-    if let Some(reason) = &index.rebuilt {
-        eprintln!("session-index: the search index was rebuilt: {reason}");
-    }
     let budget = (!wait).then(|| std::time::Duration::from_secs(1));
     let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
     let report = index.update(&sessions, &metas, budget).map_err(|e| e.to_string())?;

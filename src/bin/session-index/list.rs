@@ -4,7 +4,7 @@
 //! most a second, as `search` does), with what their meta says (model, cost).
 
 use session_index::search::SessionRow;
-use session_index::session::discovery::encode_cwd;
+use session_index::session::discovery;
 use session_index::text::{clip, flat, home_relative, Keep};
 
 use crate::args::AgentDir;
@@ -33,35 +33,20 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let agent_dir = args.agent.path()?;
-    // Files skipped (not regular, or outside the sessions directory) are noted as `index` notes them.
-    let agent = agent_dir.to_string_lossy().into_owned();
-    session_index::logging::forward_to(std::sync::Arc::new(crate::index::CliHost {
-        agent_dir: agent,
-        command: "list",
-    }));
-    let (index, report) = crate::args::index(&agent_dir, None, args.wait)?;
+    let (index, report) = crate::args::index("list", &agent_dir, None, args.wait)?;
     let mut rows: Vec<SessionRow> = index.sessions().map_err(|e| e.to_string())?;
     if !args.all {
-        let cwd = match args.cwd {
-            Some(cwd) => cwd,
-            None => std::env::current_dir()
-                .map_err(|e| format!("cannot read the current directory: {e}"))?
-                .to_string_lossy()
-                .into_owned(),
-        };
-        // pi's project list: the files in the project's directory (`--<cwd>--`).
-        let dir = encode_cwd(&cwd);
-        rows.retain(|r| r.path.parent().and_then(|p| p.file_name()).is_some_and(|d| *d == *dir));
+        let here = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"));
+        let cwd = args.cwd.map_or_else(|| here.map(|d| d.to_string_lossy().into_owned()), Ok)?;
+        rows.retain(|r| discovery::in_project(&r.path, &cwd));
         if rows.is_empty() && !args.json {
             let sessions = agent_dir.join("sessions");
             eprintln!("session-index: no sessions for {cwd} in {} (--all lists every project)", sessions.display());
         }
     }
     rows.sort_by(|a, b| b.last_activity_ms.cmp(&a.last_activity_ms).then_with(|| a.path.cmp(&b.path)));
-    for row in &mut rows {
-        // Known by pi's own name first, as `@@` knows it.
-        row.name = row.session_name.take().or(row.name.take());
-    }
+    // Known by pi's own name first, as `@@` knows it.
+    rows.iter_mut().for_each(|r| r.name = r.session_name.take().or(r.name.take()));
     if args.json {
         crate::args::out(&format!("{}\n", serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?));
     } else {

@@ -57,7 +57,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         limit: args.limit.max(1),
         ..Query::parse(&args.query.join(" ")).map_err(|e| e.to_string())?
     };
-    let (index, report) = crate::args::index(&args.agent.path()?, args.config.as_deref(), args.wait)?;
+    let (index, report) = crate::args::index("search", &args.agent.path()?, args.config.as_deref(), args.wait)?;
     let hits = index.search(&query).map_err(|e| e.to_string())?;
     if args.json {
         let results: Vec<serde_json::Value> = hits

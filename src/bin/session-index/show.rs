@@ -2,7 +2,6 @@
 
 use serde_json::json;
 use session_index::meta;
-use session_index::session::discovery;
 
 use crate::args::{session_file, AgentDir};
 use crate::list::date;
@@ -24,7 +23,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), Failure> {
     let agent_dir = args.agent.path()?;
     let file = session_file(&agent_dir, &args.session)?;
-    let s = discovery::summarize(&file).map_err(|e| e.to_string())?;
+    let s = session_index::session::summarize(&file).map_err(|e| e.to_string())?;
     let meta = meta::read(&agent_dir.join("sessions-meta"), &s.id).map_err(|e| e.to_string())?;
     if args.json {
         let doc = json!({ "session": s, "meta": meta });
