@@ -32,7 +32,7 @@ pub use query::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use update::UpdateReport;
 
 /// Bump when the tables or what goes into them change: the index is rebuilt.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 /// Column order of the FTS table, and each column's `bm25()` weight: what a
 /// session is about (name, tags, summaries, decisions) above what the user
