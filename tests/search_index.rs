@@ -288,7 +288,7 @@ fn the_sessions_table_lists_what_pi_lists() {
         assert!(rows.len() >= 12, "{}", rows.len());
         for row in rows {
             let s = session_index::session::summarize(&row.path).expect("a session");
-            assert_eq!(row.last_activity_ms, Some(s.last_activity_ms), "{}", row.id);
+            assert_eq!(row.last_activity_ms, s.last_activity_ms, "{}", row.id);
             let clip = |m: String| session_index::text::clip(&session_index::redact::redact(&m), 500, Keep::Head);
             assert_eq!(row.first_message, s.first_message.map(clip), "{}", row.id);
         }

@@ -83,7 +83,7 @@ fn hit_name(hit: &SessionHit) -> String {
 
 /// One line: name, date, project, the best snippet.
 fn label(hit: &SessionHit) -> String {
-    let date = crate::time::iso_from_millis(hit.session.modified_ms as i64);
+    let date = crate::time::iso_from_millis(hit.session.last_activity_ms as i64);
     let snippet = hit.snippets.first().map(|s| s.marked("", "")).unwrap_or_default();
     let snippet = crate::text::flat(&snippet);
     format!("{} · {} · {} · {snippet}", hit_name(hit), date.get(..10).unwrap_or(&date), hit.session.cwd)

@@ -46,7 +46,7 @@ pub fn survey(rows: &[SessionRow], meta_dir: &Path, cwd: Option<&str>) -> Survey
             .and_then(|m| m.modified().ok())
             .map(|t| t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
         match written {
-            Some(ms) if ms >= s.last_activity_ms.unwrap_or(s.modified_ms) => out.indexed += 1,
+            Some(ms) if ms >= s.last_activity_ms => out.indexed += 1,
             Some(_) => {
                 out.indexed += 1;
                 out.stale += 1;

@@ -125,22 +125,25 @@ pub struct SessionRow {
     #[serde(skip)]
     pub session_name: Option<String>,
     /// pi's list "modified": the latest user or assistant message time, else
-    /// the header time, else the file time (filled by [`Index::sessions`] only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_activity_ms: Option<u64>,
+    /// the header time, else the file time.
+    pub last_activity_ms: u64,
 }
 
 const ROW_COLUMNS: &str = "s.id, s.path, s.cwd, s.created, s.modified_ms, s.name, s.slug, s.description, s.summary, \
-     s.tags, s.first_message, s.has_meta, s.parent_session, s.message_count, s.model, s.cost_usd";
+     s.tags, s.first_message, s.has_meta, s.parent_session, s.message_count, s.model, s.cost_usd, s.last_activity_ms";
 
 fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     let tags: String = r.get(9)?;
+    let created: String = r.get(3)?;
+    let modified_ms = r.get::<_, i64>(4)?.max(0) as u64;
+    let active = Some(r.get::<_, i64>(16)?).filter(|&t| t > 0).unwrap_or(crate::session::iso_to_ms(&created));
     Ok(SessionRow {
         id: r.get(0)?,
         path: PathBuf::from(r.get::<_, String>(1)?),
         cwd: r.get(2)?,
-        created: r.get(3)?,
-        modified_ms: r.get::<_, i64>(4)?.max(0) as u64,
+        last_activity_ms: if active > 0 { active as u64 } else { modified_ms },
+        created,
+        modified_ms,
         name: r.get(5)?,
         slug: r.get(6)?,
         description: r.get(7)?,
@@ -153,7 +156,6 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
         model: r.get(14)?,
         cost_usd: r.get(15)?,
         session_name: None,
-        last_activity_ms: None,
     })
 }
 
@@ -260,15 +262,8 @@ impl Index {
 
     /// Every indexed session, last modified first, with its `session_info` name and last activity.
     pub fn sessions(&self) -> Result<Vec<SessionRow>, SearchError> {
-        let sql = format!(
-            "SELECT {ROW_COLUMNS}, s.session_name, s.last_activity_ms FROM sessions s ORDER BY s.modified_ms DESC"
-        );
-        let row = |r: &rusqlite::Row<'_>| {
-            let s = session_row(r)?;
-            let active = Some(r.get::<_, i64>(17)?).filter(|&t| t > 0).unwrap_or(crate::session::iso_to_ms(&s.created));
-            let last_activity_ms = Some(if active > 0 { active as u64 } else { s.modified_ms });
-            Ok(SessionRow { session_name: r.get(16)?, last_activity_ms, ..s })
-        };
+        let sql = format!("SELECT {ROW_COLUMNS}, s.session_name FROM sessions s ORDER BY s.modified_ms DESC");
+        let row = |r: &rusqlite::Row<'_>| Ok(SessionRow { session_name: r.get(17)?, ..session_row(r)? });
         let run =
             || -> rusqlite::Result<Vec<SessionRow>> { self.conn.prepare_cached(&sql)?.query_map([], row)?.collect() };
         run().map_err(|e| self.sql(e))

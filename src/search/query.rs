@@ -266,7 +266,7 @@ impl Index {
         };
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let hits: Vec<(SessionHit, i64)> = stmt
-            .query_map(rusqlite::params_from_iter(params), |r| Ok((hit(r)?, r.get(17)?)))?
+            .query_map(rusqlite::params_from_iter(params), |r| Ok((hit(r)?, r.get(18)?)))?
             .collect::<rusqlite::Result<Vec<_>>>()?
             .into_iter()
             .filter(|(h, _)| !self.excluded(h))
@@ -316,5 +316,5 @@ impl Index {
 
 /// A session row followed by its score.
 fn hit(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionHit> {
-    Ok(SessionHit { session: session_row(r)?, score: r.get(16)?, snippets: Vec::new() })
+    Ok(SessionHit { session: session_row(r)?, score: r.get(17)?, snippets: Vec::new() })
 }

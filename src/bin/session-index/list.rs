@@ -57,7 +57,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 id,
                 clip(&flat(s.name.as_deref().or(s.first_message.as_deref()).unwrap_or("(empty)")), 48, Keep::Head),
                 clip(&flat(&home_relative(&s.cwd)), 32, Keep::Tail),
-                date(s.last_activity_ms.unwrap_or(s.modified_ms)),
+                date(s.last_activity_ms),
                 s.message_count.to_string(),
                 s.model.clone().unwrap_or_else(|| "-".into()),
                 s.cost_usd.map_or_else(|| "-".into(), |c| format!("${c:.4}")),

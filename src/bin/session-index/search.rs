@@ -97,7 +97,7 @@ fn table(hits: &[SessionHit], colour: bool) -> String {
         let s = &hit.session;
         let name = s.name.as_deref().or(s.first_message.as_deref()).unwrap_or("(unnamed)");
         let name: String = session_index::text::flat(name).chars().take(70).collect();
-        let date = session_index::time::iso_from_millis(s.modified_ms as i64);
+        let date = session_index::time::iso_from_millis(s.last_activity_ms as i64);
         let _ = writeln!(
             out,
             "{:>2}. {}  {}  {}",
