@@ -49,7 +49,7 @@ pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
 /// become U+FFFD, as when pi writes them as UTF-8).
 fn decode(json: &str) -> String {
     serde_json::from_str::<String>(json)
-        .or_else(|_| serde_json::from_str(&crate::session::read::replace_lone_surrogates(json).unwrap_or_default()))
+        .or_else(|_| serde_json::from_str(&super::repair::replace_lone_surrogates(json).unwrap_or_default()))
         .unwrap_or_default()
 }
 

@@ -17,6 +17,7 @@ mod entries;
 mod lines;
 mod raw;
 mod read;
+mod repair;
 mod summary;
 
 use std::path::{Path, PathBuf};

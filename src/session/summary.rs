@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use super::convert::{content, iso_to_ms};
 use super::raw::{Num, RawContent, RawLine, Str};
-use super::read::{io_err, is_blank, lines_from, not_a_session, open_file, parse_line, NOT_A_HEADER};
+use super::read::{io_err, is_blank, lines_from, not_a_session, open_file, NOT_A_HEADER};
+use super::repair::parse_line;
 use super::SessionError;
 use serde::de::IgnoredAny;
 
