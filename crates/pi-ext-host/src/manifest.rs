@@ -119,8 +119,7 @@ impl Locator<'_> {
 }
 
 impl Manifest {
-    /// Load `plugin.toml` from a directory or a file path, and check the
-    /// declared ABI major against this host's before anything is loaded.
+    /// Load `plugin.toml` from a directory or a file path (see [`Manifest::parse`]).
     pub fn load(path: impl AsRef<Path>) -> Result<Manifest, HostError> {
         let path = path.as_ref();
         // A path that does not exist and is not a .toml file is taken as a directory, so the
@@ -131,12 +130,11 @@ impl Manifest {
         let file = std::path::absolute(&file).unwrap_or(file);
         let text = read_text(&file)
             .map_err(|what| HostError::Manifest(format!("{}: plugin manifest {what}", file.display())))?;
-        let manifest = Manifest::parse(&file, &text)?;
-        manifest.check_abi(&text)?;
-        Ok(manifest)
+        Manifest::parse(&file, &text)
     }
 
-    /// Parse manifest text; `file` is used for messages and to resolve relative paths.
+    /// Parse manifest text, refusing another major version of pi-ext-abi;
+    /// `file` is used for messages and to resolve relative paths.
     pub fn parse(file: &Path, text: &str) -> Result<Manifest, HostError> {
         let loc = Locator { file: file.display().to_string(), text };
         let raw: RawFile = match toml::from_str(text) {
@@ -163,6 +161,12 @@ impl Manifest {
                 format!("plugin.abi must be \"MAJOR.MINOR\" (e.g. \"1.0\"), got \"{}\"", abi_text.get_ref()),
             );
         };
+        if abi.major != pi_ext_abi::ABI_MAJOR {
+            // Refused before anything is loaded: the library would not fit.
+            let (host, plugin) = (pi_ext_abi::ABI_VERSION.to_string(), abi.to_string());
+            let location = format!("{} (plugin.abi)", loc.at(abi_text.span().start));
+            return Err(HostError::AbiMismatch { location, host, plugin, how: "declares" });
+        }
         let library = loc.require(plugin.library, "library")?;
         if library.get_ref().contains(['/', '\\']) {
             return loc.error(library.span().start, "plugin.library is a file stem, not a path (e.g. \"my_plugin\")");
@@ -212,20 +216,6 @@ impl Manifest {
             events,
             commands,
             tools,
-        })
-    }
-
-    /// Refuse a manifest declaring another major version of pi-ext-abi.
-    fn check_abi(&self, text: &str) -> Result<(), HostError> {
-        if self.abi.major == pi_ext_abi::ABI_MAJOR {
-            return Ok(());
-        }
-        let location = abi_location(&self.path, text);
-        Err(HostError::AbiMismatch {
-            location,
-            host: pi_ext_abi::ABI_VERSION.to_string(),
-            plugin: self.abi.to_string(),
-            how: "declares",
         })
     }
 
@@ -294,24 +284,6 @@ fn read_text(path: &Path) -> Result<String, String> {
     })?;
     String::from_utf8(bytes)
         .map_err(|e| format!("is not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()))
-}
-
-/// `file:line:col` of the `abi` key, for the mismatch message.
-fn abi_location(file: &Path, text: &str) -> String {
-    let loc = Locator { file: file.display().to_string(), text };
-    let offset = text
-        .lines()
-        .scan(0usize, |pos, line| {
-            let start = *pos;
-            *pos += line.len() + 1;
-            Some((start, line))
-        })
-        .find(|(_, line)| line.trim_start().starts_with("abi") && line.contains('='))
-        .map(|(start, line)| start + (line.len() - line.trim_start().len()));
-    match offset {
-        Some(offset) => format!("{} (plugin.abi)", loc.at(offset)),
-        None => format!("{} (plugin.abi)", loc.file),
-    }
 }
 
 #[cfg(test)]
@@ -384,9 +356,8 @@ mod tests {
     #[test]
     fn another_abi_major_is_refused_naming_both_versions() {
         let text = GOOD.replace("\"1.0\"", "\"2.0\"");
-        let m = parse(&text).unwrap();
-        let err = m.check_abi(&text).unwrap_err().to_string();
-        assert!(err.contains("/p/plugin.toml:4:1 (plugin.abi)"), "{err}");
+        let err = parse(&text).unwrap_err().to_string();
+        assert!(err.contains("/p/plugin.toml:4:7 (plugin.abi)"), "{err}");
         assert!(err.contains(&format!("pi-ext-abi {}", pi_ext_abi::ABI_VERSION)), "{err}");
         assert!(err.contains("pi-ext-abi 2.0"), "{err}");
     }
