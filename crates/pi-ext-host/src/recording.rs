@@ -75,14 +75,6 @@ impl RecordingHost {
         self.state().context = context;
     }
 
-    pub fn session_context(&self) -> SessionContext {
-        self.state().context.clone()
-    }
-
-    pub fn agent_dir(&self) -> PathBuf {
-        PathBuf::from(&self.state().context.agent_dir)
-    }
-
     /// All effects recorded so far, in order.
     pub fn effects(&self) -> Vec<Value> {
         self.state().effects.clone()
@@ -114,8 +106,7 @@ fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
 impl Host for RecordingHost {
     fn context(&self) -> RString {
         guard(RString::from("{}"), || {
-            let context = self.session_context();
-            RString::from(serde_json::to_string(&context).unwrap_or_else(|_| "{}".to_string()))
+            RString::from(serde_json::to_string(&self.state().context).unwrap_or_else(|_| "{}".to_string()))
         })
     }
 
@@ -132,15 +123,11 @@ impl Host for RecordingHost {
 
     fn append_entry(&self, custom_type: RStr<'_>, data_json: RStr<'_>) {
         guard((), || {
-            let effect = match serde_json::from_str::<Value>(data_json.as_str()) {
-                Ok(data) => json!({"type": "appendEntry", "customType": custom_type.as_str(), "data": data}),
-                Err(e) => json!({
-                    "type": "appendEntry",
-                    "customType": custom_type.as_str(),
-                    "data": null,
-                    "error": format!("data is not JSON: {e}"),
-                }),
-            };
+            let mut effect = json!({"type": "appendEntry", "customType": custom_type.as_str(), "data": null});
+            match serde_json::from_str::<Value>(data_json.as_str()) {
+                Ok(data) => effect["data"] = data,
+                Err(e) => effect["error"] = json!(format!("data is not JSON: {e}")),
+            }
             self.record(effect);
         })
     }
@@ -152,7 +139,7 @@ impl Host for RecordingHost {
     fn api_key(&self, provider: RStr<'_>) -> ROption<RString> {
         guard(ROption::RNone, || {
             let provider = provider.as_str();
-            let (found, note) = crate::auth::lookup(provider, &self.agent_dir());
+            let (found, note) = crate::auth::lookup(provider, &PathBuf::from(&self.state().context.agent_dir));
             if let Some(note) = note {
                 self.print_log("host", LogLevel::Warn, "auth", &note);
             }
