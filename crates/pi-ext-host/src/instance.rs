@@ -135,6 +135,19 @@ impl PluginInstance {
         parse_doc(what, &plugin_result(what, result)?)
     }
 
+    /// `name` is among the plugin's `names` (of tools or commands), else the error naming them.
+    fn registered<'a>(
+        &self,
+        kind: &str,
+        name: &str,
+        names: impl Iterator<Item = &'a str> + Clone,
+    ) -> Result<(), String> {
+        if names.clone().any(|n| n == name) {
+            return Ok(());
+        }
+        Err(format!("unknown {kind} '{name}' ({} registers: {})", self.plugin_id, list_or_none(names)))
+    }
+
     /// Deliver an event; returns its result document (`null` when it has none).
     pub fn event(&self, call: &EventCall) -> Result<Value, String> {
         let name = call.event.as_str();
@@ -154,13 +167,7 @@ impl PluginInstance {
     /// Execute a registered tool; `call.params` must be a JSON object.
     pub fn tool(&self, call: &ToolCall) -> Result<ToolResult, String> {
         let name = call.tool.as_str();
-        if !self.registrations.tools.iter().any(|t| t.name == name) {
-            return Err(format!(
-                "unknown tool '{name}' ({} registers: {})",
-                self.plugin_id,
-                list_or_none(self.registrations.tools.iter().map(|t| t.name.as_str()))
-            ));
-        }
+        self.registered("tool", name, self.registrations.tools.iter().map(|t| t.name.as_str()))?;
         if !call.params.is_object() {
             return Err(format!("tool {name}: arguments must be a JSON object, got {}", json_kind(&call.params)));
         }
@@ -170,13 +177,7 @@ impl PluginInstance {
     /// Run a registered command.
     pub fn command(&self, call: &CommandCall) -> Result<CommandResult, String> {
         let name = call.command.as_str();
-        if !self.registrations.commands.iter().any(|c| c.name == name) {
-            return Err(format!(
-                "unknown command '{name}' ({} registers: {})",
-                self.plugin_id,
-                list_or_none(self.registrations.commands.iter().map(|c| c.name.as_str()))
-            ));
-        }
+        self.registered("command", name, self.registrations.commands.iter().map(|c| c.name.as_str()))?;
         self.call(&format!("command {name}"), call, |p, json| p.run_command(json))
     }
 
