@@ -37,6 +37,7 @@ pub(crate) const MISS_GAP: Duration = Duration::from_secs(1);
 const UPDATE_BUDGET: Duration = Duration::from_secs(1);
 
 /// One agent directory's rows, as the index holds them.
+#[derive(Default)]
 pub(crate) struct Store {
     pub sessions_dir: PathBuf,
     meta_dir: PathBuf,
@@ -56,17 +57,8 @@ pub(crate) struct Store {
 
 impl Store {
     pub fn new(sessions_dir: &Path, meta_dir: &Path, privacy: &PrivacyConfig) -> Store {
-        Store {
-            sessions_dir: sessions_dir.to_path_buf(),
-            meta_dir: meta_dir.to_path_buf(),
-            privacy: privacy.clone(),
-            index: None,
-            version: None,
-            rows: Vec::new(),
-            updated: None,
-            complete: false,
-            stamps: Vec::new(),
-        }
+        let (sessions_dir, meta_dir) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
+        Store { sessions_dir, meta_dir, privacy: privacy.clone(), ..Store::default() }
     }
 
     /// The agent directory: the index lives beside the sessions directory.
