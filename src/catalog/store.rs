@@ -228,8 +228,8 @@ pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Op
     };
     let files: Vec<(String, PathBuf)> =
         crate::session::discovery::session_files(sessions_dir).into_iter().filter_map(|p| Some((id(&p)?, p))).collect();
-    let mut metas: HashMap<String, SessionMeta> =
-        if id_like(q.reference) { HashMap::new() } else { read_metas(meta_dir) };
+    let all = if id_like(q.reference) { Vec::new() } else { crate::meta::read_all(meta_dir) };
+    let mut metas: HashMap<String, SessionMeta> = all.into_iter().map(|m| (m.session_id.clone(), m)).collect();
     let mut rows: Vec<Row> = files
         .iter()
         .map(|(id, path)| {
@@ -281,15 +281,4 @@ fn meta_entry(sessions_dir: &Path, m: &SessionMeta) -> CatalogEntry {
         has_meta: true,
         ..CatalogEntry::default()
     }
-}
-
-/// The valid meta files in the meta directory, by session id.
-fn read_metas(meta_dir: &Path) -> HashMap<String, SessionMeta> {
-    let Ok(listing) = std::fs::read_dir(meta_dir) else { return HashMap::new() };
-    listing
-        .flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(crate::meta::is_meta_file_name))
-        .filter_map(|e| crate::meta::read_path(&e.path()).ok().flatten())
-        .map(|m| (m.session_id.clone(), m))
-        .collect()
 }

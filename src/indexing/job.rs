@@ -277,11 +277,8 @@ fn user_set_name(session: &Session) -> Option<String> {
 
 /// Names of the project's other indexed sessions (same cwd), newest first.
 fn project_names(meta_dir: &Path, cwd: &str, session_id: &str) -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir(meta_dir) else { return Vec::new() };
-    let mut metas: Vec<SessionMeta> = dir
-        .filter_map(|e| e.ok())
-        .filter(|e| meta::is_meta_file_name(&e.file_name().to_string_lossy()))
-        .filter_map(|e| meta::read_path(&e.path()).ok().flatten())
+    let mut metas: Vec<SessionMeta> = meta::read_all(meta_dir)
+        .into_iter()
         .filter(|m| m.cwd == cwd && m.session_id != session_id && !m.name.trim().is_empty())
         .collect();
     metas.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));

@@ -63,6 +63,16 @@ pub fn read_path(path: &Path) -> Result<Option<SessionMeta>, MetaError> {
     }
 }
 
+/// The meta files of `meta_dir` that read as valid (any other is left out).
+pub fn read_all(meta_dir: &Path) -> Vec<SessionMeta> {
+    let Ok(listing) = std::fs::read_dir(meta_dir) else { return Vec::new() };
+    listing
+        .flatten()
+        .filter(|e| is_meta_file_name(&e.file_name().to_string_lossy()))
+        .filter_map(|e| read_path(&e.path()).ok().flatten())
+        .collect()
+}
+
 /// The `schemaVersion` of a document, when it is newer than this crate's.
 fn newer_version(bytes: &[u8]) -> Option<u64> {
     let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
