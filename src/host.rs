@@ -14,23 +14,13 @@ use pi_ext_abi::{HostBox, LogLevel};
 use serde_json::Value;
 
 /// Notification levels, as pi's `ctx.ui.notify` accepts them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum NotifyLevel {
     Info,
     Warning,
     Error,
     Success,
-}
-
-impl NotifyLevel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NotifyLevel::Info => "info",
-            NotifyLevel::Warning => "warning",
-            NotifyLevel::Error => "error",
-            NotifyLevel::Success => "success",
-        }
-    }
 }
 
 /// Everything the plugin may ask of its host. See [`pi_ext_abi::Host`].
@@ -86,7 +76,7 @@ impl HostApi for FfiHost {
     }
 
     fn notify(&self, text: &str, level: NotifyLevel) {
-        self.inner.notify(RStr::from_str(text), RStr::from_str(level.as_str()));
+        self.inner.notify(RStr::from_str(text), RStr::from_str(&crate::text::variant_name(&level)));
     }
 
     fn append_entry(&self, custom_type: &str, data: &Value) {

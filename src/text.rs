@@ -37,6 +37,12 @@ pub fn clip(text: &str, max: usize, keep: Keep) -> String {
     }
 }
 
+/// The name serde gives a unit variant (`Rule::Id` → `id`), for messages
+/// that say what the JSON says.
+pub fn variant_name(value: &impl serde::Serialize) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
 /// `text` on one line: every whitespace run (newlines too) as one space, trimmed.
 pub fn flat(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")

@@ -51,20 +51,6 @@ pub enum Rule {
     Search,
 }
 
-impl Rule {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rule::Id => "id",
-            Rule::Prefix => "prefix",
-            Rule::Name => "name",
-            Rule::Slug => "slug",
-            Rule::Path => "path",
-            Rule::Fuzzy => "fuzzy",
-            Rule::Search => "search",
-        }
-    }
-}
-
 /// A reference as typed, and where.
 pub(crate) struct Query<'a> {
     pub reference: &'a str,

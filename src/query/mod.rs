@@ -86,16 +86,6 @@ pub enum Confidence {
     Low,
 }
 
-impl Confidence {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Confidence::High => "high",
-            Confidence::Medium => "medium",
-            Confidence::Low => "low",
-        }
-    }
-}
-
 /// One cited entry of the queried session.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

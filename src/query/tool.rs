@@ -107,7 +107,7 @@ fn result_text(answer: &QueryAnswer) -> String {
         "Answer from session \"{}\" (id {}) — confidence: {} ({how})\n\n{}",
         answer.name,
         answer.session_id,
-        answer.confidence.as_str(),
+        crate::text::variant_name(&answer.confidence),
         answer.answer_markdown.trim()
     );
     if !answer.offline && !answer.citations.is_empty() {

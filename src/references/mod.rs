@@ -260,7 +260,7 @@ pub fn continue_message(app: &App, ctx: &SessionContext, reference: &str) -> Res
 fn ask(app: &App, ctx: &SessionContext, entry: &CatalogEntry, question: &str) -> describe::Answered {
     let result = crate::query::answer(app, ctx, entry, question)
         .map(|a| {
-            let confidence = a.confidence.as_str().to_string();
+            let confidence = crate::text::variant_name(&a.confidence);
             let citations = a
                 .citations
                 .iter()
@@ -323,7 +323,7 @@ pub fn confirmation(reference: &str, entry: &CatalogEntry, rule: Rule) -> String
     if !entry.cwd.is_empty() {
         about.push(home_relative(&entry.cwd));
     }
-    about.push(format!("via {}", rule.as_str()));
+    about.push(format!("via {}", crate::text::variant_name(&rule)));
     format!("{} → {name} ({})", clip(reference, 80, Keep::Head), about.join(", "))
 }
 
