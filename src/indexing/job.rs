@@ -136,9 +136,11 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
         previous => previous.map_err(|e| fail(e.into(), sid, None))?,
     };
     let last_indexed = previous.as_ref().and_then(|m| m.last_indexed_leaf_id.as_deref());
-    let new_start = new_messages_start(&branch, last_indexed);
+    // The first entry after the last one indexed (0, the whole branch, when it is not on it).
+    let new_start = last_indexed.and_then(|id| branch.iter().position(|e| e.id == id)).map_or(0, |p| p + 1);
     if !request.force {
-        let new_user_messages = count_user_messages(&branch[new_start..]);
+        let is_user = |e: &&&Entry| matches!(e.kind, EntryKind::Message(AgentMessage::User { .. }));
+        let new_user_messages = branch[new_start..].iter().filter(is_user).count();
         if new_user_messages < app.config.min_new_user_messages as usize {
             return Ok(IndexOutcome::Skipped { session_id, new_user_messages });
         }
@@ -222,7 +224,8 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
         }
     }
 
-    let session_file = absolute(&request.session_file);
+    let session_file = std::path::absolute(&request.session_file).unwrap_or_else(|_| request.session_file.clone());
+    let session_file = session_file.to_string_lossy().into_owned();
     let parent = session.header.parent_session.clone();
     let (path, meta) = meta::update(&request.meta_dir, &session_id, |current| {
         let now = crate::time::iso_now();
@@ -319,16 +322,6 @@ fn first_index_text(branch: &[&Entry], max_bytes: usize) -> (String, bool) {
     (out, true)
 }
 
-/// Index of the first entry after `last_indexed` on the branch; 0 (the whole
-/// branch) when it is unknown or not on this branch.
-pub fn new_messages_start(branch: &[&Entry], last_indexed: Option<&str>) -> usize {
-    last_indexed.and_then(|id| branch.iter().position(|e| e.id == id)).map_or(0, |p| p + 1)
-}
-
-pub fn count_user_messages(entries: &[&Entry]) -> usize {
-    entries.iter().filter(|e| matches!(e.kind, EntryKind::Message(AgentMessage::User { .. }))).count()
-}
-
 fn choose_model(app: &App, offline: bool) -> Result<Chosen, IndexError> {
     if offline {
         return Ok(Chosen::Offline { reason: None });
@@ -360,8 +353,4 @@ fn files_text(files: &FilesTouched) -> String {
         out.push_str(&format!("- {label}: {}{more}\n", shown.join(", ")));
     }
     out
-}
-
-fn absolute(path: &Path) -> String {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).to_string_lossy().into_owned()
 }
