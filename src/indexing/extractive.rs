@@ -75,7 +75,8 @@ pub fn summarize(input: &ExtractiveInput<'_>) -> IndexSummary {
     let user: Vec<&str> = messages.iter().filter(|(role, _)| *role == Role::User).map(|(_, t)| t.as_str()).collect();
     let assistant: Vec<&str> =
         messages.iter().filter(|(role, _)| *role == Role::Assistant).map(|(_, t)| t.as_str()).collect();
-    let project = project_name(input.cwd);
+    // The project: the last directory of the cwd.
+    let project = input.cwd.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next().unwrap_or_default().to_string();
     // The opening request: the first user message that asks for something ("Hello?" does not).
     let requests: Vec<String> = user.iter().map(|t| request_text(t)).collect();
     let asks = |r: &&String| strip_fillers(r).split_whitespace().count() >= 3;
@@ -155,10 +156,6 @@ fn without_references(text: &str) -> String {
         kept.join(" ")
     };
     text.lines().map(line).collect::<Vec<_>>().join("\n")
-}
-
-fn project_name(cwd: &str) -> String {
-    cwd.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next().unwrap_or_default().to_string()
 }
 
 /// The request in a user message: its sentences after any greeting, whitespace collapsed.
