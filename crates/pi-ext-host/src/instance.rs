@@ -114,13 +114,6 @@ impl PluginInstance {
         self.registrations.clone()
     }
 
-    fn check_open(&self) -> Result<(), String> {
-        if self.shut_down.load(Ordering::SeqCst) {
-            return Err(format!("{} is shut down", self.plugin_id));
-        }
-        Ok(())
-    }
-
     /// Hand `doc` (as JSON) to the plugin in one call on a call thread; its answer, parsed.
     fn call<R: DeserializeOwned>(
         &self,
@@ -128,7 +121,9 @@ impl PluginInstance {
         doc: &impl Serialize,
         f: impl FnOnce(&PluginBox, RStr<'_>) -> RResult<RString, RString> + Send + 'static,
     ) -> Result<R, String> {
-        self.check_open()?;
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(format!("{} is shut down", self.plugin_id));
+        }
         let json = serde_json::to_string(doc).map_err(|e| format!("{what}: cannot encode the call: {e}"))?;
         let plugin = self.plugin.clone();
         let result = with_deadline(what, DEFAULT_CALL_TIMEOUT, move || f(&plugin, RStr::from_str(&json)))?;

@@ -106,10 +106,6 @@ impl ServeHost {
         }
     }
 
-    pub fn context_snapshot(&self) -> SessionContext {
-        self.shared.ctx.lock().map(|c| c.clone()).unwrap_or_default()
-    }
-
     pub fn set_can_complete(&self, value: bool) {
         self.shared.can_complete.store(value, Ordering::SeqCst);
     }
@@ -172,7 +168,7 @@ impl Host for ServeHost {
         if let Some(ctx) = &fresh {
             self.set_context(ctx);
         }
-        let ctx = fresh.unwrap_or_else(|| self.context_snapshot());
+        let ctx = fresh.unwrap_or_else(|| self.shared.ctx.lock().map(|c| c.clone()).unwrap_or_default());
         RString::from(serde_json::to_string(&ctx).unwrap_or_else(|_| "{}".into()))
     }
 
