@@ -34,8 +34,7 @@ use store::{cold_lookup, Store, MISS_GAP};
 
 /// A session as the catalog knows it (header, summary and meta fields): the
 /// row the resolver reads, as the search index's `sessions` table has it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CatalogEntry {
     pub id: String,
     /// The session file under the sessions directory (for a meta file whose
@@ -44,7 +43,6 @@ pub struct CatalogEntry {
     /// pi's `session_info` name, else the meta name.
     pub name: Option<String>,
     pub description: Option<String>,
-    pub summary: Option<String>,
     pub tags: Vec<String>,
     pub cwd: String,
     /// Header timestamp (ISO).

@@ -39,7 +39,7 @@ const UPDATE_BUDGET: Duration = Duration::from_secs(1);
 /// One agent directory's rows, as the index holds them.
 #[derive(Default)]
 pub(crate) struct Store {
-    pub sessions_dir: PathBuf,
+    sessions_dir: PathBuf,
     meta_dir: PathBuf,
     privacy: PrivacyConfig,
     /// Kept open: `data_version` tells whether another connection wrote.
@@ -61,14 +61,10 @@ impl Store {
         Store { sessions_dir, meta_dir, privacy: privacy.clone(), ..Store::default() }
     }
 
-    /// The agent directory: the index lives beside the sessions directory.
-    pub fn agent_dir(&self) -> &Path {
-        self.sessions_dir.parent().unwrap_or(&self.sessions_dir)
-    }
-
-    /// An index connection of this agent directory, keeping `privacy`'s sessions out.
+    /// An index connection of the agent directory (the index lives beside
+    /// the sessions directory), keeping `privacy`'s sessions out.
     pub fn open(&self) -> Option<Index> {
-        match Index::open(self.agent_dir()) {
+        match Index::open(self.sessions_dir.parent().unwrap_or(&self.sessions_dir)) {
             Ok(index) => Some(index.excluding(&self.privacy)),
             Err(e) => {
                 tracing::warn!("session catalog: {e}");
@@ -197,7 +193,6 @@ fn row(s: SessionRow) -> Row {
     let entry = CatalogEntry {
         name: s.session_name.or_else(|| s.name.clone()),
         description: s.description,
-        summary: s.summary,
         tags: s.tags,
         cwd: s.cwd,
         created: s.created,
@@ -274,7 +269,6 @@ fn meta_entry(sessions_dir: &Path, m: &SessionMeta) -> CatalogEntry {
         path,
         name: text(&m.name),
         description: text(&m.description),
-        summary: text(&m.summary),
         tags: m.tags.clone(),
         cwd: m.cwd.clone(),
         created: m.created_at.clone(),
