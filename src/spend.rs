@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -102,16 +101,11 @@ pub fn add(meta_dir: &Path, kind: Kind, usd: f64) -> std::io::Result<Ledger> {
     while ledger.days.len() > KEEP_DAYS {
         ledger.days.pop_first();
     }
+    // A temp file a crashed writer left under this name goes first (the lock is ours).
     let temp = meta_dir.join(format!(".{LEDGER_FILE}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(&serde_json::to_vec_pretty(&ledger).map_err(std::io::Error::other)?)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, ledger_path(meta_dir))
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
+    let _ = std::fs::remove_file(&temp);
+    let json = serde_json::to_vec_pretty(&ledger).map_err(std::io::Error::other);
+    let written = json.and_then(|json| crate::meta::store::replace(&temp, &ledger_path(meta_dir), &json));
     let _ = fs4::FileExt::unlock(&lock);
     written.map(|()| ledger)
 }

@@ -117,22 +117,26 @@ fn write_unlocked(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaEr
     json.push(b'\n');
     remove_stale_temps(meta_dir, &meta.session_id);
     let temp = temp_path(meta_dir, &meta.session_id);
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| MetaError::Io { path, source }
-    };
+    replace(&temp, &target, &json).map_err(|source| MetaError::Io { path: target.clone(), source })?;
+    Ok(target)
+}
+
+/// Write `bytes` to the new file `temp` beside `target`, fsync it, rename it
+/// over `target` and fsync the directory: a reader (or a crash) sees the old
+/// or the new document, never a torn one. The temp file goes if a step fails.
+pub fn replace(temp: &Path, target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let result = (|| {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&temp).map_err(io(&temp))?;
-        file.write_all(&json).map_err(io(&temp))?;
-        file.sync_all().map_err(io(&temp))?;
+        let mut file = OpenOptions::new().write(true).create_new(true).open(temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
         drop(file);
-        std::fs::rename(&temp, &target).map_err(io(&target))?;
-        sync_dir(meta_dir).map_err(io(meta_dir))
+        std::fs::rename(temp, target)?;
+        sync_dir(target.parent().unwrap_or(Path::new(".")))
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
+        let _ = std::fs::remove_file(temp);
     }
-    result.map(|()| target)
+    result
 }
 
 /// `.<id>.meta.json.<pid>.<n>.tmp`: hidden, unique per writer, never a meta file name.
