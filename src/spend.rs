@@ -110,11 +110,11 @@ pub fn add(meta_dir: &Path, kind: Kind, usd: f64) -> std::io::Result<Ledger> {
     written.map(|()| ledger)
 }
 
-/// `Some((spent today, cap))` when the daily cap is set and reached.
-pub fn over_cap(app: &App, meta_dir: &Path) -> Option<(f64, f64)> {
+/// When the daily cap is set and reached, the message that says so (spent today, the cap).
+pub fn over_cap(app: &App, meta_dir: &Path) -> Option<String> {
     let cap = app.config.spending.daily_cap_usd?;
     let today = read(meta_dir).today().total();
-    (today >= cap).then_some((today, cap))
+    (today >= cap).then(|| format!("today's spending cap is reached (${today:.4} of ${cap:.2})"))
 }
 
 #[cfg(test)]

@@ -60,11 +60,10 @@ pub const OVER_CAP: &str = "--over-cap";
 /// Past the daily cap an explicit command asks first: a selector whose first
 /// option runs it again with [`OVER_CAP`]. `None`: go ahead.
 pub fn ask_over_cap(app: &App, call: &CommandCall) -> Option<CommandResult> {
-    let (spent, cap) = crate::spend::over_cap(app, &app.meta_dir(&call.ctx))?;
+    let reached = crate::spend::over_cap(app, &app.meta_dir(&call.ctx))?;
     if call.args.split_whitespace().any(|a| a == OVER_CAP) {
         return None;
     }
-    let reached = format!("today's spending cap is reached (${spent:.4} of ${cap:.2})");
     if !call.ctx.can("select") {
         return Some(failed(app, format!("{reached}: run /{} {OVER_CAP} to spend anyway", call.command)));
     }

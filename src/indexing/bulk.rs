@@ -135,8 +135,8 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
             stopped = Some("cancelled".to_string());
             break;
         }
-        if let Some((spent, cap)) = crate::spend::over_cap(app, meta_dir).filter(|_| !over_cap_ok) {
-            stopped = Some(format!("today's spending cap is reached (${spent:.4} of ${cap:.2})"));
+        if let Some(reached) = crate::spend::over_cap(app, meta_dir).filter(|_| !over_cap_ok) {
+            stopped = Some(reached);
             break;
         }
         app.show_status("indexing", &format!("indexing {}/{total}", n + 1), false);

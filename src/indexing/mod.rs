@@ -35,11 +35,9 @@ pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
     if app.config.privacy.excludes(&ctx.cwd, std::path::Path::new(&session_file)) {
         return;
     }
-    if let Some((spent, cap)) = crate::spend::over_cap(app, &app.meta_dir(ctx)) {
+    if let Some(reached) = crate::spend::over_cap(app, &app.meta_dir(ctx)) {
         if !app.cap_noticed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            let text = format!(
-                "session-index: today's spending cap is reached (${spent:.4} of ${cap:.2}); automatic indexing is paused until tomorrow (UTC)"
-            );
+            let text = format!("session-index: {reached}; automatic indexing is paused until tomorrow (UTC)");
             app.host.notify(&text, NotifyLevel::Warning);
         }
         return;
