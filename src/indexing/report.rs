@@ -21,7 +21,7 @@ pub use super::job::ENTRY_TYPE;
 /// Run an index with all host effects. `Ok(None)`: skipped (below threshold).
 /// Callers in the plugin hold the session's [`SessionGate`].
 pub fn run_reported(app: &Arc<App>, request: &IndexRequest) -> Result<Option<Indexed>, Failure> {
-    let started = || show_status(app, "indexing…", false);
+    let started = || app.show_status("indexing", "indexing…", false);
     match index_session(app, request, &started) {
         Ok(IndexOutcome::Skipped { session_id, new_user_messages }) => {
             tracing::debug!(session = %session_id, new_user_messages, "not indexing: below minNewUserMessages");
@@ -73,7 +73,7 @@ fn report_success(app: &Arc<App>, indexed: &Indexed) {
         Some(why) => format!("indexed ({} by {}: {why})", cost_label(meta), meta.model),
         None => format!("indexed ({})", cost_label(meta)),
     };
-    show_status(app, &text, true);
+    app.show_status("indexing", &text, true);
 }
 
 /// What a `modelChoice` means, for people.
@@ -110,7 +110,7 @@ fn report_failure(app: &Arc<App>, failure: &Failure) {
     }
     app.host.append_entry(ENTRY_TYPE, &data);
     tracing::warn!(session = ?failure.session_id, model = ?failure.model, "indexing failed: {reason}");
-    show_status(app, &format!("index failed: {}", one_line(&reason, 160)), true);
+    app.show_status("indexing", &format!("index failed: {}", one_line(&reason, 160)), true);
 }
 
 /// The [`SessionGate`] mutexes, by absolute session file.
@@ -160,9 +160,4 @@ fn warn_offline_once(app: &Arc<App>, reason: &str) {
             NotifyLevel::Warning,
         );
     }
-}
-
-/// Show an indexing status (see [`App::show_status`]).
-fn show_status(app: &Arc<App>, text: &str, auto_clear: bool) {
-    app.show_status("indexing", text, auto_clear);
 }
