@@ -93,8 +93,6 @@ pub fn before_agent_start(app: &Arc<App>, ctx: &SessionContext, prompt: &str) ->
 #[derive(Default)]
 struct Built {
     blocks: Vec<render::Block>,
-    /// Files of the referenced sessions (not their ancestors), in reference order.
-    files: Vec<std::path::PathBuf>,
     /// Every injected session (references first, then their ancestors), once.
     session_ids: Vec<String>,
     /// Each resolved reference (as written), its session and the rule that found it.
@@ -156,7 +154,6 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
     });
     for (k, (group, r, entry)) in resolved.iter().enumerate() {
         let (group, entry) = (*group, entry.clone());
-        out.files.push(entry.path.clone());
         let answered = answers.get_mut(k).and_then(Option::take);
         if out.session_ids.contains(&entry.id) {
             // Already injected by an earlier reference: only its answer is new.
@@ -248,7 +245,7 @@ pub fn continue_message(app: &App, ctx: &SessionContext, reference: &str) -> Res
     if let Some(u) = built.unresolved.first() {
         return Err(u.reason.clone());
     }
-    let file = built.files.first().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let file = built.confirmed.first().map(|(_, e, _)| e.path.to_string_lossy().into_owned()).unwrap_or_default();
     for block in &mut built.blocks {
         block.body = crate::redact::redact(&block.body).into_owned();
     }
