@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::app::App;
 use crate::indexing::extractive::{self, ExtractiveInput};
-use crate::indexing::summary::{self, IndexSummary, TakenNames};
+use crate::indexing::summary::{self, IndexSummary};
 use crate::meta::{self, MetaError, MetaUsage, SessionMeta, SCHEMA_VERSION};
 use crate::model::{self, JsonTask, ModelError, LOCAL_PROVIDER};
 use crate::session::{self, AgentMessage, Entry, EntryKind, Session, SessionError};
@@ -182,8 +182,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                 }
             };
             // A user's name is kept whatever the model proposes, so only the indexer's must be distinct.
-            let taken = TakenNames(if user_name.is_some() { Vec::new() } else { taken.clone() });
-            let prompt = summary::with_taken_names(prompt, &taken);
+            let prompt = summary::with_taken_names(prompt, if user_name.is_some() { &[] } else { &taken });
             let task = JsonTask {
                 system: summary::SYSTEM_PROMPT.to_string(),
                 user: prompt,
