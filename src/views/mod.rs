@@ -11,11 +11,6 @@ use serde_json::Value;
 
 use crate::session::{AgentMessage, Block, ContextRef, Entry, EntryKind};
 
-pub use jsjson::{js_number, stringify as js_stringify};
-pub use serialize::{
-    bash_execution_to_text, BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
-    COMPACTION_SUMMARY_SUFFIX, TOOL_RESULT_MAX_CHARS,
-};
 pub use truncate::truncate_tail;
 
 /// pi's `truncateTail` defaults.
