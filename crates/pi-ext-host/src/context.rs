@@ -60,10 +60,11 @@ pub fn session_context(
         )));
     }
     let absolute = std::path::absolute(session_file).unwrap_or_else(|_| session_file.to_path_buf());
+    let bare = bare_context(agent_dir);
     let cwd = match (cwd, header.cwd) {
         (Some(cwd), _) => cwd.display().to_string(),
         (None, Some(cwd)) if !cwd.is_empty() => cwd,
-        _ => std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
+        _ => bare.cwd.clone(),
     };
     Ok(SessionContext {
         session_file: Some(absolute.display().to_string()),
@@ -71,27 +72,21 @@ pub fn session_context(
         session_dir: absolute.parent().map(|d| d.display().to_string()),
         leaf_id: leaf.map(str::to_string),
         cwd,
-        agent_dir: agent_dir.display().to_string(),
-        has_ui: false,
-        model: None,
-        actions: all_actions(),
+        ..bare
     })
 }
 
-/// A context without a session (for `info` and plugin start-up).
+/// A context without a session (for `info` and plugin start-up; a session's
+/// context starts from it). This host reports a command's actions in its
+/// result (as it reports every effect) instead of performing them, so it
+/// accepts them all.
 pub fn bare_context(agent_dir: &Path) -> SessionContext {
     SessionContext {
         cwd: std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
         agent_dir: agent_dir.display().to_string(),
-        actions: all_actions(),
+        actions: pi_ext_abi::protocol::ACTIONS.iter().map(|a| a.to_string()).collect(),
         ..SessionContext::default()
     }
-}
-
-/// This host reports a command's actions in its result (as it reports every
-/// effect) instead of performing them, so it accepts them all.
-fn all_actions() -> Vec<String> {
-    pi_ext_abi::protocol::ACTIONS.iter().map(|a| a.to_string()).collect()
 }
 
 #[cfg(test)]
