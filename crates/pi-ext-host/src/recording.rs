@@ -22,14 +22,6 @@ use crate::error::one_line;
 /// `off`, `error`, `warn` (default), `info`, `debug` or `trace`.
 pub const LOG_ENV: &str = "PI_EXT_LOG";
 
-/// The stderr threshold from `$PI_EXT_LOG`; `None` means off.
-pub fn stderr_level_from_env() -> Option<LogLevel> {
-    match std::env::var(LOG_ENV).unwrap_or_default().trim().to_ascii_lowercase().as_str() {
-        "off" | "none" => None,
-        name => Some(LogLevel::from_name(name).unwrap_or(LogLevel::Warn)),
-    }
-}
-
 struct State {
     context: SessionContext,
     effects: Vec<Value>,
@@ -48,9 +40,13 @@ pub struct RecordingHost {
 }
 
 impl RecordingHost {
-    /// A host for `context`, logging to stderr as `$PI_EXT_LOG` says.
+    /// A host for `context`, logging to stderr as `$PI_EXT_LOG` says (`off`: never).
     pub fn new(context: SessionContext) -> Self {
-        Self::with_stderr_level(context, stderr_level_from_env())
+        let level = match std::env::var(LOG_ENV).unwrap_or_default().trim().to_ascii_lowercase().as_str() {
+            "off" | "none" => None,
+            name => Some(LogLevel::from_name(name).unwrap_or(LogLevel::Warn)),
+        };
+        Self::with_stderr_level(context, level)
     }
 
     /// A host logging plugin records at `level` or above to stderr (`None`: never).

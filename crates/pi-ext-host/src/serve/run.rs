@@ -29,7 +29,9 @@ pub struct ServeArgs {
 /// Serve the plugin until stdin closes. Errors are start-up failures (nothing
 /// has been written to stdout then); the caller prints them as one line.
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<(), HostError> {
-    let log_level = parse_level(&args.log_level)?;
+    let log_level = LogLevel::from_name(&args.log_level).ok_or_else(|| {
+        HostError::Usage(format!("--log-level: unknown level '{}' (trace, debug, info, warn, error)", args.log_level))
+    })?;
     let manifest = Manifest::load(&cli.plugin)?;
     let config = manifest.config_json(cli.config.as_deref());
     let library = crate::loader::find_library(&manifest, cli.lib.as_deref())?;
@@ -79,12 +81,6 @@ fn protocol_stdout() -> Box<dyn std::io::Write + Send> {
         }
     }
     Box::new(std::io::stdout())
-}
-
-fn parse_level(level: &str) -> Result<LogLevel, HostError> {
-    LogLevel::from_name(level).ok_or_else(|| {
-        HostError::Usage(format!("--log-level: unknown level '{level}' (trace, debug, info, warn, error)"))
-    })
 }
 
 fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, String> {
