@@ -14,7 +14,6 @@ mod tool;
 pub mod windows;
 
 use crate::text::{clip, Keep};
-use std::path::Path;
 use std::time::Instant;
 
 use pi_ext_abi::protocol::{SessionContext, ToolSpec, Usage};
@@ -225,18 +224,8 @@ pub fn answer(
     entry: &CatalogEntry,
     question: &str,
 ) -> Result<QueryAnswer, QueryError> {
-    answer_path(app, &entry.path, &app.meta_dir(ctx), entry.name.as_deref(), question)
-}
-
-/// Answer `question` about the session file at `path`.
-pub fn answer_path(
-    app: &App,
-    path: &Path,
-    meta_dir: &Path,
-    fallback_name: Option<&str>,
-    question: &str,
-) -> Result<QueryAnswer, QueryError> {
     let started = Instant::now();
+    let (path, meta_dir, fallback_name) = (&entry.path, &app.meta_dir(ctx), entry.name.as_deref());
     let session = crate::session::open(path).map_err(|e| match e {
         SessionError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             QueryError::FileMissing(format!("session file {} is missing", path.display()))

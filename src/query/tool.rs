@@ -1,4 +1,4 @@
-//! The tool call around [`super::answer_path`]: arguments, the per-run call
+//! The tool call around [`super::answer`]: arguments, the per-run call
 //! limit, resolution, the result document, telemetry and the status line.
 
 use crate::text::{clip, Keep};
