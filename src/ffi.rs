@@ -32,7 +32,7 @@ extern "C" fn plugin_id() -> RString {
 
 extern "C" fn instantiate(host: HostBox, plugin_dir: RStr<'_>, config_json: RStr<'_>) -> RResult<PluginBox, RString> {
     catch_panic("instantiate", || {
-        let host: crate::host::Host = Arc::new(FfiHost::new(host));
+        let host: crate::host::Host = Arc::new(FfiHost { inner: host });
         crate::logging::forward_to(host.clone());
         let app = App::new(host, PathBuf::from(plugin_dir.as_str()), config_json.as_str())?;
         let plugin = FfiPlugin { inner: SessionIndexPlugin::new(app) };

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use abi_stable::std_types::{ROption, RResult, RStr};
+use abi_stable::std_types::{RResult, RStr};
 use pi_ext_abi::protocol::{CompletionRequest, CompletionResponse, SessionContext};
 use pi_ext_abi::{HostBox, LogLevel};
 use serde_json::Value;
@@ -53,13 +53,7 @@ pub type Host = Arc<dyn HostApi>;
 
 /// [`HostApi`] over the FFI host object.
 pub struct FfiHost {
-    inner: HostBox,
-}
-
-impl FfiHost {
-    pub fn new(inner: HostBox) -> Self {
-        FfiHost { inner }
-    }
+    pub inner: HostBox,
 }
 
 impl HostApi for FfiHost {
@@ -68,11 +62,7 @@ impl HostApi for FfiHost {
     }
 
     fn set_status(&self, key: &str, text: Option<&str>) {
-        let text = match text {
-            Some(t) => ROption::RSome(RStr::from_str(t)),
-            None => ROption::RNone,
-        };
-        self.inner.set_status(RStr::from_str(key), text);
+        self.inner.set_status(RStr::from_str(key), text.map(RStr::from_str).into());
     }
 
     fn notify(&self, text: &str, level: NotifyLevel) {
