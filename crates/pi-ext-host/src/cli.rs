@@ -152,8 +152,10 @@ pub fn run(cli: &Cli) -> Result<Value, HostError> {
             }))
         }),
         Command::Event { name, session, payload, wait } => {
-            let payload = match payload {
-                Some(text) => parse_object(text, "--payload")?,
+            let payload = match payload.as_deref().map(serde_json::from_str::<Value>) {
+                Some(Ok(object)) if object.is_object() => object,
+                Some(Ok(_)) => return Err(HostError::Usage("--payload: must be a JSON object".into())),
+                Some(Err(e)) => return Err(HostError::Usage(format!("--payload: invalid JSON: {e}"))),
                 None => default_payload(name),
             };
             with_plugin(cli, Some(session), *wait, |loaded, ctx| {
@@ -278,15 +280,6 @@ pub fn default_payload(event: &str) -> Value {
         "agent_end" => json!({"type": event, "messages": []}),
         _ => json!({"type": event}),
     }
-}
-
-fn parse_object(text: &str, what: &str) -> Result<Value, HostError> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| HostError::Usage(format!("{what}: invalid JSON: {e}")))?;
-    if !value.is_object() {
-        return Err(HostError::Usage(format!("{what}: must be a JSON object")));
-    }
-    Ok(value)
 }
 
 /// Render a clap error as one line (clap's own rendering spans several).
