@@ -13,8 +13,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::app::App;
-
 pub const LEDGER_FILE: &str = "spending.json";
 const LOCK_FILE: &str = ".spending.json.lock";
 const KEEP_DAYS: usize = 62;
@@ -77,12 +75,12 @@ pub fn read(meta_dir: &Path) -> Ledger {
 }
 
 /// Add `usd` spent on `kind` to today's line and the total (and to this
-/// process's own count, `app.spent`). Zero costs are not written.
-pub fn record(app: &App, meta_dir: &Path, kind: Kind, usd: f64) {
+/// process's own count, `spent`). Zero costs are not written.
+pub fn record(spent: &std::sync::Mutex<Spent>, meta_dir: &Path, kind: Kind, usd: f64) {
     if !(usd.is_finite() && usd > 0.0) {
         return;
     }
-    if let Ok(mut spent) = app.spent.lock() {
+    if let Ok(mut spent) = spent.lock() {
         spent.add(kind, usd);
     }
     if let Err(e) = add(meta_dir, kind, usd) {
@@ -111,8 +109,8 @@ pub fn add(meta_dir: &Path, kind: Kind, usd: f64) -> std::io::Result<Ledger> {
 }
 
 /// When the daily cap is set and reached, the message that says so (spent today, the cap).
-pub fn over_cap(app: &App, meta_dir: &Path) -> Option<String> {
-    let cap = app.config.spending.daily_cap_usd?;
+pub fn over_cap(cap: Option<f64>, meta_dir: &Path) -> Option<String> {
+    let cap = cap?;
     let today = read(meta_dir).today().total();
     (today >= cap).then(|| format!("today's spending cap is reached (${today:.4} of ${cap:.2})"))
 }

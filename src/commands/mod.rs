@@ -3,6 +3,7 @@
 //! selector) are returned as pi-ext-abi 1.1 actions for the host to perform
 //! once the command has returned.
 
+pub mod index_all;
 pub mod overview;
 pub mod sessions;
 
@@ -40,7 +41,7 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> Option<CommandResult> {
     } else if name == names.continue_from {
         continue_from(app, call)
     } else if name == names.index_all {
-        crate::indexing::bulk::run_command(app, call)
+        index_all::run_command(app, call)
     } else if app.config.search.enabled && name == app.config.search.command_name {
         sessions::run(app, call)
     } else {
@@ -60,7 +61,7 @@ pub const OVER_CAP: &str = "--over-cap";
 /// Past the daily cap an explicit command asks first: a selector whose first
 /// option runs it again with [`OVER_CAP`]. `None`: go ahead.
 pub fn ask_over_cap(app: &App, call: &CommandCall) -> Option<CommandResult> {
-    let reached = crate::spend::over_cap(app, &app.meta_dir(&call.ctx))?;
+    let reached = crate::spend::over_cap(app.config.spending.daily_cap_usd, &app.meta_dir(&call.ctx))?;
     if call.args.split_whitespace().any(|a| a == OVER_CAP) {
         return None;
     }

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use pi_ext_abi::protocol::{CommandCall, CommandResult};
 use serde_json::json;
 
+use super::index_all::{left, survey};
 use crate::app::App;
 use crate::host::NotifyLevel;
-use crate::indexing::bulk::{left, survey};
 use crate::indexing::report::choice_label;
 use crate::meta::SessionMeta;
 
@@ -33,7 +33,7 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
     let here = survey(&rows, &meta_dir, Some(&call.ctx.cwd));
     let ledger = crate::spend::read(&meta_dir);
     let session = app.spent.lock().map(|s| *s).unwrap_or_default();
-    let over = crate::spend::over_cap(app, &meta_dir);
+    let over = crate::spend::over_cap(app.config.spending.daily_cap_usd, &meta_dir);
     let health = match (app.config_ok(), over) {
         (false, _) => "config invalid: indexing is off",
         (true, Some(_)) => "daily spending cap reached: automatic indexing paused",

@@ -1,7 +1,6 @@
 //! Auto-indexing: the `agent_end` trigger, the `index-session` command and the
 //! background job that turns a session into its meta file.
 
-pub mod bulk;
 pub mod extractive;
 pub mod job;
 pub mod report;
@@ -35,7 +34,7 @@ pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
     if app.config.privacy.excludes(&ctx.cwd, std::path::Path::new(&session_file)) {
         return;
     }
-    if let Some(reached) = crate::spend::over_cap(app, &app.meta_dir(ctx)) {
+    if let Some(reached) = crate::spend::over_cap(app.config.spending.daily_cap_usd, &app.meta_dir(ctx)) {
         if !app.cap_noticed.swap(true, std::sync::atomic::Ordering::SeqCst) {
             let text = format!("session-index: {reached}; automatic indexing is paused until tomorrow (UTC)");
             app.host.notify(&text, NotifyLevel::Warning);

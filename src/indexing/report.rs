@@ -29,7 +29,7 @@ pub fn run_reported(app: &Arc<App>, request: &IndexRequest) -> Result<Option<Ind
         }
         Ok(IndexOutcome::Indexed(indexed)) => {
             let cost = indexed.meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
-            crate::spend::record(app, &request.meta_dir, crate::spend::Kind::Indexing, cost);
+            crate::spend::record(&app.spent, &request.meta_dir, crate::spend::Kind::Indexing, cost);
             report_success(app, &indexed);
             Ok(Some(*indexed))
         }

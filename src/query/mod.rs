@@ -245,12 +245,12 @@ pub fn answer(
     let prepared = prepare(&session, meta.as_ref(), fallback_name, question, app.config.query.max_context_tokens)?;
     drop(session);
     // Past the daily cap, queries are answered offline (no model, no cost).
-    let over_cap = crate::spend::over_cap(app, meta_dir).is_some();
+    let over_cap = crate::spend::over_cap(app.config.spending.daily_cap_usd, meta_dir).is_some();
     let mut answer = match if over_cap { None } else { model_answer::answer(app, &prepared, question)? } {
         Some(answer) => answer,
         None => offline_answer(&prepared),
     };
-    crate::spend::record(app, meta_dir, crate::spend::Kind::Queries, answer.cost_usd);
+    crate::spend::record(&app.spent, meta_dir, crate::spend::Kind::Queries, answer.cost_usd);
     answer.latency_ms = started.elapsed().as_millis().min(u128::from(u64::MAX)) as u64;
     Ok(answer)
 }

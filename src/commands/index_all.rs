@@ -14,11 +14,11 @@ use std::sync::Arc;
 
 use pi_ext_abi::protocol::{CommandCall, CommandResult};
 
-use super::job::{self, index_session, IndexOutcome, IndexRequest};
-use super::report::SessionGate;
+use super::{ask_over_cap, failed, OVER_CAP};
 use crate::app::App;
-use crate::commands::{ask_over_cap, failed, OVER_CAP};
 use crate::host::NotifyLevel;
+use crate::indexing::job::{self, index_session, IndexOutcome, IndexRequest};
+use crate::indexing::report::SessionGate;
 use crate::search::{SessionRow, UpdateReport};
 use crate::session::discovery;
 
@@ -135,7 +135,9 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
             stopped = Some("cancelled".to_string());
             break;
         }
-        if let Some(reached) = crate::spend::over_cap(app, meta_dir).filter(|_| !over_cap_ok) {
+        if let Some(reached) =
+            crate::spend::over_cap(app.config.spending.daily_cap_usd, meta_dir).filter(|_| !over_cap_ok)
+        {
             stopped = Some(reached);
             break;
         }
@@ -153,7 +155,7 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
             Ok(IndexOutcome::Indexed(done)) => {
                 indexed += 1;
                 let cost = done.meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
-                crate::spend::record(app, meta_dir, crate::spend::Kind::Indexing, cost);
+                crate::spend::record(&app.spent, meta_dir, crate::spend::Kind::Indexing, cost);
             }
             // Sessions that privacy.exclude keeps out are not failures.
             Ok(IndexOutcome::Skipped { .. }) | Err(job::Failure { error: job::IndexError::Excluded(_), .. }) => {}
