@@ -12,7 +12,8 @@
 //!
 //! `cargo bench --bench search`. Environment: `SEARCH_BENCH_SESSIONS`
 //! (default 10000), `SEARCH_BENCH_CONCURRENT_SECS` (30), `SEARCH_BENCH_NO_NODE`,
-//! `SEARCH_BENCH_DIR` (keep the corpus there and reuse it).
+//! `SEARCH_BENCH_DIR` (keep the corpus there and reuse it), `SEARCH_BENCH_QUERIES_ONLY`
+//! (with `SEARCH_BENCH_DIR`: query the index built there before, skipping the build).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -269,7 +270,11 @@ fn main() {
         std::env::var("SEARCH_BENCH_CONCURRENT_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(30);
     let tmp = tempfile::tempdir().expect("tempdir");
     let agent = std::env::var_os("SEARCH_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|| tmp.path().join("agent"));
-    let _ = std::fs::remove_dir_all(agent.join("sessions-index"));
+    // SEARCH_BENCH_QUERIES_ONLY=1 with SEARCH_BENCH_DIR: the index built there before is kept and only queried.
+    let queries_only = std::env::var_os("SEARCH_BENCH_QUERIES_ONLY").is_some() && agent.join("sessions-index").is_dir();
+    if !queries_only {
+        let _ = std::fs::remove_dir_all(agent.join("sessions-index"));
+    }
     let t = Instant::now();
     let (files, corpus) = if agent.join("sessions").is_dir() {
         let files = corpus_files(&agent);
@@ -289,35 +294,37 @@ fn main() {
     let agent_s = agent.to_string_lossy().into_owned();
 
     // Full build.
-    let build = run_child(&["build", &agent_s]);
-    let build_secs = build["secs"].as_f64().unwrap_or(f64::NAN);
-    let peak_mb = build["peakRssKb"].as_f64().unwrap_or(f64::NAN) / 1024.0;
-    let index_bytes = dir_size(&agent.join("sessions-index"));
-    println!(
+    if !queries_only {
+        let build = run_child(&["build", &agent_s]);
+        let build_secs = build["secs"].as_f64().unwrap_or(f64::NAN);
+        let peak_mb = build["peakRssKb"].as_f64().unwrap_or(f64::NAN) / 1024.0;
+        let index_bytes = dir_size(&agent.join("sessions-index"));
+        println!(
         "build: {build_secs:.1} s, {:.0} sessions/s, peak RSS {peak_mb:.0} MB (target ≤ 200), index {:.0} MB = {:.3} of the corpus",
         n as f64 / build_secs,
         index_bytes as f64 / 1e6,
         index_bytes as f64 / corpus as f64
     );
-
-    // Incremental update after one agent run appended to one session.
-    let mut index = Index::open(&agent).expect("open");
-    let mut rng = Rng(42);
-    let (mut one, mut one_cpu, mut pass) = (Vec::new(), Vec::new(), Vec::new());
-    for k in 0..20 {
-        let path = &files[(rng.next() % n as u64) as usize];
-        append_run(path, &mut rng, 2 * k);
-        let (t, cpu) = (Instant::now(), cpu_ms());
-        assert!(index.update_file(path, &agent.join("sessions-meta")).expect("update"));
-        one.push(t.elapsed().as_secs_f64() * 1000.0);
-        one_cpu.push(cpu_ms() - cpu);
-        append_run(path, &mut rng, 2 * k + 1);
-        let t = Instant::now();
-        assert_eq!(update_all(&mut index, &agent).updated, 1);
-        pass.push(t.elapsed().as_secs_f64() * 1000.0);
     }
-    let (one, one_cpu, pass) = (sorted(one), sorted(one_cpu), sorted(pass));
-    println!(
+    let mut index = Index::open(&agent).expect("open");
+    if !queries_only {
+        // Incremental update after one agent run appended to one session.
+        let mut rng = Rng(42);
+        let (mut one, mut one_cpu, mut pass) = (Vec::new(), Vec::new(), Vec::new());
+        for k in 0..20 {
+            let path = &files[(rng.next() % n as u64) as usize];
+            append_run(path, &mut rng, 2 * k);
+            let (t, cpu) = (Instant::now(), cpu_ms());
+            assert!(index.update_file(path, &agent.join("sessions-meta")).expect("update"));
+            one.push(t.elapsed().as_secs_f64() * 1000.0);
+            one_cpu.push(cpu_ms() - cpu);
+            append_run(path, &mut rng, 2 * k + 1);
+            let t = Instant::now();
+            assert_eq!(update_all(&mut index, &agent).updated, 1);
+            pass.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        let (one, one_cpu, pass) = (sorted(one), sorted(one_cpu), sorted(pass));
+        println!(
         "incremental (one agent run appended): that file p50 {:.2} ms, max {:.2} ms (target ≤ 20; CPU p50 {:.2} ms, max {:.2} ms); whole pass over {n} files p50 {:.1} ms, max {:.1} ms",
         pct(&one, 0.5),
         pct(&one, 1.0),
@@ -326,7 +333,7 @@ fn main() {
         pct(&pass, 0.5),
         pct(&pass, 1.0)
     );
-
+    }
     // Queries.
     let qs = queries(&mut Rng(7));
     let (mut lat, mut cpu, mut slowest) = (Vec::new(), Vec::new(), Vec::new());

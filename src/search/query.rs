@@ -224,6 +224,10 @@ impl Index {
             self.conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ?1 LIMIT ?2)")?;
         let mut counted = Vec::new();
         for term in &terms {
+            // The prefix of a common word is common too, and adds nothing to an AND (not counted).
+            if term.strip_suffix('*').is_some_and(|w| counted.contains(&(half + 1, w))) {
+                continue;
+            }
             let n: i64 = count.query_row(rusqlite::params![term, half + 1], |r| r.get(0))?;
             if n > 0 {
                 counted.push((n, term.as_str()));
@@ -233,6 +237,7 @@ impl Index {
         let rare: Vec<&str> = counted.iter().filter(|(n, _)| *n <= half).map(|t| t.1).collect();
         let anchors = counted.iter().take_while(|(n, _)| *n <= half / 4).count().max(1).min(rare.len());
         let (anchors, others) = (rare[..anchors].join(" OR "), rare[anchors..].join(" OR "));
+        let newest = anchors.is_empty();
         let weights = COLUMNS.map(|(_, w)| w.to_string()).join(", ");
         let (rank, expr) = match (anchors.is_empty(), others.is_empty()) {
             (true, _) => ("0.0".to_string(), counted.iter().map(|t| t.1).collect::<Vec<_>>().join(" AND ")),
@@ -242,16 +247,18 @@ impl Index {
         if expr.is_empty() && !terms.is_empty() {
             return Ok(Vec::new());
         }
-        let filters_only = expr.is_empty();
         let mut params = vec![SqlValue::Text(expr), query.current_cwd.clone().map_or(SqlValue::Null, SqlValue::Text)];
         let cond = query.conditions(&mut params);
         // Sessions ranked by their best row (its meta or a chunk of its text)
         // plus a share of the others, the current project first; with no
-        // terms, the newest sessions that pass the filters (?1 and ?2 unused).
-        let sql = if filters_only {
+        // rare terms, the newest sessions that pass the filters and hold all
+        // the terms (only the ones shown read their columns: the others are
+        // ids, not rows sorted whole).
+        let sql = if newest {
             format!(
-                "SELECT {ROW_COLUMNS}, 0.0, s.sid * {SPAN} FROM sessions s WHERE ?1 = '' AND ?2 IS ?2 {cond} \
-                 ORDER BY s.modified_ms DESC LIMIT {}",
+                "WITH hit AS (SELECT sid FROM sessions s WHERE (?1 = '' OR s.sid IN (SELECT rowid / {SPAN} FROM docs \
+                 WHERE docs MATCH ?1)) AND ?2 IS ?2 {cond} ORDER BY s.modified_ms DESC LIMIT {0}) \
+                 SELECT {ROW_COLUMNS}, 0.0, s.sid * {SPAN} FROM hit JOIN sessions s USING (sid) ORDER BY s.modified_ms DESC",
                 query.limit
             )
         } else {
