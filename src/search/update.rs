@@ -414,9 +414,9 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Resul
         }
         let column = text.as_ref().map(|(c, _)| *c);
         tx.prepare_cached(
-            "INSERT INTO entries(rowid, entry_id, parent_id, role, ts, active, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO entries(rowid, entry_id, role, ts, active, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
-        .execute(params![rowid, entry.id, entry.parent_id, role, entry.timestamp, active, column])?;
+        .execute(params![rowid, entry.id, role, entry.timestamp, active, column])?;
         if let Some((column, text)) = text {
             let column = if active { column } else { "abandoned" };
             tx.prepare_cached(&format!("INSERT INTO fts(rowid, {column}) VALUES (?1, ?2)"))?
