@@ -23,15 +23,17 @@ impl AgentDir {
     }
 }
 
-/// The config text and the file it came from: `--config`, else the user's
-/// `<agent dir>/session-index.config.json` if present, else the defaults.
-pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<(String, Option<PathBuf>), Failure> {
+/// The config text and the name of where it came from, for messages: `--config`,
+/// else the user's `<agent dir>/session-index.config.json` if present, else the defaults.
+pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<(String, String), Failure> {
     let user = agent_dir.join("session-index.config.json");
-    let Some(path) = explicit.or(user.is_file().then_some(user.as_path())) else { return Ok(("null".into(), None)) };
+    let Some(path) = explicit.or(user.is_file().then_some(user.as_path())) else {
+        return Ok(("null".into(), "the built-in config".into()));
+    };
     let text = regular_files::read_regular(path)
         .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
         .map_err(|e| Failure::Usage(format!("{}: cannot read the config file: {e}", path.display())))?;
-    Ok((text, Some(path.to_path_buf())))
+    Ok((text, path.display().to_string()))
 }
 
 /// The search index of the agent directory `dir` (the one store of what is known about
@@ -43,11 +45,9 @@ pub fn index(cmd: &'static str, dir: &Path, file: Option<&Path>, wait: bool) -> 
     // The library's warnings (a file skipped, the index rebuilt) go to stderr, as `index` prints them.
     let host = crate::index::CliHost { agent_dir: agent_dir.to_string_lossy().into_owned(), command: cmd };
     session_index::logging::forward_to(std::sync::Arc::new(host));
-    let (config_json, config_file) = config(file, &agent_dir)?;
-    let config = session_index::config::parse(&config_json).map_err(|problems| {
-        let file = config_file.map_or_else(|| "the built-in config".into(), |p| p.display().to_string());
-        Failure::Usage(format!("{file}: invalid config: {}", problems.join("; ")))
-    })?;
+    let (config_json, config_name) = config(file, &agent_dir)?;
+    let config = session_index::config::parse(&config_json)
+        .map_err(|problems| Failure::Usage(format!("{config_name}: invalid config: {}", problems.join("; "))))?;
     let mut index = Index::open(&agent_dir).map_err(|e| e.to_string())?.excluding(&config.privacy);
     let budget = (!wait).then(|| std::time::Duration::from_secs(1));
     let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));

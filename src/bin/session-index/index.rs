@@ -57,8 +57,7 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
     if !args.all && args.sessions.is_empty() {
         return Err(Failure::Usage("nothing to index: pass --all or sessions (files or references)".into()));
     }
-    let (config_json, config_file) = shared::config(args.config.as_deref(), &agent_dir)?;
-    let config_name = config_file.map_or_else(|| "the built-in config".into(), |p| p.display().to_string());
+    let (config_json, config_name) = shared::config(args.config.as_deref(), &agent_dir)?;
     let host = Arc::new(CliHost { agent_dir: agent_dir.to_string_lossy().into_owned(), command: "index" });
     session_index::logging::forward_to(host.clone());
     let app =
