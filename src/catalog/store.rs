@@ -234,7 +234,7 @@ pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Op
             Row::new(entry, None, false)
         })
         .collect();
-    let listed: Vec<&str> = files.iter().map(|(id, _)| id.as_str()).collect();
+    let listed: std::collections::HashSet<&str> = files.iter().map(|(id, _)| id.as_str()).collect();
     let orphans = metas.values().filter(|m| !listed.contains(&m.session_id.as_str()));
     rows.extend(orphans.map(|m| Row::new(meta_entry(sessions_dir, m), None, true)));
     let Outcome::Found(i, rule) = resolve(&rows, q, false) else { return None };
