@@ -59,11 +59,11 @@ fn each_problem_is_counted_by_kind() {
 fn reading_continues_past_damage() {
     let s = session::open(&fixture("malformed-bad-line.jsonl")).unwrap();
     let branch = s.branch(None);
-    let text = views::serialize_context_refs(&s.context_refs(&branch));
+    let text = views::serialize_context_refs(s.context_refs(&branch));
     assert!(text.contains("before the bad line") && text.contains("after the bad line"), "{text}");
 
     let s = session::open(&fixture("malformed-invalid-utf8.jsonl")).unwrap();
-    let text = views::serialize_context_refs(&s.context_refs(&s.branch(None)));
+    let text = views::serialize_context_refs(s.context_refs(&s.branch(None)));
     assert!(text.contains("bad bytes: \u{FFFD}") && text.contains("still read"), "{text}");
 }
 
@@ -84,7 +84,7 @@ fn cyclic_parents_terminate() {
 fn message_entry_without_message_stays_in_the_tree() {
     let s = session::open(&fixture("divergent/message-without-message.jsonl")).unwrap();
     assert_eq!(s.branch(None).len(), 3);
-    let text = views::serialize_context_refs(&s.context_refs(&s.branch(None)));
+    let text = views::serialize_context_refs(s.context_refs(&s.branch(None)));
     assert_eq!(text, "[User]: before\n\n[Assistant]: after the entry pi cannot build a context from");
 }
 
@@ -93,7 +93,7 @@ fn missing_header_keeps_entries() {
     let s = session::open(&fixture("divergent/missing-header.jsonl")).unwrap();
     assert_eq!(s.header.id, "missing-header");
     assert_eq!(s.entries.len(), 2);
-    let text = views::serialize_context_refs(&s.context_refs(&s.branch(None)));
+    let text = views::serialize_context_refs(s.context_refs(&s.branch(None)));
     assert_eq!(text, "[User]: the header line is gone\n\n[Assistant]: entries remain");
     assert_eq!(session::read_header(&fixture("divergent/missing-header.jsonl")).unwrap().id, "missing-header");
 }
@@ -168,5 +168,5 @@ fn v3_hook_message_is_an_unknown_role() {
     let s = session::open(&path).unwrap();
     assert_eq!(s.warnings.unknown_entry_types, 1);
     assert_eq!(s.branch(None).len(), 1);
-    assert!(s.context_refs(&s.branch(None)).is_empty());
+    assert!(s.context_refs(&s.branch(None)).next().is_none());
 }

@@ -70,7 +70,7 @@ fn check_view(
     problems: &mut Vec<String>,
 ) {
     let branch = s.branch(leaf);
-    let ids: Vec<String> = branch.iter().map(|e| e.id.clone()).collect();
+    let ids: Vec<String> = branch.iter().map(|e| e.id.to_string()).collect();
     let want_ids = str_list(&want["branchIds"]);
     if random_ids {
         if ids.len() != want_ids.len() {
@@ -79,13 +79,13 @@ fn check_view(
     } else if ids != want_ids {
         problems.push(format!("{label}: branch ids differ:\n  ours: {ids:?}\n  pi:   {want_ids:?}"));
     }
-    let context = s.context_refs(&branch);
-    let roles: Vec<String> = context.iter().map(|m| m.message.role().to_string()).collect();
+    let context: Vec<_> = s.context_refs(&branch).collect();
+    let roles: Vec<String> = context.iter().map(|m| m.role().to_string()).collect();
     let want_roles = str_list(&want["contextRoles"]);
     if roles != want_roles {
         problems.push(format!("{label}: context roles differ:\n  ours: {roles:?}\n  pi:   {want_roles:?}"));
     }
-    let serialized = views::serialize_context_refs(&context);
+    let serialized = views::serialize_context_refs(context);
     let want_serialized = want["serialized"].as_str().unwrap_or_default();
     if serialized != want_serialized {
         problems.push(format!("{label}: serialized text differs: {}", first_difference(&serialized, want_serialized)));

@@ -51,7 +51,7 @@ fn large_content_is_bounded() {
         let EntryKind::Message(m) = &e.kind else { continue };
         let blocks: &[Block] = match m {
             AgentMessage::ToolResult { content, .. } => content,
-            AgentMessage::User { content: session::Content::Blocks(b), .. } => b,
+            AgentMessage::User { content, .. } => content,
             _ => continue,
         };
         for b in blocks {

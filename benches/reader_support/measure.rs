@@ -88,8 +88,8 @@ pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     };
     let open_secs = t0.elapsed().as_secs_f64();
     let branch = session.branch(None);
-    let ctx = session.context_refs(&branch);
-    let text = session_index::views::serialize_context_refs(&ctx);
+    let mut messages = 0;
+    let text = session_index::views::serialize_context_refs(session.context_refs(&branch).inspect(|_| messages += 1));
     let secs = t0.elapsed().as_secs_f64();
     let cpu_secs = process_cpu_secs() - cpu0;
     let sample = Sample {
@@ -100,7 +100,7 @@ pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
         peak_rss_kb: vm_hwm_kb(None).unwrap_or(0),
         baseline_rss_kb: baseline,
         branch_len: branch.len() as u64,
-        messages: ctx.len() as u64,
+        messages,
         serialized_bytes: text.len() as u64,
         ..Sample::default()
     };

@@ -1,7 +1,7 @@
 //! The offline model on conversations shaped like real sessions.
 
 use super::*;
-use crate::session::{AgentMessage, Block, BoundedText, Content};
+use crate::session::{AgentMessage, Block, BoundedText};
 
 fn user(text: &str) -> (Role, String) {
     (Role::User, text.to_string())
@@ -14,14 +14,15 @@ fn assistant(text: &str) -> (Role, String) {
 /// A branch of alternating messages, as `summarize` reads it.
 fn branch(messages: &[(Role, String)]) -> Vec<Entry> {
     let entry = |i: usize, (role, text): &(Role, String)| Entry {
-        id: format!("e{i}"),
+        id: format!("e{i}").into(),
         parent_id: None,
-        timestamp: String::new(),
-        line: i as u64 + 2,
+        timestamp: 0,
         kind: EntryKind::Message(match role {
-            Role::User => AgentMessage::User { content: Content::Text(text.clone()), timestamp: 0 },
+            Role::User => {
+                AgentMessage::User { content: [Block::Text(BoundedText::whole(&**text))].into(), timestamp: 0 }
+            }
             Role::Assistant => AgentMessage::Assistant {
-                content: vec![Block::Text(BoundedText::whole(text.clone()))],
+                content: [Block::Text(BoundedText::whole(&**text))].into(),
                 error_message: None,
                 timestamp: 0,
             },
@@ -147,12 +148,12 @@ fn secrets_in_the_session_never_reach_the_index() {
     let entries = [Entry {
         id: "u1".into(),
         parent_id: None,
-        timestamp: String::new(),
-        line: 2,
+        timestamp: 0,
         kind: EntryKind::Message(AgentMessage::User {
-            content: Content::Text(format!(
+            content: [Block::Text(BoundedText::whole(format!(
                 "Use the key {key} for the deploy script. We decided to use Bearer abcdefgh12345678."
-            )),
+            )))]
+            .into(),
             timestamp: 0,
         }),
     }];

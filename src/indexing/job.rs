@@ -243,7 +243,7 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
             updated_at: now,
             model: model_key.clone(),
             model_choice: Some(choice.clone()),
-            last_indexed_leaf_id: Some(leaf_id),
+            last_indexed_leaf_id: Some(leaf_id.into()),
             usage: Some(usage),
             files: Some(files),
             decisions: result.decisions,

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::tokenize::tokenize;
 use crate::redact::session_text;
-use crate::session::{utf16_len, AgentMessage, Block, BoundedText, Entry, EntryKind};
+use crate::session::{text_joined, utf16_len, AgentMessage, BashExecution, Block, BoundedText, Entry, EntryKind};
 
 /// Largest window, in chars; a longer turn is split into several windows.
 pub const MAX_WINDOW_CHARS: usize = 3_200;
@@ -99,7 +99,7 @@ pub fn build(branch: &[&Entry]) -> BranchDoc {
                 }
             },
             EntryKind::CustomMessage { custom_type, content, .. } => {
-                let text = content.text_joined("\n");
+                let text = text_joined(content, "\n");
                 if !text.trim().is_empty() {
                     let items = split_parts(id, &format!("custom:{custom_type}"), &text);
                     match turns.last_mut() {
@@ -146,7 +146,7 @@ fn item(id: &str, role: &str, text: &str) -> Item {
 
 pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
     match message {
-        AgentMessage::User { content, .. } => split_parts(id, "user", &content.text_joined("\n")),
+        AgentMessage::User { content, .. } => split_parts(id, "user", &text_joined(content, "\n")),
         AgentMessage::Assistant { content, error_message, .. } => {
             let pieces = content.iter().map(|block| match block {
                 Block::Text(t) => t.head.trim().to_string(),
@@ -176,7 +176,8 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
             let flag = if *is_error { ", error" } else { "" };
             vec![item(id, "toolResult", &format!("({tool_name}{flag}) {}", text.trim()))]
         }
-        AgentMessage::BashExecution { command, output, exit_code, exclude_from_context, .. } => {
+        AgentMessage::BashExecution(bash) => {
+            let BashExecution { command, output, exit_code, exclude_from_context, .. } = &**bash;
             // `!!` commands were kept out of the model's context on purpose.
             if *exclude_from_context {
                 return Vec::new();
@@ -185,7 +186,7 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
             vec![item(id, "bashExecution", &format!("$ {command}{exit}\n{}", shorten_bounded(output)))]
         }
         AgentMessage::Custom { custom_type, content, .. } => {
-            split_parts(id, &format!("custom:{custom_type}"), &content.text_joined("\n"))
+            split_parts(id, &format!("custom:{custom_type}"), &text_joined(content, "\n"))
         }
         AgentMessage::BranchSummary { summary, .. } => vec![item(id, "branchSummary", summary)],
         AgentMessage::CompactionSummary { summary, .. } => vec![item(id, "compaction", summary)],

@@ -13,7 +13,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBe
 use super::{rowids, Index, SearchError, COLUMNS};
 use crate::config::PrivacyConfig;
 use crate::meta::SessionMeta;
-use crate::session::{AgentMessage, Entry, EntryKind};
+use crate::session::{text_joined, AgentMessage, CompactString, Entry, EntryKind};
 
 /// Bytes before the read offset remembered to notice a rewritten file.
 const TAIL_BYTES: u64 = 64;
@@ -369,7 +369,7 @@ fn entry_text(entry: &Entry) -> EntryText {
 
 /// Which of `links` (id, parent id, in file order) are on the branch ending
 /// at the last one (pi's default leaf); a later duplicate id wins.
-fn on_branch(links: &[(String, Option<String>)]) -> Vec<bool> {
+fn on_branch(links: &[(CompactString, Option<CompactString>)]) -> Vec<bool> {
     let by_id: HashMap<&str, usize> = links.iter().enumerate().map(|(i, (id, _))| (id.as_str(), i)).collect();
     let mut on = vec![false; links.len()];
     let mut cur = links.len().checked_sub(1);
@@ -398,12 +398,12 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Resul
             messages += 1;
             if let AgentMessage::User { timestamp, .. } | AgentMessage::Assistant { timestamp, .. } = m {
                 // pi's last activity: the message's own time, else the entry's.
-                let t = if *timestamp != 0 { *timestamp } else { crate::session::iso_to_ms(&entry.timestamp) };
+                let t = if *timestamp != 0 { *timestamp } else { entry.timestamp };
                 last_activity = last_activity.max(t);
             }
             if let (None, AgentMessage::User { content, .. }) = (&first_message, m) {
                 // pi's preview: the text blocks joined with spaces, redacted before the clip.
-                let text = crate::redact::redact(&content.text_joined(" ")).into_owned();
+                let text = crate::redact::redact(&text_joined(content, " ")).into_owned();
                 let clip = |t: &str| crate::text::clip(t, FIRST_MESSAGE_CHARS, crate::text::Keep::Head);
                 first_message = (!text.trim().is_empty()).then(|| clip(&text));
             }
@@ -416,7 +416,7 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Resul
         tx.prepare_cached(
             "INSERT INTO entries(rowid, entry_id, role, ts, active, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
-        .execute(params![rowid, entry.id, role, entry.timestamp, active, column])?;
+        .execute(params![rowid, entry.id.as_str(), role, entry.timestamp, active, column])?;
         if let Some((column, text)) = text {
             let column = if active { column } else { "abandoned" };
             tx.prepare_cached(&format!("INSERT INTO fts(rowid, {column}) VALUES (?1, ?2)"))?
@@ -443,7 +443,7 @@ fn continues(conn: &Connection, sid: i64, entries: &[Entry]) -> rusqlite::Result
         )
         .optional()?;
     Ok(entries.iter().enumerate().all(|(i, e)| match i {
-        0 => e.parent_id == leaf,
+        0 => e.parent_id.as_deref() == leaf.as_deref(),
         _ => e.parent_id.as_deref() == Some(entries[i - 1].id.as_str()),
     }))
 }

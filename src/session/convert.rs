@@ -42,7 +42,7 @@ pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
     if cut == text.len() {
         return BoundedText::whole(text.to_string());
     }
-    BoundedText { head: text[..cut].to_string(), full_utf16_len: utf16_len(text), full_bytes: text.len() }
+    BoundedText { head: text[..cut].into(), full_utf16_len: utf16_len(text), full_bytes: text.len() }
 }
 
 /// The string a JSON string literal stands for (lone surrogate escapes
@@ -153,7 +153,6 @@ fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
         }
         "thinking" => Some(Block::Thinking(raw.thinking.string())),
         "toolCall" => Some(Block::ToolCall {
-            id: raw.id.string(),
             name: raw.name.string(),
             arguments: Box::new(raw.arguments.clone().unwrap_or(Value::Null)),
         }),
@@ -163,8 +162,9 @@ fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
     }
 }
 
-fn blocks(raw: &Option<RawContent<'_>>, bound_text: bool) -> Vec<Block> {
-    match raw {
+/// A content's blocks, as a [`Blocks`] or a `Box<[Block]>`.
+fn blocks<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>, bound_text: bool) -> B {
+    B::from(match raw {
         Some(RawContent::Blocks(b)) => {
             // Sized up front: collecting a filter would reserve 4 blocks for one.
             let mut blocks = Vec::with_capacity(b.len());
@@ -178,14 +178,15 @@ fn blocks(raw: &Option<RawContent<'_>>, bound_text: bool) -> Vec<Block> {
             vec![Block::Text(bounded(t, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES))]
         }
         _ => Vec::new(),
-    }
+    })
 }
 
-pub fn content(raw: &Option<RawContent<'_>>) -> Content {
+/// A user's or a custom message's content: a string is kept as the one text
+/// block pi's views read it as.
+pub fn content<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>) -> B {
     match raw {
-        Some(RawContent::Text(t)) => Content::Text(t.to_string()),
-        Some(RawContent::Blocks(_)) => Content::Blocks(blocks(raw, false)),
-        _ => Content::Blocks(Vec::new()),
+        Some(RawContent::Text(t)) => B::from(vec![Block::Text(BoundedText::whole(&**t))]),
+        _ => blocks(raw, false),
     }
 }
 
@@ -197,27 +198,26 @@ pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
         "user" => AgentMessage::User { content: content(&m.content), timestamp },
         "assistant" => AgentMessage::Assistant {
             content: blocks(&m.content, false),
-            error_message: m.error_message.owned(),
+            error_message: m.error_message.owned().map(Box::new),
             timestamp,
         },
         "toolResult" => AgentMessage::ToolResult {
-            tool_call_id: m.tool_call_id.string(),
             tool_name: m.tool_name.string(),
             content: blocks(&m.content, true),
             is_error: m.is_error.0,
             timestamp,
         },
-        "bashExecution" => AgentMessage::BashExecution {
+        "bashExecution" => AgentMessage::BashExecution(Box::new(BashExecution {
             command: m.command.string(),
             // pi stores bash output already cut to 50 KB and sends it whole.
-            output: BoundedText::whole(m.output.string()),
+            output: BoundedText::whole(m.output.string::<String>()),
             exit_code: m.exit_code.0.filter(|v| v.is_finite()).map(|v| v as i64),
             cancelled: m.cancelled.0,
             truncated: m.truncated.0,
             full_output_path: m.full_output_path.owned(),
             exclude_from_context: m.exclude_from_context.0,
             timestamp,
-        },
+        })),
         "custom" => custom(m, timestamp),
         "hookMessage" if version < 3 => custom(m, timestamp),
         "branchSummary" => {
@@ -241,6 +241,12 @@ fn custom(m: &RawMessage<'_>, timestamp: i64) -> AgentMessage {
     }
 }
 
+/// A compaction's or branch summary's `details`, unless an extension wrote
+/// it (`fromHook`): then they are not pi's file lists.
+fn pi_details(l: &RawLine<'_>) -> Option<Box<Value>> {
+    l.details.clone().filter(|_| !l.from_hook.0).map(Box::new)
+}
+
 /// The entry kind of a non-header line. `Err(())` for a `message` entry pi's
 /// context code could not use (no message object, or an unknown role): the
 /// caller keeps it as `Unknown` so the tree stays connected.
@@ -256,18 +262,14 @@ pub fn kind(l: &RawLine<'_>, ty: &str, version: u32) -> Result<EntryKind, ()> {
             summary: l.summary.string(),
             first_kept_entry_id: l.first_kept_entry_id.string(),
             tokens_before: to_u64(l.tokens_before.0),
-            details: l.details.clone(),
-            from_hook: l.from_hook.0,
+            details: pi_details(l),
         },
         "branch_summary" => EntryKind::BranchSummary {
             from_id: l.from_id.string(),
             summary: l.summary.string(),
-            details: l.details.clone(),
-            from_hook: l.from_hook.0,
+            details: pi_details(l),
         },
-        "custom" => {
-            EntryKind::Custom { custom_type: l.custom_type.string(), data: l.data.clone().unwrap_or(Value::Null) }
-        }
+        "custom" => EntryKind::Custom { custom_type: l.custom_type.string() },
         "custom_message" => EntryKind::CustomMessage {
             custom_type: l.custom_type.string(),
             content: content(&l.content),

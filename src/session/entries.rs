@@ -1,8 +1,21 @@
 //! The in-memory model of a pi session file (pi's `session-manager.ts` types),
 //! shaped for bounded memory: image data is never kept, and
 //! tool-result text keeps a bounded head plus its full length.
+//!
+//! An entry is kept whole for every line, so its size bounds a session of
+//! many small entries (issue 13: a million of them within 200 MB, with the
+//! branch and the serialized context). An [`Entry`] is 128 bytes: ids
+//! (pi's are 8 characters) and short texts are held inline
+//! ([`CompactString`], up to 24 bytes), a user's or an assistant's one
+//! block too ([`Blocks`]), and rare or large parts are boxed. A longer text
+//! is one allocation of its size; a message of several blocks, one more.
 
+pub use compact_str::CompactString;
 use serde_json::Value;
+
+/// A message's blocks: one is held inline (most user messages and many
+/// replies have one), more are one allocation.
+pub type Blocks = smallvec::SmallVec<[Block; 1]>;
 
 /// First line of a session file.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,11 +34,11 @@ pub struct SessionHeader {
 /// One entry of the tree (every line after the header).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
-    pub id: String,
-    pub parent_id: Option<String>,
-    pub timestamp: String,
-    /// 1-based line number in the file, for diagnostics.
-    pub line: u64,
+    pub id: CompactString,
+    pub parent_id: Option<CompactString>,
+    /// The entry's ISO `timestamp`, in milliseconds since the epoch (what pi's
+    /// `new Date(entry.timestamp).getTime()` gives; 0 when unparsable).
+    pub timestamp: i64,
     pub kind: EntryKind,
 }
 
@@ -43,25 +56,22 @@ pub enum EntryKind {
         summary: String,
         first_kept_entry_id: String,
         tokens_before: u64,
-        details: Option<Value>,
-        /// Written by an extension, not pi: its `details` are not pi's file lists.
-        from_hook: bool,
+        /// pi's file lists; `None` when written by an extension (`fromHook`).
+        details: Option<Box<Value>>,
     },
     BranchSummary {
         from_id: String,
         summary: String,
-        details: Option<Value>,
-        /// Written by an extension, not pi: its `details` are not pi's file lists.
-        from_hook: bool,
+        /// pi's file lists; `None` when written by an extension (`fromHook`).
+        details: Option<Box<Value>>,
     },
-    /// Extension state; not part of the LLM context. `data` is kept as-is (small in practice).
+    /// Extension state; not part of the LLM context (its `data` is not kept: nothing reads it).
     Custom {
         custom_type: String,
-        data: Value,
     },
     CustomMessage {
         custom_type: String,
-        content: Content,
+        content: Box<[Block]>,
         display: bool,
     },
     Label {
@@ -80,35 +90,27 @@ pub enum EntryKind {
 /// pi's `AgentMessage` union.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentMessage {
+    /// A string content is kept as one text block (pi's views read it so).
     User {
-        content: Content,
+        content: Blocks,
         timestamp: i64,
     },
     Assistant {
-        content: Vec<Block>,
-        error_message: Option<String>,
+        content: Blocks,
+        /// Boxed: rare, and inline it would make every entry 16 bytes larger.
+        error_message: Option<Box<CompactString>>,
         timestamp: i64,
     },
     ToolResult {
-        tool_call_id: String,
-        tool_name: String,
-        content: Vec<Block>,
+        tool_name: CompactString,
+        content: Box<[Block]>,
         is_error: bool,
         timestamp: i64,
     },
-    BashExecution {
-        command: String,
-        output: BoundedText,
-        exit_code: Option<i64>,
-        cancelled: bool,
-        truncated: bool,
-        full_output_path: Option<String>,
-        exclude_from_context: bool,
-        timestamp: i64,
-    },
+    BashExecution(Box<BashExecution>),
     Custom {
         custom_type: String,
-        content: Content,
+        content: Box<[Block]>,
         display: bool,
         timestamp: i64,
     },
@@ -124,6 +126,19 @@ pub enum AgentMessage {
     },
 }
 
+/// A `bashExecution` message (boxed in [`AgentMessage`]: it is large and rare).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BashExecution {
+    pub command: String,
+    pub output: BoundedText,
+    pub exit_code: Option<i64>,
+    pub cancelled: bool,
+    pub truncated: bool,
+    pub full_output_path: Option<String>,
+    pub exclude_from_context: bool,
+    pub timestamp: i64,
+}
+
 impl AgentMessage {
     /// pi's role name (`user`, `assistant`, `toolResult`, `bashExecution`, ...).
     pub fn role(&self) -> &'static str {
@@ -131,7 +146,7 @@ impl AgentMessage {
             AgentMessage::User { .. } => "user",
             AgentMessage::Assistant { .. } => "assistant",
             AgentMessage::ToolResult { .. } => "toolResult",
-            AgentMessage::BashExecution { .. } => "bashExecution",
+            AgentMessage::BashExecution(_) => "bashExecution",
             AgentMessage::Custom { .. } => "custom",
             AgentMessage::BranchSummary { .. } => "branchSummary",
             AgentMessage::CompactionSummary { .. } => "compactionSummary",
@@ -139,28 +154,14 @@ impl AgentMessage {
     }
 }
 
-/// A message's content: a plain string or typed blocks (user, custom messages).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Content {
-    Text(String),
-    Blocks(Vec<Block>),
-}
-
-impl Content {
-    /// The text blocks joined with `separator` (pi's previews join with " ", views with "\n").
-    pub fn text_joined(&self, separator: &str) -> String {
-        match self {
-            Content::Text(text) => text.clone(),
-            Content::Blocks(blocks) => blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Block::Text(t) => Some(t.head.as_str()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join(separator),
-        }
-    }
+/// The text blocks of a content joined with `separator` (pi's previews join
+/// with " ", views with "\n").
+pub fn text_joined(blocks: &[Block], separator: &str) -> String {
+    let texts = blocks.iter().filter_map(|b| match b {
+        Block::Text(t) => Some(t.head.as_str()),
+        _ => None,
+    });
+    texts.collect::<Vec<_>>().join(separator)
 }
 
 /// A content block.
@@ -171,8 +172,7 @@ pub enum Block {
     Thinking(String),
     /// A tool call; `arguments` keeps key order (serde_json `preserve_order`) for pi parity.
     ToolCall {
-        id: String,
-        name: String,
+        name: CompactString,
         /// Boxed: inline, it would make every block (text included) 120 bytes.
         arguments: Box<Value>,
     },
@@ -189,16 +189,15 @@ pub enum Block {
 /// kept in those units for byte-identical truncation markers.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BoundedText {
-    pub head: String,
+    pub head: CompactString,
     pub full_utf16_len: usize,
     pub full_bytes: usize,
 }
 
 impl BoundedText {
-    pub fn whole(text: String) -> Self {
-        let full_utf16_len = text.encode_utf16().count();
-        let full_bytes = text.len();
-        BoundedText { head: text, full_utf16_len, full_bytes }
+    pub fn whole(text: impl Into<CompactString>) -> Self {
+        let head = text.into();
+        BoundedText { full_utf16_len: super::utf16_len(&head), full_bytes: head.len(), head }
     }
 
     /// True when `head` is the complete text.
@@ -222,17 +221,9 @@ pub struct Warnings {
     pub duplicate_ids: u64,
 }
 
-/// A message of the built context borrowed from the session (see
-/// [`super::Session::context_refs`]): entries' messages are not copied.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ContextRef<'a> {
-    pub entry_id: &'a str,
-    pub message: MessageRef<'a>,
-}
-
-/// A context message: its entry's own, or one made for the context (a
-/// summary, a custom message), boxed so that a context of a million
-/// messages costs 32 bytes a message, not the size of the largest role.
+/// A message of the built context (see [`super::Session::context_refs`]):
+/// its entry's own, borrowed, or one made for the context (a summary, a
+/// custom message), boxed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MessageRef<'a> {
     Entry(&'a AgentMessage),
@@ -246,5 +237,17 @@ impl std::ops::Deref for MessageRef<'_> {
             MessageRef::Entry(m) => m,
             MessageRef::Made(m) => m,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The sizes the module docs state: a session of a million small entries
+    /// is held in about 128 MB (issue 13's 200 MB includes the branch and the
+    /// serialized context).
+    #[test]
+    fn entries_stay_small() {
+        assert_eq!(std::mem::size_of::<super::Entry>(), 128);
+        assert_eq!(std::mem::size_of::<super::Block>(), 40);
     }
 }

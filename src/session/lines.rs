@@ -14,8 +14,6 @@ use std::io::{self, Read, Seek, SeekFrom};
 
 /// One physical line of a file, without its newline.
 pub(crate) struct Line<'b> {
-    /// 1-based, counted from the offset the reader started at.
-    pub number: u64,
     pub text: &'b [u8],
     pub terminated: bool,
     /// The strings of `text` cut short (only in lines longer than [`LONG_LINE`]).
@@ -63,11 +61,10 @@ pub(crate) struct LineReader<R> {
     /// Where to resume looking for a newline (bytes before it have none).
     scanned: usize,
     eof: bool,
-    number: u64,
     /// File offset just after the last complete (newline-terminated) line returned.
     offset: u64,
-    /// Offset and number before the last line returned: where [`Self::read_whole`] goes back to.
-    last: (u64, u64),
+    /// Offset before the last line returned: where [`Self::read_whole`] goes back to.
+    last: u64,
     /// Read the next line whole, long or not.
     whole: bool,
     squeeze: Option<Squeeze>,
@@ -89,9 +86,8 @@ impl<R: Read + Seek> LineReader<R> {
             start: 0,
             scanned: 0,
             eof: false,
-            number: 0,
             offset,
-            last: (offset, 0),
+            last: offset,
             whole: false,
             squeeze: None,
             cuts: Vec::new(),
@@ -112,7 +108,7 @@ impl<R: Read + Seek> LineReader<R> {
 
     /// Read the line last returned again, whole: the next [`Self::next_line`] returns it uncut.
     pub fn read_whole(&mut self) -> io::Result<()> {
-        (self.offset, self.number) = self.last;
+        self.offset = self.last;
         self.inner.seek(SeekFrom::Start(self.offset))?;
         (self.buf, self.start, self.scanned, self.eof, self.whole) = (Vec::new(), 0, 0, false, true);
         self.squeeze = None;
@@ -242,7 +238,7 @@ impl<R: Read + Seek> LineReader<R> {
 
     /// Dropped text that is not valid JSON text: read the line again whole.
     fn whole_line(&mut self) -> io::Result<Option<usize>> {
-        self.last = (self.offset, self.number);
+        self.last = self.offset;
         self.read_whole()?;
         Ok(None)
     }
@@ -268,17 +264,16 @@ impl<R: Read + Seek> LineReader<R> {
     }
 
     fn take(&mut self, line_end: usize, terminated: bool) -> Line<'_> {
-        self.last = (self.offset, self.number);
+        self.last = self.offset;
         let dropped = self.squeeze.take().map_or(0, |sq| sq.dropped);
         self.whole = false;
         let from = self.start;
         self.start = if terminated { line_end + 1 } else { line_end };
         self.scanned = self.start;
-        self.number += 1;
         if terminated {
             self.offset += (self.start - from + dropped) as u64;
         }
-        Line { number: self.number, text: &self.buf[from..line_end], terminated, cuts: &self.cuts }
+        Line { text: &self.buf[from..line_end], terminated, cuts: &self.cuts }
     }
 }
 
@@ -346,7 +341,7 @@ mod tests {
         assert_eq!(r.offset(), ("head\n".len() + long.len() + 1) as u64);
         r.read_whole().unwrap();
         let again = r.next_line().unwrap().unwrap();
-        assert_eq!((again.number, again.text, again.cuts), (2, long.as_bytes(), &[][..]));
+        assert_eq!((again.text, again.cuts), (long.as_bytes(), &[][..]));
         assert_eq!(r.next_line().unwrap().unwrap().text, b"last");
         assert_eq!(lines(data.as_bytes(), r.offset()).0, []);
     }

@@ -143,8 +143,8 @@ impl Session {
 
     /// The messages of pi's `buildSessionContext` over a branch, borrowed from
     /// the session: what serializing needs, without copying every message.
-    pub fn context_refs<'a>(&'a self, branch: &[&'a Entry]) -> Vec<ContextRef<'a>> {
-        context::build_refs(branch)
+    pub fn context_refs<'a>(&self, branch: &'a [&'a Entry]) -> impl Iterator<Item = MessageRef<'a>> + 'a {
+        context::refs(branch)
     }
 
     /// Text of the first user message in the file (pi's session list preview:
@@ -152,7 +152,7 @@ impl Session {
     pub fn first_user_message(&self) -> Option<String> {
         self.entries.iter().find_map(|e| match &e.kind {
             EntryKind::Message(AgentMessage::User { content, .. }) => {
-                Some(content.text_joined(" ")).filter(|t| !t.is_empty())
+                Some(text_joined(content, " ")).filter(|t| !t.is_empty())
             }
             _ => None,
         })

@@ -162,8 +162,6 @@ pub(crate) struct RawBlock<'a> {
     #[serde(borrow, default)]
     pub thinking: Str<'a>,
     #[serde(borrow, default)]
-    pub id: Str<'a>,
-    #[serde(borrow, default)]
     pub name: Str<'a>,
     #[serde(default)]
     pub arguments: Option<Value>,
@@ -287,8 +285,6 @@ pub(crate) struct RawMessage<'a> {
     #[serde(borrow, default)]
     pub error_message: Str<'a>,
     #[serde(borrow, default)]
-    pub tool_call_id: Str<'a>,
-    #[serde(borrow, default)]
     pub tool_name: Str<'a>,
     #[serde(default)]
     pub is_error: Truthy,
@@ -362,8 +358,6 @@ pub(crate) struct RawLine<'a> {
     pub from_id: Str<'a>,
     #[serde(borrow, default)]
     pub custom_type: Str<'a>,
-    #[serde(default)]
-    pub data: Option<Value>,
     #[serde(borrow, default)]
     pub content: Option<RawContent<'a>>,
     #[serde(default)]
@@ -383,11 +377,12 @@ pub(crate) struct RawLine<'a> {
 }
 
 impl Str<'_> {
-    pub fn owned(&self) -> Option<String> {
-        self.0.as_ref().map(|s| s.to_string())
+    /// The string as a `String` or a `CompactString` (whichever the field is).
+    pub fn owned<T: for<'s> From<&'s str>>(&self) -> Option<T> {
+        self.0.as_deref().map(T::from)
     }
-    pub fn string(&self) -> String {
-        self.0.as_deref().unwrap_or_default().to_string()
+    pub fn string<T: for<'s> From<&'s str>>(&self) -> T {
+        T::from(self.0.as_deref().unwrap_or_default())
     }
     pub fn as_str(&self) -> Option<&str> {
         self.0.as_deref()

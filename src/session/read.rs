@@ -150,7 +150,7 @@ pub(crate) fn read(path: &Path, file: File, offset: u64, complete_only: bool) ->
         if complete_only && !line.terminated {
             break;
         }
-        if !records.take(line.number, line.text, line.terminated, line.cuts)? {
+        if !records.take(line.text, line.terminated, line.cuts)? {
             lines.read_whole().map_err(|e| io_err(path, e))?;
         }
     }
@@ -161,8 +161,8 @@ pub(crate) fn read(path: &Path, file: File, offset: u64, complete_only: bool) ->
 #[derive(Default)]
 struct V1Ids {
     /// Id given to each parsed record, by pi's `entries` index (`None` for the header).
-    by_index: Vec<Option<String>>,
-    prev: Option<String>,
+    by_index: Vec<Option<CompactString>>,
+    prev: Option<CompactString>,
 }
 
 /// What the lines read so far made.
@@ -189,7 +189,7 @@ impl<'p> Records<'p> {
     }
 
     /// Take one line; `false` when it is to be read again whole (see [`cuts_bounded`]).
-    fn take(&mut self, number: u64, text: &[u8], terminated: bool, cuts: &[Cut]) -> Result<bool, SessionError> {
+    fn take(&mut self, text: &[u8], terminated: bool, cuts: &[Cut]) -> Result<bool, SessionError> {
         let warnings = &mut self.warnings;
         if is_blank(text) {
             if terminated {
@@ -250,14 +250,14 @@ impl<'p> Records<'p> {
         }
 
         let (id, parent_id) = if version < 2 {
-            let id = format!("{:08x}", this_index);
+            let id = compact_str::format_compact!("{:08x}", this_index);
             let parent = v1.prev.replace(id.clone());
             v1.by_index.push(Some(id.clone()));
             (id, parent)
         } else {
-            match raw.id.owned() {
+            match raw.id.owned::<CompactString>() {
                 // pi tests `parentId` for truthiness: an empty one means a root.
-                Some(id) => (id, raw.parent_id.owned().filter(|p| !p.is_empty())),
+                Some(id) => (id, raw.parent_id.owned().filter(|p: &CompactString| !p.is_empty())),
                 None => {
                     // pi would index it under `undefined`; nothing can reference it.
                     warnings.malformed_lines += 1;
@@ -299,7 +299,8 @@ impl<'p> Records<'p> {
                 }
             }
         }
-        self.entries.push(Entry { id, parent_id, timestamp: raw.timestamp.string(), line: number, kind });
+        let timestamp = convert::iso_to_ms(raw.timestamp.as_str().unwrap_or_default());
+        self.entries.push(Entry { id, parent_id, timestamp, kind });
         Ok(true)
     }
 }
@@ -342,7 +343,7 @@ fn v1_first_kept(v1: &V1Ids, index: f64, this_index: usize, own_id: &str) -> Str
     if index == this_index {
         return own_id.to_string();
     }
-    v1.by_index.get(index).cloned().flatten().unwrap_or_default()
+    v1.by_index.get(index).cloned().flatten().map(String::from).unwrap_or_default()
 }
 
 /// Entry positions sorted by id (4 bytes an entry, where a map of cloned
@@ -410,7 +411,7 @@ mod tests {
     /// character past the kept head still makes its line malformed.
     #[test]
     fn long_lines_read_as_whole_ones() {
-        use crate::session::{bounded, Block, Content, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
+        use crate::session::{bounded, Block, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
         let piece = r#"plain é 日本 😀 \n \" \u00e9 \ud83d\ude00 \\u0041 "#;
         let body = piece.repeat((super::super::lines::LONG_LINE + (1 << 20)) / piece.len());
         let full: String = serde_json::from_str(&format!("\"{body}\"")).unwrap();
@@ -437,7 +438,7 @@ mod tests {
         let EntryKind::Message(AgentMessage::ToolResult { content, .. }) = kinds[0] else { panic!("{kinds:?}") };
         assert_eq!(content[0], Block::Text(bounded(&full, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)));
         assert_eq!(content[1], Block::Image { mime_type: "image/png".into() });
-        let EntryKind::Message(AgentMessage::User { content: Content::Blocks(user), .. }) = kinds[1] else { panic!() };
+        let EntryKind::Message(AgentMessage::User { content: user, .. }) = kinds[1] else { panic!() };
         assert_eq!(user[..], [Block::Text(BoundedText::whole(full.clone()))]);
         assert_eq!(kinds.len(), 2);
         let summary = crate::session::summarize(&path).unwrap();
@@ -451,6 +452,6 @@ mod tests {
         let mut repaired = None;
         let (parsed, was_repaired) = parse_line::<RawLine<'_>>(line, &mut repaired);
         assert!(was_repaired);
-        assert_eq!(parsed.ok().and_then(|l| l.name.owned()).as_deref(), Some("a\u{FFFD}b"));
+        assert_eq!(parsed.ok().and_then(|l| l.name.owned::<String>()).as_deref(), Some("a\u{FFFD}b"));
     }
 }

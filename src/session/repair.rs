@@ -123,7 +123,7 @@ mod tests {
         let mut repaired = None;
         let (parsed, bad_utf8) = parse_line::<RawLine<'_>>(line.as_bytes(), &mut repaired);
         assert!(!bad_utf8);
-        let name = parsed.ok().and_then(|l| l.name.owned());
+        let name = parsed.ok().and_then(|l| l.name.owned::<String>());
         assert_eq!(name.as_deref(), Some("a\u{FFFD}|😀|\u{FFFD}|\\ud83d|A"));
         assert_eq!(replace_lone_surrogates(r#""ok \u00e9""#), None);
         assert_eq!(replace_lone_surrogates(r#""\ud800""#).as_deref(), Some(r#""\ufffd""#));
@@ -136,7 +136,7 @@ mod tests {
             format!(r#"{{"type":"x","name":"1e400 stays","n":[1e400,-{digits},1.5e3,"2e999"],"version":1e400}}"#);
         let mut repaired = None;
         let parsed = parse_line::<RawLine<'_>>(line.as_bytes(), &mut repaired).0.ok();
-        assert_eq!(parsed.and_then(|l| l.name.owned()).as_deref(), Some("1e400 stays"));
+        assert_eq!(parsed.and_then(|l| l.name.owned::<String>()).as_deref(), Some("1e400 stays"));
         assert_eq!(
             replace_infinite_numbers(&line).as_deref(),
             Some(r#"{"type":"x","name":"1e400 stays","n":[null,null,1.5e3,"2e999"],"version":null}"#)

@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use super::convert::{content, iso_to_ms};
+use super::entries::{text_joined, Blocks};
 use super::raw::{Num, RawContent, RawLine, Str};
 use super::read::{io_err, is_blank, lines_from, not_a_session, open_file, NOT_A_HEADER};
 use super::repair::parse_line;
@@ -178,10 +179,10 @@ impl Scanned {
             }
             return;
         }
-        let (role, msg_ts, entry_ts) = if self.first_message.is_none() {
+        let (role, msg_ts, entry_ts): (String, _, _) = if self.first_message.is_none() {
             let Some((msg, entry_ts)) = self.message::<RawContent<'_>>(text, &mut repaired) else { return };
             if msg.role.as_str() == Some("user") {
-                let t = content(&msg.content).text_joined(" ");
+                let t = text_joined(&content::<Blocks>(&msg.content), " ");
                 if !t.is_empty() {
                     self.first_message = Some(t);
                 }

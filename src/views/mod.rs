@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::session::{AgentMessage, Block, ContextRef, Entry, EntryKind};
+use crate::session::{text_joined, AgentMessage, Block, Entry, EntryKind, MessageRef};
 
 pub use truncate::truncate_tail;
 
@@ -19,8 +19,8 @@ pub const DEFAULT_MAX_LINES: usize = 2000;
 
 /// pi's `serializeConversation(convertToLlm(messages))` of a built context
 /// ([`crate::session::Session::context_refs`]).
-pub fn serialize_context_refs(messages: &[ContextRef<'_>]) -> String {
-    serialize::serialize(messages.iter().map(|m| &*m.message))
+pub fn serialize_context_refs<'a>(messages: impl IntoIterator<Item = MessageRef<'a>>) -> String {
+    serialize::serialize(messages)
 }
 
 /// Result of [`truncate_tail`].
@@ -58,7 +58,7 @@ pub fn index_text(branch: &[&Entry], with_ids: bool) -> String {
 /// and images left out); `None` for other messages.
 pub fn message_text(message: &AgentMessage) -> Option<(&'static str, String)> {
     match message {
-        AgentMessage::User { content, .. } => Some(("User", content.text_joined("\n"))),
+        AgentMessage::User { content, .. } => Some(("User", text_joined(content, "\n"))),
         AgentMessage::Assistant { content, .. } => {
             let texts = content.iter().filter_map(|b| match b {
                 Block::Text(t) if !t.head.trim().is_empty() => Some(t.head.as_str()),
@@ -105,8 +105,7 @@ pub fn files_touched(branch: &[&Entry]) -> FilesTouched {
                     }
                 }
             }
-            EntryKind::Compaction { details: Some(d), from_hook: false, .. }
-            | EntryKind::BranchSummary { details: Some(d), from_hook: false, .. } => {
+            EntryKind::Compaction { details: Some(d), .. } | EntryKind::BranchSummary { details: Some(d), .. } => {
                 let list = |key: &str| -> Vec<String> {
                     d.get(key)
                         .and_then(Value::as_array)
@@ -136,18 +135,13 @@ mod tests {
     fn assistant(id: &str, calls: &[(&str, &str)]) -> Entry {
         let content = calls
             .iter()
-            .map(|(name, path)| Block::ToolCall {
-                id: format!("c-{path}"),
-                name: name.to_string(),
-                arguments: Box::new(json!({ "path": path })),
-            })
-            .chain([Block::Text(BoundedText::whole("t".into()))])
+            .map(|(name, path)| Block::ToolCall { name: (*name).into(), arguments: Box::new(json!({ "path": path })) })
+            .chain([Block::Text(BoundedText::whole("t"))])
             .collect();
         Entry {
             id: id.into(),
             parent_id: None,
-            timestamp: String::new(),
-            line: 1,
+            timestamp: 0,
             kind: EntryKind::Message(AgentMessage::Assistant { content, error_message: None, timestamp: 0 }),
         }
     }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::jsjson;
-use crate::session::{AgentMessage, Block, BoundedText};
+use crate::session::{text_joined, AgentMessage, BashExecution, Block, BoundedText};
 
 /// pi's `TOOL_RESULT_MAX_CHARS`, in UTF-16 code units.
 pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
@@ -159,18 +159,11 @@ impl Out {
 fn serialize_one(message: &AgentMessage, out: &mut Out) {
     match message {
         // Text blocks joined with `""`, as pi does.
-        AgentMessage::User { content, .. } | AgentMessage::Custom { content, .. } => out.user(&content.text_joined("")),
-        AgentMessage::BashExecution {
-            command,
-            output,
-            exit_code,
-            cancelled,
-            truncated,
-            full_output_path,
-            exclude_from_context,
-            ..
-        } => {
-            if !exclude_from_context {
+        AgentMessage::User { content, .. } => out.user(&text_joined(content, "")),
+        AgentMessage::Custom { content, .. } => out.user(&text_joined(content, "")),
+        AgentMessage::BashExecution(bash) => {
+            let BashExecution { command, output, exit_code, cancelled, truncated, full_output_path, .. } = &**bash;
+            if !bash.exclude_from_context {
                 let text = bash_execution_to_text(
                     command,
                     &output.head,
@@ -224,10 +217,10 @@ fn serialize_one(message: &AgentMessage, out: &mut Out) {
 }
 
 /// Serializes messages in order into one string.
-pub fn serialize<'m>(messages: impl IntoIterator<Item = &'m AgentMessage>) -> String {
+pub fn serialize<M: std::ops::Deref<Target = AgentMessage>>(messages: impl IntoIterator<Item = M>) -> String {
     let mut out = Out { text: String::new() };
     for m in messages {
-        serialize_one(m, &mut out);
+        serialize_one(&m, &mut out);
     }
     out.text
 }

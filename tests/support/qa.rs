@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use session_index::query::{self, Prepared};
-use session_index::session::{self, AgentMessage, ContextRef, EntryKind, MessageRef, Session};
+use session_index::session::{self, AgentMessage, EntryKind, MessageRef, Session};
 
 /// Bytes of the "plain tail" baseline.
 pub const TAIL_BYTES: usize = 160 * 1024;
@@ -266,7 +266,7 @@ fn branch_messages(session: &Session) -> Vec<(String, AgentMessage)> {
             }
             _ => continue,
         };
-        out.push((entry.id.clone(), message));
+        out.push((entry.id.to_string(), message));
     }
     out
 }
@@ -282,8 +282,7 @@ pub fn tail_entry_ids(session: &Session, max_bytes: usize) -> (BTreeSet<String>,
         if used >= max_bytes {
             break;
         }
-        let text =
-            session_index::views::serialize_context_refs(&[ContextRef { entry_id: id, message: MessageRef::Entry(m) }]);
+        let text = session_index::views::serialize_context_refs([MessageRef::Entry(m)]);
         used += text.len() + 2;
         ids.insert(id.clone());
     }

@@ -43,14 +43,14 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if let (Some(leaf), true) = (&args.leaf, branch.is_empty()) {
         return Err(Failure::Usage(format!("{}: no entry with id {leaf}", file.display())));
     }
-    let context = s.context_refs(&branch);
+    let context: Vec<_> = s.context_refs(&branch).collect();
     let report = Report {
         id: s.header.id.clone(),
         name: s.session_name(&branch),
         leaf_id,
-        branch_ids: branch.iter().map(|e| e.id.clone()).collect(),
-        context_roles: context.iter().map(|m| m.message.role()).collect(),
-        serialized: views::serialize_context_refs(&context),
+        branch_ids: branch.iter().map(|e| e.id.to_string()).collect(),
+        context_roles: context.iter().map(|m| m.role()).collect(),
+        serialized: views::serialize_context_refs(context),
         files: views::files_touched(&branch),
         warnings: s.warnings.clone(),
     };
