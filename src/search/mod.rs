@@ -32,7 +32,7 @@ pub use query::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use update::UpdateReport;
 
 /// Bump when the tables or what goes into them change: the index is rebuilt.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
 /// Column order of the FTS table, and each column's `bm25()` weight: what a
 /// session is about (name, tags, summaries, decisions) above what the user
@@ -70,6 +70,8 @@ CREATE TABLE sessions(sid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEX
   size INTEGER NOT NULL DEFAULT 0, mtime_ns INTEGER NOT NULL DEFAULT 0, inode INTEGER NOT NULL DEFAULT 0,
   read_to INTEGER NOT NULL DEFAULT 0, tail BLOB, version INTEGER NOT NULL, meta_mtime_ns INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX sessions_id ON sessions(id);
+CREATE INDEX sessions_newest ON sessions(modified_ms, cwd);
+CREATE INDEX sessions_rank ON sessions(sid, cwd, modified_ms);
 CREATE TABLE entries(rowid INTEGER PRIMARY KEY, entry_id TEXT NOT NULL,
   role TEXT NOT NULL, ts TEXT NOT NULL, active INTEGER NOT NULL, col TEXT);
 CREATE VIRTUAL TABLE fts USING fts5(name, tags, summary, decisions, files, user, assistant, tool, abandoned,

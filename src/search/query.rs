@@ -15,6 +15,8 @@ pub const MARK_END: char = '\u{3}';
 const CURRENT_PROJECT_BOOST: f64 = 1.5;
 /// A session's rows other than its best one count this much.
 const OTHER_ROWS: f64 = 0.5;
+/// Ranking rows scored per query, at most, unless one term alone is in more (see `Index::run`).
+const MAX_SCORED: i64 = 3_000;
 
 /// A parsed query.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -149,12 +151,12 @@ impl Query {
         Ok(query)
     }
 
-    /// The terms searched for: the words and the phrases, and when
-    /// `prefix` the last word (of 3 letters or more) also as a prefix: the
-    /// whole word counts twice, so it ranks above longer words it begins.
-    fn terms(&self, prefix: bool) -> Vec<String> {
+    /// The terms searched for: the words and the phrases, and the last
+    /// word (of 3 letters or more) also as a prefix: the whole word counts
+    /// twice, so it ranks above longer words it begins.
+    fn terms(&self) -> Vec<String> {
         let mut terms: Vec<String> = self.words.iter().filter_map(|w| phrase(w)).collect();
-        if let Some(last) = terms.last().filter(|t| prefix && t.len() >= 5) {
+        if let Some(last) = terms.last().filter(|t| t.len() >= 5) {
             terms.push(format!("{last}*"));
         }
         terms.extend(self.phrases.iter().filter_map(|p| phrase(p)));
@@ -210,39 +212,50 @@ impl Index {
     }
 
     fn run(&self, query: &Query) -> rusqlite::Result<Vec<SessionHit>> {
-        // A term in more than half the rows gets no weight from bm25() (its
-        // idf is clamped) and costs the most: it is not ranked on while
-        // rarer terms remain; when none remain, the sessions holding all the
-        // terms are listed newest first. bm25() costs per row matched, so
-        // rows are found by the rare terms (in at most an eighth of the rows,
-        // else the rarest), and the others only add to their score.
-        let mut terms = query.terms(true);
+        // bm25() costs per row matched, and a term's idf is small when it is
+        // in many rows: nothing in more than half (clamped), little in more
+        // than a quarter. Such a common term is not ranked on. Rows are found
+        // by the rare terms, rarest first, each in at most an eighth of the
+        // rows and together in at most MAX_SCORED (at least the rarest); the
+        // other rare terms only add to their score. A query with no rare
+        // term, or whose rarest is in more rows than both bounds, lists the
+        // newest sessions holding all its terms instead.
+        let mut terms = query.terms();
         terms.sort();
         terms.dedup();
-        let half: i64 = self.conn.query_row("SELECT count(*) / 2 FROM docs_docsize", [], |r| r.get(0))?;
+        let rows: i64 = self.conn.query_row("SELECT count(*) FROM docs_docsize", [], |r| r.get(0))?;
+        // A quarter of the rows, but never fewer than MAX_SCORED (small indexes) or more than half.
+        let common = (rows / 4).max(MAX_SCORED).min(rows / 2);
         let mut count =
             self.conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ?1 LIMIT ?2)")?;
-        let mut counted = Vec::new();
+        let mut counted: Vec<(i64, &str)> = Vec::new();
         for term in &terms {
-            // The prefix of a common word is common too, and adds nothing to an AND (not counted).
-            if term.strip_suffix('*').is_some_and(|w| counted.contains(&(half + 1, w))) {
+            // The prefix of a common word is common too (not counted). That
+            // of a found word of 5 letters or more (no prefix index) costs a
+            // merge of every longer word's rows: the word counts twice instead.
+            let whole = term.strip_suffix('*').and_then(|w| counted.iter().find(|c| c.1 == w)).copied();
+            if let Some((n, w)) = whole.filter(|&(n, w)| n > common || w.chars().count() >= 7) {
+                counted.extend((n <= common).then_some((n, w)));
                 continue;
             }
-            let n: i64 = count.query_row(rusqlite::params![term, half + 1], |r| r.get(0))?;
+            let n: i64 = count.query_row(rusqlite::params![term, common + 1], |r| r.get(0))?;
             if n > 0 {
                 counted.push((n, term.as_str()));
             }
         }
         counted.sort();
-        let rare: Vec<&str> = counted.iter().filter(|(n, _)| *n <= half).map(|t| t.1).collect();
-        let anchors = counted.iter().take_while(|(n, _)| *n <= half / 4).count().max(1).min(rare.len());
+        let rare: Vec<&str> = counted.iter().filter(|(n, _)| *n <= common).map(|t| t.1).collect();
+        let within =
+            |k: usize| counted[k].0 <= rows / 8 && counted[..=k].iter().map(|t| t.0).sum::<i64>() <= MAX_SCORED;
+        let anchors = (0..counted.len()).take_while(|&k| within(k)).count().max(1).min(rare.len());
+        let newest = anchors == 0 || counted[0].0 > (rows / 8).max(MAX_SCORED);
+        counted.dedup();
         let (anchors, others) = (rare[..anchors].join(" OR "), rare[anchors..].join(" OR "));
-        let newest = anchors.is_empty();
-        let weights = COLUMNS.map(|(_, w)| w.to_string()).join(", ");
-        let (rank, expr) = match (anchors.is_empty(), others.is_empty()) {
-            (true, _) => ("0.0".to_string(), counted.iter().map(|t| t.1).collect::<Vec<_>>().join(" AND ")),
-            (false, true) => (format!("-bm25(docs, {weights})"), anchors),
-            (false, false) => (format!("-bm25(docs, {weights})"), format!("({anchors}) AND ({anchors} OR {others})")),
+        let rank = format!("-bm25(docs, {})", COLUMNS.map(|(_, w)| w.to_string()).join(", "));
+        let expr = match (newest, others.is_empty()) {
+            (true, _) => counted.iter().map(|t| t.1).collect::<Vec<_>>().join(" AND "),
+            (false, true) => anchors,
+            (false, false) => format!("({anchors}) AND ({anchors} OR {others})"),
         };
         if expr.is_empty() && !terms.is_empty() {
             return Ok(Vec::new());
@@ -250,24 +263,31 @@ impl Index {
         let mut params = vec![SqlValue::Text(expr), query.current_cwd.clone().map_or(SqlValue::Null, SqlValue::Text)];
         let cond = query.conditions(&mut params);
         // Sessions ranked by their best row (its meta or a chunk of its text)
-        // plus a share of the others, the current project first; with no
-        // rare terms, the newest sessions that pass the filters and hold all
-        // the terms (only the ones shown read their columns: the others are
-        // ids, not rows sorted whole).
+        // plus a share of the others, the current project first; or the
+        // newest sessions that pass the filters and hold all the terms: when
+        // most sessions are likely to (by the terms' shares of the rows),
+        // walked newest first (an index) and each looked up by its rowids,
+        // else their ids collected first (a cost that grows with the rows).
+        let share: f64 = counted.iter().map(|t| t.0 as f64 / rows as f64).product();
+        let range = format!("rowid BETWEEN s.sid * {SPAN} AND s.sid * {SPAN} + {SPAN} - 1");
+        let holds = match share * 200.0 >= query.limit as f64 {
+            true => format!("EXISTS (SELECT 1 FROM docs WHERE docs MATCH ?1 AND {range})"),
+            false => format!("s.sid IN (SELECT rowid / {SPAN} FROM docs WHERE docs MATCH ?1)"),
+        };
         let sql = if newest {
             format!(
-                "WITH hit AS (SELECT sid FROM sessions s WHERE (?1 = '' OR s.sid IN (SELECT rowid / {SPAN} FROM docs \
-                 WHERE docs MATCH ?1)) AND ?2 IS ?2 {cond} ORDER BY s.modified_ms DESC LIMIT {0}) \
-                 SELECT {ROW_COLUMNS}, 0.0, s.sid * {SPAN} FROM hit JOIN sessions s USING (sid) ORDER BY s.modified_ms DESC",
+                "WITH hit AS (SELECT sid FROM sessions s WHERE (?1 = '' OR {holds}) AND ?2 IS ?2 {cond} ORDER BY s.modified_ms \
+                 DESC LIMIT {0}) SELECT {ROW_COLUMNS}, 0.0, s.sid * {SPAN} FROM hit JOIN sessions s USING (sid) ORDER BY s.modified_ms DESC",
                 query.limit
             )
         } else {
             format!(
                 "WITH rows AS MATERIALIZED (SELECT rowid, {rank} AS r FROM docs WHERE docs MATCH ?1), \
-                 per AS (SELECT rowid / {SPAN} AS sid, rowid AS best, max(r) AS top, sum(r) AS total FROM rows GROUP BY 1) \
-                 SELECT {ROW_COLUMNS}, (top + {OTHER_ROWS} * (total - top)) * IIF(s.cwd = ?2, {CURRENT_PROJECT_BOOST}, 1.0) \
-                 AS score, best FROM per JOIN sessions s ON s.sid = per.sid WHERE 1 {cond} \
-                 ORDER BY score DESC, s.modified_ms DESC LIMIT {}",
+                 per AS (SELECT rowid / {SPAN} AS sid, rowid AS best, max(r) AS top, sum(r) AS total FROM rows GROUP BY 1), \
+                 hit AS (SELECT s.sid, best, s.modified_ms AS m, (top + {OTHER_ROWS} * (total - top)) \
+                 * IIF(s.cwd = ?2, {CURRENT_PROJECT_BOOST}, 1.0) AS score FROM per JOIN sessions s INDEXED BY sessions_rank \
+                 ON s.sid = per.sid WHERE 1 {cond} ORDER BY score DESC, m DESC LIMIT {}) \
+                 SELECT {ROW_COLUMNS}, score, best FROM hit JOIN sessions s USING (sid) ORDER BY score DESC, m DESC",
                 query.limit
             )
         };
@@ -279,15 +299,19 @@ impl Index {
             .filter(|(h, _)| !self.excluded(h))
             .collect();
         // Snippets: the first rows from the best chunk on (or of the session
-        // when none was ranked) holding every word, then any, then the
-        // prefix (not ranked by bm25(), whose word counts read the whole table).
+        // when none was ranked) holding every word ranked on, then any, then
+        // the prefix (not ranked by bm25(), whose word counts read the whole
+        // table). A common word costs the most to look up and tells the
+        // least: with no rare term, only the least common is looked up.
         let mut best = self.conn.prepare_cached(
             "SELECT rowid, snippet(fts, -1, char(2), char(3), '…', 14) FROM fts \
              WHERE fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT 2",
         )?;
         let mut entry = self.conn.prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
-        let words = query.terms(false);
-        let mut exprs = vec![words.join(" AND "), words.join(" OR "), terms.join(" OR ")];
+        let looked: Vec<&str> =
+            counted.iter().enumerate().take_while(|(i, t)| *i == 0 || t.0 <= common).map(|t| t.1 .1).collect();
+        let words: Vec<&str> = looked.iter().copied().filter(|t| !t.ends_with('*')).collect();
+        let mut exprs = vec![words.join(" AND "), words.join(" OR "), looked.join(" OR ")];
         exprs.retain(|e| !e.is_empty());
         exprs.dedup();
         let mut found = Vec::with_capacity(hits.len());
