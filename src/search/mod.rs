@@ -78,6 +78,7 @@ CREATE VIRTUAL TABLE fts USING fts5(name, tags, summary, decisions, files, user,
   tokenize = 'porter unicode61');
 CREATE VIRTUAL TABLE docs USING fts5(name, tags, summary, decisions, files, user, assistant, tool, abandoned,
   content = '', contentless_delete = 1, prefix = '3 4', tokenize = 'porter unicode61');
+INSERT INTO fts(fts, rank) VALUES('automerge', 0); INSERT INTO docs(docs, rank) VALUES('automerge', 0);
 ";
 
 /// Rowids per session in `entries` and `fts` (entries past it are not indexed).
