@@ -32,7 +32,7 @@ pub use query::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use update::UpdateReport;
 
 /// Bump when the tables or what goes into them change: the index is rebuilt.
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 
 /// Column order of the FTS table, and each column's `bm25()` weight: what a
 /// session is about (name, tags, summaries, decisions) above what the user
@@ -73,7 +73,7 @@ CREATE INDEX sessions_id ON sessions(id);
 CREATE INDEX sessions_newest ON sessions(modified_ms, cwd);
 CREATE INDEX sessions_rank ON sessions(sid, cwd, modified_ms);
 CREATE TABLE entries(rowid INTEGER PRIMARY KEY, entry_id TEXT NOT NULL,
-  role TEXT NOT NULL, ts TEXT NOT NULL, active INTEGER NOT NULL, col TEXT);
+  role TEXT NOT NULL, active INTEGER NOT NULL, col TEXT);
 CREATE VIRTUAL TABLE fts USING fts5(name, tags, summary, decisions, files, user, assistant, tool, abandoned,
   tokenize = 'porter unicode61');
 CREATE VIRTUAL TABLE docs USING fts5(name, tags, summary, decisions, files, user, assistant, tool, abandoned,

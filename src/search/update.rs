@@ -420,10 +420,8 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Resul
             tx.execute("UPDATE sessions SET session_name = ?2 WHERE sid = ?1", params![sid, name])?;
         }
         let column = text.as_ref().map(|(c, _)| *c);
-        tx.prepare_cached(
-            "INSERT INTO entries(rowid, entry_id, role, ts, active, col) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?
-        .execute(params![rowid, entry.id.as_str(), role, entry.timestamp, active, column])?;
+        tx.prepare_cached("INSERT INTO entries(rowid, entry_id, role, active, col) VALUES (?1, ?2, ?3, ?4, ?5)")?
+            .execute(params![rowid, entry.id.as_str(), role, active, column])?;
         if let Some((column, text)) = text {
             let column = if active { column } else { "abandoned" };
             tx.prepare_cached(&format!("INSERT INTO fts(rowid, {column}) VALUES (?1, ?2)"))?
