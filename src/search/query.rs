@@ -1,8 +1,10 @@
 //! Queries: the user's text parsed into words, phrases, exclusions and
 //! filters, and turned into FTS5 `MATCH` expressions built here (user text
 //! never reaches `MATCH` raw: every term is reduced to its letters and digits
-//! and quoted). Sessions are ranked with `bm25()` over their whole text
-//! (one `docs` row each); only the shown ones look at their messages' rows.
+//! and quoted). Sessions are ranked with `bm25()` over their `docs` rows
+//! (a meta row and ~16 KB chunks of their text: a session scores its best
+//! row plus a share of the others); only the shown ones look at their
+//! messages' rows, for snippets.
 
 use rusqlite::types::Value as SqlValue;
 
