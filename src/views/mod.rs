@@ -9,19 +9,14 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::session::{text_joined, AgentMessage, Block, Entry, EntryKind, MessageRef};
+use crate::session::{text_joined, AgentMessage, Block, Entry, EntryKind};
 
+pub use serialize::serialize as serialize_context_refs;
 pub use truncate::truncate_tail;
 
 /// pi's `truncateTail` defaults.
 pub const DEFAULT_MAX_BYTES: usize = 51_200;
 pub const DEFAULT_MAX_LINES: usize = 2000;
-
-/// pi's `serializeConversation(convertToLlm(messages))` of a built context
-/// ([`crate::session::Session::context_refs`]).
-pub fn serialize_context_refs<'a>(messages: impl IntoIterator<Item = MessageRef<'a>>) -> String {
-    serialize::serialize(messages)
-}
 
 /// Result of [`truncate_tail`].
 #[derive(Debug, Clone, PartialEq)]

@@ -216,7 +216,8 @@ fn serialize_one(message: &AgentMessage, out: &mut Out) {
     }
 }
 
-/// Serializes messages in order into one string.
+/// pi's `serializeConversation(convertToLlm(messages))` of messages in order,
+/// such as a built context ([`crate::session::Session::context_refs`]).
 pub fn serialize<M: std::ops::Deref<Target = AgentMessage>>(messages: impl IntoIterator<Item = M>) -> String {
     let mut out = Out { text: String::new() };
     for m in messages {
