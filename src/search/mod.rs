@@ -139,12 +139,11 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     let tags: String = r.get(9)?;
     let created: String = r.get(3)?;
     let modified_ms = r.get::<_, i64>(4)?.max(0) as u64;
-    let active = Some(r.get::<_, i64>(16)?).filter(|&t| t > 0).unwrap_or(crate::session::iso_to_ms(&created));
     Ok(SessionRow {
         id: r.get(0)?,
         path: PathBuf::from(r.get::<_, String>(1)?),
         cwd: r.get(2)?,
-        last_activity_ms: if active > 0 { active as u64 } else { modified_ms },
+        last_activity_ms: crate::session::last_activity(Some(r.get(16)?), &created, modified_ms),
         created,
         modified_ms,
         name: r.get(5)?,

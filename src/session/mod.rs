@@ -26,7 +26,7 @@ pub use convert::{bounded, iso_to_ms, utf16_len, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT
 
 pub use entries::*;
 pub use read::open_file;
-pub use summary::{summarize, SessionSummary};
+pub use summary::{last_activity, summarize, SessionSummary};
 
 /// Why a session file could not be read at all. Recoverable problems inside a
 /// file are not errors: they are counted in [`Warnings`].

@@ -136,14 +136,14 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
     s.first_message = state.first_message;
     s.message_count = state.message_count;
     s.modified_ms = modified_ms;
-    s.last_activity_ms = match state.last_activity.filter(|&t| t > 0) {
-        Some(t) => t as u64,
-        None => match iso_to_ms(&s.created) {
-            0 => s.modified_ms,
-            t => t.max(0) as u64,
-        },
-    };
+    s.last_activity_ms = last_activity(state.last_activity, &s.created, modified_ms);
     Ok(s)
+}
+
+/// pi's list "modified": the `latest` user or assistant message time, else
+/// the header time `created`, else the file time (ms since the epoch).
+pub fn last_activity(latest: Option<i64>, created: &str, file_ms: u64) -> u64 {
+    [latest.unwrap_or(0), iso_to_ms(created)].into_iter().find(|&t| t > 0).map_or(file_ms, |t| t as u64)
 }
 
 impl Scanned {
