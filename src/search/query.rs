@@ -300,50 +300,53 @@ impl Index {
             .into_iter()
             .filter(|(h, _)| !self.excluded(h))
             .collect();
-        // Snippets: the first rows from the best chunk on (or of the session
-        // when none was ranked) holding every word ranked on, then any, then
-        // the prefix (not ranked by bm25(), whose word counts read the whole
-        // table). A common word costs the most to look up and tells the
-        // least: with no rare term, only the least common is looked up.
-        let mut best = self.conn.prepare_cached(
-            "SELECT rowid, snippet(fts, -1, char(2), char(3), '…', 14) FROM fts \
-             WHERE fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT 2",
-        )?;
-        let mut entry = self.conn.prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
+        // Snippets: holding every word ranked on, then any, then the prefix.
+        // A common word costs the most to look up and tells the least: with
+        // no rare term, only the least common is looked up.
         let looked: Vec<&str> =
             counted.iter().enumerate().take_while(|(i, t)| *i == 0 || t.0 <= common).map(|t| t.1 .1).collect();
         let words: Vec<&str> = looked.iter().copied().filter(|t| !t.ends_with('*')).collect();
         let mut exprs = vec![words.join(" AND "), words.join(" OR "), looked.join(" OR ")];
         exprs.retain(|e| !e.is_empty());
         exprs.dedup();
-        let mut found = Vec::with_capacity(hits.len());
-        for (mut hit, chunk) in hits {
-            let (first, last) = rowids(chunk / SPAN);
-            let mut seen = Vec::new();
-            for (i, expr) in exprs.iter().enumerate() {
-                // The prefix (last) only when the words found nothing: it reads every row of `fts`.
-                if seen.len() == 2 || (i == exprs.len() - 1 && i > 0 && !seen.is_empty()) {
-                    break;
-                }
-                let rows = best.query_map(rusqlite::params![expr, chunk, last], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                for row in rows {
-                    let (rowid, text): (i64, String) = row?;
-                    if seen.len() == 2 || seen.contains(&rowid) {
-                        continue;
-                    }
-                    seen.push(rowid);
-                    hit.snippets.push(if rowid == first {
-                        Snippet { entry_id: None, role: "meta".into(), abandoned: false, text }
-                    } else {
-                        let (entry_id, role, active) =
-                            entry.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?)))?;
-                        Snippet { entry_id: Some(entry_id), role, abandoned: !active, text }
-                    });
-                }
+        hits.into_iter().map(|(hit, chunk)| Ok(SessionHit { snippets: self.snippets(chunk, &exprs)?, ..hit })).collect()
+    }
+
+    /// Up to two snippets of the session whose best ranking row is `chunk`:
+    /// the first `fts` rows from that chunk on (or from the session's meta
+    /// when none was ranked) matching the first of `exprs` that finds any,
+    /// then the next (not ranked by bm25(), whose word counts read the whole
+    /// table). The last, the prefix, only when the others found nothing: it
+    /// reads every row of `fts`.
+    fn snippets(&self, chunk: i64, exprs: &[String]) -> rusqlite::Result<Vec<Snippet>> {
+        let mut best = self.conn.prepare_cached(
+            "SELECT rowid, snippet(fts, -1, char(2), char(3), '…', 14) FROM fts \
+             WHERE fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT 2",
+        )?;
+        let mut entry = self.conn.prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
+        let (first, last) = rowids(chunk / SPAN);
+        let (mut seen, mut snippets) = (Vec::new(), Vec::new());
+        for (i, expr) in exprs.iter().enumerate() {
+            if seen.len() == 2 || (i == exprs.len() - 1 && i > 0 && !seen.is_empty()) {
+                break;
             }
-            found.push(hit);
+            let rows = best.query_map(rusqlite::params![expr, chunk, last], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            for row in rows {
+                let (rowid, text): (i64, String) = row?;
+                if seen.len() == 2 || seen.contains(&rowid) {
+                    continue;
+                }
+                seen.push(rowid);
+                snippets.push(if rowid == first {
+                    Snippet { entry_id: None, role: "meta".into(), abandoned: false, text }
+                } else {
+                    let (entry_id, role, active) =
+                        entry.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?)))?;
+                    Snippet { entry_id: Some(entry_id), role, abandoned: !active, text }
+                });
+            }
         }
-        Ok(found)
+        Ok(snippets)
     }
 }
 
