@@ -97,13 +97,12 @@ fn table(hits: &[SessionHit], colour: bool) -> String {
         let s = &hit.session;
         let name = s.name.as_deref().or(s.first_message.as_deref()).unwrap_or("(unnamed)");
         let name: String = session_index::text::flat(name).chars().take(70).collect();
-        let date = session_index::time::iso_from_millis(s.last_activity_ms as i64);
         let _ = writeln!(
             out,
             "{:>2}. {}  {}  {}",
             i + 1,
             paint("1", &name),
-            paint("2", &date[..16].replace('T', " ")),
+            paint("2", &crate::list::date(s.last_activity_ms)),
             s.cwd
         );
         for snippet in &hit.snippets {
