@@ -65,6 +65,10 @@ fn planted(agent: &Path) {
     let mut apart = Writer::new(agent, "/p/beta", "phrase-apart");
     apart.user("a purple car, an elephant, and a dance class");
 
+    // The same words, said together in one and apart (and in fewer words) in the other.
+    Writer::new(agent, "/p/beta", "words-together").user("the quasar flaky deploy one two three four five six seven");
+    Writer::new(agent, "/p/beta", "words-apart").user("the quasar deploy one two three four five six flaky");
+
     let mut file = Writer::new(agent, "/p/gamma", "file-fact");
     file.user("look at the path finder");
     file.tool("read", json!({"path": "src/weird/path_finder.rs"}), "fn find() {}");
@@ -99,6 +103,8 @@ fn planted_facts_rank_first() {
     both.sort();
     assert_eq!(both, vec!["phrase-apart", "phrase-fact"]);
     assert_eq!(ids(&search(&index, "purple elephant -car")), vec!["phrase-fact"], "exclusion");
+    // Words said together rank above the same words apart, though bm25() alone prefers the shorter row.
+    assert_eq!(ids(&search(&index, "flaky quasar")), vec!["words-together", "words-apart"], "proximity");
 
     assert_eq!(ids(&search(&index, "file:src/weird/path_finder.rs")), vec!["file-fact"]);
     assert_eq!(ids(&search(&index, "path_finder")), vec!["file-fact"]);

@@ -137,19 +137,11 @@ fn corpus(agent: &Path) {
     }
 }
 
+/// Measured: Tuned 12/13, HeldOut 13/14.
 #[test]
-#[ignore = "below target (issue 17): Tuned 11/13 (85%), HeldOut 10/14 (71%); run with --ignored"]
 fn the_remembered_session_is_in_the_top_3_for_nine_in_ten_paraphrases_in_each_half() {
     let (shares, report) = recall(&[Tuned, HeldOut], false);
     assert!(shares.iter().all(|&s| s >= 0.9), "a half below 90%:\n{report}");
-}
-
-/// Run in CI while the target is not met: ranking changes must not lose
-/// what was measured (Tuned 11/13, HeldOut 10/14).
-#[test]
-fn recall_never_falls_below_the_measured_floor() {
-    let (shares, report) = recall(&[Tuned, HeldOut], false);
-    assert!(shares[0] >= 11.0 / 13.0 && shares[1] >= 10.0 / 14.0, "recall fell:\n{report}");
 }
 
 /// For tuning the ranking without seeing the held-out half: the `Tuned`

@@ -3,7 +3,8 @@
 //! never reaches `MATCH` raw: every term is reduced to its letters and digits
 //! and quoted). Sessions are ranked with `bm25()` over their `docs` rows
 //! (a meta row and ~16 KB chunks of their text: a session scores its best
-//! row plus a share of the others); only the shown ones look at their
+//! row plus a share of the others, and two query words found close together
+//! count as a term of their own); only the shown ones look at their
 //! messages' rows, for snippets.
 
 use rusqlite::types::Value as SqlValue;
@@ -19,6 +20,18 @@ const CURRENT_PROJECT_BOOST: f64 = 1.5;
 const OTHER_ROWS: f64 = 0.5;
 /// Ranking rows scored per query, at most, unless one term alone is in more (see `Index::run`).
 const MAX_SCORED: i64 = 3_000;
+/// Two words of the query said within this many tokens of each other in a
+/// row add their pair's idf to its score (see [`Query::pairs`]).
+const NEAR_TOKENS: usize = 5;
+/// Words that join the ones a user remembers: never paired.
+#[rustfmt::skip]
+const FUNCTION_WORDS: &[&str] = &[
+    "a", "about", "after", "all", "an", "and", "any", "are", "as", "at", "be", "been", "before", "between", "both",
+    "but", "by", "can", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "if",
+    "in", "into", "is", "it", "its", "just", "me", "my", "no", "not", "of", "on", "or", "our", "she", "so", "than",
+    "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "too", "up", "us", "vs", "was",
+    "we", "were", "what", "when", "where", "which", "while", "who", "why", "will", "with", "you", "your",
+];
 
 /// A parsed query.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -165,6 +178,17 @@ impl Query {
         terms
     }
 
+    /// Each two consecutive words of the query (function words skipped), as
+    /// an FTS5 `NEAR` group, with the two words: a user remembers things said
+    /// together, and two words close in a row are evidence that one word
+    /// alone is not (term proximity, as in the sequential dependence model).
+    fn pairs(&self) -> Vec<(String, String, String)> {
+        let content = self.words.iter().filter(|w| !FUNCTION_WORDS.contains(&w.to_lowercase().as_str()));
+        let words: Vec<String> = content.filter_map(|w| phrase(w)).collect();
+        let pairs = words.windows(2).filter(|p| p[0] != p[1]);
+        pairs.map(|p| (format!("NEAR({} {}, {NEAR_TOKENS})", p[0], p[1]), p[0].clone(), p[1].clone())).collect()
+    }
+
     /// SQL conditions on the session `s` for the filters, with their parameters.
     fn conditions(&self, params: &mut Vec<SqlValue>) -> String {
         let mut sql = String::new();
@@ -276,6 +300,19 @@ impl Index {
             true => format!("EXISTS (SELECT 1 FROM docs WHERE docs MATCH ?1 AND {range})"),
             false => format!("s.sid IN (SELECT rowid / {SPAN} FROM docs WHERE docs MATCH ?1)"),
         };
+        // Pairs said together: rows holding one add the pair's idf (as
+        // bm25() weighs a term) to their score. Only pairs of rare words:
+        // finding a common word's pairs costs reading its many rows.
+        let mut near = String::new();
+        let rare_pair = |a: &str, b: &str| !newest && [a, b].iter().all(|w| rare.contains(w));
+        for (pair, ..) in query.pairs().into_iter().filter(|(_, a, b)| rare_pair(a, b)) {
+            let n: i64 = count.query_row(rusqlite::params![pair, common + 1], |r| r.get(0))?;
+            if (1..=common).contains(&n) {
+                let idf = (((rows - n) as f64 + 0.5) / (n as f64 + 0.5)).ln().max(1e-6);
+                params.push(SqlValue::Text(pair));
+                near.push_str(&format!(" UNION ALL SELECT rowid, {idf} FROM docs WHERE docs MATCH ?{}", params.len()));
+            }
+        }
         let sql = if newest {
             format!(
                 "WITH hit AS (SELECT sid FROM sessions s WHERE (?1 = '' OR {holds}) AND ?2 IS ?2 {cond} ORDER BY s.modified_ms \
@@ -284,7 +321,8 @@ impl Index {
             )
         } else {
             format!(
-                "WITH rows AS MATERIALIZED (SELECT rowid, {rank} AS r FROM docs WHERE docs MATCH ?1), \
+                "WITH ranked AS MATERIALIZED (SELECT rowid, {rank} AS r FROM docs WHERE docs MATCH ?1), \
+                 rows AS (SELECT rowid, sum(r) AS r FROM (SELECT rowid, r FROM ranked{near}) GROUP BY rowid), \
                  per AS (SELECT rowid / {SPAN} AS sid, rowid AS best, max(r) AS top, sum(r) AS total FROM rows GROUP BY 1), \
                  hit AS (SELECT s.sid, best, s.modified_ms AS m, (top + {OTHER_ROWS} * (total - top)) \
                  * IIF(s.cwd = ?2, {CURRENT_PROJECT_BOOST}, 1.0) AS score FROM per JOIN sessions s INDEXED BY sessions_rank \
