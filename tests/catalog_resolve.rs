@@ -342,7 +342,8 @@ fn ancestors_follow_parent_session_and_note_missing_parents() {
     let mid = a.session(&Synth::new("70000000-0000-4000-8000-000000000002", "/p").name("Mid").parent(&root));
     let leaf = a.session(&Synth::new("70000000-0000-4000-8000-000000000003", "/p").name("Leaf").parent(&mid));
     let c = catalog();
-    let e = c.get_by_path(&a.sessions(), &a.meta_dir(), &leaf).unwrap();
+    let e = c.resolve(&a.sessions(), &a.meta_dir(), "/p", "70000000-0000-4000-8000-000000000003").unwrap().entry;
+    assert_eq!(e.path, leaf);
     let chain = c.ancestors(&a.sessions(), &a.meta_dir(), &e, 5);
     let names: Vec<String> = chain
         .iter()

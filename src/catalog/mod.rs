@@ -347,11 +347,6 @@ impl Catalog {
         })
     }
 
-    /// The session whose file is `path` (as listed, or the same file through symlinks).
-    pub fn get_by_path(&self, sessions_dir: &Path, meta_dir: &Path, path: &Path) -> Option<CatalogEntry> {
-        self.with_rows(sessions_dir, meta_dir, |s| s.row_for_path(path).map(|row| row.entry.clone()))
-    }
-
     /// Up to `depth` ancestors of `entry` through `parentSession`, nearest
     /// first. A parent that is missing or outside the sessions directory ends
     /// the chain with [`Ancestor::Missing`]; a cycle ends it silently.
