@@ -59,10 +59,12 @@ pub fn parse(prompt: &str) -> Vec<Reference> {
     out
 }
 
-/// `text` with every `@@` reference (with its depth and question) and every
+/// `text` with every `@@` reference (with its depth and question), the
+/// word leading to it ("from @@x" says nothing once `@@x` is gone) and every
 /// code span or block holding one removed, whitespace runs left as one
-/// space. Borrowed when there is nothing to remove.
+/// space in each line, empty lines dropped. Borrowed when there is nothing to remove.
 pub fn without_references(text: &str) -> std::borrow::Cow<'_, str> {
+    const LEADS: [&str; 10] = ["from", "in", "of", "on", "at", "to", "with", "like", "see", "and"];
     if !text.contains("@@") {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -77,7 +79,10 @@ pub fn without_references(text: &str) -> std::borrow::Cow<'_, str> {
         // Unparsable (`@@` alone, `@@""`): up to the next space.
         let token = || text[at..].find(char::is_whitespace).map_or(text.len(), |i| at + i);
         let end = parse_one(text, at).map_or_else(token, |(_, end)| end).max(at + 2);
-        cut.push(at..end);
+        let before = text[..at].trim_end_matches([' ', '\t']);
+        let word = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        let lead = LEADS.contains(&before[word..].to_lowercase().as_str());
+        cut.push(if lead { word } else { at }..end);
         pos = end;
     }
     cut.sort_by_key(|r| r.start);
@@ -91,7 +96,8 @@ pub fn without_references(text: &str) -> std::borrow::Cow<'_, str> {
         from = from.max(r.end);
     }
     out.push_str(&text[from..]);
-    std::borrow::Cow::Owned(crate::text::flat(&out))
+    let lines = out.lines().map(crate::text::flat).filter(|l| !l.is_empty());
+    std::borrow::Cow::Owned(lines.collect::<Vec<_>>().join("\n"))
 }
 
 fn merge(out: &mut Vec<Reference>, r: Reference) {
@@ -313,8 +319,9 @@ mod tests {
     fn references_are_removed_from_session_text() {
         let strip = |t: &str| without_references(t).into_owned();
         assert_eq!(strip("check @@cron-in-gitclaw please"), "check please");
-        assert_eq!(strip("look at @@034d1cd7~2: what changed? then go"), "look at then go");
-        assert_eq!(strip("see `@@cron` and\n```\n@@x\n```\ndone"), "see and done");
+        assert_eq!(strip("look at @@034d1cd7~2: what changed? then go"), "look then go");
+        assert_eq!(strip("see `@@cron` and\n```\n@@x\n```\ndone"), "see and\ndone");
+        assert_eq!(strip("continue from @@\"Cron in gitclaw\" now"), "continue now");
         assert_eq!(strip("@@\"Cron in gitclaw\" vs cron"), "vs cron");
         assert_eq!(strip("no refs, `code` kept"), "no refs, `code` kept");
         assert_eq!(strip("mail bob@@example.com @@ x"), "mail bob x");

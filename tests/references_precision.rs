@@ -66,8 +66,8 @@ fn a_session_that_mentions_a_reference_is_not_named_by_it() {
     let gitclaw = resolve(&c, &a, "gitclaw");
     assert_eq!(gitclaw.unwrap().entry.id, CRON);
     // The mentions' own words still find them.
-    assert_eq!(resolve(&c, &a, "look at again").unwrap().entry.id, MENTIONS[1]);
-    assert_eq!(resolve(&c, &a, "follow-up-of").unwrap().entry.id, id);
+    assert_eq!(resolve(&c, &a, "look again").unwrap().entry.id, MENTIONS[1]);
+    assert_eq!(resolve(&c, &a, "follow-up").unwrap().entry.id, id);
 }
 
 #[test]

@@ -132,30 +132,12 @@ fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
         let Some((who, text)) = crate::views::message_text(message) else { continue };
         let role = if who == "User" { Role::User } else { Role::Assistant };
         // Meta files are shown to users and injected into prompts: no pasted secret may land there.
-        let text = without_references(&crate::redact::session_text(&text));
+        let text = crate::mentions::without_references(&crate::redact::session_text(&text)).into_owned();
         if !text.trim().is_empty() {
             out.push((role, text));
         }
     }
     out
-}
-
-/// `text` without `@@…` tokens (and the code spans around them): a reference
-/// names another session, never this one.
-fn without_references(text: &str) -> String {
-    const LEADS: &str = "from|in|of|on|at|to|with|like|see|and";
-    let line = |line: &str| {
-        let mut kept: Vec<&str> = Vec::new();
-        for word in line.split(' ') {
-            if !word.contains("@@") {
-                kept.push(word);
-            } else if kept.last().is_some_and(|w| LEADS.split('|').any(|l| l == w.to_lowercase())) {
-                kept.pop(); // "from @@x" says nothing once @@x is gone
-            }
-        }
-        kept.join(" ")
-    };
-    text.lines().map(line).collect::<Vec<_>>().join("\n")
 }
 
 /// The request in a user message: its sentences after any greeting, whitespace collapsed.
