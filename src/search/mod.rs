@@ -54,7 +54,8 @@ const COLUMNS: [(&str, f64); 9] = [
 /// `docs`: what queries rank and filter on, a few rows per session: its meta
 /// row and its entries' text in chunks of about 16 KB (each row's rowid is
 /// that of its first `fts` row), so a frequent word costs one `bm25()` per
-/// chunk, not per message, and an append rewrites only the last chunk.
+/// chunk, not per message. An append adds chunks of its own text and
+/// rewrites none (a session's rows are not all full).
 /// Contentless, written from `fts` in the update's transaction; prefix
 /// indexes of 3 and 4 letters keep short last-word prefixes cheap.
 /// `entries` and `fts`: every entry and its text, used only to pick the
@@ -221,6 +222,11 @@ impl Index {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
+        // Readers that never pause (several pi processes) keep the WAL from
+        // restarting: it grew to 0.9-1.8 GB in the bench's 30 s of 4 updaters
+        // and 4 queriers, and a WAL keeps its largest size on disk while any
+        // connection is open (the catalog keeps one) unless cut when it restarts.
+        conn.pragma_update(None, "journal_size_limit", 64 << 20).map_err(sql)?;
         let mut index = Index { conn, path: path.to_path_buf(), rebuilt: None, privacy: Default::default() };
         index.rebuilt = index.ensure_schema().map_err(sql)?;
         Ok(index)
