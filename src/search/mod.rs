@@ -54,8 +54,7 @@ const COLUMNS: [(&str, f64); 9] = [
 /// `docs`: what queries rank and filter on, a few rows per session: its meta
 /// row and its entries' text in chunks of about 16 KB (each row's rowid is
 /// that of its first `fts` row), so a frequent word costs one `bm25()` per
-/// chunk, not per message. An append adds chunks of its own text and
-/// rewrites none (a session's rows are not all full).
+/// chunk, not per message, and an append rewrites only the last chunk.
 /// Contentless, written from `fts` in the update's transaction; prefix
 /// indexes of 3 and 4 letters keep short last-word prefixes cheap.
 /// `entries` and `fts`: every entry and its text, used only to pick the

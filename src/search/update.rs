@@ -126,9 +126,7 @@ impl Index {
             let changed = apply(&tx, &key, todo)?;
             // FTS5's own merging (automerge, off in SCHEMA) writes ~64 pages
             // per level every 64 pages written: one append in four paid for
-            // 17-24 ms of it at 10,000 sessions. A little each time instead
-            // (with append-only ranking rows too: automerge alone gave one
-            // updater's updates a p99 of 23.8 ms CPU, this 8.3 ms).
+            // 17-24 ms of it at 10,000 sessions. A little each time instead.
             tx.execute_batch(MERGE)?;
             tx.commit().map(|_| changed)
         };
@@ -296,11 +294,14 @@ fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool>
 }
 
 /// The session's ranking rows in `docs`, from its `fts` rows: the meta row
-/// (`from` = the session's first rowid, rewritten) alone, or new rows for the
-/// entries from rowid `from` on, in chunks of about `CHUNK_BYTES` of text,
-/// each keyed by its first rowid. Rows already written are left as they are:
-/// an append adds rows and deletes none, so it leaves no deleted rows in
-/// FTS5's segments for queries to skip until a merge drops them.
+/// (`from` = the session's first rowid) alone, or the entries from rowid
+/// `from` on, in chunks of about `CHUNK_BYTES` of text, each keyed by its
+/// first rowid. The chunk before `from` is written again with the new rows
+/// (it takes them while it is not full), so an append rewrites at most one
+/// chunk however long the session, and the rows are the ones a full build
+/// writes: how the index was built never changes how it ranks. (Appended
+/// text in rows of its own, one per agent run, was tried: updates were
+/// cheaper, but recall fell from 12/13 and 13/14 to 11/13 and 12/14.)
 fn write_docs(tx: &Transaction<'_>, sid: i64, from: i64) -> rusqlite::Result<()> {
     let (first, last) = rowids(sid);
     let text = |c: &str| format!("group_concat({c}, char(10))");
@@ -314,10 +315,13 @@ fn write_docs(tx: &Transaction<'_>, sid: i64, from: i64) -> rusqlite::Result<()>
         tx.execute("DELETE FROM docs WHERE rowid = ?1", [first])?;
         return insert.execute([first, first]).map(drop);
     }
+    let open = "SELECT max(rowid) FROM docs WHERE rowid > ?1 AND rowid < ?2";
+    let start = tx.query_row(open, [first, from], |r| r.get::<_, Option<i64>>(0))?.unwrap_or(from);
+    tx.execute("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2", [start, last])?;
     let size = COLUMNS.map(|c| format!("ifnull(length({}), 0)", c.0)).join(" + ");
     let mut rows = tx.prepare_cached(&format!("SELECT rowid, {size} FROM fts WHERE rowid BETWEEN ?1 AND ?2"))?;
     let mut chunk: Option<(i64, i64)> = None;
-    for row in rows.query_map([from, last], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
+    for row in rows.query_map([start, last], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
         let (rowid, bytes) = row?;
         if let Some((begin, _)) = chunk.filter(|c| c.1 >= CHUNK_BYTES) {
             insert.execute([begin, rowid - 1])?;
@@ -387,7 +391,7 @@ fn on_branch(links: &[(CompactString, Option<CompactString>)]) -> Vec<bool> {
 }
 
 /// Index the entries read from the file; returns the first rowid whose
-/// ranking rows must be written (`None`: no entry was read).
+/// ranking rows must be rewritten (`None`: no entry was read).
 fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Result<Option<i64>> {
     let (entries, (first, last)) = (&lines.read.entries, rowids(sid));
     let links: Vec<_> = entries.iter().map(|e| (e.id.clone(), e.parent_id.clone())).collect();
