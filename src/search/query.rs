@@ -179,14 +179,13 @@ impl Query {
     }
 
     /// Each two consecutive words of the query (function words skipped), as
-    /// an FTS5 `NEAR` group, with the two words: a user remembers things said
-    /// together, and two words close in a row are evidence that one word
-    /// alone is not (term proximity, as in the sequential dependence model).
-    fn pairs(&self) -> Vec<(String, String, String)> {
+    /// quoted terms: a user remembers things said together, and two words
+    /// close in a row are evidence that one word alone is not (term
+    /// proximity, as in the sequential dependence model).
+    fn pairs(&self) -> Vec<(String, String)> {
         let content = self.words.iter().filter(|w| !FUNCTION_WORDS.contains(&w.to_lowercase().as_str()));
         let words: Vec<String> = content.filter_map(|w| phrase(w)).collect();
-        let pairs = words.windows(2).filter(|p| p[0] != p[1]);
-        pairs.map(|p| (format!("NEAR({} {}, {NEAR_TOKENS})", p[0], p[1]), p[0].clone(), p[1].clone())).collect()
+        words.windows(2).filter(|p| p[0] != p[1]).map(|p| (p[0].clone(), p[1].clone())).collect()
     }
 
     /// SQL conditions on the session `s` for the filters, with their parameters.
@@ -304,8 +303,9 @@ impl Index {
         // bm25() weighs a term) to their score. Only pairs of rare words:
         // finding a common word's pairs costs reading its many rows.
         let mut near = String::new();
-        let rare_pair = |a: &str, b: &str| !newest && [a, b].iter().all(|w| rare.contains(w));
-        for (pair, ..) in query.pairs().into_iter().filter(|(_, a, b)| rare_pair(a, b)) {
+        let is_rare = |w: &String| !newest && rare.contains(&w.as_str());
+        let rare_pairs = query.pairs().into_iter().filter(|(a, b)| is_rare(a) && is_rare(b));
+        for pair in rare_pairs.map(|(a, b)| format!("NEAR({a} {b}, {NEAR_TOKENS})")) {
             let n: i64 = count.query_row(rusqlite::params![pair, common + 1], |r| r.get(0))?;
             if (1..=common).contains(&n) {
                 let idf = (((rows - n) as f64 + 0.5) / (n as f64 + 0.5)).ln().max(1e-6);
