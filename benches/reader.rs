@@ -92,7 +92,9 @@ fn main() {
         std::process::exit(measure::run_ours_child(file, args.dump.as_deref()));
     }
     if !args.bench {
-        println!("reader bench: not run outside `cargo bench --bench reader` (see bench/README.md)");
+        println!(
+            "reader bench: not run outside `cargo bench --bench reader` (see bench/README.md)"
+        );
         return;
     }
     match run(&args) {
@@ -116,10 +118,22 @@ struct Paths {
 
 fn paths(args: &Args) -> Paths {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-    let data = args.data_dir.clone().unwrap_or_else(|| target.join("bench-data"));
-    let results = args.results.clone().unwrap_or_else(|| target.join("bench-results").join("reader.json"));
-    Paths { root, data, results }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let data = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| target.join("bench-data"));
+    let results = args
+        .results
+        .clone()
+        .unwrap_or_else(|| target.join("bench-results").join("reader.json"));
+    Paths {
+        root,
+        data,
+        results,
+    }
 }
 
 /// The median (mean of the two middle values for an even count).
@@ -150,7 +164,13 @@ impl Side {
     }
 
     fn median_cpu_secs(&self) -> Option<f64> {
-        median(self.ok().iter().map(|s| s.cpu_secs).filter(|&c| c > 0.0).collect())
+        median(
+            self.ok()
+                .iter()
+                .map(|s| s.cpu_secs)
+                .filter(|&c| c > 0.0)
+                .collect(),
+        )
     }
 
     fn min_secs(&self) -> Option<f64> {
@@ -205,9 +225,17 @@ impl SizeResult {
 fn run(args: &Args) -> Result<bool, String> {
     let p = paths(args);
     std::fs::create_dir_all(&p.data).map_err(|e| format!("{}: {e}", p.data.display()))?;
-    let results_dir = p.results.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let results_dir = p
+        .results
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
     std::fs::create_dir_all(&results_dir).map_err(|e| format!("{}: {e}", results_dir.display()))?;
-    let node = if args.no_node { Err("skipped (--no-node)".to_string()) } else { node_setup(&p.root) };
+    let node = if args.no_node {
+        Err("skipped (--no-node)".to_string())
+    } else {
+        node_setup(&p.root)
+    };
     if let Err(why) = &node {
         println!("pi baseline: {why}");
     }
@@ -222,7 +250,10 @@ fn run(args: &Args) -> Result<bool, String> {
         let bytes = gen.bytes;
         let raw_read_secs = warm_cache(&file).map_err(|e| format!("{}: {e}", file.display()))?;
         let load_avg = load_avg();
-        println!("[{mb} MB] load average before measuring: {}", load_avg.as_deref().unwrap_or("?"));
+        println!(
+            "[{mb} MB] load average before measuring: {}",
+            load_avg.as_deref().unwrap_or("?")
+        );
         println!("[{mb} MB] measuring our reader ({} runs)...", args.runs);
         let ours_dump = results_dir.join(format!("ours-{mb}mb.txt"));
         let mut ours = Side::default();
@@ -246,7 +277,10 @@ fn run(args: &Args) -> Result<bool, String> {
         let mut pi = None;
         let mut identical = None;
         if let Ok(node_bin) = &node {
-            println!("[{mb} MB] measuring pi 0.73.1 under node ({} runs)...", args.node_runs);
+            println!(
+                "[{mb} MB] measuring pi 0.73.1 under node ({} runs)...",
+                args.node_runs
+            );
             let pi_dump = results_dir.join(format!("pi-{mb}mb.txt"));
             let _ = std::fs::remove_file(&pi_dump);
             let mut side = Side::default();
@@ -274,7 +308,17 @@ fn run(args: &Args) -> Result<bool, String> {
             }
             pi = Some(side);
         }
-        results.push(SizeResult { nominal_mb: mb, file, bytes, gen, raw_read_secs, load_avg, ours, pi, identical });
+        results.push(SizeResult {
+            nominal_mb: mb,
+            file,
+            bytes,
+            gen,
+            raw_read_secs,
+            load_avg,
+            ours,
+            pi,
+            identical,
+        });
     }
     if args.generate_only {
         return Ok(true);
@@ -294,7 +338,12 @@ fn run(args: &Args) -> Result<bool, String> {
 /// times mean little without them.
 fn load_avg() -> Option<String> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    Some(text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+    Some(
+        text.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 fn report_sample(who: &str, s: &Sample) {
@@ -322,7 +371,10 @@ fn report_sample(who: &str, s: &Sample) {
 /// Node and the pinned pi, installing pi with `npm ci` if missing.
 fn node_setup(root: &Path) -> Result<PathBuf, String> {
     let node = PathBuf::from("node");
-    let version = Command::new(&node).arg("--version").output().map_err(|e| format!("node not found: {e}"))?;
+    let version = Command::new(&node)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("node not found: {e}"))?;
     println!("node {}", String::from_utf8_lossy(&version.stdout).trim());
     let pi_ref = root.join("tools").join("pi-ref");
     let pkg = pi_ref.join("node_modules/@mariozechner/pi-coding-agent/package.json");
@@ -345,15 +397,27 @@ fn node_setup(root: &Path) -> Result<PathBuf, String> {
 }
 
 /// The cached file for `mb`, generated if missing or stale.
-fn ensure_file(dir: &Path, mb: u64, seed: u64, regen: bool, pools: &Pools) -> Result<(PathBuf, GenStats), String> {
+fn ensure_file(
+    dir: &Path,
+    mb: u64,
+    seed: u64,
+    regen: bool,
+    pools: &Pools,
+) -> Result<(PathBuf, GenStats), String> {
     let name = format!("session-{mb}mb-seed{seed}-g{GEN_VERSION}");
     let file = dir.join(format!("{name}.jsonl"));
     let meta = dir.join(format!("{name}.stats.json"));
     if !regen {
-        let cached = std::fs::read_to_string(&meta).ok().and_then(|t| serde_json::from_str::<GenStats>(&t).ok());
+        let cached = std::fs::read_to_string(&meta)
+            .ok()
+            .and_then(|t| serde_json::from_str::<GenStats>(&t).ok());
         if let (Some(stats), Ok(m)) = (cached, std::fs::metadata(&file)) {
             if m.len() == stats.bytes {
-                println!("[{mb} MB] cached: {} ({} bytes)", file.display(), stats.bytes);
+                println!(
+                    "[{mb} MB] cached: {} ({} bytes)",
+                    file.display(),
+                    stats.bytes
+                );
                 return Ok((file, stats));
             }
         }
@@ -363,7 +427,8 @@ fn ensure_file(dir: &Path, mb: u64, seed: u64, regen: bool, pools: &Pools) -> Re
     let _ = std::fs::remove_file(&meta);
     let tmp = dir.join(format!("{name}.jsonl.tmp"));
     let t0 = Instant::now();
-    let stats = generate::generate(&tmp, target, seed, pools).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let stats = generate::generate(&tmp, target, seed, pools)
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, &file).map_err(|e| format!("{}: {e}", file.display()))?;
     let secs = t0.elapsed().as_secs_f64();
     let text = serde_json::to_string_pretty(&stats).map_err(|e| e.to_string())?;
@@ -386,7 +451,11 @@ fn check_disk(dir: &Path, need: u64) -> Result<(), String> {
         Err(_) => return Ok(()), // no df: nothing to check with
     };
     let text = String::from_utf8_lossy(&out.stdout);
-    let avail_kb = text.lines().nth(1).and_then(|l| l.split_whitespace().nth(3)).and_then(|v| v.parse::<u64>().ok());
+    let avail_kb = text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse::<u64>().ok());
     match avail_kb {
         Some(kb) if kb * 1024 < need + 2_000_000_000 => Err(format!(
             "not enough disk space in {}: {:.1} GB free, need {:.1} GB + 2 GB margin",
@@ -417,21 +486,39 @@ fn compare_files(a: &Path, b: &Path) -> Result<(), String> {
     let x = std::fs::read(a).map_err(|e| format!("{}: {e}", a.display()))?;
     let y = std::fs::read(b).map_err(|e| format!("{}: {e}", b.display()))?;
     match x.iter().zip(&y).position(|(p, q)| p != q) {
-        Some(i) => Err(format!("differ at byte {i} (ours {} bytes, pi {} bytes)", x.len(), y.len())),
-        None if x.len() != y.len() => Err(format!("lengths differ (ours {} bytes, pi {} bytes)", x.len(), y.len())),
+        Some(i) => Err(format!(
+            "differ at byte {i} (ours {} bytes, pi {} bytes)",
+            x.len(),
+            y.len()
+        )),
+        None if x.len() != y.len() => Err(format!(
+            "lengths differ (ours {} bytes, pi {} bytes)",
+            x.len(),
+            y.len()
+        )),
         None => Ok(()),
     }
 }
 
 fn fmt_opt(v: Option<f64>, prec: usize) -> String {
-    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "-".to_string())
+    v.map(|x| format!("{x:.prec$}"))
+        .unwrap_or_else(|| "-".to_string())
 }
 
 fn print_table(results: &[SizeResult]) {
     println!();
     println!(
         "{:>7} {:>9} | {:>10} {:>10} | {:>10} {:>10} | {:>8} {:>8} {:>9} | {:>9} | output",
-        "file", "MB", "ours MB/s", "ours RSS", "pi MB/s", "pi RSS", "speedup", "cpu x", "mem ratio", "read MB/s"
+        "file",
+        "MB",
+        "ours MB/s",
+        "ours RSS",
+        "pi MB/s",
+        "pi RSS",
+        "speedup",
+        "cpu x",
+        "mem ratio",
+        "read MB/s"
     );
     println!("{}", "-".repeat(128));
     for r in results {
@@ -447,7 +534,11 @@ fn print_table(results: &[SizeResult]) {
             Some(Err(e)) => format!("DIFFERENT: {e}"),
             None => "-".to_string(),
         };
-        let ours_speed = if r.ours.failure.is_some() { "failed".to_string() } else { fmt_opt(mbs(&r.ours), 1) };
+        let ours_speed = if r.ours.failure.is_some() {
+            "failed".to_string()
+        } else {
+            fmt_opt(mbs(&r.ours), 1)
+        };
         println!(
             "{:>4} MB {:>9.1} | {:>10} {:>7} MB | {:>10} {:>10} | {:>7}x {:>7}x {:>9} | {:>9.0} | {output}",
             r.nominal_mb,
@@ -475,22 +566,38 @@ fn print_table(results: &[SizeResult]) {
 
 fn check_targets(results: &[SizeResult]) -> Vec<Value> {
     let mut targets = Vec::new();
-    let mut push = |name: String, value: Option<f64>, limit: f64, pass: Option<bool>, note: &str| {
-        let verdict = match pass {
-            Some(true) => "PASS",
-            Some(false) => "FAIL",
-            None => "n/a",
+    let mut push =
+        |name: String, value: Option<f64>, limit: f64, pass: Option<bool>, note: &str| {
+            let verdict = match pass {
+                Some(true) => "PASS",
+                Some(false) => "FAIL",
+                None => "n/a",
+            };
+            println!(
+                "target {name}: {} (limit {limit}) {verdict} {note}",
+                fmt_opt(value, 3)
+            );
+            targets.push(
+                json!({ "name": name, "value": value, "limit": limit, "pass": pass, "note": note }),
+            );
         };
-        println!("target {name}: {} (limit {limit}) {verdict} {note}", fmt_opt(value, 3));
-        targets.push(json!({ "name": name, "value": value, "limit": limit, "pass": pass, "note": note }));
-    };
     println!();
     match results.iter().find(|r| r.nominal_mb == 100) {
         Some(r) => {
-            let note = if r.pi.is_none() { "(pi not measured)" } else { "" };
+            let note = if r.pi.is_none() {
+                "(pi not measured)"
+            } else {
+                ""
+            };
             let s = r.speedup();
             let cpu_note = format!("(by CPU time: {}x) {note}", fmt_opt(r.cpu_speedup(), 1));
-            push("100 MB speedup vs pi >= 10x".into(), s, SPEEDUP_TARGET, s.map(|v| v >= SPEEDUP_TARGET), &cpu_note);
+            push(
+                "100 MB speedup vs pi >= 10x".into(),
+                s,
+                SPEEDUP_TARGET,
+                s.map(|v| v >= SPEEDUP_TARGET),
+                &cpu_note,
+            );
             let m = r.memory_ratio();
             push(
                 "100 MB peak RSS ratio vs pi <= 0.1".into(),
@@ -527,9 +634,13 @@ fn write_results(
     targets: &[Value],
 ) -> Result<(), String> {
     let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
-        t.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        t.lines()
+            .find(|l| l.starts_with("model name"))
+            .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
     });
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
     let sizes: Vec<Value> = results
         .iter()
         .map(|r| {
@@ -575,14 +686,15 @@ fn write_results(
 /// must be bounded by what the reader keeps, not by the line or entry count.
 fn pathological(exe: &Path, dir: &Path) -> Result<Vec<Value>, String> {
     use std::io::Write;
-    const HEAD: &str =
-        r#"{"type":"session","version":3,"id":"patho","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
+    const HEAD: &str = r#"{"type":"session","version":3,"id":"patho","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
     let message = |id: &str, parent: &str, role: &str, content: &str| {
         format!(
             r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"{role}","content":{content},"toolCallId":"c","toolName":"bash","timestamp":1}}}}"#
         )
     };
-    let write = |name: &str, body: &dyn Fn(&mut dyn Write) -> std::io::Result<()>| -> Result<PathBuf, String> {
+    let write = |name: &str,
+                 body: &dyn Fn(&mut dyn Write) -> std::io::Result<()>|
+     -> Result<PathBuf, String> {
         let file = dir.join(name);
         if !file.exists() {
             let tmp = file.with_extension("tmp");
@@ -596,22 +708,46 @@ fn pathological(exe: &Path, dir: &Path) -> Result<Vec<Value>, String> {
         Ok(file)
     };
     let long_line = write("pathological-200mb-line-v2.jsonl", &|out| {
-        writeln!(out, "{}", message("u", "null", "user", r#""show me the log""#))?;
+        writeln!(
+            out,
+            "{}",
+            message("u", "null", "user", r#""show me the log""#)
+        )?;
         let text = "line of output \\u00e9\\n".repeat(200_000_000 / 23 + 1);
-        writeln!(out, "{}", message("t", r#""u""#, "toolResult", &format!(r#"[{{"type":"text","text":"{text}"}}]"#)))
+        writeln!(
+            out,
+            "{}",
+            message(
+                "t",
+                r#""u""#,
+                "toolResult",
+                &format!(r#"[{{"type":"text","text":"{text}"}}]"#)
+            )
+        )
     })?;
     let many = write("pathological-1m-entries.jsonl", &|out| {
         let mut parent = "null".to_string();
         for i in 0..1_000_000 {
-            let (role, text) = if i % 2 == 0 { ("user", "a short question") } else { ("assistant", "an answer") };
+            let (role, text) = if i % 2 == 0 {
+                ("user", "a short question")
+            } else {
+                ("assistant", "an answer")
+            };
             let content = format!(r#"[{{"type":"text","text":"{text} {i}"}}]"#);
-            writeln!(out, "{}", message(&format!("e{i:07}"), &parent, role, &content))?;
+            writeln!(
+                out,
+                "{}",
+                message(&format!("e{i:07}"), &parent, role, &content)
+            )?;
             parent = format!(r#""e{i:07}""#);
         }
         Ok(())
     })?;
     let mut targets = Vec::new();
-    for (name, file) in [("200 MB tool-result line", long_line), ("1M-entry session", many)] {
+    for (name, file) in [
+        ("200 MB tool-result line", long_line),
+        ("1M-entry session", many),
+    ] {
         let mut cmd = Command::new(exe);
         cmd.arg("--child-ours").arg(&file);
         let s = measure::run_child(cmd, Duration::from_secs(1800));
@@ -624,7 +760,11 @@ fn pathological(exe: &Path, dir: &Path) -> Result<Vec<Value>, String> {
             None => "n/a",
         };
         let mb = rss.map(|b| b as f64 / MB);
-        println!("target {name} our peak RSS <= 200 MB: {} {verdict} ({:.2} s)", fmt_opt(mb, 1), s.secs);
+        println!(
+            "target {name} our peak RSS <= 200 MB: {} {verdict} ({:.2} s)",
+            fmt_opt(mb, 1),
+            s.secs
+        );
         targets.push(json!({ "name": format!("{name} our peak RSS <= 200 MB"), "value": mb, "limit": 200.0, "pass": pass, "secs": s.secs }));
     }
     Ok(targets)

@@ -58,14 +58,23 @@ fn generate(agent: &Path, n: usize) -> Vec<Generated> {
         }
         let words: Vec<&str> = (0..3).map(|_| rng.pick(TOPICS)).collect();
         let name = format!("{} {} {} {i}", capitalize(words[0]), words[1], words[2]);
-        let first =
-            format!("Please help with the {} {} in {}; it fails on {}", words[1], words[2], words[0], rng.pick(TOPICS));
+        let first = format!(
+            "Please help with the {} {} in {}; it fails on {}",
+            words[1],
+            words[2],
+            words[0],
+            rng.pick(TOPICS)
+        );
         let mut text = format!(
             "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-02-20T12:00:00.000Z\",\"cwd\":\"{cwd}\"}}\n"
         );
         let mut parent = "null".to_string();
         for turn in 0..4 {
-            let user = if turn == 0 { first.clone() } else { format!("Next step {turn} for {}", words[2]) };
+            let user = if turn == 0 {
+                first.clone()
+            } else {
+                format!("Next step {turn} for {}", words[2])
+            };
             let e = format!("u{turn}{i:06}");
             text.push_str(&format!("{{\"type\":\"message\",\"id\":\"{e}\",\"parentId\":{parent},\"timestamp\":\"2026-02-20T12:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"{user}\"}}],\"timestamp\":1771588800000}}}}\n"));
             let a = format!("a{turn}{i:06}");
@@ -81,7 +90,8 @@ fn generate(agent: &Path, n: usize) -> Vec<Generated> {
             "summary": format!("{} ", first).repeat(6), "tags": [words[0], words[1]], "cwd": cwd,
             "createdAt": "2026-02-20T12:00:00.000Z", "updatedAt": "2026-02-20T13:00:00.000Z", "model": "local/extractive"
         });
-        std::fs::write(meta_dir.join(format!("{id}.meta.json")), meta.to_string()).expect("write meta");
+        std::fs::write(meta_dir.join(format!("{id}.meta.json")), meta.to_string())
+            .expect("write meta");
         out.push(Generated { id, name, cwd });
     }
     out
@@ -115,7 +125,9 @@ type MakeRef = fn(&Generated, &mut Rng) -> String;
 
 fn capitalize(w: &str) -> String {
     let mut c = w.chars();
-    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 fn pct(sorted: &[Duration], p: f64) -> Duration {
@@ -129,7 +141,10 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
 /// This thread's CPU time (user + system): what a lookup costs without the
 /// time it waited for a CPU on a loaded machine.
 fn thread_cpu() -> Duration {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
@@ -140,12 +155,18 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn main() {
-    let n: usize = std::env::var("RESOLVE_BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let n: usize = std::env::var("RESOLVE_BENCH_SESSIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
     let tmp = tempfile::tempdir().expect("tempdir");
     let agent = tmp.path().join("agent");
     let t = Instant::now();
     let sessions = generate(&agent, n);
-    println!("generated {n} sessions + {n} meta files in {:.0} ms", ms(t.elapsed()));
+    println!(
+        "generated {n} sessions + {n} meta files in {:.0} ms",
+        ms(t.elapsed())
+    );
     let (sdir, mdir) = (agent.join("sessions"), agent.join("sessions-meta"));
     // First-ever: a fresh catalog and no index yet. By id the catalog answers
     // from directory listings and one file; by exact name from the listings
@@ -159,7 +180,9 @@ fn main() {
             let _ = std::fs::remove_dir_all(&index_dir);
             let c = Catalog::new();
             let t = Instant::now();
-            let got = c.resolve(&sdir, &mdir, &target.cwd, r).expect("first-ever resolve");
+            let got = c
+                .resolve(&sdir, &mdir, &target.cwd, r)
+                .expect("first-ever resolve");
             times.push(t.elapsed());
             assert_eq!(got.entry.id, target.id);
         }
@@ -199,12 +222,16 @@ fn main() {
         let target = &sessions[(run * 997) % n];
         let c = Catalog::new();
         let t = Instant::now();
-        let got = c.resolve(&sdir, &mdir, &target.cwd, &target.id).expect("cold resolve by id");
+        let got = c
+            .resolve(&sdir, &mdir, &target.cwd, &target.id)
+            .expect("cold resolve by id");
         cold_id.push(t.elapsed());
         assert_eq!(got.entry.id, target.id);
         let c = Catalog::new();
         let t = Instant::now();
-        let got = c.resolve(&sdir, &mdir, &target.cwd, &target.name).expect("cold resolve by name");
+        let got = c
+            .resolve(&sdir, &mdir, &target.cwd, &target.name)
+            .expect("cold resolve by name");
         cold_name.push(t.elapsed());
         assert_eq!(got.entry.id, target.id);
         let c = Catalog::new();
@@ -218,7 +245,9 @@ fn main() {
     cold_name.sort();
 
     let catalog = Catalog::new();
-    catalog.resolve(&sdir, &mdir, &sessions[0].cwd, &sessions[0].name).expect("warm-up");
+    catalog
+        .resolve(&sdir, &mdir, &sessions[0].cwd, &sessions[0].name)
+        .expect("warm-up");
     let mut rng = Rng(42);
     let kinds: [(&str, MakeRef); 5] = [
         ("id", |s, _| s.id.clone()),
@@ -231,7 +260,13 @@ fn main() {
                 .name
                 .split_whitespace()
                 .take(3)
-                .map(|w| w.chars().enumerate().filter(|(i, _)| *i != 1).map(|(_, c)| c).collect())
+                .map(|w| {
+                    w.chars()
+                        .enumerate()
+                        .filter(|(i, _)| *i != 1)
+                        .map(|(_, c)| c)
+                        .collect()
+                })
                 .collect();
             words.join(" ")
         }),
@@ -320,8 +355,11 @@ fn main() {
     // as a warm id lookup (the project directories stat'd 4 times), timed the
     // same way. On a loaded machine any operation this long is preempted now
     // and then, which sets p99 regardless of what it does.
-    let project_dirs: Vec<std::path::PathBuf> =
-        std::fs::read_dir(&sdir).expect("read_dir").flatten().map(|e| e.path()).collect();
+    let project_dirs: Vec<std::path::PathBuf> = std::fs::read_dir(&sdir)
+        .expect("read_dir")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     let mut jitter = Vec::new();
     for _ in 0..4000 {
         let t = Instant::now();
@@ -334,7 +372,10 @@ fn main() {
     }
     jitter.sort();
 
-    println!("\nsummary ({n} sessions, {} indexed)", catalog.len(&sdir, &mdir));
+    println!(
+        "\nsummary ({n} sessions, {} indexed)",
+        catalog.len(&sdir, &mdir)
+    );
     println!(
         "  first-ever resolution, no index yet: by id p50 of 3 {:.1} ms (max {:.1}), by exact name p50 {:.1} ms (max {:.1})",
         ms(pct(&first_id, 0.5)),
@@ -342,7 +383,11 @@ fn main() {
         ms(pct(&first_name, 0.5)),
         ms(*first_name.last().unwrap_or(&Duration::ZERO))
     );
-    for (what, times) in [("by id", &cold_id), ("by exact name", &cold_name), ("by fuzzy text", &cold_fuzzy)] {
+    for (what, times) in [
+        ("by id", &cold_id),
+        ("by exact name", &cold_name),
+        ("by fuzzy text", &cold_fuzzy),
+    ] {
         println!(
             "  cold (fresh catalog, index on disk) {what}: p50 of 5 {:.1} ms, max {:.1} ms   target <= 300 ms  ratio {:.2}",
             ms(pct(times, 0.5)),
@@ -350,7 +395,10 @@ fn main() {
             ms(*times.last().unwrap_or(&Duration::ZERO)) / 300.0
         );
     }
-    println!("  full build of the index (session_start refresh): {:.1} ms", ms(full_build));
+    println!(
+        "  full build of the index (session_start refresh): {:.1} ms",
+        ms(full_build)
+    );
     println!(
         "  floor: reading all {} files ({:.1} MB) without parsing took {:.1} ms on this machine",
         2 * n,

@@ -32,16 +32,19 @@ use rng::Rng;
 use words::TOPICS;
 
 const COMMON: &[&str] = &[
-    "the", "and", "then", "with", "fix", "test", "error", "function", "value", "return", "file", "change", "update",
-    "build", "check", "should", "because", "when", "result", "option", "string", "number", "handle", "call", "add",
-    "remove", "missing", "failed", "works", "now", "config", "field", "type", "struct", "impl", "async", "await",
+    "the", "and", "then", "with", "fix", "test", "error", "function", "value", "return", "file",
+    "change", "update", "build", "check", "should", "because", "when", "result", "option",
+    "string", "number", "handle", "call", "add", "remove", "missing", "failed", "works", "now",
+    "config", "field", "type", "struct", "impl", "async", "await",
 ];
 
 /// A vocabulary of 20,000 made-up words, drawn with Zipf's law (rank r with
 /// probability ∝ 1/r) as in real text: a few words everywhere, most rare.
 fn vocab() -> Vec<String> {
-    const SYL: &[&str] =
-        &["ka", "lo", "mi", "ter", "on", "sa", "ri", "ven", "du", "pel", "ax", "tor", "ni", "qu", "bel"];
+    const SYL: &[&str] = &[
+        "ka", "lo", "mi", "ter", "on", "sa", "ri", "ven", "du", "pel", "ax", "tor", "ni", "qu",
+        "bel",
+    ];
     (0..20_000usize)
         .map(|i| {
             let mut w = String::new();
@@ -57,7 +60,9 @@ fn vocab() -> Vec<String> {
 
 fn zipf<'a>(rng: &mut Rng, vocab: &'a [String]) -> &'a str {
     let u = (rng.next() % 1_000_000) as f64 / 1e6;
-    &vocab[((vocab.len() as f64).powf(u) as usize).saturating_sub(1).min(vocab.len() - 1)]
+    &vocab[((vocab.len() as f64).powf(u) as usize)
+        .saturating_sub(1)
+        .min(vocab.len() - 1)]
 }
 
 fn words(rng: &mut Rng, n: usize, topic: &str) -> String {
@@ -92,12 +97,19 @@ fn agent_run(rng: &mut Rng, n: usize, parent: &mut String, topic: &str, image: b
         *parent = id;
     };
     let ask_len = 10 + (rng.next() % 80) as usize;
-    let mut content = vec![json!({"type":"text","text": format!("please {}", words(rng, ask_len, topic))})];
+    let mut content =
+        vec![json!({"type":"text","text": format!("please {}", words(rng, ask_len, topic))})];
     if image {
-        let data: String = (0..150_000).map(|i| (b'A' + ((i * 7 + n) % 26) as u8) as char).collect();
+        let data: String = (0..150_000)
+            .map(|i| (b'A' + ((i * 7 + n) % 26) as u8) as char)
+            .collect();
         content.push(json!({"type":"image","mimeType":"image/png","data":data}));
     }
-    push(&mut text, format!("u{n:05}"), json!({"role":"user","content":content,"timestamp":1}));
+    push(
+        &mut text,
+        format!("u{n:05}"),
+        json!({"role":"user","content":content,"timestamp":1}),
+    );
     let path = format!("src/{}/{}.rs", topic, rng.pick(TOPICS));
     push(
         &mut text,
@@ -129,11 +141,15 @@ fn generate(agent: &Path, n: usize) -> (Vec<PathBuf>, u64) {
     let mut bytes = 0;
     for i in 0..n {
         let project = i % 50;
-        let dir = agent.join("sessions").join(format!("--home-dev-project-{project:02}--"));
+        let dir = agent
+            .join("sessions")
+            .join(format!("--home-dev-project-{project:02}--"));
         std::fs::create_dir_all(&dir).expect("mkdir");
         let topic = rng.pick(TOPICS);
-        let mut text = line(json!({"type":"session","version":3,"id":format!("sess-{i:06}"),
-            "timestamp":"2026-02-20T12:00:00.000Z","cwd":format!("/home/dev/project-{project:02}")}));
+        let mut text = line(
+            json!({"type":"session","version":3,"id":format!("sess-{i:06}"),
+            "timestamp":"2026-02-20T12:00:00.000Z","cwd":format!("/home/dev/project-{project:02}")}),
+        );
         let mut parent = String::new();
         // Sizes vary a lot: most sessions are short, a few are long.
         let runs = 2 + (rng.next() % 12) as usize + if rng.next() % 10 == 0 { 40 } else { 0 };
@@ -174,10 +190,18 @@ fn queries(rng: &mut Rng) -> Vec<String> {
 /// Append one agent run continuing the session's last entry, as pi does.
 fn append_run(path: &Path, rng: &mut Rng, k: usize) {
     let text = std::fs::read_to_string(path).expect("read a session");
-    let last: Value = text.lines().last().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+    let last: Value = text
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_default();
     let mut parent = last["id"].as_str().unwrap_or_default().to_string();
     let run = agent_run(rng, 80_000 + k, &mut parent, "appended", false);
-    std::fs::OpenOptions::new().append(true).open(path).and_then(|mut f| f.write_all(run.as_bytes())).expect("append");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(run.as_bytes()))
+        .expect("append");
 }
 
 fn vm_hwm_kb() -> u64 {
@@ -192,14 +216,20 @@ fn vm_hwm_kb() -> u64 {
 /// This thread's CPU time in ms: what a measurement costs, whatever else the
 /// machine runs at the time (wall times are also reported).
 fn cpu_ms() -> f64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes the timespec it is given.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
     t.tv_sec as f64 * 1000.0 + t.tv_nsec as f64 / 1e6
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
-    sorted.get(((sorted.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN)
+    sorted
+        .get(((sorted.len() as f64 - 1.0) * p).round() as usize)
+        .copied()
+        .unwrap_or(f64::NAN)
 }
 
 fn sorted(mut v: Vec<f64>) -> Vec<f64> {
@@ -208,7 +238,9 @@ fn sorted(mut v: Vec<f64>) -> Vec<f64> {
 }
 
 fn update_all(index: &mut Index, agent: &Path) -> session_index::search::UpdateReport {
-    index.update(&agent.join("sessions"), &agent.join("sessions-meta"), None).expect("update")
+    index
+        .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
+        .expect("update")
 }
 
 /// Child processes: `--child build AGENT`, `--child update|query AGENT SECS SEED`.
@@ -218,7 +250,10 @@ fn child(args: &[String]) {
     if args[0] == "build" {
         let t = Instant::now();
         let report = update_all(&mut index, agent);
-        println!("{}", json!({"secs": t.elapsed().as_secs_f64(), "peakRssKb": vm_hwm_kb(), "updated": report.updated}));
+        println!(
+            "{}",
+            json!({"secs": t.elapsed().as_secs_f64(), "peakRssKb": vm_hwm_kb(), "updated": report.updated})
+        );
         return;
     }
     let secs: u64 = args[2].parse().expect("seconds");
@@ -235,29 +270,51 @@ fn child(args: &[String]) {
             let mine: Vec<&PathBuf> = files.iter().skip(seed as usize).step_by(4).collect();
             let path = mine[(rng.next() % mine.len() as u64) as usize];
             append_run(path, &mut rng, 90_000 + ops as usize);
-            index.update_file(path, &agent.join("sessions-meta")).expect("update a file");
+            index
+                .update_file(path, &agent.join("sessions-meta"))
+                .expect("update a file");
         } else {
             let q = &qs[(ops % qs.len() as u64) as usize];
-            index.search(&Query { limit: 10, ..Query::parse(q).expect("query") }).expect("search");
+            index
+                .search(&Query {
+                    limit: 10,
+                    ..Query::parse(q).expect("query")
+                })
+                .expect("search");
         }
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         longest = longest.max(ms);
         total += ms;
         ops += 1;
     }
-    println!("{}", json!({"ops": ops, "longestMs": longest, "meanMs": total / ops.max(1) as f64}));
+    println!(
+        "{}",
+        json!({"ops": ops, "longestMs": longest, "meanMs": total / ops.max(1) as f64})
+    );
 }
 
 fn corpus_files(agent: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(agent.join("sessions"))
         .expect("sessions")
         .flatten()
-        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten().map(|f| f.path()))
+        .flat_map(|d| {
+            std::fs::read_dir(d.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|f| f.path())
+        })
         .collect()
 }
 
 fn dir_size(dir: &Path) -> u64 {
-    std::fs::read_dir(dir).into_iter().flatten().flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 fn main() {
@@ -265,30 +322,54 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--child") {
         return child(&args[i + 1..]);
     }
-    let n: usize = std::env::var("SEARCH_BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
-    let concurrent_secs: u64 =
-        std::env::var("SEARCH_BENCH_CONCURRENT_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(30);
+    let n: usize = std::env::var("SEARCH_BENCH_SESSIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let concurrent_secs: u64 = std::env::var("SEARCH_BENCH_CONCURRENT_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
     let tmp = tempfile::tempdir().expect("tempdir");
-    let agent = std::env::var_os("SEARCH_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|| tmp.path().join("agent"));
+    let agent = std::env::var_os("SEARCH_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().join("agent"));
     // SEARCH_BENCH_QUERIES_ONLY=1 with SEARCH_BENCH_DIR: the index built there before is kept and only queried.
-    let queries_only = std::env::var_os("SEARCH_BENCH_QUERIES_ONLY").is_some() && agent.join("sessions-index").is_dir();
+    let queries_only = std::env::var_os("SEARCH_BENCH_QUERIES_ONLY").is_some()
+        && agent.join("sessions-index").is_dir();
     if !queries_only {
         let _ = std::fs::remove_dir_all(agent.join("sessions-index"));
     }
     let t = Instant::now();
     let (files, corpus) = if agent.join("sessions").is_dir() {
         let files = corpus_files(&agent);
-        let bytes = files.iter().filter_map(|f| f.metadata().ok()).map(|m| m.len()).sum();
+        let bytes = files
+            .iter()
+            .filter_map(|f| f.metadata().ok())
+            .map(|m| m.len())
+            .sum();
         (files, bytes)
     } else {
         generate(&agent, n)
     };
     let n = files.len();
-    println!("corpus: {n} sessions, {:.0} MB (ready in {:.1} s)", corpus as f64 / 1e6, t.elapsed().as_secs_f64());
+    println!(
+        "corpus: {n} sessions, {:.0} MB (ready in {:.1} s)",
+        corpus as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    );
     let me = std::env::current_exe().expect("this bench's path");
     let run_child = |args: &[&str]| -> Value {
-        let out = Command::new(&me).arg("--child").args(args).output().expect("run a child");
-        assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new(&me)
+            .arg("--child")
+            .args(args)
+            .output()
+            .expect("run a child");
+        assert!(
+            out.status.success(),
+            "child failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).expect("child JSON")
     };
     let agent_s = agent.to_string_lossy().into_owned();
@@ -315,7 +396,9 @@ fn main() {
             let path = &files[(rng.next() % n as u64) as usize];
             append_run(path, &mut rng, 2 * k);
             let (t, cpu) = (Instant::now(), cpu_ms());
-            assert!(index.update_file(path, &agent.join("sessions-meta")).expect("update"));
+            assert!(index
+                .update_file(path, &agent.join("sessions-meta"))
+                .expect("update"));
             one.push(t.elapsed().as_secs_f64() * 1000.0);
             one_cpu.push(cpu_ms() - cpu);
             append_run(path, &mut rng, 2 * k + 1);
@@ -339,8 +422,11 @@ fn main() {
     let (mut lat, mut cpu, mut slowest) = (Vec::new(), Vec::new(), Vec::new());
     let mut empty = 0;
     for q in &qs {
-        let query =
-            Query { limit: 10, current_cwd: Some("/home/dev/project-07".into()), ..Query::parse(q).expect("query") };
+        let query = Query {
+            limit: 10,
+            current_cwd: Some("/home/dev/project-07".into()),
+            ..Query::parse(q).expect("query")
+        };
         let (t, c) = (Instant::now(), cpu_ms());
         let hits = index.search(&query).expect("search");
         lat.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -363,7 +449,10 @@ fn main() {
     let mut grep = Vec::new();
     for q in qs.iter().step_by(10).take(10) {
         let t = Instant::now();
-        let _ = Command::new("grep").args(["-ril", q]).arg(agent.join("sessions")).output();
+        let _ = Command::new("grep")
+            .args(["-ril", q])
+            .arg(agent.join("sessions"))
+            .output();
         grep.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     let grep = sorted(grep);
@@ -386,10 +475,19 @@ fn main() {
             .arg(&qfile)
             .env("PI_CODING_AGENT_DIR", &agent)
             .output();
-        match out.ok().filter(|o| o.status.success()).and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok()) {
+        match out
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+        {
             Some(pi) => {
                 let list_ms = pi["listMs"].as_f64().unwrap_or(f64::NAN);
-                let q: Vec<f64> = pi["queryMs"].as_array().into_iter().flatten().filter_map(Value::as_f64).collect();
+                let q: Vec<f64> = pi["queryMs"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_f64)
+                    .collect();
                 let q = sorted(q);
                 println!(
                     "pi 0.73.1 /resume: listAll {:.0} ms ({} sessions), peak RSS {:.0} MB; filter p50 {:.1} ms, p99 {:.1} ms",
@@ -426,10 +524,17 @@ fn main() {
             .collect();
         let results: Vec<Value> = children
             .into_iter()
-            .map(|c| serde_json::from_slice(&c.wait_with_output().expect("wait").stdout).unwrap_or(Value::Null))
+            .map(|c| {
+                serde_json::from_slice(&c.wait_with_output().expect("wait").stdout)
+                    .unwrap_or(Value::Null)
+            })
             .collect();
         let sum = |r: &[Value]| r.iter().filter_map(|v| v["ops"].as_f64()).sum::<f64>();
-        let max = |r: &[Value]| r.iter().filter_map(|v| v["longestMs"].as_f64()).fold(0.0, f64::max);
+        let max = |r: &[Value]| {
+            r.iter()
+                .filter_map(|v| v["longestMs"].as_f64())
+                .fold(0.0, f64::max)
+        };
         let wall = t.elapsed().as_secs_f64();
         let index = Index::open(&agent).expect("open");
         println!(

@@ -35,7 +35,11 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { session: None, every: 5, turns: 200 };
+    let mut args = Args {
+        session: None,
+        every: 5,
+        turns: 200,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or(format!("{arg} needs a value"));
@@ -52,7 +56,9 @@ fn parse_args() -> Result<Args, String> {
 fn main() -> Result<(), String> {
     let args = parse_args()?;
     let lines: Vec<String> = match &args.session {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?,
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?
+        }
         None => synthetic_session(args.turns),
     }
     .lines()
@@ -70,7 +76,10 @@ fn main() -> Result<(), String> {
     let full = replay(&lines, args.every, false)?;
     let incremental = replay(&lines, args.every, true)?;
     report("full-tail (newest 50 KB each time)", &full);
-    report("incremental (previous summary + new messages)", &incremental);
+    report(
+        "incremental (previous summary + new messages)",
+        &incremental,
+    );
     let total = |r: &[Measured]| r.iter().map(|m| m.bytes).sum::<usize>();
     let later = |r: &[Measured]| r.iter().skip(1).map(|m| m.bytes).sum::<usize>();
     println!(
@@ -116,8 +125,10 @@ fn replay(lines: &[String], every: usize, keep_meta: bool) -> Result<Vec<Measure
     provider["noApiKey"] = json!(true);
     let config = json!({"modelKeys": ["openai/mock"], "providers": {"openai": provider}, "useHostModels": false,
         "offlineFallback": false});
-    let host =
-        RecordingHost::new(SessionContext { agent_dir: agent_dir.to_string_lossy().into(), ..Default::default() });
+    let host = RecordingHost::new(SessionContext {
+        agent_dir: agent_dir.to_string_lossy().into(),
+        ..Default::default()
+    });
     let app: Arc<App> = App::new(host, dir.path().to_path_buf(), &config.to_string())?;
 
     let mut file = std::fs::File::create(&session_file).map_err(|e| e.to_string())?;
@@ -138,9 +149,17 @@ fn replay(lines: &[String], every: usize, keep_meta: bool) -> Result<Vec<Measure
             offline: false,
         };
         let outcome = index_session(&app, &request, &|| {}).map_err(|f| f.error.to_string())?;
-        let IndexOutcome::Indexed(indexed) = outcome else { return Err("unexpected skip".into()) };
-        let bytes = mock.requests()[before..].iter().map(|r| r.texts().len()).sum();
-        runs.push(Measured { bytes, incremental: indexed.incremental });
+        let IndexOutcome::Indexed(indexed) = outcome else {
+            return Err("unexpected skip".into());
+        };
+        let bytes = mock.requests()[before..]
+            .iter()
+            .map(|r| r.texts().len())
+            .sum();
+        runs.push(Measured {
+            bytes,
+            incremental: indexed.incremental,
+        });
         Ok(())
     };
     for (i, line) in lines.iter().enumerate() {
@@ -159,12 +178,15 @@ fn replay(lines: &[String], every: usize, keep_meta: bool) -> Result<Vec<Measure
 }
 
 fn is_user_message(line: &str) -> bool {
-    serde_json::from_str::<Value>(line).is_ok_and(|e| e["type"] == "message" && e["message"]["role"] == "user")
+    serde_json::from_str::<Value>(line)
+        .is_ok_and(|e| e["type"] == "message" && e["message"]["role"] == "user")
 }
 
 /// A realistic answer: the summary grows with the session, as real ones do.
 fn model_answer(n: usize) -> Value {
-    let done: Vec<String> = (0..n.min(12)).map(|i| format!("- Phase {i}: module_{i} refactored and tested")).collect();
+    let done: Vec<String> = (0..n.min(12))
+        .map(|i| format!("- Phase {i}: module_{i} refactored and tested"))
+        .collect();
     json!({
         "name": "Refactor the billing service modules",
         "description": "The user is refactoring the billing service module by module. Each phase moves logic behind traits and adds tests.",
@@ -216,10 +238,15 @@ fn synthetic_session(turns: usize) -> String {
         "move",
         "test",
     ];
-    let mut text = Words { seed: 0x2545_f491_4f6c_dd1d, words: WORDS };
-    let mut out = vec![json!({"type": "session", "version": 3, "id": "replay-session-0001",
+    let mut text = Words {
+        seed: 0x2545_f491_4f6c_dd1d,
+        words: WORDS,
+    };
+    let mut out = vec![
+        json!({"type": "session", "version": 3, "id": "replay-session-0001",
         "timestamp": "2026-11-22T00:00:00.000Z", "cwd": "/home/user/billing"})
-    .to_string()];
+        .to_string(),
+    ];
     let mut parent = Value::Null;
     let mut id = 0u32;
     let mut push = |out: &mut Vec<String>, parent: &mut Value, message: Value| {
@@ -234,7 +261,11 @@ fn synthetic_session(turns: usize) -> String {
     };
     for t in 0..turns {
         let phase = t / 10;
-        let user = format!("Step {t}: in module_{phase}.rs, {}. {}?", text.sentence(30), text.sentence(20));
+        let user = format!(
+            "Step {t}: in module_{phase}.rs, {}. {}?",
+            text.sentence(30),
+            text.sentence(20)
+        );
         push(
             &mut out,
             &mut parent,
@@ -248,15 +279,20 @@ fn synthetic_session(turns: usize) -> String {
             json!({"role": "assistant", "content": [{"type": "text", "text": format!("Reading module_{phase}.rs.")}, call],
                 "api": "openai-completions", "provider": "mock", "model": "mock-1", "stopReason": "toolUse", "timestamp": t}),
         );
-        let file_text =
-            (0..40).map(|_| format!("    let {} = {};", text.word(), text.sentence(6))).collect::<Vec<_>>().join("\n");
+        let file_text = (0..40)
+            .map(|_| format!("    let {} = {};", text.word(), text.sentence(6)))
+            .collect::<Vec<_>>()
+            .join("\n");
         push(
             &mut out,
             &mut parent,
             json!({"role": "toolResult", "toolCallId": format!("call_{t}"), "toolName": "read",
                 "content": [{"type": "text", "text": file_text}], "isError": false, "timestamp": t}),
         );
-        let answer = (0..6).map(|_| format!("{}.", text.sentence(25))).collect::<Vec<_>>().join(" ");
+        let answer = (0..6)
+            .map(|_| format!("{}.", text.sentence(25)))
+            .collect::<Vec<_>>()
+            .join(" ");
         push(
             &mut out,
             &mut parent,

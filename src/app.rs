@@ -94,7 +94,12 @@ impl App {
     /// after `notificationAutoClearMs` unless a newer status replaced it.
     pub fn show_status(self: &Arc<Self>, owner: &'static str, text: &str, auto_clear: bool) {
         let key = &self.config.status_key;
-        let Some(generation) = self.status.show(owner, || self.host.set_status(key, Some(text))) else { return };
+        let Some(generation) = self
+            .status
+            .show(owner, || self.host.set_status(key, Some(text)))
+        else {
+            return;
+        };
         let delay = self.config.notification_auto_clear_ms;
         if !auto_clear || delay == 0 {
             return;
@@ -104,12 +109,16 @@ impl App {
         self.runtime.handle().spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
             let Some(app) = weak.upgrade() else { return };
-            app.status.clear_if_current(generation, || app.host.set_status(&app.config.status_key, None));
+            app.status.clear_if_current(generation, || {
+                app.host.set_status(&app.config.status_key, None)
+            });
         });
     }
 
     /// Clear the status if `owner` showed the current one (never another feature's).
     pub fn clear_status(&self, owner: &'static str) {
-        self.status.clear_if_owner(owner, || self.host.set_status(&self.config.status_key, None));
+        self.status.clear_if_owner(owner, || {
+            self.host.set_status(&self.config.status_key, None)
+        });
     }
 }

@@ -26,7 +26,10 @@ pub struct Config {
     #[garde(range(min = 0, max = 3_600_000))]
     pub notification_auto_clear_ms: u64,
     /// Models to try, in order, as `provider/model`. The first available wins.
-    #[garde(length(max = 32), inner(length(min = 3, max = 200), pattern(r"^[A-Za-z0-9._-]+/.+$")))]
+    #[garde(
+        length(max = 32),
+        inner(length(min = 3, max = 200), pattern(r"^[A-Za-z0-9._-]+/.+$"))
+    )]
     pub model_keys: Vec<String>,
     /// Use the offline `local/extractive` model when no configured model is available.
     #[garde(skip)]
@@ -154,7 +157,12 @@ pub struct IndexingConfig {
 
 impl Default for IndexingConfig {
     fn default() -> Self {
-        IndexingConfig { auto: true, max_input_bytes: 51_200, incremental_max_bytes: 24_000, max_output_tokens: 1500 }
+        IndexingConfig {
+            auto: true,
+            max_input_bytes: 51_200,
+            incremental_max_bytes: 24_000,
+            max_output_tokens: 1500,
+        }
     }
 }
 
@@ -208,7 +216,12 @@ pub struct QueryConfig {
 
 impl Default for QueryConfig {
     fn default() -> Self {
-        QueryConfig { enabled: true, max_context_tokens: 8000, max_calls_per_turn: 1, max_output_tokens: 1200 }
+        QueryConfig {
+            enabled: true,
+            max_context_tokens: 8000,
+            max_calls_per_turn: 1,
+            max_output_tokens: 1200,
+        }
     }
 }
 
@@ -267,7 +280,12 @@ pub struct SearchConfig {
 
 impl Default for SearchConfig {
     fn default() -> Self {
-        SearchConfig { enabled: true, command_name: "sessions".into(), max_calls_per_turn: 3, max_results: 8 }
+        SearchConfig {
+            enabled: true,
+            command_name: "sessions".into(),
+            max_calls_per_turn: 3,
+            max_results: 8,
+        }
     }
 }
 
@@ -289,7 +307,11 @@ impl PrivacyConfig {
     pub fn excludes(&self, cwd: &str, path: &Path) -> bool {
         let home = std::env::var("HOME").unwrap_or_default();
         let path = path.to_string_lossy();
-        self.exclude.iter().any(|g| [cwd, &path].iter().any(|s| !s.is_empty() && glob_covers(g, s, &home)))
+        self.exclude.iter().any(|g| {
+            [cwd, &path]
+                .iter()
+                .any(|s| !s.is_empty() && glob_covers(g, s, &home))
+        })
     }
 }
 
@@ -303,7 +325,8 @@ fn glob_covers(glob: &str, path: &str, home: &str) -> bool {
     };
     let glob: Vec<char> = glob.chars().collect();
     let cuts = |s: &str| s.match_indices('/').map(|(i, _)| i).collect::<Vec<_>>();
-    let starts = std::iter::once(0).chain(cuts(path).into_iter().map(|i| i + 1).filter(|_| !anchored));
+    let starts =
+        std::iter::once(0).chain(cuts(path).into_iter().map(|i| i + 1).filter(|_| !anchored));
     starts.into_iter().any(|start| {
         let rest = &path[start..];
         cuts(rest)
@@ -317,10 +340,13 @@ fn glob_match(p: &[char], s: &[char]) -> bool {
     match p {
         [] => s.is_empty(),
         ['*', '*', '/', rest @ ..] => {
-            glob_match(rest, s) || (0..s.len()).any(|i| s[i] == '/' && glob_match(rest, &s[i + 1..]))
+            glob_match(rest, s)
+                || (0..s.len()).any(|i| s[i] == '/' && glob_match(rest, &s[i + 1..]))
         }
         ['*', '*', rest @ ..] => (0..=s.len()).any(|i| glob_match(rest, &s[i..])),
-        ['*', rest @ ..] => (0..=s.len()).take_while(|&i| i == 0 || s[i - 1] != '/').any(|i| glob_match(rest, &s[i..])),
+        ['*', rest @ ..] => (0..=s.len())
+            .take_while(|&i| i == 0 || s[i - 1] != '/')
+            .any(|i| glob_match(rest, &s[i..])),
         ['?', rest @ ..] => matches!(s, [c, tail @ ..] if *c != '/' && glob_match(rest, tail)),
         [c, rest @ ..] => matches!(s, [d, tail @ ..] if d == c && glob_match(rest, tail)),
     }
@@ -334,7 +360,9 @@ fn glob_match(p: &[char], s: &[char]) -> bool {
 pub fn parse(json: &str) -> Result<Config, Vec<String>> {
     let value: Value = match serde_json::from_str(json) {
         Ok(value) => value,
-        Err(_) if json.trim().is_empty() => return Err(vec!["the config is empty, not a JSON object".into()]),
+        Err(_) if json.trim().is_empty() => {
+            return Err(vec!["the config is empty, not a JSON object".into()])
+        }
         Err(e) => return Err(vec![format!("the config is not JSON: {e}")]),
     };
     let fields = match value {
@@ -348,9 +376,13 @@ pub fn parse(json: &str) -> Result<Config, Vec<String>> {
     if !problems.is_empty() {
         return Err(problems);
     }
-    let config: Config = serde_json::from_value(Value::Object(fields)).map_err(|e| vec![e.to_string()])?;
+    let config: Config =
+        serde_json::from_value(Value::Object(fields)).map_err(|e| vec![e.to_string()])?;
     config.validate().map_err(|report| {
-        report.iter().map(|(path, error)| format!("{}: {error}", file_spelling(&path.to_string()))).collect::<Vec<_>>()
+        report
+            .iter()
+            .map(|(path, error)| format!("{}: {error}", file_spelling(&path.to_string())))
+            .collect::<Vec<_>>()
     })?;
     Ok(config)
 }
@@ -358,14 +390,20 @@ pub fn parse(json: &str) -> Result<Config, Vec<String>> {
 /// serde stops at the first problem; trying each field on its own (every
 /// section has defaults) finds all of them. Sections and map entries are
 /// searched the same way one level down.
-fn field_problems<T: serde::de::DeserializeOwned>(fields: &Map<String, Value>, at: &str, out: &mut Vec<String>) {
+fn field_problems<T: serde::de::DeserializeOwned>(
+    fields: &Map<String, Value>,
+    at: &str,
+    out: &mut Vec<String>,
+) {
     for (key, value) in fields {
         let path = format!("{at}{key}");
-        let nested =
-            |out: &mut Vec<String>, check: fn(&Map<String, Value>, &str, &mut Vec<String>)| match value.as_object() {
+        let nested = |out: &mut Vec<String>,
+                      check: fn(&Map<String, Value>, &str, &mut Vec<String>)| {
+            match value.as_object() {
                 Some(inner) => check(inner, &format!("{path}."), out),
                 None => out.push(format!("{path}: invalid type: expected an object")),
-            };
+            }
+        };
         match (at, key.as_str()) {
             ("", "indexing") => nested(out, field_problems::<IndexingConfig>),
             ("", "references") => nested(out, field_problems::<ReferencesConfig>),
@@ -384,7 +422,11 @@ fn field_problems<T: serde::de::DeserializeOwned>(fields: &Map<String, Value>, a
 }
 
 /// Each entry of a map section must be a `T` (first problem per entry).
-fn entry_problems<T: serde::de::DeserializeOwned>(entries: &Map<String, Value>, at: &str, out: &mut Vec<String>) {
+fn entry_problems<T: serde::de::DeserializeOwned>(
+    entries: &Map<String, Value>,
+    at: &str,
+    out: &mut Vec<String>,
+) {
     for (key, value) in entries {
         if let Err(e) = serde_json::from_value::<T>(value.clone()) {
             out.push(format!("{at}{key}: {e}"));
@@ -417,10 +459,22 @@ mod tests {
     #[test]
     fn only_an_empty_object_or_no_config_is_the_default() {
         assert_eq!(parse("{}").unwrap(), Config::default());
-        assert_eq!(parse("null").unwrap(), Config::default(), "the host has no config file");
-        for (text, problem) in [("", "empty"), ("  \n", "empty"), ("[]", "not a JSON object"), ("{", "not JSON")] {
+        assert_eq!(
+            parse("null").unwrap(),
+            Config::default(),
+            "the host has no config file"
+        );
+        for (text, problem) in [
+            ("", "empty"),
+            ("  \n", "empty"),
+            ("[]", "not a JSON object"),
+            ("{", "not JSON"),
+        ] {
             let errors = parse(text).unwrap_err();
-            assert!(errors.len() == 1 && errors[0].contains(problem), "{text:?}: {errors:?}");
+            assert!(
+                errors.len() == 1 && errors[0].contains(problem),
+                "{text:?}: {errors:?}"
+            );
         }
         let from_host = r#""/p/c.json: config file (plugin.config) is a FIFO, not a regular file""#;
         assert_eq!(
@@ -444,7 +498,10 @@ mod tests {
             "query: invalid type",
             "providers.p: invalid type",
         ] {
-            assert!(errors.iter().any(|e| e.starts_with(want)), "{want}: {errors:?}");
+            assert!(
+                errors.iter().any(|e| e.starts_with(want)),
+                "{want}: {errors:?}"
+            );
         }
         assert_eq!(errors.len(), 8, "{errors:?}");
     }
@@ -469,23 +526,53 @@ mod tests {
             assert!(p.excludes(cwd, none), "{cwd}");
         }
         assert!(p.excludes(&format!("{home}/notes/n"), none));
-        for cwd in ["/work/secrets", "/work", "/a/private", "/a/b-private-not", "/a/clients/acme2", "", "/notes"] {
+        for cwd in [
+            "/work/secrets",
+            "/work",
+            "/a/private",
+            "/a/b-private-not",
+            "/a/clients/acme2",
+            "",
+            "/notes",
+        ] {
             assert!(!p.excludes(cwd, none), "{cwd}");
         }
         assert!(p.excludes("/elsewhere", Path::new("/x/sessions/--a--/1.jsonl")));
         assert!(!p.excludes("/elsewhere", Path::new("/x/sessions/--a--/1.json")));
         assert!(!Config::default().privacy.excludes("/work/secret", none));
-        let p = parse(r#"{"privacy":{"exclude":["a/**/b", "/r/?x"]}}"#).unwrap().privacy;
-        assert!(p.excludes("/q/a/b", none) && p.excludes("/q/a/1/2/b/c", none) && p.excludes("/r/éx", none));
-        assert!(!p.excludes("/q/a/bb", none) && !p.excludes("/r/x", none) && !p.excludes("/r/a/x", none));
+        let p = parse(r#"{"privacy":{"exclude":["a/**/b", "/r/?x"]}}"#)
+            .unwrap()
+            .privacy;
+        assert!(
+            p.excludes("/q/a/b", none)
+                && p.excludes("/q/a/1/2/b/c", none)
+                && p.excludes("/r/éx", none)
+        );
+        assert!(
+            !p.excludes("/q/a/bb", none)
+                && !p.excludes("/r/x", none)
+                && !p.excludes("/r/a/x", none)
+        );
         let bad = parse(r#"{"privacy":{"exclude":[""]}}"#).unwrap_err();
-        assert!(bad.iter().any(|e| e.starts_with("privacy.exclude[0]: ")), "{bad:?}");
+        assert!(
+            bad.iter().any(|e| e.starts_with("privacy.exclude[0]: ")),
+            "{bad:?}"
+        );
     }
 
     #[test]
     fn every_invalid_field_is_named() {
-        let errors = parse(r#"{"minNewUserMessages":0,"query":{"maxContextTokens":1}}"#).unwrap_err();
-        assert!(errors.iter().any(|e| e.starts_with("minNewUserMessages: ")), "{errors:?}");
-        assert!(errors.iter().any(|e| e.starts_with("query.maxContextTokens: ")), "{errors:?}");
+        let errors =
+            parse(r#"{"minNewUserMessages":0,"query":{"maxContextTokens":1}}"#).unwrap_err();
+        assert!(
+            errors.iter().any(|e| e.starts_with("minNewUserMessages: ")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("query.maxContextTokens: ")),
+            "{errors:?}"
+        );
     }
 }

@@ -62,16 +62,21 @@ impl HostApi for FfiHost {
     }
 
     fn set_status(&self, key: &str, text: Option<&str>) {
-        self.inner.set_status(RStr::from_str(key), text.map(RStr::from_str).into());
+        self.inner
+            .set_status(RStr::from_str(key), text.map(RStr::from_str).into());
     }
 
     fn notify(&self, text: &str, level: NotifyLevel) {
-        self.inner.notify(RStr::from_str(text), RStr::from_str(&crate::text::variant_name(&level)));
+        self.inner.notify(
+            RStr::from_str(text),
+            RStr::from_str(&crate::text::variant_name(&level)),
+        );
     }
 
     fn append_entry(&self, custom_type: &str, data: &Value) {
         let data = data.to_string();
-        self.inner.append_entry(RStr::from_str(custom_type), RStr::from_str(&data));
+        self.inner
+            .append_entry(RStr::from_str(custom_type), RStr::from_str(&data));
     }
 
     fn set_session_name(&self, name: &str) {
@@ -79,7 +84,10 @@ impl HostApi for FfiHost {
     }
 
     fn api_key(&self, provider: &str) -> Option<String> {
-        self.inner.api_key(RStr::from_str(provider)).into_option().map(|k| k.into_string())
+        self.inner
+            .api_key(RStr::from_str(provider))
+            .into_option()
+            .map(|k| k.into_string())
     }
 
     fn can_complete(&self) -> bool {
@@ -96,11 +104,13 @@ impl HostApi for FfiHost {
     }
 
     fn log(&self, level: LogLevel, target: &str, message: &str) {
-        self.inner.log(level, RStr::from_str(target), RStr::from_str(message));
+        self.inner
+            .log(level, RStr::from_str(target), RStr::from_str(message));
     }
 
     fn wait_for_idle(&self, timeout: Duration) -> bool {
-        self.inner.wait_for_idle(timeout.as_millis().min(u64::MAX as u128) as u64)
+        self.inner
+            .wait_for_idle(timeout.as_millis().min(u64::MAX as u128) as u64)
     }
 }
 
@@ -124,7 +134,10 @@ pub struct RecordingHost {
 
 impl RecordingHost {
     pub fn new(ctx: SessionContext) -> Arc<Self> {
-        Arc::new(RecordingHost { ctx: Mutex::new(ctx), ..Default::default() })
+        Arc::new(RecordingHost {
+            ctx: Mutex::new(ctx),
+            ..Default::default()
+        })
     }
 
     pub fn effects(&self) -> Vec<Effect> {
@@ -143,19 +156,30 @@ impl HostApi for RecordingHost {
         self.ctx.lock().map(|c| c.clone()).unwrap_or_default()
     }
     fn set_status(&self, key: &str, text: Option<&str>) {
-        self.record(Effect::SetStatus { key: key.into(), text: text.map(Into::into) });
+        self.record(Effect::SetStatus {
+            key: key.into(),
+            text: text.map(Into::into),
+        });
     }
     fn notify(&self, text: &str, level: NotifyLevel) {
-        self.record(Effect::Notify { text: text.into(), level });
+        self.record(Effect::Notify {
+            text: text.into(),
+            level,
+        });
     }
     fn append_entry(&self, custom_type: &str, data: &Value) {
-        self.record(Effect::AppendEntry { custom_type: custom_type.into(), data: data.clone() });
+        self.record(Effect::AppendEntry {
+            custom_type: custom_type.into(),
+            data: data.clone(),
+        });
     }
     fn set_session_name(&self, name: &str) {
         self.record(Effect::SetSessionName { name: name.into() });
     }
     fn api_key(&self, provider: &str) -> Option<String> {
         let keys = self.keys.lock().ok()?;
-        keys.iter().find(|(p, _)| p == provider).map(|(_, k)| k.clone())
+        keys.iter()
+            .find(|(p, _)| p == provider)
+            .map(|(_, k)| k.clone())
     }
 }

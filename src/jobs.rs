@@ -44,7 +44,9 @@ impl Jobs {
         F: Fn() + Send + Sync + 'static,
     {
         let (lock, _) = &*self.inner;
-        let Ok(mut state) = lock.lock() else { return Submitted::Rejected };
+        let Ok(mut state) = lock.lock() else {
+            return Submitted::Rejected;
+        };
         if state.accepting_closed {
             return Submitted::Rejected;
         }
@@ -63,8 +65,13 @@ impl Jobs {
 
     fn run_loop(&self, key: &str, work: Work) {
         loop {
-            if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work())) {
-                tracing::error!(job = key, "background job panicked: {}", pi_ext_abi::panic_message(&payload));
+            if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work()))
+            {
+                tracing::error!(
+                    job = key,
+                    "background job panicked: {}",
+                    pi_ext_abi::panic_message(&payload)
+                );
             }
             let (lock, cvar) = &*self.inner;
             let Ok(mut state) = lock.lock() else { return };
@@ -83,7 +90,12 @@ impl Jobs {
     pub fn flush(&self, timeout: Duration) -> FlushReport {
         let deadline = Instant::now() + timeout;
         let (lock, cvar) = &*self.inner;
-        let Ok(mut state) = lock.lock() else { return FlushReport { pending: 0, idle: true } };
+        let Ok(mut state) = lock.lock() else {
+            return FlushReport {
+                pending: 0,
+                idle: true,
+            };
+        };
         while !state.running.is_empty() {
             let now = Instant::now();
             if now >= deadline {
@@ -91,11 +103,19 @@ impl Jobs {
             }
             state = match cvar.wait_timeout(state, deadline - now) {
                 Ok((s, _)) => s,
-                Err(_) => return FlushReport { pending: 0, idle: false },
+                Err(_) => {
+                    return FlushReport {
+                        pending: 0,
+                        idle: false,
+                    }
+                }
             };
         }
         let pending = state.running.len() as u32;
-        FlushReport { pending, idle: pending == 0 }
+        FlushReport {
+            pending,
+            idle: pending == 0,
+        }
     }
 
     /// Stop accepting work and drop queued re-runs, then flush.
@@ -135,7 +155,11 @@ mod tests {
         *gate.0.lock().unwrap() = true;
         gate.1.notify_all();
         assert!(jobs.flush(Duration::from_secs(5)).idle);
-        assert_eq!(runs.load(Ordering::SeqCst), 2, "three triggers run as one job plus one re-run");
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            2,
+            "three triggers run as one job plus one re-run"
+        );
     }
 
     #[test]

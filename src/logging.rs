@@ -30,7 +30,9 @@ pub fn forward_to(host: Host) {
         let _ = tracing::subscriber::set_global_default(subscriber);
         // This library has its own copy of std, so its panics (caught at the FFI boundary)
         // would print std's multi-line report on the host's stderr; send them to the host log.
-        std::panic::set_hook(Box::new(|info| tracing::error!(target: "session_index::panic", "{info}")));
+        std::panic::set_hook(Box::new(
+            |info| tracing::error!(target: "session_index::panic", "{info}"),
+        ));
     });
 }
 
@@ -49,7 +51,11 @@ impl<S: Subscriber> Layer<S> for HostLayer {
         event.record(&mut visitor);
         let host = SINK.lock().ok().and_then(|slot| slot.clone());
         if let Some(host) = host {
-            host.log(level, event.metadata().target(), &(visitor.message + &visitor.fields));
+            host.log(
+                level,
+                event.metadata().target(),
+                &(visitor.message + &visitor.fields),
+            );
         }
     }
 }

@@ -26,7 +26,9 @@ pub struct Reference {
 /// Largest depth parsed; the config caps it further.
 const MAX_PARSED_DEPTH: u32 = 99;
 /// Characters that end an unquoted reference.
-const STOP: &[char] = &['"', '`', '<', '>', '(', ')', '[', ']', '{', '}', ',', ';', '|', ':', '*'];
+const STOP: &[char] = &[
+    '"', '`', '<', '>', '(', ')', '[', ']', '{', '}', ',', ';', '|', ':', '*',
+];
 /// Sentence punctuation (and a closing single quote) trimmed from the end of
 /// an unquoted reference; an apostrophe inside one (`bob's-notes`) stays.
 const TRAILING: &[char] = &['.', '!', '?', '\''];
@@ -44,7 +46,9 @@ pub fn parse(prompt: &str) -> Vec<Reference> {
             continue;
         }
         let before = prompt[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '@' | '.' | '+' | '-' | '/' | '\\' | '=')) {
+        if before.is_some_and(|c| {
+            c.is_alphanumeric() || matches!(c, '_' | '@' | '.' | '+' | '-' | '/' | '\\' | '=')
+        }) {
             continue;
         }
         if prompt[pos..].starts_with('@') {
@@ -64,11 +68,16 @@ pub fn parse(prompt: &str) -> Vec<Reference> {
 /// code span or block holding one removed, whitespace runs left as one
 /// space in each line, empty lines dropped. Borrowed when there is nothing to remove.
 pub fn without_references(text: &str) -> std::borrow::Cow<'_, str> {
-    const LEADS: [&str; 10] = ["from", "in", "of", "on", "at", "to", "with", "like", "see", "and"];
+    const LEADS: [&str; 10] = [
+        "from", "in", "of", "on", "at", "to", "with", "like", "see", "and",
+    ];
     if !text.contains("@@") {
         return std::borrow::Cow::Borrowed(text);
     }
-    let mut cut: Vec<Range<usize>> = code_ranges(text).into_iter().filter(|r| text[r.clone()].contains("@@")).collect();
+    let mut cut: Vec<Range<usize>> = code_ranges(text)
+        .into_iter()
+        .filter(|r| text[r.clone()].contains("@@"))
+        .collect();
     let mut pos = 0;
     while let Some(found) = text[pos..].find("@@") {
         let at = pos + found;
@@ -77,8 +86,14 @@ pub fn without_references(text: &str) -> std::borrow::Cow<'_, str> {
             continue;
         }
         // Unparsable (`@@` alone, `@@""`): up to the next space.
-        let token = || text[at..].find(char::is_whitespace).map_or(text.len(), |i| at + i);
-        let end = parse_one(text, at).map_or_else(token, |(_, end)| end).max(at + 2);
+        let token = || {
+            text[at..]
+                .find(char::is_whitespace)
+                .map_or(text.len(), |i| at + i)
+        };
+        let end = parse_one(text, at)
+            .map_or_else(token, |(_, end)| end)
+            .max(at + 2);
         let before = text[..at].trim_end_matches([' ', '\t']);
         let word = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
         let lead = LEADS.contains(&before[word..].to_lowercase().as_str());
@@ -103,7 +118,8 @@ pub fn without_references(text: &str) -> std::borrow::Cow<'_, str> {
 fn merge(out: &mut Vec<Reference>, r: Reference) {
     let same = |o: &Reference| {
         o.target.to_lowercase() == r.target.to_lowercase()
-            && o.question.as_deref().map(str::to_lowercase) == r.question.as_deref().map(str::to_lowercase)
+            && o.question.as_deref().map(str::to_lowercase)
+                == r.question.as_deref().map(str::to_lowercase)
     };
     match out.iter_mut().find(|o| same(o)) {
         Some(o) => o.depth = o.depth.max(r.depth),
@@ -128,7 +144,9 @@ fn parse_one(text: &str, at: usize) -> Option<(Reference, usize)> {
         }
         (target.to_string(), true, end, depth)
     } else {
-        let len = rest.find(|c: char| c.is_whitespace() || STOP.contains(&c)).unwrap_or(rest.len());
+        let len = rest
+            .find(|c: char| c.is_whitespace() || STOP.contains(&c))
+            .unwrap_or(rest.len());
         let token = rest[..len].trim_end_matches(TRAILING);
         let end = start + token.len();
         let (target, depth) = match token.rfind('~') {
@@ -156,17 +174,31 @@ fn parse_one(text: &str, at: usize) -> Option<(Reference, usize)> {
         }
     }
     let raw = text[at..end].trim_end().to_string();
-    Some((Reference { target, quoted, depth, question, raw }, end))
+    Some((
+        Reference {
+            target,
+            quoted,
+            depth,
+            question,
+            raw,
+        },
+        end,
+    ))
 }
 
 /// `~N` at the start of `s`: (N, bytes consumed).
 fn depth_suffix(s: &str) -> Option<(u32, usize)> {
     let digits = s.strip_prefix('~')?;
-    let n = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
+    let n = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
     if n == 0 {
         return None;
     }
-    let d = digits[..n].parse::<u32>().unwrap_or(MAX_PARSED_DEPTH).min(MAX_PARSED_DEPTH);
+    let d = digits[..n]
+        .parse::<u32>()
+        .unwrap_or(MAX_PARSED_DEPTH)
+        .min(MAX_PARSED_DEPTH);
     Some((d, n + 1))
 }
 
@@ -265,19 +297,40 @@ mod tests {
     use super::*;
 
     fn targets(p: &str) -> Vec<(String, u32, Option<String>)> {
-        parse(p).into_iter().map(|r| (r.target, r.depth, r.question)).collect()
+        parse(p)
+            .into_iter()
+            .map(|r| (r.target, r.depth, r.question))
+            .collect()
     }
 
     #[test]
     fn forms() {
-        assert_eq!(targets("see @@auth-refactor."), vec![("auth-refactor".into(), 0, None)]);
-        assert_eq!(targets("@@\"Auth refactor\"~2 x"), vec![("Auth refactor".into(), 2, None)]);
+        assert_eq!(
+            targets("see @@auth-refactor."),
+            vec![("auth-refactor".into(), 0, None)]
+        );
+        assert_eq!(
+            targets("@@\"Auth refactor\"~2 x"),
+            vec![("Auth refactor".into(), 2, None)]
+        );
         assert_eq!(targets("(@@abc123~1)"), vec![("abc123".into(), 1, None)]);
-        assert_eq!(targets("@@auth: which TTL? and more"), vec![("auth".into(), 0, Some("which TTL?".into()))]);
-        assert_eq!(targets("@@\"A b\": why\n"), vec![("A b".into(), 0, Some("why".into()))]);
-        assert_eq!(targets("@@../../etc/passwd"), vec![("../../etc/passwd".into(), 0, None)]);
+        assert_eq!(
+            targets("@@auth: which TTL? and more"),
+            vec![("auth".into(), 0, Some("which TTL?".into()))]
+        );
+        assert_eq!(
+            targets("@@\"A b\": why\n"),
+            vec![("A b".into(), 0, Some("why".into()))]
+        );
+        assert_eq!(
+            targets("@@../../etc/passwd"),
+            vec![("../../etc/passwd".into(), 0, None)]
+        );
         assert_eq!(targets("@@~/x"), vec![("~/x".into(), 0, None)]);
-        assert_eq!(targets("'@@bob's-notes'?"), vec![("bob's-notes".into(), 0, None)]);
+        assert_eq!(
+            targets("'@@bob's-notes'?"),
+            vec![("bob's-notes".into(), 0, None)]
+        );
         assert_eq!(targets("**@@auth~3**"), vec![("auth".into(), 3, None)]);
     }
 
@@ -299,15 +352,25 @@ mod tests {
         assert_eq!(targets("`a\n\n@@auth`"), vec![("auth".into(), 0, None)]);
         // A fence interrupts the paragraph (CommonMark): the opening run on
         // the first line has no closer before it, so `@@b` is not in code.
-        assert_eq!(targets("see ``` and\n@@b\n```\n@@c\n```"), vec![("b".into(), 0, None)]);
+        assert_eq!(
+            targets("see ``` and\n@@b\n```\n@@c\n```"),
+            vec![("b".into(), 0, None)]
+        );
         // Indented text continuing a paragraph is not code.
-        assert_eq!(targets("compare\n    @@auth"), vec![("auth".into(), 0, None)]);
+        assert_eq!(
+            targets("compare\n    @@auth"),
+            vec![("auth".into(), 0, None)]
+        );
     }
 
     #[test]
     fn never_panics_on_any_slice_of_tricky_text() {
         let text = "x @@\"é\"~2: q? `@@a` ```\n@@b\n``` @@ü~ @@\" @@~9 @@a:  \n@@日本~x: ? a@@b @@@c @@'d' \"@@";
-        let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+        let bounds: Vec<usize> = text
+            .char_indices()
+            .map(|(i, _)| i)
+            .chain([text.len()])
+            .collect();
         for &a in &bounds {
             for &b in bounds.iter().filter(|&&b| b >= a) {
                 let _ = parse(&text[a..b]);
@@ -319,9 +382,18 @@ mod tests {
     fn references_are_removed_from_session_text() {
         let strip = |t: &str| without_references(t).into_owned();
         assert_eq!(strip("check @@cron-in-gitclaw please"), "check please");
-        assert_eq!(strip("look at @@034d1cd7~2: what changed? then go"), "look then go");
-        assert_eq!(strip("see `@@cron` and\n```\n@@x\n```\ndone"), "see and\ndone");
-        assert_eq!(strip("continue from @@\"Cron in gitclaw\" now"), "continue now");
+        assert_eq!(
+            strip("look at @@034d1cd7~2: what changed? then go"),
+            "look then go"
+        );
+        assert_eq!(
+            strip("see `@@cron` and\n```\n@@x\n```\ndone"),
+            "see and\ndone"
+        );
+        assert_eq!(
+            strip("continue from @@\"Cron in gitclaw\" now"),
+            "continue now"
+        );
         assert_eq!(strip("@@\"Cron in gitclaw\" vs cron"), "vs cron");
         assert_eq!(strip("no refs, `code` kept"), "no refs, `code` kept");
         assert_eq!(strip("mail bob@@example.com @@ x"), "mail bob x");

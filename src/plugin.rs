@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pi_ext_abi::protocol::{
-    check_version, BeforeAgentStartResult, CommandCall, CommandResult, Event, EventCall, FlushReport, InputResult,
-    Registrations, ToolCall, ToolResult, EVENTS,
+    check_version, BeforeAgentStartResult, CommandCall, CommandResult, Event, EventCall,
+    FlushReport, InputResult, Registrations, ToolCall, ToolResult, EVENTS,
 };
 use serde_json::Value;
 
@@ -33,7 +33,10 @@ fn panic_if_requested(handler: &str) {
 impl SessionIndexPlugin {
     pub fn new(app: Arc<App>) -> Self {
         if !app.config_problems.is_empty() {
-            tracing::warn!("session-index config is invalid, indexing is off: {}", app.config_problems.join("; "));
+            tracing::warn!(
+                "session-index config is invalid, indexing is off: {}",
+                app.config_problems.join("; ")
+            );
         }
         SessionIndexPlugin { app }
     }
@@ -46,7 +49,9 @@ impl SessionIndexPlugin {
         }
         let mut commands = vec![pi_ext_abi::protocol::CommandSpec {
             name: config.command_name.clone(),
-            description: "Index this session now: name, description, summary and tags in sessions-meta".into(),
+            description:
+                "Index this session now: name, description, summary and tags in sessions-meta"
+                    .into(),
         }];
         commands.extend(crate::commands::specs(&self.app));
         if config.search.enabled {
@@ -67,7 +72,10 @@ impl SessionIndexPlugin {
         match call.typed()? {
             Event::SessionStart {} => {
                 if !app.config_problems.is_empty() {
-                    let text = format!("session-index config is invalid: {}", app.config_problems.join("; "));
+                    let text = format!(
+                        "session-index config is invalid: {}",
+                        app.config_problems.join("; ")
+                    );
                     app.host.notify(&text, NotifyLevel::Warning);
                 }
                 crate::references::on_session_start(app, &call.ctx);
@@ -80,7 +88,10 @@ impl SessionIndexPlugin {
                 app.search_calls_this_run.store(0, Ordering::SeqCst);
                 let message = crate::references::before_agent_start(app, &call.ctx, &prompt);
                 match message {
-                    Some(message) => to_value(&BeforeAgentStartResult { message: Some(message), system_prompt: None }),
+                    Some(message) => to_value(&BeforeAgentStartResult {
+                        message: Some(message),
+                        system_prompt: None,
+                    }),
                     None => Ok(Value::Null),
                 }
             }
@@ -101,8 +112,12 @@ impl SessionIndexPlugin {
         panic_if_requested(&format!("tool:{}", call.tool));
         check_version(call.v)?;
         match call.tool.as_str() {
-            "query_session" if self.app.config.query.enabled => Ok(crate::query::call_tool(&self.app, &call)),
-            "search_sessions" if self.app.config.search.enabled => Ok(crate::search::tool::call(&self.app, &call)),
+            "query_session" if self.app.config.query.enabled => {
+                Ok(crate::query::call_tool(&self.app, &call))
+            }
+            "search_sessions" if self.app.config.search.enabled => {
+                Ok(crate::search::tool::call(&self.app, &call))
+            }
             other => Err(format!("unknown tool '{other}'")),
         }
     }
@@ -113,7 +128,8 @@ impl SessionIndexPlugin {
         if call.command == self.app.config.command_name {
             return Ok(crate::indexing::run_command(&self.app, &call));
         }
-        crate::commands::run(&self.app, &call).ok_or_else(|| format!("unknown command '{}'", call.command))
+        crate::commands::run(&self.app, &call)
+            .ok_or_else(|| format!("unknown command '{}'", call.command))
     }
 
     pub fn request(&self, method: &str, payload: Value) -> Result<Value, String> {
@@ -146,5 +162,10 @@ fn refresh_store(app: &Arc<App>, ctx: &pi_ext_abi::protocol::SessionContext) {
         return;
     }
     let key = format!("store-refresh:{}", app.agent_dir(ctx).display());
-    app.jobs.submit(&app.runtime, &key, app.catalog.refresh_task(&app.sessions_dir(ctx), &app.meta_dir(ctx)));
+    app.jobs.submit(
+        &app.runtime,
+        &key,
+        app.catalog
+            .refresh_task(&app.sessions_dir(ctx), &app.meta_dir(ctx)),
+    );
 }

@@ -33,7 +33,11 @@ impl Runtime {
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let handle = rt.handle().clone();
-        Ok(Runtime { rt: Some(rt), handle, http })
+        Ok(Runtime {
+            rt: Some(rt),
+            handle,
+            http,
+        })
     }
 
     pub fn handle(&self) -> &tokio::runtime::Handle {

@@ -71,7 +71,10 @@ pub fn ledger_path(meta_dir: &Path) -> PathBuf {
 
 /// The ledger as it is now; a missing or unreadable one reads as empty.
 pub fn read(meta_dir: &Path) -> Ledger {
-    std::fs::read(ledger_path(meta_dir)).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
+    std::fs::read(ledger_path(meta_dir))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
 }
 
 /// Add `usd` spent on `kind` to today's line and the total (and to this
@@ -84,14 +87,22 @@ pub fn record(spent: &std::sync::Mutex<Spent>, meta_dir: &Path, kind: Kind, usd:
         spent.add(kind, usd);
     }
     if let Err(e) = add(meta_dir, kind, usd) {
-        tracing::warn!("could not update the spending ledger in {}: {e}", meta_dir.display());
+        tracing::warn!(
+            "could not update the spending ledger in {}: {e}",
+            meta_dir.display()
+        );
     }
 }
 
 /// The locked read-modify-write of one addition.
 pub fn add(meta_dir: &Path, kind: Kind, usd: f64) -> std::io::Result<Ledger> {
     std::fs::create_dir_all(meta_dir)?;
-    let lock = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(meta_dir.join(LOCK_FILE))?;
+    let lock = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(meta_dir.join(LOCK_FILE))?;
     fs4::FileExt::lock(&lock)?;
     let mut ledger = read(meta_dir);
     ledger.total.add(kind, usd);
@@ -103,7 +114,8 @@ pub fn add(meta_dir: &Path, kind: Kind, usd: f64) -> std::io::Result<Ledger> {
     let temp = meta_dir.join(format!(".{LEDGER_FILE}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&temp);
     let json = serde_json::to_vec_pretty(&ledger).map_err(std::io::Error::other);
-    let written = json.and_then(|json| crate::meta::store::replace(&temp, &ledger_path(meta_dir), &json));
+    let written =
+        json.and_then(|json| crate::meta::store::replace(&temp, &ledger_path(meta_dir), &json));
     let _ = fs4::FileExt::unlock(&lock);
     written.map(|()| ledger)
 }
@@ -124,10 +136,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         add(dir.path(), Kind::Indexing, 0.25).unwrap();
         let ledger = add(dir.path(), Kind::Queries, 0.5).unwrap();
-        assert_eq!(ledger.today(), Spent { indexing: 0.25, queries: 0.5 });
+        assert_eq!(
+            ledger.today(),
+            Spent {
+                indexing: 0.25,
+                queries: 0.5
+            }
+        );
         assert_eq!(read(dir.path()), ledger);
         assert_eq!(ledger.total.total(), 0.75);
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names.len(), 2, "the ledger and its hidden lock, no temp file: {names:?}");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names.len(),
+            2,
+            "the ledger and its hidden lock, no temp file: {names:?}"
+        );
     }
 }

@@ -93,9 +93,16 @@ mod tests {
         show(&app, "query", "queried (…)", true);
         show(&app, "indexing", "indexing…", false);
         std::thread::sleep(Duration::from_millis(400));
-        assert_eq!(statuses(&host), vec![Some("queried (…)".into()), Some("indexing…".into())]);
+        assert_eq!(
+            statuses(&host),
+            vec![Some("queried (…)".into()), Some("indexing…".into())]
+        );
         clear_if_owner(&app, "references");
-        assert_eq!(statuses(&host).len(), 2, "references never showed the current status");
+        assert_eq!(
+            statuses(&host).len(),
+            2,
+            "references never showed the current status"
+        );
     }
 
     #[test]
@@ -104,7 +111,12 @@ mod tests {
         show(&app, "indexing", "indexed (offline)", true);
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(statuses(&host).last(), Some(&None));
-        show(&app, "references", "@@ 1 of 1 reference(s) unresolved", false);
+        show(
+            &app,
+            "references",
+            "@@ 1 of 1 reference(s) unresolved",
+            false,
+        );
         clear_if_owner(&app, "references");
         assert_eq!(statuses(&host).last(), Some(&None));
     }

@@ -16,7 +16,11 @@ pub enum Keep {
 /// The reference form of a name (`@@auth-refactor`): lower-cased,
 /// whitespace runs as one hyphen.
 pub fn slug(name: &str) -> String {
-    name.trim().to_lowercase().split_whitespace().collect::<Vec<_>>().join("-")
+    name.trim()
+        .to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join("-")
 }
 
 pub fn clip(text: &str, max: usize, keep: Keep) -> String {
@@ -40,7 +44,10 @@ pub fn clip(text: &str, max: usize, keep: Keep) -> String {
 /// The name serde gives a unit variant (`Rule::Id` → `id`), for messages
 /// that say what the JSON says.
 pub fn variant_name(value: &impl serde::Serialize) -> String {
-    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// `text` on one line: every whitespace run (newlines too) as one space, trimmed.
@@ -58,7 +65,10 @@ pub fn one_line(text: &str, max: usize) -> String {
 pub fn home_relative(path: &str) -> String {
     let home = std::env::var("HOME").unwrap_or_default();
     match path.strip_prefix(home.trim_end_matches('/')) {
-        Some(rest) if !home.trim_end_matches('/').is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
+        Some(rest)
+            if !home.trim_end_matches('/').is_empty()
+                && (rest.is_empty() || rest.starts_with('/')) =>
+        {
             format!("~{rest}")
         }
         _ => path.to_string(),

@@ -5,7 +5,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Now, as `toISOString`.
@@ -26,7 +29,12 @@ pub fn iso_from_millis(ms: i64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
+    let (h, m, s, milli) = (
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000,
+    );
     format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
 }
 
@@ -38,8 +46,14 @@ mod tests {
     fn iso_dates_match_javascript() {
         assert_eq!(iso_from_millis(0), "1970-01-01T00:00:00.000Z");
         // new Date(1795310551415).toISOString()
-        assert_eq!(iso_from_millis(1_795_310_551_415), "2026-11-22T01:22:31.415Z");
-        assert_eq!(iso_from_millis(1_795_310_553_721), "2026-11-22T01:22:33.721Z");
+        assert_eq!(
+            iso_from_millis(1_795_310_551_415),
+            "2026-11-22T01:22:31.415Z"
+        );
+        assert_eq!(
+            iso_from_millis(1_795_310_553_721),
+            "2026-11-22T01:22:33.721Z"
+        );
         assert_eq!(iso_from_millis(951_782_400_000), "2000-02-29T00:00:00.000Z");
     }
 }

@@ -17,13 +17,15 @@ fn agent() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("sessions").join(DEMO);
     std::fs::create_dir_all(&project).unwrap();
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent/sessions").join(DEMO);
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/agent/sessions")
+        .join(DEMO);
     for file in std::fs::read_dir(examples).unwrap() {
         let file = file.unwrap().path();
         std::fs::copy(&file, project.join(file.file_name().unwrap())).unwrap();
     }
-    let not_a_session =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions/divergent/not-a-session.jsonl");
+    let not_a_session = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sessions/divergent/not-a-session.jsonl");
     std::fs::copy(not_a_session, project.join("notes.jsonl")).unwrap();
     dir
 }
@@ -31,7 +33,11 @@ fn agent() -> tempfile::TempDir {
 /// The binary, with no keys (offline model) and a HOME that holds nothing.
 fn run(agent: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_session-index"));
-    cmd.args(args).arg("--agent-dir").arg(agent).env("HOME", agent).env_remove("PI_CODING_AGENT_DIR");
+    cmd.args(args)
+        .arg("--agent-dir")
+        .arg(agent)
+        .env("HOME", agent)
+        .env_remove("PI_CODING_AGENT_DIR");
     for key in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"] {
         cmd.env_remove(key);
     }
@@ -39,7 +45,12 @@ fn run(agent: &Path, args: &[&str]) -> Output {
 }
 
 fn stdout(out: &Output) -> String {
-    assert!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
@@ -61,47 +72,83 @@ ID          NAME                                              PROJECT          D
 
     stdout(&run(agent.path(), &["index", "--all"]));
     let table = stdout(&run(agent.path(), &["list", "--cwd", "/home/user/demo"]));
-    let rows: Vec<Vec<&str>> =
-        table.lines().skip(1).map(|l| l.split("  ").filter(|c| !c.is_empty()).collect()).collect();
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .skip(1)
+        .map(|l| l.split("  ").filter(|c| !c.is_empty()).collect())
+        .collect();
     assert_eq!(rows.len(), 3, "{table}");
     for row in &rows {
-        assert_eq!(row[row.len() - 2..], ["local/extractive", "$0.0000"], "indexed by, cost: {table}");
+        assert_eq!(
+            row[row.len() - 2..],
+            ["local/extractive", "$0.0000"],
+            "indexed by, cost: {table}"
+        );
     }
-    assert!(rows.iter().any(|r| r[1] == "JWT expiry and refresh tokens"), "{table}");
+    assert!(
+        rows.iter().any(|r| r[1] == "JWT expiry and refresh tokens"),
+        "{table}"
+    );
 }
 
 #[test]
 fn list_json_is_for_machines() {
     let agent = agent();
-    let list: Value = serde_json::from_str(&stdout(&run(agent.path(), &["list", "--all", "--json"]))).unwrap();
+    let list: Value =
+        serde_json::from_str(&stdout(&run(agent.path(), &["list", "--all", "--json"]))).unwrap();
     let list = list.as_array().unwrap();
-    assert_eq!(list.len(), 3, "the file that is not a session is not listed");
+    assert_eq!(
+        list.len(),
+        3,
+        "the file that is not a session is not listed"
+    );
     let jwt = list.iter().find(|s| s["id"] == JWT_ID).unwrap();
     assert_eq!(jwt["name"], "JWT expiry and refresh tokens");
     assert_eq!(jwt["messageCount"], 20);
-    assert!(jwt["model"].is_null() && jwt["costUsd"].is_null(), "not indexed: {jwt}");
+    assert!(
+        jwt["model"].is_null() && jwt["costUsd"].is_null(),
+        "not indexed: {jwt}"
+    );
 }
 
 #[test]
 fn show_inspect_and_index_take_references() {
     let agent = agent();
-    for reference in [JWT_ID, "01a200f2-9f", "jwt-expiry-and-refresh-tokens", "JWT expiry and refresh tokens"] {
+    for reference in [
+        JWT_ID,
+        "01a200f2-9f",
+        "jwt-expiry-and-refresh-tokens",
+        "JWT expiry and refresh tokens",
+    ] {
         let text = stdout(&run(agent.path(), &["show", reference]));
-        assert!(text.starts_with("JWT expiry and refresh tokens\n"), "{reference}: {text}");
+        assert!(
+            text.starts_with("JWT expiry and refresh tokens\n"),
+            "{reference}: {text}"
+        );
         assert!(text.contains(&format!("  id        {JWT_ID}\n")), "{text}");
-        assert!(text.contains("Not indexed yet: session-index index 01a200f2"), "{text}");
+        assert!(
+            text.contains("Not indexed yet: session-index index 01a200f2"),
+            "{text}"
+        );
     }
-    let doc: Value = serde_json::from_str(&stdout(&run(agent.path(), &["inspect", "01a200f2-9f"]))).unwrap();
+    let doc: Value =
+        serde_json::from_str(&stdout(&run(agent.path(), &["inspect", "01a200f2-9f"]))).unwrap();
     assert_eq!(doc["id"], JWT_ID);
 
     let index = stdout(&run(agent.path(), &["index", "01a200f2-80"]));
     let meta_dir = agent.path().join("sessions-meta");
     assert!(
-        index.ends_with(&format!("1 indexed ($0.0000), 0 skipped, 0 failed; meta files in {}\n", meta_dir.display())),
+        index.ends_with(&format!(
+            "1 indexed ($0.0000), 0 skipped, 0 failed; meta files in {}\n",
+            meta_dir.display()
+        )),
         "{index}"
     );
     assert!(meta_file(agent.path(), RATE_LIMITER_ID).is_file());
-    assert!(!meta_file(agent.path(), JWT_ID).exists(), "only the referenced session");
+    assert!(
+        !meta_file(agent.path(), JWT_ID).exists(),
+        "only the referenced session"
+    );
 
     let text = stdout(&run(agent.path(), &["show", "01a200f2-80"]));
     for part in [
@@ -112,7 +159,11 @@ fn show_inspect_and_index_take_references() {
     ] {
         assert!(text.contains(part), "{part:?} in\n{text}");
     }
-    let doc: Value = serde_json::from_str(&stdout(&run(agent.path(), &["show", "--json", RATE_LIMITER_ID]))).unwrap();
+    let doc: Value = serde_json::from_str(&stdout(&run(
+        agent.path(),
+        &["show", "--json", RATE_LIMITER_ID],
+    )))
+    .unwrap();
     assert_eq!(doc["meta"]["sessionId"], RATE_LIMITER_ID);
     assert_eq!(doc["session"]["id"], RATE_LIMITER_ID);
 
@@ -120,7 +171,10 @@ fn show_inspect_and_index_take_references() {
     let out = run(agent.path(), &["show", "no-such-session"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.starts_with("session-index: no session matches \"no-such-session\""), "{stderr}");
+    assert!(
+        stderr.starts_with("session-index: no session matches \"no-such-session\""),
+        "{stderr}"
+    );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
@@ -128,26 +182,63 @@ fn show_inspect_and_index_take_references() {
 fn index_all_skips_up_to_date_sessions_and_files_that_are_not_sessions() {
     let agent = agent();
     let first = stdout(&run(agent.path(), &["index", "--all"]));
-    assert_eq!(first.lines().filter(|l| l.starts_with("indexed  ")).count(), 3, "{first}");
-    assert!(
-        first.lines().any(|l| l.starts_with("skipped  ") && l.contains("notes.jsonl: not a pi session")),
+    assert_eq!(
+        first.lines().filter(|l| l.starts_with("indexed  ")).count(),
+        3,
         "{first}"
     );
-    let before: Vec<Vec<u8>> =
-        [JWT_ID, RATE_LIMITER_ID].iter().map(|id| std::fs::read(meta_file(agent.path(), id)).unwrap()).collect();
+    assert!(
+        first
+            .lines()
+            .any(|l| l.starts_with("skipped  ") && l.contains("notes.jsonl: not a pi session")),
+        "{first}"
+    );
+    let before: Vec<Vec<u8>> = [JWT_ID, RATE_LIMITER_ID]
+        .iter()
+        .map(|id| std::fs::read(meta_file(agent.path(), id)).unwrap())
+        .collect();
 
-    let second: Value = serde_json::from_str(&stdout(&run(agent.path(), &["index", "--all", "--json"]))).unwrap();
-    assert_eq!(second["indexed"], serde_json::json!([]), "nothing changed: {second}");
-    let reasons: Vec<&str> =
-        second["skipped"].as_array().unwrap().iter().filter_map(|s| s["reason"].as_str()).collect();
-    assert_eq!(reasons.iter().filter(|r| **r == "up to date").count(), 3, "{reasons:?}");
-    assert_eq!(reasons.iter().filter(|r| r.starts_with("not a pi session")).count(), 1, "{reasons:?}");
-    let after: Vec<Vec<u8>> =
-        [JWT_ID, RATE_LIMITER_ID].iter().map(|id| std::fs::read(meta_file(agent.path(), id)).unwrap()).collect();
+    let second: Value =
+        serde_json::from_str(&stdout(&run(agent.path(), &["index", "--all", "--json"]))).unwrap();
+    assert_eq!(
+        second["indexed"],
+        serde_json::json!([]),
+        "nothing changed: {second}"
+    );
+    let reasons: Vec<&str> = second["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["reason"].as_str())
+        .collect();
+    assert_eq!(
+        reasons.iter().filter(|r| **r == "up to date").count(),
+        3,
+        "{reasons:?}"
+    );
+    assert_eq!(
+        reasons
+            .iter()
+            .filter(|r| r.starts_with("not a pi session"))
+            .count(),
+        1,
+        "{reasons:?}"
+    );
+    let after: Vec<Vec<u8>> = [JWT_ID, RATE_LIMITER_ID]
+        .iter()
+        .map(|id| std::fs::read(meta_file(agent.path(), id)).unwrap())
+        .collect();
     assert_eq!(before, after, "meta files untouched");
 
     let forced = stdout(&run(agent.path(), &["index", "--all", "--force"]));
-    assert_eq!(forced.lines().filter(|l| l.starts_with("indexed  ")).count(), 3, "--force re-indexes: {forced}");
+    assert_eq!(
+        forced
+            .lines()
+            .filter(|l| l.starts_with("indexed  "))
+            .count(),
+        3,
+        "--force re-indexes: {forced}"
+    );
 }
 
 #[test]
@@ -172,10 +263,20 @@ fn index_all_never_replaces_a_model_written_meta_with_an_offline_one() {
             ),
         "{out}"
     );
-    assert_eq!(std::fs::read(&path).unwrap(), written, "the model-written meta is kept byte for byte");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        written,
+        "the model-written meta is kept byte for byte"
+    );
     let table = stdout(&run(agent.path(), &["list", "--all"]));
-    let row = table.lines().find(|l| l.contains("JWT expiry and refresh tokens")).unwrap_or_default();
-    assert!(row.contains("  anthropic/claude-haiku-4-5  "), "the list shows who wrote the meta: {table}");
+    let row = table
+        .lines()
+        .find(|l| l.contains("JWT expiry and refresh tokens"))
+        .unwrap_or_default();
+    assert!(
+        row.contains("  anthropic/claude-haiku-4-5  "),
+        "the list shows who wrote the meta: {table}"
+    );
 
     stdout(&run(agent.path(), &["index", "--force", JWT_ID]));
     let replaced: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -186,21 +287,41 @@ fn index_all_never_replaces_a_model_written_meta_with_an_offline_one() {
 fn exit_codes_and_help() {
     let agent = agent();
     let out = run(agent.path(), &["index"]);
-    assert_eq!(out.status.code(), Some(2), "nothing to index is a usage error");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "nothing to index is a usage error"
+    );
     let out = run(agent.path(), &["list", "--no-such-flag"]);
     assert_eq!(out.status.code(), Some(2));
 
     let config = agent.path().join("session-index.config.json");
     std::fs::write(&config, r#"{"minNewUserMessages": 0}"#).unwrap();
     let out = run(agent.path(), &["index", "--all"]);
-    assert_eq!(out.status.code(), Some(2), "an invalid config is a usage error");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an invalid config is a usage error"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&format!("{}: invalid config: minNewUserMessages", config.display())), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: invalid config: minNewUserMessages",
+            config.display()
+        )),
+        "{stderr}"
+    );
 
     let help = stdout(&run(agent.path(), &["--help"]));
-    assert!(help.contains("Exit codes: 0 ok; 1 some items failed"), "{help}");
+    assert!(
+        help.contains("Exit codes: 0 ok; 1 some items failed"),
+        "{help}"
+    );
     for sub in ["list", "show", "index", "inspect", "search"] {
         let help = stdout(&run(agent.path(), &[sub, "--help"]));
-        assert!(help.contains("Examples:\n  session-index "), "{sub} --help has an example:\n{help}");
+        assert!(
+            help.contains("Examples:\n  session-index "),
+            "{sub} --help has an example:\n{help}"
+        );
     }
 }

@@ -18,7 +18,10 @@ const DEADLINE: Duration = Duration::from_secs(1800);
 /// `target/<profile>`: this test binary lives in its `deps/` directory.
 fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
-    exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
 }
 
 /// `name` in `target/<profile>` (or its `deps/`, where cargo may leave the cdylib).
@@ -42,8 +45,18 @@ fn session_index_inside_the_real_pi() {
         ),
     };
     let dir = profile_dir();
-    let host = artifact(&dir, &format!("pi-ext-host{}", std::env::consts::EXE_SUFFIX));
-    let lib = artifact(&dir, &format!("{}session_index{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX));
+    let host = artifact(
+        &dir,
+        &format!("pi-ext-host{}", std::env::consts::EXE_SUFFIX),
+    );
+    let lib = artifact(
+        &dir,
+        &format!(
+            "{}session_index{}",
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        ),
+    );
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
 
     let mut child = Command::new("node")
@@ -89,6 +102,9 @@ fn session_index_inside_the_real_pi() {
     match status {
         Some(status) if status.success() => println!("{report}"),
         Some(status) => panic!("end-to-end test failed ({status})\n{report}"),
-        None => panic!("end-to-end test did not finish within {} s\n{report}", DEADLINE.as_secs()),
+        None => panic!(
+            "end-to-end test did not finish within {} s\n{report}",
+            DEADLINE.as_secs()
+        ),
     }
 }

@@ -13,7 +13,10 @@ const PANIC_ON: &str = "SESSION_INDEX_PANIC_ON";
 
 fn assert_panic_error(result: Result<impl std::fmt::Debug, String>, handler: &str) {
     let err = result.expect_err("the handler should have failed");
-    assert!(err.contains("panicked") && err.contains(&format!("deliberate panic in {handler}")), "{err}");
+    assert!(
+        err.contains("panicked") && err.contains(&format!("deliberate panic in {handler}")),
+        "{err}"
+    );
     assert!(!err.contains('\n'), "not one line: {err}");
 }
 
@@ -35,7 +38,10 @@ fn panics_in_event_tool_and_command_handlers_become_errors_and_the_host_keeps_wo
     };
 
     std::env::set_var(PANIC_ON, "event:agent_end");
-    assert_panic_error(event(&loaded, "agent_end", json!({"messages": []})), "event:agent_end");
+    assert_panic_error(
+        event(&loaded, "agent_end", json!({"messages": []})),
+        "event:agent_end",
+    );
     // Same instance, other handler: still fine while agent_end is rigged.
     assert_eq!(event(&loaded, "session_start", json!({})), Ok(Value::Null));
 
@@ -46,7 +52,10 @@ fn panics_in_event_tool_and_command_handlers_become_errors_and_the_host_keeps_wo
     assert_panic_error(loaded.instance.command(&command), "command:index-session");
 
     std::env::remove_var(PANIC_ON);
-    assert_eq!(event(&loaded, "agent_end", json!({"messages": []})), Ok(Value::Null));
+    assert_eq!(
+        event(&loaded, "agent_end", json!({"messages": []})),
+        Ok(Value::Null)
+    );
     assert!(loaded.instance.tool(&tool).is_ok());
     assert!(loaded.instance.command(&command).is_ok());
 
@@ -55,8 +64,18 @@ fn panics_in_event_tool_and_command_handlers_become_errors_and_the_host_keeps_wo
         .host
         .effects()
         .into_iter()
-        .filter(|e| e["type"] == "log" && e["message"].as_str().is_some_and(|m| m.contains("deliberate panic")))
+        .filter(|e| {
+            e["type"] == "log"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("deliberate panic"))
+        })
         .collect();
     assert!(!panics.is_empty(), "{:?}", loaded.host.effects());
-    assert!(loaded.instance.shutdown(std::time::Duration::from_secs(10)).idle);
+    assert!(
+        loaded
+            .instance
+            .shutdown(std::time::Duration::from_secs(10))
+            .idle
+    );
 }

@@ -27,13 +27,30 @@ struct Hosted {
 }
 
 fn hosted(example: &str, config: Value) -> Hosted {
-    let Scratch { dir, agent_dir, session_file: session } = Scratch::new(example);
+    let Scratch {
+        dir,
+        agent_dir,
+        session_file: session,
+    } = Scratch::new(example);
     let manifest = Manifest::load(host_common::repo_root()).unwrap();
-    let module = pi_ext_host::loader::load_module(&manifest, Some(&host_common::plugin_library())).unwrap();
+    let module =
+        pi_ext_host::loader::load_module(&manifest, Some(&host_common::plugin_library())).unwrap();
     let ctx = pi_ext_host::session_context(&session, None, &agent_dir, None).unwrap();
     let host = RecordingHost::with_stderr_level(ctx.clone(), None);
-    let instance = PluginInstance::new(module, host.to_host_box(), &manifest.dir, &config.to_string()).unwrap();
-    Hosted { _dir: dir, agent_dir, host, instance, ctx }
+    let instance = PluginInstance::new(
+        module,
+        host.to_host_box(),
+        &manifest.dir,
+        &config.to_string(),
+    )
+    .unwrap();
+    Hosted {
+        _dir: dir,
+        agent_dir,
+        host,
+        instance,
+        ctx,
+    }
 }
 
 fn of_type<'a>(effects: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -42,7 +59,10 @@ fn of_type<'a>(effects: &'a [Value], kind: &str) -> Vec<&'a Value> {
 
 #[test]
 fn agent_end_through_the_host_writes_a_meta_file_offline() {
-    let h = hosted(FLAKY_CI, json!({"modelKeys": ["local/extractive"], "useHostModels": false}));
+    let h = hosted(
+        FLAKY_CI,
+        json!({"modelKeys": ["local/extractive"], "useHostModels": false}),
+    );
     let call = EventCall {
         v: PROTOCOL_VERSION,
         event: "agent_end".into(),
@@ -54,9 +74,15 @@ fn agent_end_through_the_host_writes_a_meta_file_offline() {
 
     let meta_dir = h.agent_dir.join("sessions-meta");
     let session_id = h.ctx.session_id.clone().unwrap();
-    let meta = meta::read(&meta_dir, &session_id).unwrap().expect("meta file written by the plugin");
+    let meta = meta::read(&meta_dir, &session_id)
+        .unwrap()
+        .expect("meta file written by the plugin");
     assert_eq!(meta.model, "local/extractive");
-    assert!(meta.tags.contains(&"ticket:OPS-7".to_string()), "{:?}", meta.tags);
+    assert!(
+        meta.tags.contains(&"ticket:OPS-7".to_string()),
+        "{:?}",
+        meta.tags
+    );
     assert!(meta.summary.contains("## Next Steps"));
 
     let effects = h.host.effects();
@@ -66,7 +92,10 @@ fn agent_end_through_the_host_writes_a_meta_file_offline() {
     assert_eq!(entries[0]["data"]["success"], true);
     assert_eq!(entries[0]["data"]["sessionId"], session_id);
     assert_eq!(of_type(&effects, "setSessionName")[0]["name"], meta.name);
-    let statuses: Vec<&Value> = of_type(&effects, "setStatus").iter().map(|e| &e["text"]).collect();
+    let statuses: Vec<&Value> = of_type(&effects, "setStatus")
+        .iter()
+        .map(|e| &e["text"])
+        .collect();
     assert_eq!(statuses[0], "indexing…");
     assert_eq!(statuses[1], "indexed (offline)");
     h.instance.shutdown(Duration::from_secs(5));
@@ -84,13 +113,19 @@ fn index_command_through_the_host_uses_the_mock_provider() {
                "providers": {"anthropic": provider},
                "prices": {"anthropic/claude-haiku-4-5": {"inputPerMtok": 1.0, "outputPerMtok": 5.0}}}),
     );
-    let call =
-        CommandCall { v: PROTOCOL_VERSION, command: "index-session".into(), args: String::new(), ctx: h.ctx.clone() };
+    let call = CommandCall {
+        v: PROTOCOL_VERSION,
+        command: "index-session".into(),
+        args: String::new(),
+        ctx: h.ctx.clone(),
+    };
     let result = h.instance.command(&call).unwrap();
     assert!(result.ok, "{result:?}");
     assert_eq!(result.details["model"], "anthropic/claude-haiku-4-5");
 
-    let meta = meta::read(&h.agent_dir.join("sessions-meta"), RATE_LIMITER_ID).unwrap().unwrap();
+    let meta = meta::read(&h.agent_dir.join("sessions-meta"), RATE_LIMITER_ID)
+        .unwrap()
+        .unwrap();
     assert_eq!(meta.name, "Rate limiting for the API gateway");
     let usage = meta.usage.unwrap();
     assert_eq!((usage.input_tokens, usage.output_tokens), (2000, 200));
@@ -98,7 +133,10 @@ fn index_command_through_the_host_uses_the_mock_provider() {
     assert_eq!(mock.requests().len(), 1);
 
     let effects = h.host.effects();
-    assert!(!of_type(&effects, "waitForIdle").is_empty(), "the command waits for idle first");
+    assert!(
+        !of_type(&effects, "waitForIdle").is_empty(),
+        "the command waits for idle first"
+    );
     let entry = of_type(&effects, "appendEntry")[0];
     assert_eq!(entry["data"]["usage"]["costUsd"], 0.003);
     assert!(
@@ -123,7 +161,15 @@ fn host_binary() -> PathBuf {
     }
     let target_dir = profile_dir.parent().unwrap().join("indexing-e2e-host");
     let status = std::process::Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "pi-ext-host", "--bin", "pi-ext-host", "--target-dir"])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "pi-ext-host",
+            "--bin",
+            "pi-ext-host",
+            "--target-dir",
+        ])
         .arg(&target_dir)
         .current_dir(host_common::repo_root())
         .status()
@@ -134,7 +180,11 @@ fn host_binary() -> PathBuf {
 
 #[test]
 fn pi_ext_host_binary_agent_end_wait_writes_a_meta_file() {
-    let Scratch { dir, agent_dir, session_file: session } = Scratch::new(JWT);
+    let Scratch {
+        dir,
+        agent_dir,
+        session_file: session,
+    } = Scratch::new(JWT);
     let config = dir.path().join("config.json");
     std::fs::write(&config, r#"{"modelKeys": ["local/extractive"]}"#).unwrap();
 
@@ -151,7 +201,11 @@ fn pi_ext_host_binary_agent_end_wait_writes_a_meta_file() {
         .arg(&session)
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["flush"]["idle"], true);
     let effects = report["effects"].as_array().unwrap();
@@ -159,8 +213,16 @@ fn pi_ext_host_binary_agent_end_wait_writes_a_meta_file() {
     assert_eq!(entry["data"]["success"], true);
 
     let id = "01a200f2-9f17-727b-b6a3-41610f73ac8c";
-    let meta = meta::read(&agent_dir.join("sessions-meta"), id).unwrap().expect("meta file written");
+    let meta = meta::read(&agent_dir.join("sessions-meta"), id)
+        .unwrap()
+        .expect("meta file written");
     assert_eq!(meta.name, "JWT expiry and refresh tokens");
     assert_eq!(meta.session_file, session.to_string_lossy());
-    assert!(meta.decisions.iter().any(|d| d.contains("30 seconds of clock skew")), "{:?}", meta.decisions);
+    assert!(
+        meta.decisions
+            .iter()
+            .any(|d| d.contains("30 seconds of clock skew")),
+        "{:?}",
+        meta.decisions
+    );
 }

@@ -62,8 +62,10 @@ fn indexer_renamed(file: &Path, name: &str) {
     name_session(file, name, "7e570001");
     append(
         file,
-        &[json!({"type": "custom", "customType": "session-index:index", "data": {"success": true},
-        "id": "7e570002", "parentId": "7e570001", "timestamp": "2026-11-22T05:00:01.000Z"})],
+        &[
+            json!({"type": "custom", "customType": "session-index:index", "data": {"success": true},
+        "id": "7e570002", "parentId": "7e570001", "timestamp": "2026-11-22T05:00:01.000Z"}),
+        ],
     );
 }
 
@@ -100,11 +102,17 @@ fn a_model_is_shown_the_projects_names_and_a_taken_name_it_proposes_anyway_is_ma
     // The index does not fail over a name (that would lose the summary): the name is made distinct.
     assert!(f.command().ok);
     let name = f.meta().unwrap().name;
-    assert!(name.starts_with(taken) && name != taken, "made distinct: {name}");
+    assert!(
+        name.starts_with(taken) && name != taken,
+        "made distinct: {name}"
+    );
     let requests = mock.requests();
     assert_eq!(requests.len(), 1, "one model call");
     let first = requests[0].texts();
-    assert!(first.contains("recent sessions") && first.contains(&format!("- {taken}")), "{first}");
+    assert!(
+        first.contains("recent sessions") && first.contains(&format!("- {taken}")),
+        "{first}"
+    );
     assert!(first.contains("Something elsewhere"), "same cwd: listed");
 
     // Re-indexing (new messages) with the same proposal: still distinct, and never a failure.
@@ -122,9 +130,20 @@ fn a_name_the_user_set_is_kept_through_indexing_with_a_model() {
     name_session(&f.session_file, "Rate limiter work", "5e551011");
 
     assert!(f.command().ok);
-    assert_eq!(f.meta().unwrap().name, "Rate limiter work", "the meta takes the user's name");
-    assert!(renames(&f).is_empty(), "the session is not renamed: {:?}", renames(&f));
-    assert!(mock.requests()[0].texts().contains("Rate limiter work"), "the model is told the name");
+    assert_eq!(
+        f.meta().unwrap().name,
+        "Rate limiter work",
+        "the meta takes the user's name"
+    );
+    assert!(
+        renames(&f).is_empty(),
+        "the session is not renamed: {:?}",
+        renames(&f)
+    );
+    assert!(
+        mock.requests()[0].texts().contains("Rate limiter work"),
+        "the model is told the name"
+    );
 
     // Re-indexing later (new messages) keeps it too.
     f.append_turns(None, 2, "burst sizes");
@@ -148,7 +167,11 @@ fn the_indexers_own_name_is_replaced_but_a_later_user_name_is_not() {
     name_session(&f.session_file, "Fresh name from this index", "5e551012"); // the user re-types the same name
     f.append_turns(None, 1, "tests");
     assert!(f.command().ok);
-    assert_eq!(f.meta().unwrap().name, "Fresh name from this index", "a /name is the user's, even if equal");
+    assert_eq!(
+        f.meta().unwrap().name,
+        "Fresh name from this index",
+        "a /name is the user's, even if equal"
+    );
     assert!(renames(&f).is_empty());
 }
 
@@ -160,25 +183,53 @@ fn a_name_the_user_set_is_kept_offline() {
     assert_eq!(f.meta().unwrap().name, "Rate limiter work");
     f.append_turns(None, 2, "burst sizes");
     assert!(f.command().ok);
-    assert_eq!(f.meta().unwrap().name, "Rate limiter work", "kept through re-indexing");
+    assert_eq!(
+        f.meta().unwrap().name,
+        "Rate limiter work",
+        "kept through re-indexing"
+    );
     assert!(renames(&f).is_empty());
 }
 
 #[test]
 fn the_opening_request_of_a_long_session_reaches_the_model() {
     let mock = MockProvider::start(Wire::OpenAi);
-    mock.push(Reply::answer_json(&answer("Token bucket rate limiter for the gateway")));
+    mock.push(Reply::answer_json(&answer(
+        "Token bucket rate limiter for the gateway",
+    )));
     let f = with_model(&mock, json!({"indexing": {"maxInputBytes": 4096}}));
     f.append_turns(None, 300, "padding the session");
 
     assert!(f.command().ok);
     let sent = mock.requests()[0].texts();
-    assert!(sent.contains("Add per-client rate limiting to the API gateway for GW-142"), "the opening request");
-    assert!(sent.contains("padding the session: step 299"), "the newest part");
-    assert!(!sent.contains("padding the session: step 150,"), "the middle is left out");
-    assert!(sent.contains("opening request"), "the model is told what it reads");
-    let conversation = sent.split("<conversation>").nth(1).unwrap().split("</conversation>").next().unwrap();
-    assert!(conversation.len() <= 4096, "within maxInputBytes: {}", conversation.len());
+    assert!(
+        sent.contains("Add per-client rate limiting to the API gateway for GW-142"),
+        "the opening request"
+    );
+    assert!(
+        sent.contains("padding the session: step 299"),
+        "the newest part"
+    );
+    assert!(
+        !sent.contains("padding the session: step 150,"),
+        "the middle is left out"
+    );
+    assert!(
+        sent.contains("opening request"),
+        "the model is told what it reads"
+    );
+    let conversation = sent
+        .split("<conversation>")
+        .nth(1)
+        .unwrap()
+        .split("</conversation>")
+        .next()
+        .unwrap();
+    assert!(
+        conversation.len() <= 4096,
+        "within maxInputBytes: {}",
+        conversation.len()
+    );
 }
 
 #[test]
@@ -197,7 +248,15 @@ fn tags_from_a_model_are_normalised() {
     mock.push(Reply::answer_json(&reply));
     let f = with_model(&mock, json!({}));
     assert!(f.command().ok);
-    assert_eq!(f.meta().unwrap().tags, ["ticket:GW-142", "file:src/limiter.rs", "rate-limiting", "rust"]);
+    assert_eq!(
+        f.meta().unwrap().tags,
+        [
+            "ticket:GW-142",
+            "file:src/limiter.rs",
+            "rate-limiting",
+            "rust"
+        ]
+    );
 }
 
 /// A copy of a real session under a new id (same project), as a new session file.
@@ -222,7 +281,10 @@ fn index_offline(f: &Fixture, file: &Path) -> SessionMeta {
     };
     match index_session(&f.app, &request, &|| {}) {
         Ok(IndexOutcome::Indexed(done)) => done.meta,
-        other => panic!("{other:?}", other = other.map(|_| ()).map_err(|e| e.error.to_string())),
+        other => panic!(
+            "{other:?}",
+            other = other.map(|_| ()).map_err(|e| e.error.to_string())
+        ),
     }
 }
 
@@ -239,10 +301,18 @@ fn offline_names_are_unique_across_a_project_of_real_sessions() {
     files.sort();
     // Two sessions that read alike: the same real session twice under new ids.
     let twin = files[2].clone();
-    let hail = files.iter().find(|f| f.to_string_lossy().contains("64ddb985")).unwrap().clone(); // "Hail", no topics
+    let hail = files
+        .iter()
+        .find(|f| f.to_string_lossy().contains("64ddb985"))
+        .unwrap()
+        .clone(); // "Hail", no topics
     let mut names = Vec::new();
     for (i, file) in files.iter().chain([&twin, &twin, &hail]).enumerate() {
-        let copy = copy_real(&project, file, &format!("c0py{i:04}-0000-0000-0000-000000000000"));
+        let copy = copy_real(
+            &project,
+            file,
+            &format!("c0py{i:04}-0000-0000-0000-000000000000"),
+        );
         names.push(index_offline(&f, &copy).name);
     }
     let n = names.len();
@@ -251,9 +321,21 @@ fn offline_names_are_unique_across_a_project_of_real_sessions() {
     keys.dedup();
     assert_eq!(keys.len(), n, "names repeat in one project: {names:#?}");
     let base = &names[2];
-    assert!(names[n - 3].starts_with(base.as_str()) && names[n - 3] != *base, "{names:#?}");
-    assert_eq!(names[n - 1], format!("{} (2026-02-19)", names[0]), "no topic of its own: the date");
-    assert!(names.iter().all(|n| n.chars().count() <= 120 && !n.contains("@@")), "{names:#?}");
+    assert!(
+        names[n - 3].starts_with(base.as_str()) && names[n - 3] != *base,
+        "{names:#?}"
+    );
+    assert_eq!(
+        names[n - 1],
+        format!("{} (2026-02-19)", names[0]),
+        "no topic of its own: the date"
+    );
+    assert!(
+        names
+            .iter()
+            .all(|n| n.chars().count() <= 120 && !n.contains("@@")),
+        "{names:#?}"
+    );
 }
 
 #[test]
@@ -261,7 +343,8 @@ fn a_session_that_mentions_another_is_not_named_after_the_reference() {
     let f = Fixture::new(RATE_LIMITER, json!({}));
     let project = f.session_file.parent().unwrap().to_path_buf();
     let real = host_common::fixtures_dir().join("real");
-    let mention = project.join("2026-02-21T00-00-00-000Z_m3n710n0-0000-0000-0000-000000000000.jsonl");
+    let mention =
+        project.join("2026-02-21T00-00-00-000Z_m3n710n0-0000-0000-0000-000000000000.jsonl");
     std::fs::write(&mention, format!("{}\n{}\n{}\n",
         json!({"type": "session", "version": 3, "id": "m3n710n0-0000-0000-0000-000000000000", "timestamp": "2026-02-21T00:00:00.000Z", "cwd": "/home/user/gitclaw"}),
         json!({"type": "message", "id": "u1", "parentId": null, "timestamp": "2026-02-21T00:00:01.000Z",
@@ -273,11 +356,24 @@ fn a_session_that_mentions_another_is_not_named_after_the_reference() {
     .unwrap();
     copy_real(
         &project,
-        &std::fs::read_dir(&real).unwrap().next().unwrap().unwrap().path(),
+        &std::fs::read_dir(&real)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path(),
         "r3a10000-0000-0000-0000-000000000000",
     );
     let meta = index_offline(&f, &mention);
-    let all = serde_json::to_string(&(&meta.name, &meta.description, &meta.summary, &meta.tags)).unwrap();
-    assert!(!all.contains("@@") && !all.contains("034d1cd7") && !all.contains("cron-in-gitclaw"), "{all}");
-    assert!(meta.name.to_lowercase().contains("cron schedule parser"), "{}", meta.name);
+    let all =
+        serde_json::to_string(&(&meta.name, &meta.description, &meta.summary, &meta.tags)).unwrap();
+    assert!(
+        !all.contains("@@") && !all.contains("034d1cd7") && !all.contains("cron-in-gitclaw"),
+        "{all}"
+    );
+    assert!(
+        meta.name.to_lowercase().contains("cron schedule parser"),
+        "{}",
+        meta.name
+    );
 }

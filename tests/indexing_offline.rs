@@ -14,7 +14,11 @@ use session_index::indexing::extractive::{summarize, ExtractiveInput};
 fn sessions() -> Vec<PathBuf> {
     let shared = host_common::fixtures_dir();
     let mut files = Vec::new();
-    for dir in [examples_dir(), shared.join("real"), shared.join("generated")] {
+    for dir in [
+        examples_dir(),
+        shared.join("real"),
+        shared.join("generated"),
+    ] {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "jsonl") {
@@ -30,19 +34,37 @@ fn sessions() -> Vec<PathBuf> {
 fn offline_summaries_are_valid_and_deterministic_for_every_fixture() {
     let mut checked = 0;
     for path in sessions() {
-        let Ok(session) = session_index::session::open(&path) else { continue }; // the non-session fixture
+        let Ok(session) = session_index::session::open(&path) else {
+            continue;
+        }; // the non-session fixture
         let branch = session.branch(None);
         let files = session_index::views::files_touched(&branch);
         let name = session.session_name(&branch);
-        let input =
-            ExtractiveInput { branch: &branch, session_name: name.as_deref(), cwd: &session.header.cwd, files: &files };
+        let input = ExtractiveInput {
+            branch: &branch,
+            session_name: name.as_deref(),
+            cwd: &session.header.cwd,
+            files: &files,
+        };
         let first = summarize(&input);
         if let Err(report) = first.validate() {
-            panic!("{}: invalid offline summary: {report}\n{first:#?}", path.display());
+            panic!(
+                "{}: invalid offline summary: {report}\n{first:#?}",
+                path.display()
+            );
         }
-        assert_eq!(first, summarize(&input), "{}: not deterministic", path.display());
+        assert_eq!(
+            first,
+            summarize(&input),
+            "{}: not deterministic",
+            path.display()
+        );
         for section in ["## Goal", "## Key Decisions", "## Outcome", "## Next Steps"] {
-            assert!(first.summary.contains(section), "{}: no {section}", path.display());
+            assert!(
+                first.summary.contains(section),
+                "{}: no {section}",
+                path.display()
+            );
         }
         checked += 1;
     }

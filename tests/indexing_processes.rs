@@ -30,7 +30,9 @@ fn spawn_index(s: &Scratch) -> Child {
 /// Names in the meta dir, split into meta documents and temp files. Every
 /// meta document must be complete and valid.
 fn check_meta_dir(meta_dir: &Path) -> (usize, usize) {
-    let Ok(entries) = std::fs::read_dir(meta_dir) else { return (0, 0) };
+    let Ok(entries) = std::fs::read_dir(meta_dir) else {
+        return (0, 0);
+    };
     let (mut metas, mut temps) = (0, 0);
     for entry in entries {
         let name = entry.unwrap().file_name().into_string().unwrap();
@@ -45,7 +47,11 @@ fn check_meta_dir(meta_dir: &Path) -> (usize, usize) {
             assert!(name.starts_with('.'), "{name}");
             temps += 1;
         } else {
-            assert_eq!(name, meta::store::LOCK_DIR, "unexpected file {name}: lock files stay in their directory");
+            assert_eq!(
+                name,
+                meta::store::LOCK_DIR,
+                "unexpected file {name}: lock files stay in their directory"
+            );
         }
     }
     (metas, temps)
@@ -60,7 +66,11 @@ fn concurrent_processes_leave_one_valid_meta_file() {
         for mut child in children {
             assert!(child.wait().unwrap().success());
         }
-        assert_eq!(check_meta_dir(&meta_dir), (1, 0), "one valid meta file and no temp files");
+        assert_eq!(
+            check_meta_dir(&meta_dir),
+            (1, 0),
+            "one valid meta file and no temp files"
+        );
     }
 }
 
@@ -72,7 +82,10 @@ fn writers_wait_for_the_lock_file() {
     let mut children: Vec<Child> = (0..3).map(|_| spawn_index(&s)).collect();
     std::thread::sleep(Duration::from_millis(1500));
     for child in &mut children {
-        assert!(child.try_wait().unwrap().is_none(), "a writer finished while another process held the lock");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "a writer finished while another process held the lock"
+        );
     }
     assert_eq!(check_meta_dir(&meta_dir), (0, 0));
     drop(lock);
@@ -125,7 +138,10 @@ fn sigkill_at_random_points_never_leaves_a_torn_meta_file() {
         }
         let (metas, temps) = check_meta_dir(&meta_dir);
         assert!(metas <= 1);
-        assert!(temps <= 1, "stale temp files are removed by the next writer");
+        assert!(
+            temps <= 1,
+            "stale temp files are removed by the next writer"
+        );
         with_meta += metas;
         temp_seen += usize::from(temps > 0);
     }
@@ -133,6 +149,9 @@ fn sigkill_at_random_points_never_leaves_a_torn_meta_file() {
         "kill loop: window {window_us} us, {killed} killed, {finished} finished, {with_meta} with a complete meta file, \
          {temp_seen} with a leftover temp file"
     );
-    assert!(killed > 20, "most iterations must be killed mid-run (killed {killed})");
+    assert!(
+        killed > 20,
+        "most iterations must be killed mid-run (killed {killed})"
+    );
     assert!(with_meta > 0);
 }

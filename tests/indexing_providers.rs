@@ -33,14 +33,20 @@ fn config(mock: &MockProvider, model_key: &str, extra: Value) -> Value {
 
 fn fixture(mock: &MockProvider, model_key: &str, extra: Value) -> Fixture {
     let provider = model_key.split_once('/').unwrap().0;
-    let f = Fixture::with_keys(RATE_LIMITER, config(mock, model_key, extra), &[(provider, KEY)]);
+    let f = Fixture::with_keys(
+        RATE_LIMITER,
+        config(mock, model_key, extra),
+        &[(provider, KEY)],
+    );
     assert!(f.app.config_ok(), "{:?}", f.app.config_problems);
     f
 }
 
 fn happy_path(wire: Wire, model_key: &str) {
     let mock = MockProvider::start(wire);
-    mock.push(Reply::answer_json(&answer("Token bucket rate limiter for the gateway")).usage(1200, 80));
+    mock.push(
+        Reply::answer_json(&answer("Token bucket rate limiter for the gateway")).usage(1200, 80),
+    );
     let f = fixture(&mock, model_key, json!({}));
 
     let result = f.command();
@@ -51,34 +57,62 @@ fn happy_path(wire: Wire, model_key: &str) {
     assert_eq!(meta.session_id, RATE_LIMITER_ID);
     assert_eq!(meta.name, "Token bucket rate limiter for the gateway");
     assert_eq!(meta.model, model_key);
-    assert_eq!(meta.tags, vec!["ticket:GW-142", "rate-limiting", "rust"], "entity tags first");
+    assert_eq!(
+        meta.tags,
+        vec!["ticket:GW-142", "rate-limiting", "rust"],
+        "entity tags first"
+    );
     assert_eq!(meta.cwd, "/home/user/demo");
-    assert_eq!(meta.last_indexed_leaf_id.as_deref(), Some(RATE_LIMITER_LEAF));
+    assert_eq!(
+        meta.last_indexed_leaf_id.as_deref(),
+        Some(RATE_LIMITER_LEAF)
+    );
     assert_eq!(meta.session_file, f.session_file.to_string_lossy());
     assert_eq!(meta.decisions, vec!["Token bucket per API key"]);
     let usage = meta.usage.clone().unwrap();
     assert_eq!((usage.input_tokens, usage.output_tokens), (1200, 80));
     assert!((usage.cost_usd - 0.00136).abs() < 1e-9, "{usage:?}");
     let files = meta.files.clone().unwrap();
-    assert_eq!(files.modified, vec!["src/gateway.rs", "src/limiter.rs", "tests/limiter_test.rs"]);
+    assert_eq!(
+        files.modified,
+        vec!["src/gateway.rs", "src/limiter.rs", "tests/limiter_test.rs"]
+    );
 
     // One request, in the wire's format, carrying the conversation but no tools.
     let requests = mock.requests();
     assert_eq!(requests.len(), 1);
     let sent = requests[0].texts();
     assert!(sent.contains("<conversation>"), "{sent}");
-    assert!(sent.contains("Add per-client rate limiting to the API gateway for GW-142"), "{sent}");
+    assert!(
+        sent.contains("Add per-client rate limiting to the API gateway for GW-142"),
+        "{sent}"
+    );
     assert!(requests[0].json.get("tools").is_none(), "no tools are sent");
-    assert!(!requests[0].body.contains(KEY), "the key never goes into a body");
+    assert!(
+        !requests[0].body.contains(KEY),
+        "the key never goes into a body"
+    );
 
     // Host effects, in order.
     let effects = f.effects();
-    let status = |text: &str| Effect::SetStatus { key: "session-index".into(), text: Some(text.into()) };
+    let status = |text: &str| Effect::SetStatus {
+        key: "session-index".into(),
+        text: Some(text.into()),
+    };
     assert_eq!(effects[0], status("indexing…"));
-    assert!(effects.contains(&Effect::SetSessionName { name: meta.name.clone() }), "{effects:?}");
+    assert!(
+        effects.contains(&Effect::SetSessionName {
+            name: meta.name.clone()
+        }),
+        "{effects:?}"
+    );
     let shown = format!("indexed ($0.0014 by {}: configured key)", meta.model);
     assert!(effects.contains(&status(&shown)), "{effects:?}");
-    assert_eq!(meta.model_choice.as_deref(), Some("configured"), "why the model, in the meta file");
+    assert_eq!(
+        meta.model_choice.as_deref(),
+        Some("configured"),
+        "why the model, in the meta file"
+    );
     let entries = f.index_entries();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0]["success"], true);
@@ -87,7 +121,9 @@ fn happy_path(wire: Wire, model_key: &str) {
     assert_eq!(entries[0]["usage"]["inputTokens"], 1200);
     assert!(entries[0]["timestamp"].as_str().unwrap().ends_with('Z'));
     assert!(entries[0].get("error").is_none());
-    assert!(effects.iter().any(|e| matches!(e, Effect::Notify { text, .. } if text.starts_with("Indexed: "))));
+    assert!(effects
+        .iter()
+        .any(|e| matches!(e, Effect::Notify { text, .. } if text.starts_with("Indexed: "))));
 }
 
 #[test]
@@ -115,7 +151,11 @@ fn malformed_json_then_valid_is_retried_with_the_error() {
     assert_eq!(f.meta().unwrap().name, "Second answer wins here");
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
-    assert!(requests[1].texts().contains("not valid JSON"), "{}", requests[1].texts());
+    assert!(
+        requests[1].texts().contains("not valid JSON"),
+        "{}",
+        requests[1].texts()
+    );
     assert_eq!(f.index_entries().len(), 1);
 }
 
@@ -129,7 +169,10 @@ fn schema_invalid_then_valid_is_retried() {
     let f = fixture(&mock, "anthropic/claude-haiku-4-5", json!({}));
     assert!(f.command().ok);
     assert_eq!(f.meta().unwrap().name, "Fixed answer with three tags");
-    assert!(mock.requests()[1].texts().contains("tags"), "the validation error names the field");
+    assert!(
+        mock.requests()[1].texts().contains("tags"),
+        "the validation error names the field"
+    );
 }
 
 #[test]
@@ -155,7 +198,10 @@ fn three_invalid_answers_record_a_failure_and_write_no_meta() {
     assert_eq!(entries[0]["model"], "google/gemini-2.5-flash");
     assert_eq!(entries[0]["sessionId"], RATE_LIMITER_ID);
     assert!(entries[0]["error"].as_str().unwrap().contains("invalid"));
-    assert!(!f.effects().iter().any(|e| matches!(e, Effect::SetSessionName { .. })));
+    assert!(!f
+        .effects()
+        .iter()
+        .any(|e| matches!(e, Effect::SetSessionName { .. })));
     let last_status = f.statuses().last().cloned().flatten().unwrap();
     assert!(last_status.starts_with("index failed: "), "{last_status}");
 }
@@ -171,7 +217,11 @@ fn server_error_is_not_retried() {
     assert!(!f.meta_file().exists());
     let entries = f.index_entries();
     assert_eq!(entries[0]["success"], false);
-    assert!(entries[0]["error"].as_str().unwrap().contains("500"), "{}", entries[0]);
+    assert!(
+        entries[0]["error"].as_str().unwrap().contains("500"),
+        "{}",
+        entries[0]
+    );
 }
 
 #[test]
@@ -182,7 +232,10 @@ fn rate_limited_request_is_retried_once_after_retry_after() {
     let f = fixture(&mock, "anthropic/claude-haiku-4-5", json!({}));
     let start = Instant::now();
     assert!(f.command().ok);
-    assert!(start.elapsed() >= Duration::from_millis(900), "Retry-After was honoured");
+    assert!(
+        start.elapsed() >= Duration::from_millis(900),
+        "Retry-After was honoured"
+    );
     assert_eq!(mock.requests().len(), 2);
     assert_eq!(f.meta().unwrap().name, "Indexed after the rate limit");
 }
@@ -195,7 +248,10 @@ fn timeout_fails_cleanly() {
     let start = Instant::now();
     let result = f.command();
     assert!(!result.ok);
-    assert!(start.elapsed() < Duration::from_secs(4), "the timeout cut the request");
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "the timeout cut the request"
+    );
     assert!(result.message.unwrap().contains("timed out"));
     assert!(!f.meta_file().exists());
     assert_eq!(f.index_entries()[0]["success"], false);
@@ -205,7 +261,11 @@ fn timeout_fails_cleanly() {
 fn oversized_response_is_rejected() {
     let mock = MockProvider::start(Wire::Gemini);
     mock.push(Reply::oversized(4 * 1024 * 1024, false));
-    let f = fixture(&mock, "google/gemini-2.5-flash", json!({"maxResponseBytes": 65536}));
+    let f = fixture(
+        &mock,
+        "google/gemini-2.5-flash",
+        json!({"maxResponseBytes": 65536}),
+    );
     let result = f.command();
     assert!(!result.ok);
     assert!(result.message.unwrap().contains("larger than 65536 bytes"));
@@ -235,9 +295,18 @@ fn reindex_is_incremental_and_keeps_created_at() {
     let (full, incremental) = (requests[0].texts(), requests[1].texts());
     assert!(full.contains("<conversation>"));
     assert!(incremental.contains("<previous-index>"), "{incremental}");
-    assert!(incremental.contains("First index of the session"), "the previous index is sent");
-    assert!(incremental.contains("configurable limits: step 1"), "new messages are sent");
-    assert!(!incremental.contains("Add per-client rate limiting to the API gateway for GW-142"), "old ones are not");
+    assert!(
+        incremental.contains("First index of the session"),
+        "the previous index is sent"
+    );
+    assert!(
+        incremental.contains("configurable limits: step 1"),
+        "new messages are sent"
+    );
+    assert!(
+        !incremental.contains("Add per-client rate limiting to the API gateway for GW-142"),
+        "old ones are not"
+    );
 }
 
 #[test]
@@ -260,16 +329,28 @@ fn a_command_during_a_background_index_waits_for_it() {
     let mock = MockProvider::start(Wire::OpenAi);
     let name = "Token bucket rate limiter for the gateway";
     // The background run's answer is slow, so the command arrives while it waits on the model.
-    mock.push(Reply::answer_json(&answer(name)).usage(100, 10).delay(Duration::from_millis(800)));
+    mock.push(
+        Reply::answer_json(&answer(name))
+            .usage(100, 10)
+            .delay(Duration::from_millis(800)),
+    );
     mock.push(Reply::answer_json(&answer(name)).usage(50, 5));
-    let f = fixture(&mock, "openai/gpt-4o-mini", json!({"minNewUserMessages": 3}));
+    let f = fixture(
+        &mock,
+        "openai/gpt-4o-mini",
+        json!({"minNewUserMessages": 3}),
+    );
 
     session_index::indexing::on_agent_end(&f.app, &f.ctx());
     let deadline = Instant::now() + Duration::from_secs(10);
     while mock.requests().is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!(mock.requests().len(), 1, "the background run is waiting on the model");
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "the background run is waiting on the model"
+    );
     let result = f.command();
     assert!(result.ok, "{result:?}");
     assert!(f.app.jobs.flush(Duration::from_secs(10)).idle);

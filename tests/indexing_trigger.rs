@@ -33,14 +33,21 @@ fn first_user_message_id(f: &Fixture) -> String {
 fn agent_end_indexes_only_from_the_threshold_on() {
     let f = Fixture::new(RATE_LIMITER, offline(json!({"minNewUserMessages": 6})));
     f.agent_end();
-    assert!(f.effects().is_empty(), "5 user messages < 6: {:?}", f.effects());
+    assert!(
+        f.effects().is_empty(),
+        "5 user messages < 6: {:?}",
+        f.effects()
+    );
     assert!(!f.meta_file().exists());
 
     let f = Fixture::new(RATE_LIMITER, offline(json!({"minNewUserMessages": 3})));
     f.agent_end();
     let meta = f.meta().expect("indexed at 5 ≥ 3 user messages");
     assert_eq!(meta.model, "local/extractive");
-    assert_eq!(meta.last_indexed_leaf_id.as_deref(), Some(RATE_LIMITER_LEAF));
+    assert_eq!(
+        meta.last_indexed_leaf_id.as_deref(),
+        Some(RATE_LIMITER_LEAF)
+    );
     assert_eq!(f.index_entries().len(), 1);
     assert_eq!(f.index_entries()[0]["success"], true);
 
@@ -53,31 +60,48 @@ fn agent_end_indexes_only_from_the_threshold_on() {
     let leaf = f.append_turns(None, 1, "eviction");
     f.agent_end();
     assert_eq!(f.index_entries().len(), 1, "3 new ≥ 3");
-    assert_eq!(f.meta().unwrap().last_indexed_leaf_id.as_deref(), Some(leaf.as_str()));
+    assert_eq!(
+        f.meta().unwrap().last_indexed_leaf_id.as_deref(),
+        Some(leaf.as_str())
+    );
 }
 
 #[test]
 fn last_indexed_leaf_off_the_branch_counts_the_whole_branch() {
     let f = Fixture::new(RATE_LIMITER, offline(json!({"minNewUserMessages": 3})));
     assert!(f.command().ok);
-    assert_eq!(f.meta().unwrap().last_indexed_leaf_id.as_deref(), Some(RATE_LIMITER_LEAF));
+    assert_eq!(
+        f.meta().unwrap().last_indexed_leaf_id.as_deref(),
+        Some(RATE_LIMITER_LEAF)
+    );
 
     // A second branch forks after the first user message: 1 + 2 user messages on it.
     let fork = f.append_turns(Some(&first_user_message_id(&f)), 2, "fixed window instead");
     f.set_leaf(Some(&fork));
     f.clear_effects();
     f.agent_end();
-    assert_eq!(f.index_entries().len(), 1, "the whole branch (3 user messages) counts");
+    assert_eq!(
+        f.index_entries().len(),
+        1,
+        "the whole branch (3 user messages) counts"
+    );
     let meta = f.meta().unwrap();
     assert_eq!(meta.last_indexed_leaf_id.as_deref(), Some(fork.as_str()));
-    assert!(meta.summary.contains("fixed window instead"), "{}", meta.summary);
+    assert!(
+        meta.summary.contains("fixed window instead"),
+        "{}",
+        meta.summary
+    );
 
     // Back on the first branch the fork's leaf is not an ancestor: whole branch again (5).
     f.set_leaf(Some(RATE_LIMITER_LEAF));
     f.clear_effects();
     f.agent_end();
     assert_eq!(f.index_entries().len(), 1);
-    assert_eq!(f.meta().unwrap().last_indexed_leaf_id.as_deref(), Some(RATE_LIMITER_LEAF));
+    assert_eq!(
+        f.meta().unwrap().last_indexed_leaf_id.as_deref(),
+        Some(RATE_LIMITER_LEAF)
+    );
 
     // Continuing on that branch counts only what follows the indexed leaf.
     let next = f.append_turns(Some(RATE_LIMITER_LEAF), 1, "one more");
@@ -96,17 +120,29 @@ fn ephemeral_sessions_invalid_config_and_auto_off_do_nothing() {
     assert!(f.app.jobs.flush(Duration::from_secs(10)).idle);
     assert!(f.effects().is_empty());
 
-    let f = Fixture::new(RATE_LIMITER, json!({"minNewUserMessages": 0, "bogus": true}));
+    let f = Fixture::new(
+        RATE_LIMITER,
+        json!({"minNewUserMessages": 0, "bogus": true}),
+    );
     assert!(!f.app.config_ok());
     f.agent_end();
-    assert!(f.effects().iter().all(|e| matches!(e, Effect::Notify { .. })), "{:?}", f.effects());
+    assert!(
+        f.effects()
+            .iter()
+            .all(|e| matches!(e, Effect::Notify { .. })),
+        "{:?}",
+        f.effects()
+    );
     assert!(!f.meta_file().exists());
     let result = f.command();
     assert!(!result.ok);
     assert!(result.message.unwrap().contains("config is invalid"));
     assert!(!f.meta_file().exists());
 
-    let f = Fixture::new(RATE_LIMITER, offline(json!({"minNewUserMessages": 1, "indexing": {"auto": false}})));
+    let f = Fixture::new(
+        RATE_LIMITER,
+        offline(json!({"minNewUserMessages": 1, "indexing": {"auto": false}})),
+    );
     f.agent_end();
     assert!(f.effects().is_empty());
     assert!(f.command().ok, "the command still indexes");
@@ -118,15 +154,24 @@ fn reindex_keeps_created_at_and_unknown_fields() {
     let f = Fixture::new(JWT, offline(json!({})));
     assert!(f.command().ok);
     let first = f.meta().unwrap();
-    assert_eq!(first.name, "JWT expiry and refresh tokens", "the session_info name is used");
+    assert_eq!(
+        first.name, "JWT expiry and refresh tokens",
+        "the session_info name is used"
+    );
     assert!(
-        !f.effects().iter().any(|e| matches!(e, Effect::SetSessionName { .. })),
+        !f.effects()
+            .iter()
+            .any(|e| matches!(e, Effect::SetSessionName { .. })),
         "the session already has this name"
     );
-    assert!(first.tags.contains(&"issue:#87".to_string()) && first.tags.contains(&"pr:acme/gateway#91".to_string()));
+    assert!(
+        first.tags.contains(&"issue:#87".to_string())
+            && first.tags.contains(&"pr:acme/gateway#91".to_string())
+    );
 
     // Another tool's field survives a re-index.
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(f.meta_file()).unwrap()).unwrap();
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(f.meta_file()).unwrap()).unwrap();
     doc["pinned"] = json!(true);
     std::fs::write(f.meta_file(), doc.to_string()).unwrap();
     std::thread::sleep(Duration::from_millis(5));
@@ -140,15 +185,25 @@ fn reindex_keeps_created_at_and_unknown_fields() {
 
 #[test]
 fn corrupt_meta_is_replaced_on_the_next_index() {
-    for corrupt in ["{\"schemaVersion\":1,\"sessionId\":\"x\",", "[]", "{\"schemaVersion\":0,\"sessionId\":\"a\"}"] {
+    for corrupt in [
+        "{\"schemaVersion\":1,\"sessionId\":\"x\",",
+        "[]",
+        "{\"schemaVersion\":0,\"sessionId\":\"a\"}",
+    ] {
         let f = Fixture::new(FLAKY_CI, offline(json!({})));
         std::fs::create_dir_all(f.meta_dir()).unwrap();
         std::fs::write(f.meta_file(), corrupt).unwrap();
         assert!(session_index::meta::read(&f.meta_dir(), &f.session_id).is_err());
         assert!(f.command().ok);
         let meta = f.meta().expect("replaced by a valid document");
-        assert!(meta.tags.contains(&"ticket:OPS-7".to_string()), "{:?}", meta.tags);
-        assert!(f.effects().contains(&Effect::SetSessionName { name: meta.name.clone() }));
+        assert!(
+            meta.tags.contains(&"ticket:OPS-7".to_string()),
+            "{:?}",
+            meta.tags
+        );
+        assert!(f.effects().contains(&Effect::SetSessionName {
+            name: meta.name.clone()
+        }));
     }
 }
 
@@ -164,8 +219,15 @@ fn a_meta_file_of_a_newer_schema_is_never_overwritten() {
         std::fs::write(f.meta_file(), text).unwrap();
         let result = f.command();
         assert!(!result.ok, "{result:?}");
-        assert!(result.message.unwrap_or_default().contains("is newer than this session-index understands"));
-        assert_eq!(std::fs::read_to_string(f.meta_file()).unwrap(), text, "left untouched");
+        assert!(result
+            .message
+            .unwrap_or_default()
+            .contains("is newer than this session-index understands"));
+        assert_eq!(
+            std::fs::read_to_string(f.meta_file()).unwrap(),
+            text,
+            "left untouched"
+        );
         // agent_end leaves it alone quietly: no failure entry in the session, every turn.
         let before = f.effects().len();
         f.agent_end();
@@ -176,20 +238,37 @@ fn a_meta_file_of_a_newer_schema_is_never_overwritten() {
 
 #[test]
 fn a_stale_status_clear_never_hides_a_newer_status() {
-    let f = Fixture::new(RATE_LIMITER, offline(json!({"notificationAutoClearMs": 600})));
+    let f = Fixture::new(
+        RATE_LIMITER,
+        offline(json!({"notificationAutoClearMs": 600})),
+    );
     let first = f.command();
     assert!(first.ok);
     let message = first.message.unwrap_or_default();
-    assert!(message.ends_with("(local/extractive, offline)"), "no cost shown for the offline model: {message}");
+    assert!(
+        message.ends_with("(local/extractive, offline)"),
+        "no cost shown for the offline model: {message}"
+    );
     std::thread::sleep(Duration::from_millis(500));
     assert!(f.command().ok);
     // The first clear (due ~100 ms after the second run) is stale and must not fire.
     std::thread::sleep(Duration::from_millis(300));
     let statuses = f.statuses();
-    assert_eq!(statuses.iter().filter(|s| s.is_none()).count(), 0, "{statuses:?}");
-    assert_eq!(statuses.last().unwrap().as_deref(), Some("indexed (offline)"));
+    assert_eq!(
+        statuses.iter().filter(|s| s.is_none()).count(),
+        0,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.last().unwrap().as_deref(),
+        Some("indexed (offline)")
+    );
     std::thread::sleep(Duration::from_millis(800));
-    assert_eq!(f.statuses().last().unwrap(), &None, "the newest status is cleared after notificationAutoClearMs");
+    assert_eq!(
+        f.statuses().last().unwrap(),
+        &None,
+        "the newest status is cleared after notificationAutoClearMs"
+    );
 }
 
 #[test]

@@ -24,7 +24,11 @@ fn copy_into(agent: &Path, rel: &str) -> PathBuf {
     dest
 }
 
-fn tool(instance: &PluginInstance, ctx: &pi_ext_abi::protocol::SessionContext, params: Value) -> ToolResult {
+fn tool(
+    instance: &PluginInstance,
+    ctx: &pi_ext_abi::protocol::SessionContext,
+    params: Value,
+) -> ToolResult {
     let call = ToolCall {
         v: PROTOCOL_VERSION,
         tool: "query_session".into(),
@@ -32,21 +36,31 @@ fn tool(instance: &PluginInstance, ctx: &pi_ext_abi::protocol::SessionContext, p
         params,
         ctx: ctx.clone(),
     };
-    instance.tool(&call).expect("the tool call itself never fails")
+    instance
+        .tool(&call)
+        .expect("the tool call itself never fails")
 }
 
 #[test]
 fn query_session_through_the_abi() {
     let agent = tempfile::tempdir().unwrap();
     copy_into(agent.path(), BRANCH);
-    let current = copy_into(agent.path(), "real/2026-02-19T13-30-29-055Z_64ddb985-5b6b-4d0c-854b-e8300d86dee4.jsonl");
+    let current = copy_into(
+        agent.path(),
+        "real/2026-02-19T13-30-29-055Z_64ddb985-5b6b-4d0c-854b-e8300d86dee4.jsonl",
+    );
     let manifest = Manifest::load(host_common::repo_root()).unwrap();
-    let module = pi_ext_host::loader::load_module(&manifest, Some(&host_common::plugin_library())).unwrap();
+    let module =
+        pi_ext_host::loader::load_module(&manifest, Some(&host_common::plugin_library())).unwrap();
     let ctx = pi_ext_host::session_context(&current, None, agent.path(), None).unwrap();
     let host = RecordingHost::with_stderr_level(ctx.clone(), None);
     let config = r#"{"modelKeys":["local/extractive"]}"#;
     let instance = PluginInstance::new(module, host.to_host_box(), &manifest.dir, config).unwrap();
-    assert!(instance.registrations().tools.iter().any(|t| t.name == "query_session"));
+    assert!(instance
+        .registrations()
+        .tools
+        .iter()
+        .any(|t| t.name == "query_session"));
 
     let result = tool(
         &instance,
@@ -57,17 +71,31 @@ fn query_session_through_the_abi() {
     let details = &result.details;
     assert_eq!(details["name"], "Cache layer design");
     assert_eq!(details["model"], "local/extractive");
-    let cited: Vec<&str> =
-        details["citations"].as_array().unwrap().iter().map(|c| c["entryId"].as_str().unwrap()).collect();
+    let cited: Vec<&str> = details["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["entryId"].as_str().unwrap())
+        .collect();
     assert!(cited.contains(&"83ceaa8d"), "{cited:?}");
     let in_context = details["contextEntryIds"].as_array().unwrap();
-    assert!(in_context.iter().any(|v| v == "abd28777"), "branch summary missing: {in_context:?}");
+    assert!(
+        in_context.iter().any(|v| v == "abd28777"),
+        "branch summary missing: {in_context:?}"
+    );
     for id in ABANDONED {
         assert!(!cited.contains(id), "cited abandoned entry {id}");
-        assert!(!details.to_string().contains(id), "abandoned entry {id} in the result");
+        assert!(
+            !details.to_string().contains(id),
+            "abandoned entry {id} in the result"
+        );
     }
 
-    let limited = tool(&instance, &ctx, json!({"session": "Cache layer design", "question": "again?"}));
+    let limited = tool(
+        &instance,
+        &ctx,
+        json!({"session": "Cache layer design", "question": "again?"}),
+    );
     assert!(limited.is_error);
     assert_eq!(limited.details["code"], "CALL_LIMIT_EXCEEDED");
 
@@ -78,10 +106,18 @@ fn query_session_through_the_abi() {
         ctx: ctx.clone(),
     };
     instance.event(&event).unwrap();
-    let missing = tool(&instance, &ctx, json!({"session": "no-such-thing-at-all", "question": "q?"}));
+    let missing = tool(
+        &instance,
+        &ctx,
+        json!({"session": "no-such-thing-at-all", "question": "q?"}),
+    );
     assert_eq!(missing.details["code"], "SESSION_NOT_FOUND", "{missing:?}");
     // An unresolved reference does not use up the allowance.
-    let again = tool(&instance, &ctx, json!({"session": "01a200d9-05af", "question": "Which eviction policy?"}));
+    let again = tool(
+        &instance,
+        &ctx,
+        json!({"session": "01a200d9-05af", "question": "Which eviction policy?"}),
+    );
     assert!(!again.is_error, "{again:?}");
     let bad = tool(&instance, &ctx, json!({"session": "x"}));
     assert_eq!(bad.details["code"], "INVALID_ARGS");

@@ -22,19 +22,37 @@ fn assembled_context_holds_the_evidence_for_nine_in_ten_questions() {
     assert!(results.len() >= 50, "fixture too small: {}", results.len());
     let hits = results.iter().filter(|r| r.hit).count();
     let recall = hits as f64 / results.len() as f64;
-    let misses: Vec<&str> = results.iter().filter(|r| !r.hit).map(|r| r.id.as_str()).collect();
-    eprintln!("evidence recall {hits}/{} = {:.1}% (misses: {misses:?})", results.len(), recall * 100.0);
-    assert!(recall >= 0.9, "recall {recall:.3} below 0.9; misses: {misses:?}");
+    let misses: Vec<&str> = results
+        .iter()
+        .filter(|r| !r.hit)
+        .map(|r| r.id.as_str())
+        .collect();
+    eprintln!(
+        "evidence recall {hits}/{} = {:.1}% (misses: {misses:?})",
+        results.len(),
+        recall * 100.0
+    );
+    assert!(
+        recall >= 0.9,
+        "recall {recall:.3} below 0.9; misses: {misses:?}"
+    );
     for r in results.iter() {
-        assert!(r.context_tokens <= BUDGET, "{}: {} tokens over the budget", r.id, r.context_tokens);
+        assert!(
+            r.context_tokens <= BUDGET,
+            "{}: {} tokens over the budget",
+            r.id,
+            r.context_tokens
+        );
     }
 }
 
 #[test]
 fn abandoned_branch_entries_never_reach_the_context_or_citations() {
     let results = results();
-    let guarded: Vec<_> =
-        results.iter().filter(|r| r.id.starts_with("gen-branch") || r.id.starts_with("gen-nosummary")).collect();
+    let guarded: Vec<_> = results
+        .iter()
+        .filter(|r| r.id.starts_with("gen-branch") || r.id.starts_with("gen-nosummary"))
+        .collect();
     assert_eq!(guarded.len(), 4);
     for r in results.iter() {
         assert!(
@@ -57,13 +75,20 @@ fn offline_answers_cite_the_evidence_entry() {
     let results = results();
     let cited = results.iter().filter(|r| r.offline_cites_evidence).count();
     let rate = cited as f64 / results.len() as f64;
-    let misses: Vec<&str> = results.iter().filter(|r| !r.offline_cites_evidence).map(|r| r.id.as_str()).collect();
+    let misses: Vec<&str> = results
+        .iter()
+        .filter(|r| !r.offline_cites_evidence)
+        .map(|r| r.id.as_str())
+        .collect();
     eprintln!(
         "offline answers citing the evidence: {cited}/{} = {:.1}% (misses: {misses:?})",
         results.len(),
         rate * 100.0
     );
-    assert!(rate >= 0.75, "offline citation rate {rate:.3}; misses: {misses:?}");
+    assert!(
+        rate >= 0.75,
+        "offline citation rate {rate:.3}; misses: {misses:?}"
+    );
 }
 
 #[test]
@@ -72,16 +97,31 @@ fn small_budgets_are_respected_and_keep_the_newest_turn() {
     let tmp = tempfile::tempdir().unwrap();
     let paths = qa::session_paths(&specs, tmp.path());
     let spec = &specs[0];
-    let synthetic = session_index::session::open(&paths[&format!("synthetic:{}", spec.name)]).unwrap();
+    let synthetic =
+        session_index::session::open(&paths[&format!("synthetic:{}", spec.name)]).unwrap();
     let newest_user = qa::synthetic_id(spec.turns - 1, 1);
     for budget in [500, 1000, 2000, 8000] {
-        for q in questions.iter().filter(|q| q.session.starts_with("synthetic:")).take(3) {
-            let prepared = session_index::query::prepare(&synthetic, None, None, &q.question, budget).unwrap();
+        for q in questions
+            .iter()
+            .filter(|q| q.session.starts_with("synthetic:"))
+            .take(3)
+        {
+            let prepared =
+                session_index::query::prepare(&synthetic, None, None, &q.question, budget).unwrap();
             let a = &prepared.assembled;
-            assert!(a.tokens <= budget, "{}: {} tokens > {budget}", q.id, a.tokens);
+            assert!(
+                a.tokens <= budget,
+                "{}: {} tokens > {budget}",
+                q.id,
+                a.tokens
+            );
             assert_eq!(a.tokens, session_index::query::estimate_tokens(&a.text));
             if budget >= 2000 {
-                assert!(a.entry_ids.contains(&newest_user), "{}: newest turn missing at {budget}", q.id);
+                assert!(
+                    a.entry_ids.contains(&newest_user),
+                    "{}: newest turn missing at {budget}",
+                    q.id
+                );
             }
             // Every id in the text is a real entry of the session's branch.
             for id in &a.entry_ids {

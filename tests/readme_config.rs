@@ -13,15 +13,27 @@ use session_index::config::Config;
 
 /// `key → (type, default)` from the README table under `## Configuration`.
 fn readme_rows() -> BTreeMap<String, (String, String)> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let section = readme.split("\n## Configuration").nth(1).expect("a ## Configuration section");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Configuration")
+        .nth(1)
+        .expect("a ## Configuration section");
     let section = section.split("\n## ").next().unwrap_or_default();
     let mut rows = BTreeMap::new();
     for line in section.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
-        assert_eq!(cells.len(), 4, "a row is | key | type | default | meaning |: {line}");
+        assert_eq!(
+            cells.len(),
+            4,
+            "a row is | key | type | default | meaning |: {line}"
+        );
         let key = cells[0].trim_matches('`').to_string();
-        assert!(rows.insert(key.clone(), (cells[1].to_string(), cells[2].to_string())).is_none(), "{key} twice");
+        assert!(
+            rows.insert(key.clone(), (cells[1].to_string(), cells[2].to_string()))
+                .is_none(),
+            "{key} twice"
+        );
     }
     rows
 }
@@ -31,7 +43,15 @@ fn leaves(prefix: &str, value: &Value, out: &mut BTreeMap<String, Value>) {
     match value {
         Value::Object(map) if !map.is_empty() => {
             for (k, v) in map {
-                leaves(&if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") }, v, out);
+                leaves(
+                    &if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    },
+                    v,
+                    out,
+                );
             }
         }
         _ => {
@@ -75,14 +95,18 @@ fn readme_config_table_matches_the_config_struct() {
     let extra: Vec<&String> = readme.keys().filter(|k| !code.contains_key(*k)).collect();
     let mut wrong = Vec::new();
     for (key, (ty, default)) in &readme {
-        let Some(value) = code.get(key).filter(|_| !key.contains('<')) else { continue };
+        let Some(value) = code.get(key).filter(|_| !key.contains('<')) else {
+            continue;
+        };
         if !type_fits(ty, value) {
             wrong.push(format!("{key}: type {ty:?} but the default is {value}"));
         }
         let documented = default.strip_prefix('`').and_then(|d| d.strip_suffix('`'));
         match documented.map(serde_json::from_str::<Value>) {
             Some(Ok(d)) if d == *value => {}
-            _ => wrong.push(format!("{key}: default {default} but the code has `{value}`")),
+            _ => wrong.push(format!(
+                "{key}: default {default} but the code has `{value}`"
+            )),
         }
     }
     assert!(

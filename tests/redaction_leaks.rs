@@ -30,7 +30,10 @@ struct Planted {
 }
 
 fn plant(text: &str, fragments: &[&str]) -> Planted {
-    Planted { text: text.to_string(), fragments: fragments.iter().map(|f| f.to_string()).collect() }
+    Planted {
+        text: text.to_string(),
+        fragments: fragments.iter().map(|f| f.to_string()).collect(),
+    }
 }
 
 /// A private key block with a body of `lines` distinct base64 lines; its body lines are its fragments.
@@ -49,8 +52,14 @@ fn key_block(kind: &str, seed: u64, lines: usize) -> Planted {
                 .collect()
         })
         .collect();
-    let text = format!("-----BEGIN {kind}-----\n{}\n-----END {kind}-----", body.join("\n"));
-    Planted { fragments: body, text }
+    let text = format!(
+        "-----BEGIN {kind}-----\n{}\n-----END {kind}-----",
+        body.join("\n")
+    );
+    Planted {
+        fragments: body,
+        text,
+    }
 }
 
 /// The corpus, by where it is planted.
@@ -126,7 +135,11 @@ impl Corpus {
 
     /// Every planted fragment found in `text`.
     fn leaks(&self, text: &str) -> Vec<String> {
-        self.all().flat_map(|p| &p.fragments).filter(|f| text.contains(f.as_str())).cloned().collect()
+        self.all()
+            .flat_map(|p| &p.fragments)
+            .filter(|f| text.contains(f.as_str()))
+            .cloned()
+            .collect()
     }
 }
 
@@ -136,21 +149,31 @@ fn write_session(agent: &Agent, c: &Corpus) -> PathBuf {
     let dir = agent.sessions().join(support::encode_cwd(CWD));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("2026-02-20T12-00-00-000Z_{ID}.jsonl"));
-    let mut lines =
-        vec![json!({"type": "session", "version": 3, "id": ID, "timestamp": "2026-02-20T12:00:00.000Z", "cwd": CWD})];
+    let mut lines = vec![
+        json!({"type": "session", "version": 3, "id": ID, "timestamp": "2026-02-20T12:00:00.000Z", "cwd": CWD}),
+    ];
     let mut n = 0;
     let mut push = |message: Value, lines: &mut Vec<Value>| {
         n += 1;
-        let parent = if n == 1 { Value::Null } else { json!(format!("e{:07}", n - 1)) };
-        lines.push(json!({"type": "message", "id": format!("e{n:07}"), "parentId": parent,
-            "timestamp": "2026-02-20T12:00:01.000Z", "message": message}));
+        let parent = if n == 1 {
+            Value::Null
+        } else {
+            json!(format!("e{:07}", n - 1))
+        };
+        lines.push(
+            json!({"type": "message", "id": format!("e{n:07}"), "parentId": parent,
+            "timestamp": "2026-02-20T12:00:01.000Z", "message": message}),
+        );
     };
     let text = |t: &str| json!([{"type": "text", "text": t}]);
     let assistant = |content: Value| json!({"role": "assistant", "content": content, "provider": "mock", "model": "m", "stopReason": "stop", "timestamp": 1_771_588_800_500i64});
     for (i, p) in c.user.iter().enumerate() {
         let user = json!({"role": "user", "content": text(&format!("Step {i} of the deploy setup: {}", p.text)), "timestamp": 1_771_588_800_000i64});
         push(user, &mut lines);
-        let reply = c.assistant.get(i).map_or_else(|| format!("Done with step {i}."), |a| a.text.clone());
+        let reply = c
+            .assistant
+            .get(i)
+            .map_or_else(|| format!("Done with step {i}."), |a| a.text.clone());
         let mut content = vec![json!({"type": "text", "text": reply})];
         if let Some(call) = c.tool_call.get(i) {
             content.push(
@@ -185,7 +208,13 @@ fn write_session(agent: &Agent, c: &Corpus) -> PathBuf {
         json!({"role": "user", "content": text(&format!("Here is the deploy key:\n{}\n{filler}", c.last_user.text)), "timestamp": 1_771_588_800_900i64}),
         &mut lines,
     );
-    push(assistant(text(&format!("Key installed:\n{}\n{filler}", c.last_assistant.text))), &mut lines);
+    push(
+        assistant(text(&format!(
+            "Key installed:\n{}\n{filler}",
+            c.last_assistant.text
+        ))),
+        &mut lines,
+    );
     let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&path, body).unwrap();
     path
@@ -213,7 +242,9 @@ fn summary_reply() -> Reply {
 }
 
 fn query_reply() -> Reply {
-    Reply::answer_json(&json!({"answerMarkdown": "It was configured.", "confidence": "low", "citations": []}))
+    Reply::answer_json(
+        &json!({"answerMarkdown": "It was configured.", "confidence": "low", "citations": []}),
+    )
 }
 
 /// Questions aimed at every planted secret, so retrieval shows the model (or the offline
@@ -246,13 +277,18 @@ fn tool(app: &Arc<App>, agent: &Agent, question: &str) -> String {
         ctx: agent.ctx("/elsewhere"),
     };
     let result = session_index::query::call_tool(app, &call);
-    let text: String = result.content.iter().map(|ContentPart::Text { text }| text.as_str()).collect();
+    let text: String = result
+        .content
+        .iter()
+        .map(|ContentPart::Text { text }| text.as_str())
+        .collect();
     format!("{text}\n{}", result.details)
 }
 
 fn injected(app: &Arc<App>, agent: &Agent, prompt: &str) -> String {
     let message =
-        session_index::references::before_agent_start(app, &agent.ctx("/elsewhere"), prompt).expect("a message");
+        session_index::references::before_agent_start(app, &agent.ctx("/elsewhere"), prompt)
+            .expect("a message");
     format!("{}\n{}", message.content, message.details)
 }
 
@@ -267,7 +303,11 @@ fn the_corpus_is_real() {
     let agent = Agent::new();
     let c = corpus();
     let text = std::fs::read_to_string(write_session(&agent, &c)).unwrap();
-    let missing: Vec<&String> = c.all().flat_map(|p| &p.fragments).filter(|f| !text.contains(f.as_str())).collect();
+    let missing: Vec<&String> = c
+        .all()
+        .flat_map(|p| &p.fragments)
+        .filter(|f| !text.contains(f.as_str()))
+        .collect();
     assert!(missing.is_empty(), "{missing:?}");
 }
 
@@ -280,11 +320,18 @@ fn no_planted_secret_reaches_a_model_or_an_injection() {
     // A tail of 2 KiB cuts inside the last user message's key block (its BEGIN line is ~2.6 KiB back).
     let (app, _) = agent.app(
         "/elsewhere",
-        &mock_config(&mock, json!({"indexing": {"maxInputBytes": 2048, "incrementalMaxBytes": 2048}})),
+        &mock_config(
+            &mock,
+            json!({"indexing": {"maxInputBytes": 2048, "incrementalMaxBytes": 2048}}),
+        ),
     );
 
     // @@ without a meta file: the on-the-fly extract (its 1,500-char tail cuts inside the last key block).
-    assert_no_leak(&c, "@@ without meta", &injected(&app, &agent, &format!("see @@{}", &ID[..8])));
+    assert_no_leak(
+        &c,
+        "@@ without meta",
+        &injected(&app, &agent, &format!("see @@{}", &ID[..8])),
+    );
 
     // Indexing through the model: a first index up to the middle, then an incremental one.
     mock.push(summary_reply());
@@ -294,7 +341,10 @@ fn no_planted_secret_reaches_a_model_or_an_injection() {
         index_session(&app, &request(&path, &agent, Some(&middle)), &|| {}),
         Ok(IndexOutcome::Indexed(_))
     ));
-    assert!(matches!(index_session(&app, &request(&path, &agent, None), &|| {}), Ok(IndexOutcome::Indexed(_))));
+    assert!(matches!(
+        index_session(&app, &request(&path, &agent, None), &|| {}),
+        Ok(IndexOutcome::Indexed(_))
+    ));
 
     // query_session with the model, and @@name: question answered by the model.
     for q in QUESTIONS {
@@ -304,30 +354,63 @@ fn no_planted_secret_reaches_a_model_or_an_injection() {
     mock.push(query_reply());
     let asked = injected(&app, &agent, &format!("@@{}: {}", &ID[..8], QUESTIONS[0]));
     assert_no_leak(&c, "@@ question (model)", &asked);
-    assert!(asked.contains("It was configured."), "the model's answer was injected: {asked}");
+    assert!(
+        asked.contains("It was configured."),
+        "the model's answer was injected: {asked}"
+    );
 
     let sent = mock.requests();
-    assert_eq!(sent.len(), 2 + QUESTIONS.len() + 1, "every path reached the mock provider");
-    assert!(sent[1].texts().contains("Messages since the previous index"), "the second index was incremental");
+    assert_eq!(
+        sent.len(),
+        2 + QUESTIONS.len() + 1,
+        "every path reached the mock provider"
+    );
+    assert!(
+        sent[1]
+            .texts()
+            .contains("Messages since the previous index"),
+        "the second index was incremental"
+    );
     for (k, r) in sent.iter().enumerate() {
         assert_no_leak(&c, &format!("request {k} to the model"), &r.body);
-        assert!(r.body.contains("[REDACTED]"), "request {k} saw planted text at all");
+        assert!(
+            r.body.contains("[REDACTED]"),
+            "request {k} saw planted text at all"
+        );
     }
     // @@ with the model-written meta file.
-    assert_no_leak(&c, "@@ with model meta", &injected(&app, &agent, &format!("see @@{}", &ID[..8])));
+    assert_no_leak(
+        &c,
+        "@@ with model meta",
+        &injected(&app, &agent, &format!("see @@{}", &ID[..8])),
+    );
 
     // Offline: query_session and @@ answers quote the session; the extractive index writes a meta file.
     let (offline, _) = agent.app("/elsewhere", OFFLINE);
     for q in QUESTIONS {
         let answer = tool(&offline, &agent, q);
         assert_no_leak(&c, "query_session (offline)", &answer);
-        assert_no_leak(&c, "@@ question (offline)", &injected(&offline, &agent, &format!("@@{}: {q}", &ID[..8])));
+        assert_no_leak(
+            &c,
+            "@@ question (offline)",
+            &injected(&offline, &agent, &format!("@@{}: {q}", &ID[..8])),
+        );
     }
-    let offline_request = IndexRequest { offline: true, ..request(&path, &agent, None) };
-    assert!(matches!(index_session(&offline, &offline_request, &|| {}), Ok(IndexOutcome::Indexed(_))));
+    let offline_request = IndexRequest {
+        offline: true,
+        ..request(&path, &agent, None)
+    };
+    assert!(matches!(
+        index_session(&offline, &offline_request, &|| {}),
+        Ok(IndexOutcome::Indexed(_))
+    ));
     let meta = std::fs::read_to_string(agent.meta_dir().join(format!("{ID}.meta.json"))).unwrap();
     assert_no_leak(&c, "offline meta file", &meta);
-    assert_no_leak(&c, "@@ with offline meta", &injected(&offline, &agent, &format!("see @@{}", &ID[..8])));
+    assert_no_leak(
+        &c,
+        "@@ with offline meta",
+        &injected(&offline, &agent, &format!("see @@{}", &ID[..8])),
+    );
 }
 
 #[test]
@@ -335,8 +418,20 @@ fn a_meta_file_holding_secrets_is_redacted_when_injected() {
     let agent = Agent::new();
     let c = corpus();
     let path = write_session(&agent, &c);
-    let secrets: Vec<&str> = c.user.iter().chain(&c.assistant).map(|p| p.text.as_str()).collect();
-    agent.meta(ID, "Deploy", &secrets.join("; "), &["deploy"], &c.last_user.text, &path);
+    let secrets: Vec<&str> = c
+        .user
+        .iter()
+        .chain(&c.assistant)
+        .map(|p| p.text.as_str())
+        .collect();
+    agent.meta(
+        ID,
+        "Deploy",
+        &secrets.join("; "),
+        &["deploy"],
+        &c.last_user.text,
+        &path,
+    );
     let (app, _) = agent.app("/elsewhere", OFFLINE);
     let text = injected(&app, &agent, &format!("see @@{}", &ID[..8]));
     assert!(text.contains("source: meta file"), "{text}");
@@ -355,7 +450,10 @@ fn excluded_sessions_are_never_indexed_referenced_or_queried() {
     let c = corpus();
     let path = write_session(&agent, &c);
     let mock = MockProvider::start(Wire::OpenAi);
-    let (app, _) = agent.app("/elsewhere", &mock_config(&mock, json!({"privacy": {"exclude": ["*/leaky"]}})));
+    let (app, _) = agent.app(
+        "/elsewhere",
+        &mock_config(&mock, json!({"privacy": {"exclude": ["*/leaky"]}})),
+    );
     let indexed = index_session(&app, &request(&path, &agent, None), &|| {});
     assert!(
         matches!(&indexed, Err(f) if f.error.to_string().contains("privacy.exclude")),
@@ -364,12 +462,22 @@ fn excluded_sessions_are_never_indexed_referenced_or_queried() {
     );
     let answer = tool(&app, &agent, QUESTIONS[0]);
     assert!(answer.contains("SESSION_EXCLUDED"), "{answer}");
-    let message =
-        session_index::references::before_agent_start(&app, &agent.ctx("/elsewhere"), &format!("@@{}", &ID[..8]))
-            .unwrap();
+    let message = session_index::references::before_agent_start(
+        &app,
+        &agent.ctx("/elsewhere"),
+        &format!("@@{}", &ID[..8]),
+    )
+    .unwrap();
     assert_eq!(message.details["unresolved"][0]["code"], "SESSION_EXCLUDED");
-    assert!(!message.content.contains("session-reference id="), "{}", message.content);
-    assert!(mock.requests().is_empty(), "no model was asked about an excluded session");
+    assert!(
+        !message.content.contains("session-reference id="),
+        "{}",
+        message.content
+    );
+    assert!(
+        mock.requests().is_empty(),
+        "no model was asked about an excluded session"
+    );
     assert!(!agent.meta_dir().join(format!("{ID}.meta.json")).exists());
 }
 

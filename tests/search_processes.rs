@@ -37,7 +37,11 @@ fn corpus(agent: &Path, sessions: usize, turns: usize) -> Vec<Writer> {
             let mut w = Writer::new(agent, &format!("/p/{}", i % 3), &format!("s{i:04}"));
             for t in 0..turns {
                 w.user(&format!("turn {t} of session {i}: keyword{i} please"));
-                w.tool("bash", json!({"command": format!("make target{t}")}), &filler);
+                w.tool(
+                    "bash",
+                    json!({"command": format!("make target{t}")}),
+                    &filler,
+                );
                 w.assistant(&format!("done with turn {t}; {filler}"));
             }
             w
@@ -60,9 +64,15 @@ fn assert_consistent(agent: &Path) {
         let text = std::fs::read(&path).expect("read a session file");
         let read = &text[..read_to as usize];
         let lines = read.iter().filter(|&&b| b == b'\n').count() as i64;
-        assert_eq!(entries, lines - 1, "{path}: entries in the index vs complete lines after the header");
+        assert_eq!(
+            entries,
+            lines - 1,
+            "{path}: entries in the index vs complete lines after the header"
+        );
     }
-    let fts: i64 = conn.query_row("SELECT COUNT(*) FROM fts", [], |r| r.get(0)).expect("count");
+    let fts: i64 = conn
+        .query_row("SELECT COUNT(*) FROM fts", [], |r| r.get(0))
+        .expect("count");
     let expected: i64 = conn
         .query_row(
             "SELECT (SELECT COUNT(*) FROM entries WHERE col IS NOT NULL) + (SELECT COUNT(*) FROM sessions)",
@@ -70,15 +80,29 @@ fn assert_consistent(agent: &Path) {
             |r| r.get(0),
         )
         .expect("count");
-    assert_eq!(fts, expected, "text rows: one per indexed entry and one per session");
+    assert_eq!(
+        fts, expected,
+        "text rows: one per indexed entry and one per session"
+    );
     // Ranking rows: each session's meta row, chunks starting at its text rows, none orphaned.
-    let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).expect("count");
+    let count = |sql: &str| {
+        conn.query_row(sql, [], |r| r.get::<_, i64>(0))
+            .expect("count")
+    };
     let no_meta = "SELECT COUNT(*) FROM sessions s WHERE NOT EXISTS (SELECT 1 FROM docs WHERE rowid = s.sid << 20)";
     assert_eq!(count(no_meta), 0, "every session has its meta ranking row");
-    assert_eq!(count("SELECT COUNT(*) FROM docs WHERE rowid NOT IN (SELECT rowid FROM fts)"), 0, "orphan ranking rows");
+    assert_eq!(
+        count("SELECT COUNT(*) FROM docs WHERE rowid NOT IN (SELECT rowid FROM fts)"),
+        0,
+        "orphan ranking rows"
+    );
     let unranked = "SELECT COUNT(*) FROM sessions s WHERE EXISTS (SELECT 1 FROM entries e WHERE e.rowid >> 20 = s.sid \
          AND col IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM docs d WHERE d.rowid > s.sid << 20 AND d.rowid < (s.sid + 1) << 20)";
-    assert_eq!(count(unranked), 0, "every session with text has a ranking chunk");
+    assert_eq!(
+        count(unranked),
+        0,
+        "every session with text has a ranking chunk"
+    );
 }
 
 #[test]
@@ -86,7 +110,9 @@ fn several_processes_update_one_index_while_sessions_grow() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let agent = dir.path();
     let mut writers = corpus(agent, 30, 4);
-    let mut children: Vec<_> = (0..4).map(|i| search_process(agent, &format!("keyword{i}"))).collect();
+    let mut children: Vec<_> = (0..4)
+        .map(|i| search_process(agent, &format!("keyword{i}")))
+        .collect();
     // Sessions grow while the processes update; then a second round of processes.
     for round in 0..3 {
         for w in writers.iter_mut().step_by(3) {
@@ -97,12 +123,18 @@ fn several_processes_update_one_index_while_sessions_grow() {
     children.extend((0..4).map(|i| search_process(agent, &format!("ocelot{}", i % 3))));
     for child in children {
         let out = child.wait_with_output().expect("wait for a search process");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
         assert!(doc["results"].is_array());
     }
     // The last process ran after every append: it found all of them.
-    let out = search_process(agent, "ocelot2").wait_with_output().expect("a last search");
+    let out = search_process(agent, "ocelot2")
+        .wait_with_output()
+        .expect("a last search");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
     assert_eq!(doc["results"].as_array().map(Vec::len), Some(10), "{doc}");
     assert_consistent(agent);
@@ -124,9 +156,18 @@ fn sigkill_during_a_build_leaves_a_consistent_index() {
         let _ = child.wait();
         assert_consistent(agent);
     }
-    assert!(killed > 0, "the build finished before any kill: make the corpus bigger");
-    let out = search_process(agent, "keyword7").wait_with_output().expect("a search after the kills");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        killed > 0,
+        "the build finished before any kill: make the corpus bigger"
+    );
+    let out = search_process(agent, "keyword7")
+        .wait_with_output()
+        .expect("a search after the kills");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
     assert_eq!(doc["results"][0]["id"], "s0007", "{doc}");
     assert_eq!(doc["index"]["stale"], 0);

@@ -31,32 +31,116 @@ use Half::{HeldOut, Tuned};
 
 /// (half, target session id, what the user types).
 const QUERIES: &[(Half, &str, &str)] = &[
-    (Tuned, "fd67ceb3", "when the agent picked a star trek persona and called me admiral"),
-    (HeldOut, "fd67ceb3", "bootstrap identity setup where the bot became spock"),
+    (
+        Tuned,
+        "fd67ceb3",
+        "when the agent picked a star trek persona and called me admiral",
+    ),
+    (
+        HeldOut,
+        "fd67ceb3",
+        "bootstrap identity setup where the bot became spock",
+    ),
     (Tuned, "0a39b144", "asked the assistant what it is called"),
-    (HeldOut, "0a39b144", "who are you question to the coding assistant"),
-    (Tuned, "eb684a84", "how much disk space the gitclaw folder takes"),
-    (HeldOut, "eb684a84", "node_modules making the directory huge"),
+    (
+        HeldOut,
+        "0a39b144",
+        "who are you question to the coding assistant",
+    ),
+    (
+        Tuned,
+        "eb684a84",
+        "how much disk space the gitclaw folder takes",
+    ),
+    (
+        HeldOut,
+        "eb684a84",
+        "node_modules making the directory huge",
+    ),
     (Tuned, "31b7bf2a", "ways to get github to send an email"),
-    (HeldOut, "31b7bf2a", "wrote a doc on notification emails and communication channels"),
-    (Tuned, "31b7bf2a", "assistant said it has no memory between conversations"),
-    (HeldOut, "0f864356", "comparison of my fork against the upstream original"),
+    (
+        HeldOut,
+        "31b7bf2a",
+        "wrote a doc on notification emails and communication channels",
+    ),
+    (
+        Tuned,
+        "31b7bf2a",
+        "assistant said it has no memory between conversations",
+    ),
+    (
+        HeldOut,
+        "0f864356",
+        "comparison of my fork against the upstream original",
+    ),
     (Tuned, "0f864356", "the sub-issue that never got an answer"),
-    (HeldOut, "0f864356", "since forking report doc matching the ui of the other docs"),
-    (Tuned, "0f864356", "commits ahead of sawyerhood in the git log"),
-    (Tuned, "04a34e90", "who holds the copyright, mit license vs roadmap"),
-    (HeldOut, "04a34e90", "licensing question about the project roadmap"),
-    (Tuned, "c6015bf6", "is add-on the right github word for an agent"),
-    (HeldOut, "c6015bf6", "proper github terminology, app versus action versus add-on"),
-    (Tuned, "98e32e1b", "does pi retry when the api rate limits with 429"),
-    (HeldOut, "98e32e1b", "how pi copes with rate limit errors from the llm provider"),
-    (Tuned, "98e32e1b", "project status report with recent commits"),
-    (HeldOut, "bca1e6cc", "finding a new name for the gitclaw repo"),
+    (
+        HeldOut,
+        "0f864356",
+        "since forking report doc matching the ui of the other docs",
+    ),
+    (
+        Tuned,
+        "0f864356",
+        "commits ahead of sawyerhood in the git log",
+    ),
+    (
+        Tuned,
+        "04a34e90",
+        "who holds the copyright, mit license vs roadmap",
+    ),
+    (
+        HeldOut,
+        "04a34e90",
+        "licensing question about the project roadmap",
+    ),
+    (
+        Tuned,
+        "c6015bf6",
+        "is add-on the right github word for an agent",
+    ),
+    (
+        HeldOut,
+        "c6015bf6",
+        "proper github terminology, app versus action versus add-on",
+    ),
+    (
+        Tuned,
+        "98e32e1b",
+        "does pi retry when the api rate limits with 429",
+    ),
+    (
+        HeldOut,
+        "98e32e1b",
+        "how pi copes with rate limit errors from the llm provider",
+    ),
+    (
+        Tuned,
+        "98e32e1b",
+        "project status report with recent commits",
+    ),
+    (
+        HeldOut,
+        "bca1e6cc",
+        "finding a new name for the gitclaw repo",
+    ),
     (Tuned, "bca1e6cc", "repomind compared with gitclaw"),
-    (HeldOut, "bca1e6cc", "what our fork changed relative to its parent project"),
-    (Tuned, "issue-4", "which model is the agent running on, claude opus"),
+    (
+        HeldOut,
+        "bca1e6cc",
+        "what our fork changed relative to its parent project",
+    ),
+    (
+        Tuned,
+        "issue-4",
+        "which model is the agent running on, claude opus",
+    ),
     (HeldOut, "issue-4", "agents timeout seconds config not set"),
-    (HeldOut, "issue-4", "check task 1.1 from the codex make it happen plan"),
+    (
+        HeldOut,
+        "issue-4",
+        "check task 1.1 from the codex make it happen plan",
+    ),
     (HeldOut, "64ddb985", "the session where I just said hail"),
 ];
 
@@ -85,12 +169,20 @@ const VOCABULARY: &[&str] = &[
 fn real_sentences() -> Vec<String> {
     let real = shared_dir::pi_sessions_dir().join("real");
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(real).expect("the real sessions").flatten() {
+    for entry in std::fs::read_dir(real)
+        .expect("the real sessions")
+        .flatten()
+    {
         let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
         for line in text.lines() {
-            let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
             let content = &v["message"]["content"];
-            let parts = content.as_array().cloned().unwrap_or_else(|| vec![content.clone()]);
+            let parts = content
+                .as_array()
+                .cloned()
+                .unwrap_or_else(|| vec![content.clone()]);
             for part in parts {
                 let text = part.as_str().or(part["text"].as_str()).unwrap_or_default();
                 out.extend(
@@ -123,12 +215,19 @@ fn message(rng: &mut Rng, sentences: &[String]) -> String {
 }
 
 fn corpus(agent: &Path) {
-    assert!(copy_real_sessions(agent) >= 10, "the shared fixtures hold real sessions");
+    assert!(
+        copy_real_sessions(agent) >= 10,
+        "the shared fixtures hold real sessions"
+    );
     let sentences = real_sentences();
     assert!(sentences.len() > 500, "real sentences: {}", sentences.len());
     let mut rng = Rng(0x00c0_ffee_5eed_0017);
     for i in 0..DISTRACTORS {
-        let cwd = if i % 3 == 0 { "/home/runner/work/gitclaw/gitclaw".to_string() } else { format!("/p/{}", i % 40) };
+        let cwd = if i % 3 == 0 {
+            "/home/runner/work/gitclaw/gitclaw".to_string()
+        } else {
+            format!("/p/{}", i % 40)
+        };
         let mut w = Writer::new(agent, &cwd, &format!("distractor-{i:05}"));
         for _ in 0..2 + rng.next() % 4 {
             w.user(&message(&mut rng, &sentences));
@@ -141,7 +240,10 @@ fn corpus(agent: &Path) {
 #[test]
 fn the_remembered_session_is_in_the_top_3_for_nine_in_ten_paraphrases_in_each_half() {
     let (shares, report) = recall(&[Tuned, HeldOut], false);
-    assert!(shares.iter().all(|&s| s >= 0.9), "a half below 90%:\n{report}");
+    assert!(
+        shares.iter().all(|&s| s >= 0.9),
+        "a half below 90%:\n{report}"
+    );
 }
 
 /// For tuning the ranking without seeing the held-out half: the `Tuned`
@@ -161,29 +263,50 @@ fn recall(halves: &[Half], detail: bool) -> (Vec<f64>, String) {
     let agent = dir.path();
     corpus(agent);
     let mut index = Index::open(agent).expect("open the index");
-    index.update(&agent.join("sessions"), &agent.join("sessions-meta"), None).expect("build the index");
+    index
+        .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
+        .expect("build the index");
     let (mut report, mut shares) = (String::new(), Vec::new());
     for &half in halves {
         let queries: Vec<_> = QUERIES.iter().filter(|q| q.0 == half).collect();
         let mut found = 0;
         for (_, target, text) in &queries {
-            let hits = index.search(&Query { limit: 10, ..Query::parse(text).expect("a query") }).expect("search");
+            let hits = index
+                .search(&Query {
+                    limit: 10,
+                    ..Query::parse(text).expect("a query")
+                })
+                .expect("search");
             let rank = hits.iter().position(|h| h.session.id.starts_with(target));
             let top3 = rank.is_some_and(|r| r < 3);
             found += usize::from(top3);
             if !top3 {
                 let top: Vec<&str> = hits.iter().take(3).map(|h| h.session.id.as_str()).collect();
-                report.push_str(&format!("  {half:?} {text:?}: {target} at {rank:?}, top {top:?}\n"));
+                report.push_str(&format!(
+                    "  {half:?} {text:?}: {target} at {rank:?}, top {top:?}\n"
+                ));
             }
-            for hit in hits.iter().take(rank.map_or(3, |r| r + 1)).filter(|_| detail && !top3) {
+            for hit in hits
+                .iter()
+                .take(rank.map_or(3, |r| r + 1))
+                .filter(|_| detail && !top3)
+            {
                 report.push_str(&format!("    {:.2} {}\n", hit.score, hit.session.id));
                 for s in &hit.snippets {
-                    report.push_str(&format!("      {}: {}\n", s.role, s.marked("[", "]").replace('\n', " ")));
+                    report.push_str(&format!(
+                        "      {}: {}\n",
+                        s.role,
+                        s.marked("[", "]").replace('\n', " ")
+                    ));
                 }
             }
         }
         let share = found as f64 / queries.len() as f64;
-        report.push_str(&format!("{half:?}: {found}/{} in the top 3 ({:.0}%)\n", queries.len(), share * 100.0));
+        report.push_str(&format!(
+            "{half:?}: {found}/{} in the top 3 ({:.0}%)\n",
+            queries.len(),
+            share * 100.0
+        ));
         shares.push(share);
     }
     eprint!("{report}");

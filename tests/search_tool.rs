@@ -27,11 +27,20 @@ fn call(plugin: &SessionIndexPlugin, agent: &Agent, params: Value) -> ToolResult
 }
 
 fn text(result: &ToolResult) -> String {
-    result.content.iter().map(|ContentPart::Text { text }| text.as_str()).collect()
+    result
+        .content
+        .iter()
+        .map(|ContentPart::Text { text }| text.as_str())
+        .collect()
 }
 
 fn event(plugin: &SessionIndexPlugin, agent: &Agent, name: &str, payload: Value) {
-    let call = EventCall { v: 1, event: name.into(), payload, ctx: agent.ctx("/elsewhere") };
+    let call = EventCall {
+        v: 1,
+        event: name.into(),
+        payload,
+        ctx: agent.ctx("/elsewhere"),
+    };
     plugin.on_event(call).expect("event handled");
 }
 
@@ -47,41 +56,81 @@ fn search_sessions_finds_ranked_sessions_with_entry_ids_within_the_call_limit() 
     }
     let (app, _rec) = agent.app("/elsewhere", r#"{"search":{"maxCallsPerTurn":2}}"#);
     let plugin = SessionIndexPlugin::new(app);
-    assert!(plugin.registrations().tools.iter().any(|t| t.name == "search_sessions"));
+    assert!(plugin
+        .registrations()
+        .tools
+        .iter()
+        .any(|t| t.name == "search_sessions"));
 
-    let result = call(&plugin, &agent, json!({"query": "token bucket limiter", "limit": 3}));
+    let result = call(
+        &plugin,
+        &agent,
+        json!({"query": "token bucket limiter", "limit": 3}),
+    );
     assert!(!result.is_error, "{}", text(&result));
     let results = result.details["results"].as_array().expect("results");
     assert_eq!(results[0]["id"], TOOLS_ID, "{}", text(&result));
     let file_text = std::fs::read_to_string(&file).expect("read the fixture");
-    let entry = results[0]["snippets"][0]["entryId"].as_str().expect("an entry id");
-    assert!(file_text.contains(&format!("\"id\":\"{entry}\"")), "entry {entry} is in the session file");
+    let entry = results[0]["snippets"][0]["entryId"]
+        .as_str()
+        .expect("an entry id");
+    assert!(
+        file_text.contains(&format!("\"id\":\"{entry}\"")),
+        "entry {entry} is in the session file"
+    );
     let shown = text(&result);
     assert!(
-        shown.contains(TOOLS_ID) && shown.contains(&format!("[{entry}]")) && shown.contains("**token**"),
+        shown.contains(TOOLS_ID)
+            && shown.contains(&format!("[{entry}]"))
+            && shown.contains("**token**"),
         "{shown}"
     );
 
     // The per-run limit: a third call fails until the next run starts.
     assert!(!call(&plugin, &agent, json!({"query": "limiter"})).is_error);
     let third = call(&plugin, &agent, json!({"query": "limiter"}));
-    assert!(third.is_error && text(&third).contains("limit of 2"), "{}", text(&third));
-    event(&plugin, &agent, "before_agent_start", json!({"prompt": "hi"}));
+    assert!(
+        third.is_error && text(&third).contains("limit of 2"),
+        "{}",
+        text(&third)
+    );
+    event(
+        &plugin,
+        &agent,
+        "before_agent_start",
+        json!({"prompt": "hi"}),
+    );
     assert!(!call(&plugin, &agent, json!({"query": "limiter"})).is_error);
 
     // Bad arguments: one line each.
-    for bad in [json!({}), json!({"query": ""}), json!({"query": "x", "other": 1}), json!({"query": "!!!"})] {
+    for bad in [
+        json!({}),
+        json!({"query": ""}),
+        json!({"query": "x", "other": 1}),
+        json!({"query": "!!!"}),
+    ] {
         let result = call(&plugin, &agent, bad.clone());
-        assert!(result.is_error && !text(&result).contains('\n'), "{bad}: {}", text(&result));
+        assert!(
+            result.is_error && !text(&result).contains('\n'),
+            "{bad}: {}",
+            text(&result)
+        );
     }
 }
 
 #[test]
 fn the_switch_turns_it_off_and_agent_end_refreshes_the_index() {
     let agent = Agent::new();
-    let (app, _rec) = agent.app("/elsewhere", r#"{"search":{"enabled":false,"commandName":"find"}}"#);
+    let (app, _rec) = agent.app(
+        "/elsewhere",
+        r#"{"search":{"enabled":false,"commandName":"find"}}"#,
+    );
     let plugin = SessionIndexPlugin::new(app);
-    assert!(!plugin.registrations().tools.iter().any(|t| t.name == "search_sessions"));
+    assert!(!plugin
+        .registrations()
+        .tools
+        .iter()
+        .any(|t| t.name == "search_sessions"));
     let call = ToolCall {
         v: 1,
         tool: "search_sessions".into(),
@@ -97,6 +146,11 @@ fn the_switch_turns_it_off_and_agent_end_refreshes_the_index() {
     event(&plugin, &agent, "agent_end", json!({}));
     plugin.flush(Duration::from_secs(30));
     let index = session_index::search::Index::open(&agent.dir).expect("the index exists");
-    let ids: Vec<String> = index.sessions().expect("sessions").into_iter().map(|s| s.id).collect();
+    let ids: Vec<String> = index
+        .sessions()
+        .expect("sessions")
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
     assert_eq!(ids, vec![TOOLS_ID]);
 }

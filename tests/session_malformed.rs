@@ -21,7 +21,9 @@ use session_index::views;
 mod shared_location;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sessions")
+        .join(name)
 }
 
 fn warnings(name: &str) -> Warnings {
@@ -34,21 +36,93 @@ fn warnings(name: &str) -> Warnings {
 #[test]
 fn each_problem_is_counted_by_kind() {
     let cases: &[(&str, Warnings)] = &[
-        ("malformed-blank-lines.jsonl", Warnings { blank_lines: 2, ..Default::default() }),
-        ("malformed-bad-line.jsonl", Warnings { malformed_lines: 2, ..Default::default() }),
-        ("malformed-truncated-final.jsonl", Warnings { truncated_final_line: 1, ..Default::default() }),
-        ("malformed-invalid-utf8.jsonl", Warnings { invalid_utf8_lines: 1, ..Default::default() }),
-        ("malformed-dangling-parent.jsonl", Warnings { dangling_parents: 1, ..Default::default() }),
-        ("malformed-duplicate-ids.jsonl", Warnings { duplicate_ids: 1, ..Default::default() }),
-        ("malformed-garbage-before-header.jsonl", Warnings { malformed_lines: 1, ..Default::default() }),
+        (
+            "malformed-blank-lines.jsonl",
+            Warnings {
+                blank_lines: 2,
+                ..Default::default()
+            },
+        ),
+        (
+            "malformed-bad-line.jsonl",
+            Warnings {
+                malformed_lines: 2,
+                ..Default::default()
+            },
+        ),
+        (
+            "malformed-truncated-final.jsonl",
+            Warnings {
+                truncated_final_line: 1,
+                ..Default::default()
+            },
+        ),
+        (
+            "malformed-invalid-utf8.jsonl",
+            Warnings {
+                invalid_utf8_lines: 1,
+                ..Default::default()
+            },
+        ),
+        (
+            "malformed-dangling-parent.jsonl",
+            Warnings {
+                dangling_parents: 1,
+                ..Default::default()
+            },
+        ),
+        (
+            "malformed-duplicate-ids.jsonl",
+            Warnings {
+                duplicate_ids: 1,
+                ..Default::default()
+            },
+        ),
+        (
+            "malformed-garbage-before-header.jsonl",
+            Warnings {
+                malformed_lines: 1,
+                ..Default::default()
+            },
+        ),
         ("malformed-crlf-bom.jsonl", Warnings::default()),
-        ("custom-entries.jsonl", Warnings { unknown_entry_types: 1, ..Default::default() }),
+        (
+            "custom-entries.jsonl",
+            Warnings {
+                unknown_entry_types: 1,
+                ..Default::default()
+            },
+        ),
         ("v1-linear.jsonl", Warnings::default()),
         ("compaction.jsonl", Warnings::default()),
-        ("divergent/cyclic-parents.jsonl", Warnings { cyclic_parents: 1, ..Default::default() }),
-        ("divergent/self-parent.jsonl", Warnings { cyclic_parents: 1, ..Default::default() }),
-        ("divergent/missing-header.jsonl", Warnings { missing_header: 1, ..Default::default() }),
-        ("divergent/message-without-message.jsonl", Warnings { unknown_entry_types: 1, ..Default::default() }),
+        (
+            "divergent/cyclic-parents.jsonl",
+            Warnings {
+                cyclic_parents: 1,
+                ..Default::default()
+            },
+        ),
+        (
+            "divergent/self-parent.jsonl",
+            Warnings {
+                cyclic_parents: 1,
+                ..Default::default()
+            },
+        ),
+        (
+            "divergent/missing-header.jsonl",
+            Warnings {
+                missing_header: 1,
+                ..Default::default()
+            },
+        ),
+        (
+            "divergent/message-without-message.jsonl",
+            Warnings {
+                unknown_entry_types: 1,
+                ..Default::default()
+            },
+        ),
     ];
     for (name, want) in cases {
         assert_eq!(&warnings(name), want, "{name}");
@@ -60,11 +134,17 @@ fn reading_continues_past_damage() {
     let s = session::open(&fixture("malformed-bad-line.jsonl")).unwrap();
     let branch = s.branch(None);
     let text = views::serialize_context_refs(s.context_refs(&branch));
-    assert!(text.contains("before the bad line") && text.contains("after the bad line"), "{text}");
+    assert!(
+        text.contains("before the bad line") && text.contains("after the bad line"),
+        "{text}"
+    );
 
     let s = session::open(&fixture("malformed-invalid-utf8.jsonl")).unwrap();
     let text = views::serialize_context_refs(s.context_refs(&s.branch(None)));
-    assert!(text.contains("bad bytes: \u{FFFD}") && text.contains("still read"), "{text}");
+    assert!(
+        text.contains("bad bytes: \u{FFFD}") && text.contains("still read"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -85,7 +165,10 @@ fn message_entry_without_message_stays_in_the_tree() {
     let s = session::open(&fixture("divergent/message-without-message.jsonl")).unwrap();
     assert_eq!(s.branch(None).len(), 3);
     let text = views::serialize_context_refs(s.context_refs(&s.branch(None)));
-    assert_eq!(text, "[User]: before\n\n[Assistant]: after the entry pi cannot build a context from");
+    assert_eq!(
+        text,
+        "[User]: before\n\n[Assistant]: after the entry pi cannot build a context from"
+    );
 }
 
 #[test]
@@ -94,8 +177,16 @@ fn missing_header_keeps_entries() {
     assert_eq!(s.header.id, "missing-header");
     assert_eq!(s.entries.len(), 2);
     let text = views::serialize_context_refs(s.context_refs(&s.branch(None)));
-    assert_eq!(text, "[User]: the header line is gone\n\n[Assistant]: entries remain");
-    assert_eq!(session::read_header(&fixture("divergent/missing-header.jsonl")).unwrap().id, "missing-header");
+    assert_eq!(
+        text,
+        "[User]: the header line is gone\n\n[Assistant]: entries remain"
+    );
+    assert_eq!(
+        session::read_header(&fixture("divergent/missing-header.jsonl"))
+            .unwrap()
+            .id,
+        "missing-header"
+    );
 }
 
 #[test]
@@ -103,18 +194,37 @@ fn non_sessions_are_rejected() {
     let shared = shared_location::find_shared_dir()
         .map(|d| d.join("fixtures/pi-sessions/real/contact_form_example.jsonl"))
         .filter(|p| p.is_file());
-    let mut files = vec![fixture("divergent/not-a-session.jsonl"), fixture("divergent/empty.jsonl")];
+    let mut files = vec![
+        fixture("divergent/not-a-session.jsonl"),
+        fixture("divergent/empty.jsonl"),
+    ];
     files.extend(shared);
     for file in files {
         let err = session::open(&file).err();
-        assert!(matches!(err, Some(SessionError::NotASession { .. })), "{}: {err:?}", file.display());
+        assert!(
+            matches!(err, Some(SessionError::NotASession { .. })),
+            "{}: {err:?}",
+            file.display()
+        );
         let msg = err.map(|e| e.to_string()).unwrap_or_default();
-        assert!(msg.contains("not a pi session") && !msg.contains('\n'), "{msg}");
-        assert!(matches!(session::read_header(&file), Err(SessionError::NotASession { .. })));
-        assert!(matches!(session::summarize(&file), Err(SessionError::NotASession { .. })));
+        assert!(
+            msg.contains("not a pi session") && !msg.contains('\n'),
+            "{msg}"
+        );
+        assert!(matches!(
+            session::read_header(&file),
+            Err(SessionError::NotASession { .. })
+        ));
+        assert!(matches!(
+            session::summarize(&file),
+            Err(SessionError::NotASession { .. })
+        ));
     }
     let missing = fixture("does-not-exist.jsonl");
-    assert!(matches!(session::open(&missing), Err(SessionError::Io { .. })));
+    assert!(matches!(
+        session::open(&missing),
+        Err(SessionError::Io { .. })
+    ));
 }
 
 #[test]
@@ -128,7 +238,10 @@ fn v1_is_migrated_to_linear_ids() {
     }
     // firstKeptEntryIndex 5 (header = 0) is the fifth entry: "Now add a README".
     let kept = s.entries.iter().find_map(|e| match &e.kind {
-        EntryKind::Compaction { first_kept_entry_id, .. } => Some(first_kept_entry_id.clone()),
+        EntryKind::Compaction {
+            first_kept_entry_id,
+            ..
+        } => Some(first_kept_entry_id.clone()),
         _ => None,
     });
     assert_eq!(kept.as_deref(), Some(s.entries[4].id.as_str()));

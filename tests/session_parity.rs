@@ -28,15 +28,20 @@ fn fixture_sets() -> Vec<(&'static str, PathBuf)> {
 }
 
 fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> =
-        std::fs::read_dir(dir).map(|r| r.filter_map(|e| e.ok()).map(|e| e.path()).collect()).unwrap_or_default();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|r| r.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
     files.retain(|p| p.extension().is_some_and(|x| x == "jsonl"));
     files.sort();
     files
 }
 
 fn first_difference(a: &str, b: &str) -> String {
-    let at = a.bytes().zip(b.bytes()).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+    let at = a
+        .bytes()
+        .zip(b.bytes())
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
     let mut from = at.saturating_sub(60);
     while !a.is_char_boundary(from) || !b.is_char_boundary(from) {
         from -= 1;
@@ -58,7 +63,13 @@ fn first_difference(a: &str, b: &str) -> String {
 }
 
 fn str_list(v: &Value) -> Vec<String> {
-    v.as_array().map(|a| a.iter().map(|x| x.as_str().unwrap_or_default().to_string()).collect()).unwrap_or_default()
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| x.as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn check_view(
@@ -74,21 +85,32 @@ fn check_view(
     let want_ids = str_list(&want["branchIds"]);
     if random_ids {
         if ids.len() != want_ids.len() {
-            problems.push(format!("{label}: branch length {} vs pi {}", ids.len(), want_ids.len()));
+            problems.push(format!(
+                "{label}: branch length {} vs pi {}",
+                ids.len(),
+                want_ids.len()
+            ));
         }
     } else if ids != want_ids {
-        problems.push(format!("{label}: branch ids differ:\n  ours: {ids:?}\n  pi:   {want_ids:?}"));
+        problems.push(format!(
+            "{label}: branch ids differ:\n  ours: {ids:?}\n  pi:   {want_ids:?}"
+        ));
     }
     let context: Vec<_> = s.context_refs(&branch).collect();
     let roles: Vec<String> = context.iter().map(|m| m.role().to_string()).collect();
     let want_roles = str_list(&want["contextRoles"]);
     if roles != want_roles {
-        problems.push(format!("{label}: context roles differ:\n  ours: {roles:?}\n  pi:   {want_roles:?}"));
+        problems.push(format!(
+            "{label}: context roles differ:\n  ours: {roles:?}\n  pi:   {want_roles:?}"
+        ));
     }
     let serialized = views::serialize_context_refs(context);
     let want_serialized = want["serialized"].as_str().unwrap_or_default();
     if serialized != want_serialized {
-        problems.push(format!("{label}: serialized text differs: {}", first_difference(&serialized, want_serialized)));
+        problems.push(format!(
+            "{label}: serialized text differs: {}",
+            first_difference(&serialized, want_serialized)
+        ));
     }
 }
 
@@ -101,7 +123,10 @@ fn check_fixture(file: &Path, golden: &Value, problems: &mut Vec<String>) {
                     problems.push(format!("{label}: message lacks 'not a pi session': {e}"));
                 }
             }
-            other => problems.push(format!("{label}: pi rejects it, we gave {:?}", other.map(|s| s.header))),
+            other => problems.push(format!(
+                "{label}: pi rejects it, we gave {:?}",
+                other.map(|s| s.header)
+            )),
         }
         if session::summarize(file).is_ok() {
             problems.push(format!("{label}: listed although pi would not list it"));
@@ -117,23 +142,51 @@ fn check_fixture(file: &Path, golden: &Value, problems: &mut Vec<String>) {
     };
     let random_ids = golden["randomIds"].as_bool().unwrap_or(false);
     if s.header.id != golden["sessionId"].as_str().unwrap_or_default() {
-        problems.push(format!("{label}: session id {} vs pi {}", s.header.id, golden["sessionId"]));
+        problems.push(format!(
+            "{label}: session id {} vs pi {}",
+            s.header.id, golden["sessionId"]
+        ));
     }
     if s.entries.len() as u64 != golden["entryCount"].as_u64().unwrap_or(u64::MAX) {
-        problems.push(format!("{label}: {} entries vs pi {}", s.entries.len(), golden["entryCount"]));
+        problems.push(format!(
+            "{label}: {} entries vs pi {}",
+            s.entries.len(),
+            golden["entryCount"]
+        ));
     }
     let branch = s.branch(None);
     let name = s.session_name(&branch);
     if name.as_deref() != golden["sessionName"].as_str() {
-        problems.push(format!("{label}: session name {name:?} vs pi {}", golden["sessionName"]));
+        problems.push(format!(
+            "{label}: session name {name:?} vs pi {}",
+            golden["sessionName"]
+        ));
     }
     if !random_ids && s.default_leaf_id() != golden["default"]["leafId"].as_str() {
-        problems.push(format!("{label}: default leaf {:?} vs pi {}", s.default_leaf_id(), golden["default"]["leafId"]));
+        problems.push(format!(
+            "{label}: default leaf {:?} vs pi {}",
+            s.default_leaf_id(),
+            golden["default"]["leafId"]
+        ));
     }
-    check_view(&s, None, &golden["default"], random_ids, &format!("{label} (default leaf)"), problems);
+    check_view(
+        &s,
+        None,
+        &golden["default"],
+        random_ids,
+        &format!("{label} (default leaf)"),
+        problems,
+    );
     for leaf in golden["leaves"].as_array().into_iter().flatten() {
         let id = leaf["leafId"].as_str().unwrap_or_default();
-        check_view(&s, Some(id), leaf, false, &format!("{label} (leaf {id})"), problems);
+        check_view(
+            &s,
+            Some(id),
+            leaf,
+            false,
+            &format!("{label} (leaf {id})"),
+            problems,
+        );
     }
 
     let list = &golden["list"];
@@ -143,19 +196,38 @@ fn check_fixture(file: &Path, golden: &Value, problems: &mut Vec<String>) {
     match session::summarize(file) {
         Err(e) => problems.push(format!("{label}: summarize: {e}")),
         Ok(sum) => {
-            let first = sum.first_message.clone().unwrap_or_else(|| "(no messages)".to_string());
+            let first = sum
+                .first_message
+                .clone()
+                .unwrap_or_else(|| "(no messages)".to_string());
             let checks = [
                 ("id", Value::from(sum.id.clone()), list["id"].clone()),
-                ("name", sum.name.clone().map_or(Value::Null, Value::from), list["name"].clone()),
-                ("firstMessage", Value::from(first), list["firstMessage"].clone()),
-                ("messageCount", Value::from(sum.message_count), list["messageCount"].clone()),
+                (
+                    "name",
+                    sum.name.clone().map_or(Value::Null, Value::from),
+                    list["name"].clone(),
+                ),
+                (
+                    "firstMessage",
+                    Value::from(first),
+                    list["firstMessage"].clone(),
+                ),
+                (
+                    "messageCount",
+                    Value::from(sum.message_count),
+                    list["messageCount"].clone(),
+                ),
                 ("cwd", Value::from(sum.cwd.clone()), list["cwd"].clone()),
                 (
                     "parentSession",
                     sum.parent_session.clone().map_or(Value::Null, Value::from),
                     list["parentSession"].clone(),
                 ),
-                ("modified", Value::from(sum.last_activity_ms), list["modifiedMs"].clone()),
+                (
+                    "modified",
+                    Value::from(sum.last_activity_ms),
+                    list["modifiedMs"].clone(),
+                ),
             ];
             for (what, ours, pi) in checks {
                 if ours != pi {
@@ -173,10 +245,16 @@ fn every_fixture_matches_pi() {
     for (set, dir) in fixture_sets() {
         let golden_dir = repo().join("tests/parity/golden").join(set);
         for file in jsonl_files(&dir) {
-            let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let golden_path = golden_dir.join(format!("{name}.json"));
             let Ok(text) = std::fs::read_to_string(&golden_path) else {
-                problems.push(format!("{}: no golden (run node tests/parity/gen-golden.mjs)", file.display()));
+                problems.push(format!(
+                    "{}: no golden (run node tests/parity/gen-golden.mjs)",
+                    file.display()
+                ));
                 continue;
             };
             let golden: Value = match serde_json::from_str(&text) {

@@ -5,11 +5,15 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
-use session_index::session::{self, discovery, AgentMessage, Block, EntryKind, TOOL_TEXT_HEAD_UNITS};
+use session_index::session::{
+    self, discovery, AgentMessage, Block, EntryKind, TOOL_TEXT_HEAD_UNITS,
+};
 use session_index::views;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sessions")
+        .join(name)
 }
 
 #[test]
@@ -39,7 +43,8 @@ fn index_text_has_user_and_assistant_text_only() {
          User: Continue with tests\n\nAssistant: Writing tests.\n\nUser: After the second compaction"
     );
     let with_ids = views::index_text(&branch, true);
-    assert!(with_ids.starts_with("[e0000003] User: Read the auth module\n\n[e0000006] User: Now the limiter"));
+    assert!(with_ids
+        .starts_with("[e0000003] User: Read the auth module\n\n[e0000006] User: Now the limiter"));
 }
 
 #[test]
@@ -48,7 +53,9 @@ fn large_content_is_bounded() {
     let mut images = Vec::new();
     let mut big_text = None;
     for e in &s.entries {
-        let EntryKind::Message(m) = &e.kind else { continue };
+        let EntryKind::Message(m) = &e.kind else {
+            continue;
+        };
         let blocks: &[Block] = match m {
             AgentMessage::ToolResult { content, .. } => content,
             AgentMessage::User { content, .. } => content,
@@ -86,24 +93,52 @@ fn bin() -> Command {
 
 #[test]
 fn inspect_prints_one_json_document() {
-    let out = bin().args(["inspect"]).arg(fixture("branches-nosummary.jsonl")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bin()
+        .args(["inspect"])
+        .arg(fixture("branches-nosummary.jsonl"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    for key in ["id", "name", "leafId", "branchIds", "contextRoles", "serialized", "files", "warnings"] {
+    for key in [
+        "id",
+        "name",
+        "leafId",
+        "branchIds",
+        "contextRoles",
+        "serialized",
+        "files",
+        "warnings",
+    ] {
         assert!(doc.get(key).is_some(), "missing {key}");
     }
     assert_eq!(doc["id"], "branch-plain");
     assert_eq!(doc["name"], "Cache design");
 
-    let out = bin().args(["inspect", "--leaf", "e0000004"]).arg(fixture("branches-nosummary.jsonl")).output().unwrap();
+    let out = bin()
+        .args(["inspect", "--leaf", "e0000004"])
+        .arg(fixture("branches-nosummary.jsonl"))
+        .output()
+        .unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["leafId"], "e0000004");
-    assert_eq!(doc["contextRoles"], serde_json::json!(["user", "assistant", "user", "assistant"]));
+    assert_eq!(
+        doc["contextRoles"],
+        serde_json::json!(["user", "assistant", "user", "assistant"])
+    );
 }
 
 #[test]
 fn inspect_rejects_non_sessions_with_one_line() {
-    let out = bin().arg("inspect").arg(fixture("divergent/not-a-session.jsonl")).output().unwrap();
+    let out = bin()
+        .arg("inspect")
+        .arg(fixture("divergent/not-a-session.jsonl"))
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not a pi session"), "{stderr}");
@@ -115,23 +150,52 @@ fn inspect_rejects_non_sessions_with_one_line() {
 fn list_reads_the_project_directory_pi_uses() {
     let agent = tempfile::tempdir().unwrap();
     let cwd = "/home/dev/proj";
-    let dir = agent.path().join("sessions").join(discovery::encode_cwd(cwd));
+    let dir = agent
+        .path()
+        .join("sessions")
+        .join(discovery::encode_cwd(cwd));
     std::fs::create_dir_all(&dir).unwrap();
-    for name in ["compaction.jsonl", "custom-entries.jsonl", "divergent/not-a-session.jsonl"] {
+    for name in [
+        "compaction.jsonl",
+        "custom-entries.jsonl",
+        "divergent/not-a-session.jsonl",
+    ] {
         let file = fixture(name);
         std::fs::copy(&file, dir.join(file.file_name().unwrap())).unwrap();
     }
-    let out = bin().args(["list", "--json", "--cwd", cwd, "--agent-dir"]).arg(agent.path()).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bin()
+        .args(["list", "--json", "--cwd", cwd, "--agent-dir"])
+        .arg(agent.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<&str> = list.as_array().unwrap().iter().filter_map(|s| s["id"].as_str()).collect();
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(ids.contains(&"compaction-session") && ids.contains(&"custom-session"));
-    let custom = list.as_array().unwrap().iter().find(|s| s["id"] == "custom-session").unwrap();
+    let custom = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "custom-session")
+        .unwrap();
     assert_eq!(custom["name"], "Custom things");
     assert_eq!(custom["firstMessage"], "Look at this  screenshot");
 
-    let out = bin().args(["list", "--json", "--all", "--agent-dir"]).arg(agent.path()).output().unwrap();
+    let out = bin()
+        .args(["list", "--json", "--all", "--agent-dir"])
+        .arg(agent.path())
+        .output()
+        .unwrap();
     let all: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");
 }

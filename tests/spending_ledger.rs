@@ -14,9 +14,15 @@ const ADDS: usize = 40;
 /// In a child process: add 0.125 (exact in binary) `ADDS` times, alternating kinds.
 #[test]
 fn ledger_child() {
-    let Ok(dir) = std::env::var(CHILD_ENV) else { return };
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     for i in 0..ADDS {
-        let kind = if i % 2 == 0 { Kind::Indexing } else { Kind::Queries };
+        let kind = if i % 2 == 0 {
+            Kind::Indexing
+        } else {
+            Kind::Queries
+        };
         spend::add(std::path::Path::new(&dir), kind, 0.125).expect("add");
     }
 }
@@ -50,12 +56,23 @@ fn concurrent_processes_lose_no_addition_and_never_tear_the_ledger() {
     }
     let ledger = spend::read(&meta_dir);
     let each = (PROCESSES * ADDS / 2) as f64 * 0.125;
-    assert_eq!(ledger.total, spend::Spent { indexing: each, queries: each }, "after {reads} reads");
+    assert_eq!(
+        ledger.total,
+        spend::Spent {
+            indexing: each,
+            queries: each
+        },
+        "after {reads} reads"
+    );
     assert_eq!(ledger.today(), ledger.total);
-    let names: Vec<String> =
-        std::fs::read_dir(&meta_dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let names: Vec<String> = std::fs::read_dir(&meta_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
     assert!(
-        names.iter().all(|n| n == spend::LEDGER_FILE || n == ".spending.json.lock"),
+        names
+            .iter()
+            .all(|n| n == spend::LEDGER_FILE || n == ".spending.json.lock"),
         "no temp file left: {names:?}"
     );
 }

@@ -14,7 +14,9 @@ use std::path::Path;
 
 use session_index::time::iso_from_millis as iso;
 
-use super::pools::{push_escaped, Pools, Rng, COMMANDS, MAX_IMAGE_BYTES, MAX_TOOL_OUTPUT, PATHS, WORDS};
+use super::pools::{
+    push_escaped, Pools, Rng, COMMANDS, MAX_IMAGE_BYTES, MAX_TOOL_OUTPUT, PATHS, WORDS,
+};
 
 /// Bump when the output of [`generate`] changes, so cached files are rebuilt.
 pub const GEN_VERSION: u32 = 1;
@@ -62,7 +64,10 @@ impl Writer<'_> {
         self.clock_ms += self.rng.range(300, 20_000) as i64;
         let id = self.new_id();
         self.line.clear();
-        let _ = write!(self.line, "{{\"type\":\"{ty}\",\"id\":\"{id}\",\"parentId\":");
+        let _ = write!(
+            self.line,
+            "{{\"type\":\"{ty}\",\"id\":\"{id}\",\"parentId\":"
+        );
         match &self.leaf {
             Some(p) => {
                 let _ = write!(self.line, "\"{p}\"");
@@ -92,7 +97,8 @@ impl Writer<'_> {
             sentence += 1;
             if sentence > 6 && self.rng.chance(1, 6) {
                 sentence = 0;
-                self.scratch.push_str(if self.rng.chance(1, 5) { ".\n\n" } else { ". " });
+                self.scratch
+                    .push_str(if self.rng.chance(1, 5) { ".\n\n" } else { ". " });
             } else if self.rng.chance(1, 40) {
                 let _ = write!(self.scratch, " `{}` ", self.rng.pick(PATHS));
             } else {
@@ -106,10 +112,16 @@ impl Writer<'_> {
 
     fn image_block(&mut self, min: usize, max: usize) {
         let len = self.rng.range(min, max);
-        let (prefix, mime) =
-            if self.rng.chance(1, 2) { ("iVBORw0KGgoAAAANSUhEUgAA", "image/png") } else { ("/9j/4AAQ", "image/jpeg") };
+        let (prefix, mime) = if self.rng.chance(1, 2) {
+            ("iVBORw0KGgoAAAANSUhEUgAA", "image/png")
+        } else {
+            ("/9j/4AAQ", "image/jpeg")
+        };
         let data = self.pools.base64_slice(&mut self.rng, len);
-        let _ = write!(self.line, "{{\"type\":\"image\",\"data\":\"{prefix}{data}\",\"mimeType\":\"{mime}\"}}");
+        let _ = write!(
+            self.line,
+            "{{\"type\":\"image\",\"data\":\"{prefix}{data}\",\"mimeType\":\"{mime}\"}}"
+        );
         self.stats.image_bytes += (prefix.len() + data.len()) as u64;
         self.stats.images += 1;
     }
@@ -120,7 +132,9 @@ impl Writer<'_> {
 
     fn user(&mut self) -> std::io::Result<String> {
         let id = self.begin("message");
-        self.line.push_str(",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"");
+        self.line.push_str(
+            ",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"",
+        );
         let len = self.rng.range(40, 700);
         self.prose(len);
         self.line.push_str("\"}");
@@ -138,7 +152,8 @@ impl Writer<'_> {
     fn bash_execution(&mut self) -> std::io::Result<()> {
         let id = self.begin("message");
         let cmd = *self.rng.pick(COMMANDS);
-        self.line.push_str(",\"message\":{\"role\":\"bashExecution\",\"command\":\"");
+        self.line
+            .push_str(",\"message\":{\"role\":\"bashExecution\",\"command\":\"");
         push_escaped(&mut self.line, cmd);
         let len = self.rng.range(1 << 10, 40 << 10);
         let out = self.pools.tool_slice(&mut self.rng, len);
@@ -154,7 +169,8 @@ impl Writer<'_> {
     /// One assistant message; returns the tool calls it made as `(id, tool)`.
     fn assistant(&mut self, final_reply: bool) -> std::io::Result<Vec<(String, &'static str)>> {
         let id = self.begin("message");
-        self.line.push_str(",\"message\":{\"role\":\"assistant\",\"content\":[");
+        self.line
+            .push_str(",\"message\":{\"role\":\"assistant\",\"content\":[");
         let mut first = true;
         if self.rng.chance(85, 100) {
             self.line.push_str("{\"type\":\"thinking\",\"thinking\":\"");
@@ -170,7 +186,11 @@ impl Writer<'_> {
                 self.line.push(',');
             }
             self.line.push_str("{\"type\":\"text\",\"text\":\"");
-            let len = if final_reply { self.rng.range(200, 2000) } else { self.rng.range(50, 600) };
+            let len = if final_reply {
+                self.rng.range(200, 2000)
+            } else {
+                self.rng.range(50, 600)
+            };
             self.prose(len);
             self.line.push_str("\"}");
             first = false;
@@ -184,8 +204,10 @@ impl Writer<'_> {
                 }
                 first = false;
                 self.tool_seq += 1;
-                let call_id =
-                    format!("toolu_01{:022x}", u128::from(self.rng.next_u64()) << 24 | u128::from(self.tool_seq));
+                let call_id = format!(
+                    "toolu_01{:022x}",
+                    u128::from(self.rng.next_u64()) << 24 | u128::from(self.tool_seq)
+                );
                 let tool = self.tool_call(&call_id);
                 calls.push((call_id, tool));
             }
@@ -210,7 +232,10 @@ impl Writer<'_> {
 
     fn tool_call(&mut self, call_id: &str) -> &'static str {
         let path = *self.rng.pick(PATHS);
-        let _ = write!(self.line, "{{\"type\":\"toolCall\",\"id\":\"{call_id}\",\"name\":");
+        let _ = write!(
+            self.line,
+            "{{\"type\":\"toolCall\",\"id\":\"{call_id}\",\"name\":"
+        );
         let roll = self.rng.below(100);
         let tool = match roll {
             0..=34 => "read",
@@ -268,8 +293,15 @@ impl Writer<'_> {
         let mut details = String::new();
         match tool {
             "read" if self.rng.chance(1, 30) => {
-                let mime = if self.rng.chance(1, 2) { "image/png" } else { "image/jpeg" };
-                let _ = write!(self.line, "{{\"type\":\"text\",\"text\":\"Read image file [{mime}]\"}},");
+                let mime = if self.rng.chance(1, 2) {
+                    "image/png"
+                } else {
+                    "image/jpeg"
+                };
+                let _ = write!(
+                    self.line,
+                    "{{\"type\":\"text\",\"text\":\"Read image file [{mime}]\"}},"
+                );
                 self.image_block(200 << 10, 2 << 20);
             }
             "read" | "bash" | "grep" | "ls" => {
@@ -286,18 +318,27 @@ impl Writer<'_> {
                 self.stats.tool_output_bytes += out.len() as u64;
             }
             "edit" => {
-                let _ = write!(self.line, "{{\"type\":\"text\",\"text\":\"Successfully replaced text in {path}.\"}}");
+                let _ = write!(
+                    self.line,
+                    "{{\"type\":\"text\",\"text\":\"Successfully replaced text in {path}.\"}}"
+                );
                 let len = self.rng.range(200, 3000);
                 let diff = self.pools.tool_slice(&mut self.rng, len);
                 details = format!(",\"details\":{{\"diff\":\"{diff}\"}}");
             }
             _ => {
                 let n = self.rng.range(500, 8000);
-                let _ = write!(self.line, "{{\"type\":\"text\",\"text\":\"Successfully wrote {n} bytes to {path}\"}}");
+                let _ = write!(
+                    self.line,
+                    "{{\"type\":\"text\",\"text\":\"Successfully wrote {n} bytes to {path}\"}}"
+                );
             }
         }
         let ts = self.msg_ts();
-        let _ = write!(self.line, "]{details},\"isError\":{is_error},\"timestamp\":{ts}}}");
+        let _ = write!(
+            self.line,
+            "]{details},\"isError\":{is_error},\"timestamp\":{ts}}}"
+        );
         self.stats.tool_results += 1;
         self.finish(id)
     }
@@ -326,7 +367,12 @@ impl Writer<'_> {
 }
 
 /// Write a session of about `target_bytes` to `path`.
-pub fn generate(path: &Path, target_bytes: u64, seed: u64, pools: &Pools) -> std::io::Result<GenStats> {
+pub fn generate(
+    path: &Path,
+    target_bytes: u64,
+    seed: u64,
+    pools: &Pools,
+) -> std::io::Result<GenStats> {
     let file = File::create(path)?;
     let mut w = Writer {
         rng: Rng::new(seed ^ target_bytes),
@@ -354,10 +400,16 @@ pub fn generate(path: &Path, target_bytes: u64, seed: u64, pools: &Pools) -> std
     w.out.write_all(w.line.as_bytes())?;
     w.stats.bytes += w.line.len() as u64;
     w.stats.lines += 1;
-    w.simple("model_change", ",\"provider\":\"anthropic\",\"modelId\":\"claude-sonnet-4-5\"")?;
+    w.simple(
+        "model_change",
+        ",\"provider\":\"anthropic\",\"modelId\":\"claude-sonnet-4-5\"",
+    )?;
     w.simple("thinking_level_change", ",\"thinkingLevel\":\"medium\"")?;
     let mut user_ids = vec![w.turn()?];
-    w.simple("session_info", ",\"name\":\"Billing pipeline refactor (bench)\"")?;
+    w.simple(
+        "session_info",
+        ",\"name\":\"Billing pipeline refactor (bench)\"",
+    )?;
 
     let (compact_at, branch_at) = (target_bytes * 6 / 10, target_bytes * 8 / 10);
     let (mut compacted, mut branched) = (false, false);
@@ -390,7 +442,10 @@ pub fn generate(path: &Path, target_bytes: u64, seed: u64, pools: &Pools) -> std
         }
     }
     let last_user = user_ids.last().cloned().unwrap_or_default();
-    w.simple("label", &format!(",\"targetId\":\"{last_user}\",\"label\":\"bench-end\""))?;
+    w.simple(
+        "label",
+        &format!(",\"targetId\":\"{last_user}\",\"label\":\"bench-end\""),
+    )?;
     w.out.flush()?;
     w.out.get_ref().sync_all()?;
     Ok(w.stats)

@@ -81,7 +81,10 @@ pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     let session = match session_index::session::open(file) {
         Ok(s) => s,
         Err(e) => {
-            let sample = Sample { error: Some(e.to_string()), ..Sample::default() };
+            let sample = Sample {
+                error: Some(e.to_string()),
+                ..Sample::default()
+            };
             println!("{}", serde_json::to_string(&sample).unwrap_or_default());
             return 1;
         }
@@ -89,7 +92,9 @@ pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     let open_secs = t0.elapsed().as_secs_f64();
     let branch = session.branch(None);
     let mut messages = 0;
-    let text = session_index::views::serialize_context_refs(session.context_refs(&branch).inspect(|_| messages += 1));
+    let text = session_index::views::serialize_context_refs(
+        session.context_refs(&branch).inspect(|_| messages += 1),
+    );
     let secs = t0.elapsed().as_secs_f64();
     let cpu_secs = process_cpu_secs() - cpu0;
     let sample = Sample {
@@ -117,9 +122,19 @@ pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
 /// last stdout line as a [`Sample`].
 pub fn run_child(mut cmd: Command, timeout: Duration) -> Sample {
     let start = Instant::now();
-    let mut child = match cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn() {
+    let mut child = match cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
         Ok(c) => c,
-        Err(e) => return Sample { error: Some(format!("cannot start: {e}")), ..Sample::default() },
+        Err(e) => {
+            return Sample {
+                error: Some(format!("cannot start: {e}")),
+                ..Sample::default()
+            }
+        }
     };
     let pid = child.id();
     let pipe_reader = |pipe: Option<Box<dyn Read + Send>>| {
@@ -131,8 +146,18 @@ pub fn run_child(mut cmd: Command, timeout: Duration) -> Sample {
             buf
         })
     };
-    let out = pipe_reader(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let err = pipe_reader(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let out = pipe_reader(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = pipe_reader(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let mut polled = 0;
     let mut timed_out = false;
     let status = loop {
@@ -153,10 +178,16 @@ pub fn run_child(mut cmd: Command, timeout: Duration) -> Sample {
     let wall_secs = start.elapsed().as_secs_f64();
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
-    let parsed = stdout.lines().rev().find_map(|l| serde_json::from_str::<Sample>(l).ok());
+    let parsed = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Sample>(l).ok());
     let mut sample = match parsed {
         Some(s) => s,
-        None => Sample { error: Some(classify_failure(&stderr, status, timed_out, timeout)), ..Sample::default() },
+        None => Sample {
+            error: Some(classify_failure(&stderr, status, timed_out, timeout)),
+            ..Sample::default()
+        },
     };
     if timed_out {
         sample.ok = false;
@@ -183,7 +214,14 @@ fn classify_failure(
     if stderr.contains("ERR_STRING_TOO_LONG") || stderr.contains("Cannot create a string longer") {
         return "ERR_STRING_TOO_LONG (file larger than V8's maximum string length)".to_string();
     }
-    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-    let status = status.map(|s| s.to_string()).unwrap_or_else(|| "unknown status".to_string());
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let status = status
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| "unknown status".to_string());
     format!("{status}: {}", last.chars().take(200).collect::<String>())
 }

@@ -174,7 +174,11 @@ impl Pools {
                 x >>= 6;
             }
         }
-        Pools { tool_text, line_starts, base64 }
+        Pools {
+            tool_text,
+            line_starts,
+            base64,
+        }
     }
 
     /// About `len` bytes of escaped tool output, cut at line boundaries.
@@ -184,7 +188,11 @@ impl Pools {
         let first = self.line_starts.partition_point(|&s| s < last_start);
         let start = self.line_starts[rng.below(first as u64) as usize];
         let end_idx = self.line_starts.partition_point(|&s| s < start + len);
-        let end = self.line_starts.get(end_idx).copied().unwrap_or(self.tool_text.len());
+        let end = self
+            .line_starts
+            .get(end_idx)
+            .copied()
+            .unwrap_or(self.tool_text.len());
         &self.tool_text[start..end]
     }
 

@@ -95,9 +95,15 @@ pub struct Resolved {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ResolveError {
     #[error("no session matches \"{reference}\"{}", did_you_mean(suggestions))]
-    NotFound { reference: String, suggestions: Vec<String> },
+    NotFound {
+        reference: String,
+        suggestions: Vec<String>,
+    },
     #[error("\"{reference}\" matches {} sessions: {}", candidates.len(), list(candidates))]
-    Ambiguous { reference: String, candidates: Vec<Candidate> },
+    Ambiguous {
+        reference: String,
+        candidates: Vec<Candidate>,
+    },
     #[error("session {id}: its file is missing ({})", path.display())]
     FileMissing { id: String, path: PathBuf },
     #[error("\"{reference}\" is not a session in the sessions directory")]
@@ -119,7 +125,12 @@ impl ResolveError {
 const LISTED: usize = 5;
 
 fn list(c: &[Candidate]) -> String {
-    let mut s = c.iter().take(LISTED).map(|c| c.to_string()).collect::<Vec<_>>().join("; ");
+    let mut s = c
+        .iter()
+        .take(LISTED)
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join("; ");
     if c.len() > LISTED {
         s.push_str(&format!("; and {} more", c.len() - LISTED));
     }
@@ -197,11 +208,22 @@ impl Catalog {
     /// The store of an agent directory (made on first use).
     fn store(&self, sessions_dir: &Path, meta_dir: &Path) -> Arc<Mutex<Store>> {
         let key = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
-        if let Some(d) = self.dirs.read().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        if let Some(d) = self
+            .dirs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
             return Arc::clone(d);
         }
         let mut all = self.dirs.write().unwrap_or_else(PoisonError::into_inner);
-        let new = || Arc::new(Mutex::new(Store::new(sessions_dir, meta_dir, &self.privacy)));
+        let new = || {
+            Arc::new(Mutex::new(Store::new(
+                sessions_dir,
+                meta_dir,
+                &self.privacy,
+            )))
+        };
         Arc::clone(all.entry(key).or_insert_with(new))
     }
 
@@ -215,14 +237,21 @@ impl Catalog {
 
     /// True once an update of the index found every session in it.
     pub fn is_warm(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
-        self.store(sessions_dir, meta_dir).lock().unwrap_or_else(PoisonError::into_inner).complete
+        self.store(sessions_dir, meta_dir)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .complete
     }
 
     /// Work that brings the index of an agent directory fully up to date
     /// (the first time: builds it), for a background job at `session_start`
     /// and after `agent_end`. It writes through its own connection, so
     /// lookups meanwhile answer from what is committed (and from the files).
-    pub fn refresh_task(&self, sessions_dir: &Path, meta_dir: &Path) -> impl Fn() + Send + Sync + 'static {
+    pub fn refresh_task(
+        &self,
+        sessions_dir: &Path,
+        meta_dir: &Path,
+    ) -> impl Fn() + Send + Sync + 'static {
         let store = self.store(sessions_dir, meta_dir);
         let (s, m) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
         move || {
@@ -234,7 +263,10 @@ impl Catalog {
             match index.update(&s, &m, None) {
                 Ok(report) => {
                     tracing::debug!(?report, "search index refreshed");
-                    store.lock().unwrap_or_else(PoisonError::into_inner).built(stamps);
+                    store
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .built(stamps);
                 }
                 Err(e) => tracing::warn!("search index refresh failed: {e}"),
             }
@@ -270,7 +302,12 @@ impl Catalog {
         reference: &str,
     ) -> Result<Resolved, ResolveError> {
         let current = current_session.map(str::to_lowercase);
-        let q = Query { reference, cwd: current_cwd, current: current.as_deref(), threshold: self.fuzzy_threshold };
+        let q = Query {
+            reference,
+            cwd: current_cwd,
+            current: current.as_deref(),
+            threshold: self.fuzzy_threshold,
+        };
         let store = self.store(sessions_dir, meta_dir);
         let mut store = store.lock().unwrap_or_else(PoisonError::into_inner);
         // What the index does not hold (not yet: the first build; or never:
@@ -307,7 +344,10 @@ impl Catalog {
         if matches!(outcome, Outcome::NotFound(_)) && self.search && words {
             let ranked = store.rank(q.reference.trim(), q.cwd);
             let at = |id: &str| rows.iter().position(|r| r.entry.id == id);
-            let scored: Vec<(f64, usize)> = ranked.iter().filter_map(|(id, s)| Some((*s, at(id)?))).collect();
+            let scored: Vec<(f64, usize)> = ranked
+                .iter()
+                .filter_map(|(id, s)| Some((*s, at(id)?)))
+                .collect();
             if !scored.is_empty() {
                 outcome = resolve::decide(rows, scored, Rule::Search, q);
             }
@@ -319,15 +359,24 @@ impl Catalog {
                 reference: reference(),
                 candidates: candidates(
                     rows,
-                    &hits.into_iter().take(resolve::CANDIDATES).map(|i| (0.0, i)).collect::<Vec<_>>(),
+                    &hits
+                        .into_iter()
+                        .take(resolve::CANDIDATES)
+                        .map(|i| (0.0, i))
+                        .collect::<Vec<_>>(),
                     None,
                 ),
             }),
             Outcome::NotFound(near) => Err(ResolveError::NotFound {
                 reference: reference(),
-                suggestions: near.into_iter().map(|i| suggestion(&rows[i].entry)).collect(),
+                suggestions: near
+                    .into_iter()
+                    .map(|i| suggestion(&rows[i].entry))
+                    .collect(),
             }),
-            Outcome::Outside => Err(ResolveError::Outside { reference: reference() }),
+            Outcome::Outside => Err(ResolveError::Outside {
+                reference: reference(),
+            }),
         }
     }
 
@@ -350,7 +399,13 @@ impl Catalog {
     /// Up to `depth` ancestors of `entry` through `parentSession`, nearest
     /// first. A parent that is missing or outside the sessions directory ends
     /// the chain with [`Ancestor::Missing`]; a cycle ends it silently.
-    pub fn ancestors(&self, sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, depth: u32) -> Vec<Ancestor> {
+    pub fn ancestors(
+        &self,
+        sessions_dir: &Path,
+        meta_dir: &Path,
+        entry: &CatalogEntry,
+        depth: u32,
+    ) -> Vec<Ancestor> {
         self.with_rows(sessions_dir, meta_dir, |s| {
             let mut out = Vec::new();
             let mut seen = vec![entry.id.clone()];
@@ -359,7 +414,11 @@ impl Catalog {
                 if out.len() >= depth as usize {
                     break;
                 }
-                match s.row_for_path(Path::new(&parent)).map(|row| &row.entry).filter(|e| e.path.is_file()) {
+                match s
+                    .row_for_path(Path::new(&parent))
+                    .map(|row| &row.entry)
+                    .filter(|e| e.path.is_file())
+                {
                     Some(e) if seen.contains(&e.id) => break,
                     Some(e) => {
                         seen.push(e.id.clone());
@@ -372,7 +431,10 @@ impl Catalog {
                         } else {
                             "parent session file not found"
                         };
-                        out.push(Ancestor::Missing { path: parent, reason: reason.into() });
+                        out.push(Ancestor::Missing {
+                            path: parent,
+                            reason: reason.into(),
+                        });
                     }
                 }
             }
@@ -384,9 +446,15 @@ impl Catalog {
 /// A session found, unless its file has gone since the index saw it.
 fn found(row: &Row, rule: Rule) -> Result<Resolved, ResolveError> {
     if row.missing || !row.entry.path.is_file() {
-        return Err(ResolveError::FileMissing { id: row.entry.id.clone(), path: row.entry.path.clone() });
+        return Err(ResolveError::FileMissing {
+            id: row.entry.id.clone(),
+            path: row.entry.path.clone(),
+        });
     }
-    Ok(Resolved { entry: row.entry.clone(), rule })
+    Ok(Resolved {
+        entry: row.entry.clone(),
+        rule,
+    })
 }
 
 /// How a miss names a session: `034d1cd7… "Cron in gitclaw"`.
@@ -420,8 +488,12 @@ fn candidates(rows: &[Row], hits: &[(f64, usize)], cwd: Option<&str>) -> Vec<Can
                 .filter(|(_, (_, done))| done.is_none())
                 .filter_map(|(k, ((_, i), _))| Some((k, *i, shortest(&rows[*i].entry, attempt)?)))
                 .collect();
-            let pairs: Vec<(usize, String)> = asks.iter().map(|(_, i, r)| (*i, r.clone())).collect();
-            for ((k, _, r), ok) in asks.into_iter().zip(resolve::resolve_back(rows, cwd, &pairs)) {
+            let pairs: Vec<(usize, String)> =
+                asks.iter().map(|(_, i, r)| (*i, r.clone())).collect();
+            for ((k, _, r), ok) in asks
+                .into_iter()
+                .zip(resolve::resolve_back(rows, cwd, &pairs))
+            {
                 if ok {
                     refs[k] = Some(r);
                 }
@@ -439,7 +511,11 @@ fn candidates(rows: &[Row], hits: &[(f64, usize)], cwd: Option<&str>) -> Vec<Can
                 created: e.created.clone(),
                 cwd: e.cwd.clone(),
                 modified_ms: e.modified_ms,
-                insert: if reference.contains(' ') { format!("\"{reference}\"") } else { reference.clone() },
+                insert: if reference.contains(' ') {
+                    format!("\"{reference}\"")
+                } else {
+                    reference.clone()
+                },
                 reference,
                 score,
             }
@@ -454,7 +530,9 @@ fn shortest(e: &CatalogEntry, attempt: usize) -> Option<String> {
     match (attempt, e.name.as_deref()) {
         (0, Some(name)) => {
             let s = slug(name);
-            let plain = !s.ends_with('.') && s.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            let plain = !s.ends_with('.')
+                && s.chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
             (!s.is_empty() && plain).then_some(s)
         }
         (1, Some(name)) => {
@@ -462,7 +540,11 @@ fn shortest(e: &CatalogEntry, attempt: usize) -> Option<String> {
             (!name.contains('"') && name.contains(' ')).then_some(name)
         }
         (2..=4, _) => {
-            let p: String = e.id.to_lowercase().chars().take(8 + 4 * (attempt - 2)).collect();
+            let p: String =
+                e.id.to_lowercase()
+                    .chars()
+                    .take(8 + 4 * (attempt - 2))
+                    .collect();
             (p.len() < e.id.len()).then_some(p)
         }
         _ => None,

@@ -111,7 +111,10 @@ pub(crate) fn resolve(rows: &[Row], q: &Query, fuzzy: bool) -> Outcome {
     if path_like(r) {
         // Never touch the file system for user-typed paths: only a literal
         // match with a listed session file counts.
-        return match rows.iter().position(|row| row.entry.path == Path::new(r) && !row.missing) {
+        return match rows
+            .iter()
+            .position(|row| row.entry.path == Path::new(r) && !row.missing)
+        {
             Some(i) => Outcome::Found(i, Rule::Path),
             None => Outcome::Outside,
         };
@@ -119,9 +122,13 @@ pub(crate) fn resolve(rows: &[Row], q: &Query, fuzzy: bool) -> Outcome {
     if id_like(r) {
         // Never text: the ids it is part of are the suggestions.
         let lower = r.to_lowercase();
-        let mut near: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].id_lower.starts_with(&lower)).collect();
+        let mut near: Vec<usize> = (0..rows.len())
+            .filter(|&i| rows[i].id_lower.starts_with(&lower))
+            .collect();
         if near.is_empty() {
-            near = (0..rows.len()).filter(|&i| rows[i].id_lower.contains(&lower)).collect();
+            near = (0..rows.len())
+                .filter(|&i| rows[i].id_lower.contains(&lower))
+                .collect();
         }
         let mut near = once_per_session(rows, near, q);
         near.truncate(SUGGESTIONS);
@@ -154,9 +161,19 @@ fn exact(rows: &[Row], refs: &[&str]) -> Vec<Option<(Rule, Vec<usize>)>> {
         .iter()
         .map(|r| {
             let lower = r.to_lowercase();
-            let prefix = !lower.contains(char::is_whitespace) && lower.chars().count() >= MIN_PREFIX;
-            let slugs = [slug(r), loose_slug(r)].into_iter().filter(|s| !s.is_empty()).collect();
-            Keys { ids_only: id_like(r), prefix, name: name_key(r), slugs, lower }
+            let prefix =
+                !lower.contains(char::is_whitespace) && lower.chars().count() >= MIN_PREFIX;
+            let slugs = [slug(r), loose_slug(r)]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect();
+            Keys {
+                ids_only: id_like(r),
+                prefix,
+                name: name_key(r),
+                slugs,
+                lower,
+            }
         })
         .collect();
     let mut best: Vec<Option<(Rule, Vec<usize>)>> = refs.iter().map(|_| None).collect();
@@ -192,7 +209,12 @@ pub(crate) fn resolve_back(rows: &[Row], cwd: &str, asks: &[(usize, String)]) ->
     let found = exact(rows, &refs).into_iter().zip(asks);
     found
         .map(|(hit, (i, r))| {
-            let q = Query { reference: r, cwd, current: None, threshold: 1.0 };
+            let q = Query {
+                reference: r,
+                cwd,
+                current: None,
+                threshold: 1.0,
+            };
             let picked = hit.map(|(rule, hits)| pick(rows, hits, rule, &q));
             matches!(picked, Some(Outcome::Found(j, _)) if rows[j].id_lower == rows[*i].id_lower)
         })
@@ -206,7 +228,12 @@ pub(crate) fn resolve_back(rows: &[Row], cwd: &str, asks: &[(usize, String)]) ->
 fn once_per_session(rows: &[Row], mut hits: Vec<usize>, q: &Query) -> Vec<usize> {
     hits.sort_by_key(|&i| {
         let row = &rows[i];
-        (row.missing, !in_project(row, q.cwd), std::cmp::Reverse(row.entry.modified_ms), row.id_lower.as_str())
+        (
+            row.missing,
+            !in_project(row, q.cwd),
+            std::cmp::Reverse(row.entry.modified_ms),
+            row.id_lower.as_str(),
+        )
     });
     let mut seen = HashSet::new();
     hits.retain(|&i| seen.insert(rows[i].id_lower.as_str()));
@@ -225,7 +252,11 @@ fn pick(rows: &[Row], hits: Vec<usize>, rule: Rule, q: &Query) -> Outcome {
         return Outcome::Found(one, rule);
     }
     if matches!(rule, Rule::Name | Rule::Slug) {
-        let local: Vec<usize> = hits.iter().copied().filter(|&i| in_project(&rows[i], q.cwd)).collect();
+        let local: Vec<usize> = hits
+            .iter()
+            .copied()
+            .filter(|&i| in_project(&rows[i], q.cwd))
+            .collect();
         if let [one] = local[..] {
             return Outcome::Found(one, rule);
         }
@@ -237,21 +268,40 @@ fn pick(rows: &[Row], hits: Vec<usize>, rule: Rule, q: &Query) -> Outcome {
 /// current session): the current project's best when it is within
 /// [`LOCAL_MARGIN`] of the best overall; resolved when clearly ahead of the
 /// next session, else the sessions not clearly behind it.
-pub(crate) fn decide(rows: &[Row], mut scored: Vec<(f64, usize)>, rule: Rule, q: &Query) -> Outcome {
+pub(crate) fn decide(
+    rows: &[Row],
+    mut scored: Vec<(f64, usize)>,
+    rule: Rule,
+    q: &Query,
+) -> Outcome {
     scored.sort_by(|a, b| {
         let (ra, rb) = (&rows[a.1], &rows[b.1]);
-        b.0.total_cmp(&a.0).then(rb.entry.modified_ms.cmp(&ra.entry.modified_ms)).then(ra.id_lower.cmp(&rb.id_lower))
+        b.0.total_cmp(&a.0)
+            .then(rb.entry.modified_ms.cmp(&ra.entry.modified_ms))
+            .then(ra.id_lower.cmp(&rb.id_lower))
     });
     let mut seen = HashSet::new();
-    scored.retain(|&(_, i)| seen.insert(rows[i].id_lower.as_str()) && Some(rows[i].id_lower.as_str()) != q.current);
-    let Some(&(best, _)) = scored.first() else { return Outcome::NotFound(Vec::new()) };
-    let local: Vec<(f64, usize)> = scored.iter().copied().filter(|&(_, i)| in_project(&rows[i], q.cwd)).collect();
+    scored.retain(|&(_, i)| {
+        seen.insert(rows[i].id_lower.as_str()) && Some(rows[i].id_lower.as_str()) != q.current
+    });
+    let Some(&(best, _)) = scored.first() else {
+        return Outcome::NotFound(Vec::new());
+    };
+    let local: Vec<(f64, usize)> = scored
+        .iter()
+        .copied()
+        .filter(|&(_, i)| in_project(&rows[i], q.cwd))
+        .collect();
     let pool = match local.first() {
         Some(&(best_local, _)) if best - best_local <= LOCAL_MARGIN => local,
         _ => scored,
     };
     let top = pool[0].0;
-    let near: Vec<usize> = pool.iter().filter(|(s, _)| *s > top - CLEAR_LEAD).map(|&(_, i)| i).collect();
+    let near: Vec<usize> = pool
+        .iter()
+        .filter(|(s, _)| *s > top - CLEAR_LEAD)
+        .map(|&(_, i)| i)
+        .collect();
     match near[..] {
         [one] => Outcome::Found(one, rule),
         _ => Outcome::Ambiguous(near.into_iter().take(CANDIDATES).collect()),
@@ -269,7 +319,11 @@ fn suggest(rows: &[Row], r: &str, q: &Query) -> Vec<usize> {
         len += 1;
     });
     let mut scored: Vec<(f64, usize)> = Vec::new();
-    for (i, row) in rows.iter().enumerate().filter(|(_, row)| Some(row.id_lower.as_str()) != q.current) {
+    for (i, row) in rows
+        .iter()
+        .enumerate()
+        .filter(|(_, row)| Some(row.id_lower.as_str()) != q.current)
+    {
         let dice = |name: &String| {
             let (mut common, mut total) = (0usize, 0usize);
             pairs(name, |bit| {
@@ -284,17 +338,26 @@ fn suggest(rows: &[Row], r: &str, q: &Query) -> Vec<usize> {
         }
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    scored.into_iter().take(SUGGESTIONS).map(|(_, i)| i).collect()
+    scored
+        .into_iter()
+        .take(SUGGESTIONS)
+        .map(|(_, i)| i)
+        .collect()
 }
 
 /// Each pair of adjacent characters of `text` as its loose slug spells it
 /// (other characters as one `-`), as a number below 4096.
 fn pairs(text: &str, mut f: impl FnMut(usize)) {
     let mut prev: Option<char> = None;
-    for c in text.chars().map(|c| if c.is_alphanumeric() { c } else { '-' }) {
+    for c in text
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '-' })
+    {
         match prev {
             Some('-') if c == '-' => continue,
-            Some(p) => f(((p as usize).wrapping_mul(0x9e37) ^ (c as usize).wrapping_mul(31)) & 4095),
+            Some(p) => {
+                f(((p as usize).wrapping_mul(0x9e37) ^ (c as usize).wrapping_mul(31)) & 4095)
+            }
             None => {}
         }
         prev = Some(c);
@@ -316,14 +379,25 @@ struct Fuzzy {
 
 impl Fuzzy {
     fn new(text: &str) -> Option<Fuzzy> {
-        let needle: String = text.chars().map(|c| if matches!(c, '-' | '_') { ' ' } else { c }).collect();
-        let pattern = Pattern::new(&needle, CaseMatching::Ignore, Normalization::Smart, AtomKind::Fuzzy);
+        let needle: String = text
+            .chars()
+            .map(|c| if matches!(c, '-' | '_') { ' ' } else { c })
+            .collect();
+        let pattern = Pattern::new(
+            &needle,
+            CaseMatching::Ignore,
+            Normalization::Smart,
+            AtomKind::Fuzzy,
+        );
         if pattern.atoms.is_empty() {
             return None;
         }
         let mut matcher = Matcher::new(Config::DEFAULT);
         let perfect = pattern.score(Utf32Str::new(&needle, &mut Vec::new()), &mut matcher)?;
-        let plain = pattern.atoms.iter().filter(|a| !a.negative && a.kind == AtomKind::Fuzzy);
+        let plain = pattern
+            .atoms
+            .iter()
+            .filter(|a| !a.negative && a.kind == AtomKind::Fuzzy);
         let words = plain
             .map(|a| {
                 let w = a.needle_text().chars().collect::<String>().to_lowercase();
@@ -331,7 +405,13 @@ impl Fuzzy {
                 (w, finder)
             })
             .collect();
-        (perfect > 0).then(|| Fuzzy { mask: char_mask(&needle), pattern, perfect: perfect as f64, words, matcher })
+        (perfect > 0).then(|| Fuzzy {
+            mask: char_mask(&needle),
+            pattern,
+            perfect: perfect as f64,
+            words,
+            matcher,
+        })
     }
 
     /// Every session but the current one scoring at least the threshold.
@@ -386,7 +466,9 @@ impl Fuzzy {
 
 fn atom_score(atom: &Atom, hay: Utf32Str<'_>, long: bool, matcher: &mut Matcher) -> Option<u32> {
     if long && !atom.negative && atom.kind == AtomKind::Fuzzy {
-        matcher.fuzzy_match_greedy(hay, atom.needle_text()).map(u32::from)
+        matcher
+            .fuzzy_match_greedy(hay, atom.needle_text())
+            .map(u32::from)
     } else {
         atom.score(hay, matcher).map(u32::from)
     }
@@ -410,7 +492,11 @@ const COMPLETE_FUZZY_MIN: f64 = 0.3;
 /// prefixes do not fill `limit`) fuzzy matches on names and tags; the current
 /// project ahead of others; newest first on equal scores.
 pub(crate) fn complete(rows: &[Row], cwd: &str, prefix: &str, limit: usize) -> Vec<(f64, usize)> {
-    let p = prefix.trim().trim_start_matches('@').trim_start_matches('"').to_lowercase();
+    let p = prefix
+        .trim()
+        .trim_start_matches('@')
+        .trim_start_matches('"')
+        .to_lowercase();
     let p_slug = slug(&p);
     let word = format!(" {p}");
     let local_bonus = |row: &Row| if in_project(row, cwd) { 0.25 } else { 0.0 };
@@ -421,7 +507,9 @@ pub(crate) fn complete(rows: &[Row], cwd: &str, prefix: &str, limit: usize) -> V
             0.5
         } else if row.id_lower.starts_with(&p) {
             3.0
-        } else if row.names.iter().any(|n| n.starts_with(&p)) || row.slugs.iter().any(|s| s.starts_with(&p_slug)) {
+        } else if row.names.iter().any(|n| n.starts_with(&p))
+            || row.slugs.iter().any(|s| s.starts_with(&p_slug))
+        {
             2.5
         } else if row.names.iter().any(|n| n.contains(&word)) {
             2.0

@@ -61,7 +61,14 @@ impl Row {
                 }
             }
         }
-        Row { id_lower: entry.id.to_lowercase(), missing, entry, names, slugs, fields: Default::default() }
+        Row {
+            id_lower: entry.id.to_lowercase(),
+            missing,
+            entry,
+            names,
+            slugs,
+            fields: Default::default(),
+        }
     }
 
     pub fn fields(&self) -> &[Field] {
@@ -69,14 +76,22 @@ impl Row {
             let (entry, names) = (&self.entry, &self.names);
             let mut fields: Vec<Field> = names.iter().map(|n| field(n, 1.0, false)).collect();
             if !entry.tags.is_empty() {
-                fields.push(field(&without_references(&entry.tags.join(" ")), 0.95, false));
+                fields.push(field(
+                    &without_references(&entry.tags.join(" ")),
+                    0.95,
+                    false,
+                ));
             }
             if let Some(d) = entry.description.as_deref() {
                 fields.push(field(&clip(d, 160), 0.85, true));
             }
             // Sessions never indexed and never named are still found by what they started with.
             if let Some(m) = entry.first_message.as_deref() {
-                fields.push(field(&clip(m, 120), if names.is_empty() { 0.9 } else { 0.75 }, true));
+                fields.push(field(
+                    &clip(m, 120),
+                    if names.is_empty() { 0.9 } else { 0.75 },
+                    true,
+                ));
             }
             fields
         })
@@ -88,12 +103,21 @@ fn clip(text: &str, chars: usize) -> String {
 }
 
 fn field(text: &str, weight: f64, prose: bool) -> Field {
-    Field { mask: char_mask(text), lower: text.to_lowercase(), prose, text: Utf32String::from(text), weight }
+    Field {
+        mask: char_mask(text),
+        lower: text.to_lowercase(),
+        prose,
+        text: Utf32String::from(text),
+        weight,
+    }
 }
 
 /// How a name is looked up: whitespace runs as one space, lower-cased.
 pub(crate) fn name_key(name: &str) -> String {
-    name.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    name.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 /// Bit set of ASCII alphanumerics (case-folded); other characters are not
@@ -115,7 +139,10 @@ pub(crate) fn char_mask(text: &str) -> u64 {
 /// becomes one hyphen, so `Fix: login (v2)` is also `fix-login-v2`.
 pub fn loose_slug(name: &str) -> String {
     let lower = name.to_lowercase();
-    let parts: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|p| !p.is_empty()).collect();
+    let parts: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .collect();
     parts.join("-")
 }
 

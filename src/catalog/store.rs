@@ -58,7 +58,12 @@ pub(crate) struct Store {
 impl Store {
     pub fn new(sessions_dir: &Path, meta_dir: &Path, privacy: &PrivacyConfig) -> Store {
         let (sessions_dir, meta_dir) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
-        Store { sessions_dir, meta_dir, privacy: privacy.clone(), ..Store::default() }
+        Store {
+            sessions_dir,
+            meta_dir,
+            privacy: privacy.clone(),
+            ..Store::default()
+        }
     }
 
     /// An index connection of the agent directory (the index lives beside
@@ -79,7 +84,9 @@ impl Store {
         self.reload();
         if self.updated.is_none_or(|t| t.elapsed() >= within) {
             self.stamps = self.stamps();
-            let Some(index) = self.index.as_mut() else { return };
+            let Some(index) = self.index.as_mut() else {
+                return;
+            };
             match index.update(&self.sessions_dir, &self.meta_dir, Some(UPDATE_BUDGET)) {
                 Ok(report) => {
                     self.complete = report.stale == 0;
@@ -111,8 +118,16 @@ impl Store {
             dirs.extend(listing.flatten().map(|e| e.path()));
         }
         dirs.sort();
-        let hot = self.rows.iter().take(HOT_FILES).map(|r| r.entry.path.as_path());
-        dirs.iter().map(|d| d.as_path()).chain(hot).map(mtime).collect()
+        let hot = self
+            .rows
+            .iter()
+            .take(HOT_FILES)
+            .map(|r| r.entry.path.as_path());
+        dirs.iter()
+            .map(|d| d.as_path())
+            .chain(hot)
+            .map(mtime)
+            .collect()
     }
 
     /// After a full update through another connection (the background
@@ -165,13 +180,17 @@ impl Store {
     /// Relevance is `(score / best)^(1/8)`: the resolver's "clearly ahead"
     /// lead of 0.05 then means the best session scores about 1.5 times the next.
     pub fn rank(&self, reference: &str, cwd: &str) -> Vec<(String, f64)> {
-        let Some(index) = &self.index else { return Vec::new() };
+        let Some(index) = &self.index else {
+            return Vec::new();
+        };
         let hits = index.rank_reference(reference, cwd, 5).unwrap_or_default();
         let best = hits.first().map_or(0.0, |h| h.score);
         if best <= 0.0 {
             return Vec::new();
         }
-        hits.into_iter().map(|h| (h.session.id, (h.score / best).powf(0.125))).collect()
+        hits.into_iter()
+            .map(|h| (h.session.id, (h.score / best).powf(0.125)))
+            .collect()
     }
 
     /// The row of a session file, looked up by the path as listed or, for
@@ -181,7 +200,9 @@ impl Store {
             return Some(row);
         }
         let real = std::fs::canonicalize(path).ok()?;
-        let rel = real.strip_prefix(std::fs::canonicalize(&self.sessions_dir).ok()?).ok()?;
+        let rel = real
+            .strip_prefix(std::fs::canonicalize(&self.sessions_dir).ok()?)
+            .ok()?;
         let listed = self.sessions_dir.join(rel);
         self.rows.iter().find(|r| r.entry.path == listed)
     }
@@ -198,7 +219,10 @@ fn row(s: SessionRow) -> Row {
         created: s.created,
         modified_ms: s.modified_ms,
         parent_session: s.parent_session.filter(|p| !p.is_empty()),
-        first_message: s.first_message.map(|m| m.trim().to_string()).filter(|m| !m.is_empty()),
+        first_message: s
+            .first_message
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty()),
         has_meta: s.has_meta,
         id: s.id,
         path: s.path,
@@ -221,30 +245,49 @@ pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Op
             None => crate::session::read_header(path).ok().map(|h| h.id),
         }
     };
-    let files: Vec<(String, PathBuf)> =
-        crate::session::discovery::session_files(sessions_dir).into_iter().filter_map(|p| Some((id(&p)?, p))).collect();
-    let all = if id_like(q.reference) { Vec::new() } else { crate::meta::read_all(meta_dir) };
-    let mut metas: HashMap<String, SessionMeta> = all.into_iter().map(|m| (m.session_id.clone(), m)).collect();
+    let files: Vec<(String, PathBuf)> = crate::session::discovery::session_files(sessions_dir)
+        .into_iter()
+        .filter_map(|p| Some((id(&p)?, p)))
+        .collect();
+    let all = if id_like(q.reference) {
+        Vec::new()
+    } else {
+        crate::meta::read_all(meta_dir)
+    };
+    let mut metas: HashMap<String, SessionMeta> =
+        all.into_iter().map(|m| (m.session_id.clone(), m)).collect();
     let mut rows: Vec<Row> = files
         .iter()
         .map(|(id, path)| {
             let meta = metas.get(id);
-            let mut entry = meta.map_or_else(CatalogEntry::default, |m| meta_entry(sessions_dir, m));
+            let mut entry =
+                meta.map_or_else(CatalogEntry::default, |m| meta_entry(sessions_dir, m));
             (entry.id, entry.path, entry.has_meta) = (id.clone(), path.clone(), meta.is_some());
             Row::new(entry, None, false)
         })
         .collect();
     let listed: std::collections::HashSet<&str> = files.iter().map(|(id, _)| id.as_str()).collect();
-    let orphans = metas.values().filter(|m| !listed.contains(&m.session_id.as_str()));
+    let orphans = metas
+        .values()
+        .filter(|m| !listed.contains(&m.session_id.as_str()));
     rows.extend(orphans.map(|m| Row::new(meta_entry(sessions_dir, m), None, true)));
-    let Outcome::Found(i, rule) = resolve(&rows, q, false) else { return None };
+    let Outcome::Found(i, rule) = resolve(&rows, q, false) else {
+        return None;
+    };
     let found = rows.swap_remove(i);
     if found.missing {
         return Some((found, rule));
     }
-    let s = crate::session::summarize(&found.entry.path).ok().filter(|s| s.id == found.entry.id)?;
-    let meta = metas.remove(&s.id).or_else(|| crate::meta::read(meta_dir, &s.id).ok().flatten());
-    let from_meta = meta.as_ref().map(|m| meta_entry(sessions_dir, m)).unwrap_or_default();
+    let s = crate::session::summarize(&found.entry.path)
+        .ok()
+        .filter(|s| s.id == found.entry.id)?;
+    let meta = metas
+        .remove(&s.id)
+        .or_else(|| crate::meta::read(meta_dir, &s.id).ok().flatten());
+    let from_meta = meta
+        .as_ref()
+        .map(|m| meta_entry(sessions_dir, m))
+        .unwrap_or_default();
     let entry = CatalogEntry {
         id: s.id,
         path: found.entry.path,
@@ -256,13 +299,19 @@ pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Op
         first_message: s.first_message,
         ..from_meta
     };
-    Some((Row::new(entry, meta.as_ref().map(|m| m.name.as_str()), false), rule))
+    Some((
+        Row::new(entry, meta.as_ref().map(|m| m.name.as_str()), false),
+        rule,
+    ))
 }
 
 /// A session as its meta file describes it.
 fn meta_entry(sessions_dir: &Path, m: &SessionMeta) -> CatalogEntry {
-    let path =
-        if m.session_file.is_empty() { sessions_dir.join(&m.session_id) } else { PathBuf::from(&m.session_file) };
+    let path = if m.session_file.is_empty() {
+        sessions_dir.join(&m.session_id)
+    } else {
+        PathBuf::from(&m.session_file)
+    };
     let text = |s: &str| (!s.trim().is_empty()).then(|| s.to_string());
     CatalogEntry {
         id: m.session_id.clone(),

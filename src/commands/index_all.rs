@@ -36,15 +36,23 @@ pub struct Survey {
 
 /// Survey the index's `rows` of `cwd`'s project, or of every project (`None`).
 pub fn survey(rows: &[SessionRow], meta_dir: &Path, cwd: Option<&str>) -> Survey {
-    let listed: Vec<&SessionRow> =
-        rows.iter().filter(|r| cwd.is_none_or(|c| discovery::in_project(&r.path, c))).collect();
-    let mut out = Survey { sessions: listed.len(), ..Survey::default() };
+    let listed: Vec<&SessionRow> = rows
+        .iter()
+        .filter(|r| cwd.is_none_or(|c| discovery::in_project(&r.path, c)))
+        .collect();
+    let mut out = Survey {
+        sessions: listed.len(),
+        ..Survey::default()
+    };
     for s in listed {
         let written = crate::meta::meta_path(meta_dir, &s.id)
             .ok()
             .and_then(|p| std::fs::metadata(p).ok())
             .and_then(|m| m.modified().ok())
-            .map(|t| t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
+            .map(|t| {
+                t.duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64)
+            });
         match written {
             Some(ms) if ms >= s.last_activity_ms => out.indexed += 1,
             Some(_) => {
@@ -64,16 +72,31 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
     let running = app.bulk.lock().ok().and_then(|mut b| b.take());
     if let Some(cancel) = running {
         cancel.store(true, Ordering::SeqCst);
-        return done(app, "Bulk indexing cancelled (after the session in progress)".into());
+        return done(
+            app,
+            "Bulk indexing cancelled (after the session in progress)".into(),
+        );
     }
     if args.contains(&"--cancel") {
         return done(app, "No bulk indexing is running".into());
     }
     if let Some(unknown) = args.iter().find(|a| !["--all", OVER_CAP].contains(a)) {
-        return failed(app, format!("/{}: unknown argument {unknown} (use --all or --cancel)", call.command));
+        return failed(
+            app,
+            format!(
+                "/{}: unknown argument {unknown} (use --all or --cancel)",
+                call.command
+            ),
+        );
     }
     if !app.config_ok() {
-        return failed(app, format!("session-index config is invalid: {}", app.config_problems.join("; ")));
+        return failed(
+            app,
+            format!(
+                "session-index config is invalid: {}",
+                app.config_problems.join("; ")
+            ),
+        );
     }
     if let Some(ask) = ask_over_cap(app, call) {
         return ask;
@@ -84,9 +107,17 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
     };
     let (meta_dir, every) = (app.meta_dir(&call.ctx), args.contains(&"--all"));
     let found = survey(&rows, &meta_dir, (!every).then_some(call.ctx.cwd.as_str()));
-    let scope = if every { "every project" } else { "this project" };
+    let scope = if every {
+        "every project"
+    } else {
+        "this project"
+    };
     if found.todo.is_empty() {
-        let text = format!("All {} sessions of {scope} have an up-to-date meta{}", found.sessions, left(&report));
+        let text = format!(
+            "All {} sessions of {scope} have an up-to-date meta{}",
+            found.sessions,
+            left(&report)
+        );
         return done(app, text);
     }
     let cancel = Arc::new(AtomicBool::new(false));
@@ -123,7 +154,11 @@ pub fn left(report: &UpdateReport) -> String {
 
 fn done(app: &App, text: String) -> CommandResult {
     app.host.notify(&text, NotifyLevel::Info);
-    CommandResult { ok: true, message: Some(text), ..CommandResult::default() }
+    CommandResult {
+        ok: true,
+        message: Some(text),
+        ..CommandResult::default()
+    }
 }
 
 fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, over_cap_ok: bool) {
@@ -135,8 +170,8 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
             stopped = Some("cancelled".to_string());
             break;
         }
-        if let Some(reached) =
-            crate::spend::over_cap(app.config.spending.daily_cap_usd, meta_dir).filter(|_| !over_cap_ok)
+        if let Some(reached) = crate::spend::over_cap(app.config.spending.daily_cap_usd, meta_dir)
+            .filter(|_| !over_cap_ok)
         {
             stopped = Some(reached);
             break;
@@ -158,7 +193,11 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
                 crate::spend::record(&app.spent, meta_dir, crate::spend::Kind::Indexing, cost);
             }
             // Sessions that privacy.exclude keeps out are not failures.
-            Ok(IndexOutcome::Skipped { .. }) | Err(job::Failure { error: job::IndexError::Excluded(_), .. }) => {}
+            Ok(IndexOutcome::Skipped { .. })
+            | Err(job::Failure {
+                error: job::IndexError::Excluded(_),
+                ..
+            }) => {}
             Err(failure) => {
                 failures += 1;
                 tracing::warn!("bulk indexing {}: {}", path.display(), failure.error);
@@ -167,7 +206,10 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
     }
     if let Ok(mut bulk) = app.bulk.lock() {
         // Only this run's flag: a newer run may have started after a cancel.
-        if bulk.as_ref().is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), cancel)) {
+        if bulk
+            .as_ref()
+            .is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), cancel))
+        {
             *bulk = None;
         }
     }
@@ -179,5 +221,6 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
         text.push_str(&format!("; stopped: {why}"));
     }
     app.show_status("indexing", &text, true);
-    app.host.notify(&format!("session-index {text}"), NotifyLevel::Info);
+    app.host
+        .notify(&format!("session-index {text}"), NotifyLevel::Info);
 }

@@ -39,16 +39,32 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         (true, Some(_)) => "daily spending cap reached: automatic indexing paused",
         (true, None) => "ok",
     };
-    let mut lines = vec![format!("session-index {} — {health}", env!("CARGO_PKG_VERSION"))];
-    let route =
-        if config.use_host_models && app.host.can_complete() { "through pi's model registry" } else { "own API keys" };
+    let mut lines = vec![format!(
+        "session-index {} — {health}",
+        env!("CARGO_PKG_VERSION")
+    )];
+    let route = if config.use_host_models && app.host.can_complete() {
+        "through pi's model registry"
+    } else {
+        "own API keys"
+    };
     lines.push(match newest_meta(&meta_dir) {
         Some(m) => {
-            let why =
-                m.model_choice.as_deref().map(choice_label).filter(|w| !w.is_empty()).unwrap_or("reason not recorded");
-            format!("Model: {} ({why}; last index {}), {route}", m.model, m.updated_at)
+            let why = m
+                .model_choice
+                .as_deref()
+                .map(choice_label)
+                .filter(|w| !w.is_empty())
+                .unwrap_or("reason not recorded");
+            format!(
+                "Model: {} ({why}; last index {}), {route}",
+                m.model, m.updated_at
+            )
         }
-        None => format!("Model: none used yet; modelKeys {} {route}", config.model_keys.join(", ")),
+        None => format!(
+            "Model: none used yet; modelKeys {} {route}",
+            config.model_keys.join(", ")
+        ),
     });
     lines.push(format!(
         "Sessions: {} in all, {} indexed, {} stale, {} without meta; this project {} ({} to index){}",
@@ -60,7 +76,10 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         here.todo.len(),
         left(&report)
     ));
-    let cap = config.spending.daily_cap_usd.map_or("no daily cap".to_string(), |c| format!("cap ${c:.2}/day"));
+    let cap = config
+        .spending
+        .daily_cap_usd
+        .map_or("no daily cap".to_string(), |c| format!("cap ${c:.2}/day"));
     let today = ledger.today();
     lines.push(format!(
         "Spent: this session ${:.4}; today ${:.4} ({cap}); all time ${:.4} (indexing ${:.4}, queries ${:.4})",
@@ -71,7 +90,10 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         ledger.total.queries
     ));
     if !app.config_problems.is_empty() {
-        lines.push(format!("Config problems: {}", app.config_problems.join("; ")));
+        lines.push(format!(
+            "Config problems: {}",
+            app.config_problems.join("; ")
+        ));
     }
     let names = &config.commands;
     lines.push(format!(
@@ -86,7 +108,12 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         "spentUsd": {"session": session.total(), "today": today.total(), "allTime": ledger.total.total()},
         "configProblems": app.config_problems,
     });
-    CommandResult { ok: true, message: Some(text), details, ..CommandResult::default() }
+    CommandResult {
+        ok: true,
+        message: Some(text),
+        details,
+        ..CommandResult::default()
+    }
 }
 
 /// The meta file written last (by modification time).

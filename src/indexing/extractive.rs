@@ -11,8 +11,8 @@ mod entities;
 use entities::entities;
 
 use crate::indexing::summary::{
-    normalize_tags, IndexSummary, MAX_DESCRIPTION_CHARS, MAX_ITEM_CHARS, MAX_LIST_ITEMS, MAX_NAME_CHARS,
-    MAX_SUMMARY_CHARS, MAX_TAGS, MIN_TAGS,
+    normalize_tags, IndexSummary, MAX_DESCRIPTION_CHARS, MAX_ITEM_CHARS, MAX_LIST_ITEMS,
+    MAX_NAME_CHARS, MAX_SUMMARY_CHARS, MAX_TAGS, MIN_TAGS,
 };
 use crate::session::{Entry, EntryKind};
 use crate::text::{clip, flat, Keep};
@@ -72,15 +72,33 @@ const STOPWORDS: &str = "\
 /// Build the index document for a session.
 pub fn summarize(input: &ExtractiveInput<'_>) -> IndexSummary {
     let messages = texts(input.branch);
-    let user: Vec<&str> = messages.iter().filter(|(role, _)| *role == Role::User).map(|(_, t)| t.as_str()).collect();
-    let assistant: Vec<&str> =
-        messages.iter().filter(|(role, _)| *role == Role::Assistant).map(|(_, t)| t.as_str()).collect();
+    let user: Vec<&str> = messages
+        .iter()
+        .filter(|(role, _)| *role == Role::User)
+        .map(|(_, t)| t.as_str())
+        .collect();
+    let assistant: Vec<&str> = messages
+        .iter()
+        .filter(|(role, _)| *role == Role::Assistant)
+        .map(|(_, t)| t.as_str())
+        .collect();
     // The project: the last directory of the cwd.
-    let project = input.cwd.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next().unwrap_or_default().to_string();
+    let project = input
+        .cwd
+        .trim_end_matches(['/', '\\'])
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or_default()
+        .to_string();
     // The opening request: the first user message that asks for something ("Hello?" does not).
     let requests: Vec<String> = user.iter().map(|t| request_text(t)).collect();
     let asks = |r: &&String| strip_fillers(r).split_whitespace().count() >= 3;
-    let first_request = requests.iter().find(asks).or(requests.first()).cloned().unwrap_or_default();
+    let first_request = requests
+        .iter()
+        .find(asks)
+        .or(requests.first())
+        .cloned()
+        .unwrap_or_default();
     let terms = terms(&messages, &project);
     let entities: Vec<String> = messages.iter().flat_map(|(_, t)| entities(t)).collect();
 
@@ -90,12 +108,39 @@ pub fn summarize(input: &ExtractiveInput<'_>) -> IndexSummary {
 
     let name = match input.session_name.map(flat).filter(|n| !n.is_empty()) {
         Some(name) => clip(&name, MAX_NAME_CHARS, Keep::Head),
-        None => make_name(&first_request, &terms, &entities, &main_file(&messages, input.files), &project),
+        None => make_name(
+            &first_request,
+            &terms,
+            &entities,
+            &main_file(&messages, input.files),
+            &project,
+        ),
     };
-    let description = make_description(&first_request, &outcome, user.len(), input.files, &project, &terms);
-    let summary = make_summary(&first_request, &user, &decisions, &outcome, &open_tasks, input.files);
+    let description = make_description(
+        &first_request,
+        &outcome,
+        user.len(),
+        input.files,
+        &project,
+        &terms,
+    );
+    let summary = make_summary(
+        &first_request,
+        &user,
+        &decisions,
+        &outcome,
+        &open_tasks,
+        input.files,
+    );
     let tags = make_tags(&entities, &terms, input.files, &project);
-    IndexSummary { name, description, summary, tags, decisions, open_tasks }
+    IndexSummary {
+        name,
+        description,
+        summary,
+        tags,
+        decisions,
+        open_tasks,
+    }
 }
 
 /// `name` made distinct from the `taken` names (compared by [`name_key`]):
@@ -103,8 +148,14 @@ pub fn summarize(input: &ExtractiveInput<'_>) -> IndexSummary {
 pub fn distinct_name(name: &str, taken: &[String], topics: &[String], date: &str) -> String {
     let taken: HashSet<String> = taken.iter().map(|n| name_key(n)).collect();
     let lower = name.to_lowercase();
-    let topics = topics.iter().filter(|t| !lower.contains(&t.to_lowercase())).map(|t| format!("{name}, {t}"));
-    let dated = [format!("{name} ({date})"), format!("{name} ({date}, {})", taken.len() + 1)];
+    let topics = topics
+        .iter()
+        .filter(|t| !lower.contains(&t.to_lowercase()))
+        .map(|t| format!("{name}, {t}"));
+    let dated = [
+        format!("{name} ({date})"),
+        format!("{name} ({date}, {})", taken.len() + 1),
+    ];
     std::iter::once(name.to_string())
         .chain(topics)
         .chain(dated)
@@ -115,7 +166,11 @@ pub fn distinct_name(name: &str, taken: &[String], topics: &[String], date: &str
 
 /// What two names are compared by: their lower-case words.
 pub fn name_key(name: &str) -> String {
-    name.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ").to_lowercase()
+    name.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,11 +183,20 @@ enum Role {
 fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
     let mut out = Vec::new();
     for entry in branch {
-        let EntryKind::Message(message) = &entry.kind else { continue };
-        let Some((who, text)) = crate::views::message_text(message) else { continue };
-        let role = if who == "User" { Role::User } else { Role::Assistant };
+        let EntryKind::Message(message) = &entry.kind else {
+            continue;
+        };
+        let Some((who, text)) = crate::views::message_text(message) else {
+            continue;
+        };
+        let role = if who == "User" {
+            Role::User
+        } else {
+            Role::Assistant
+        };
         // Meta files are shown to users and injected into prompts: no pasted secret may land there.
-        let text = crate::mentions::without_references(&crate::redact::session_text(&text)).into_owned();
+        let text =
+            crate::mentions::without_references(&crate::redact::session_text(&text)).into_owned();
         if !text.trim().is_empty() {
             out.push((role, text));
         }
@@ -144,8 +208,18 @@ fn texts(branch: &[&Entry]) -> Vec<(Role, String)> {
 fn request_text(text: &str) -> String {
     let all = sentences(text);
     let greeting = |s: &&String| strip_fillers(s).split_whitespace().count() <= 1 && all.len() > 1;
-    let ended = |s: &String| if s.ends_with(['.', '!', '?']) { s.clone() } else { format!("{s}.") };
-    all.iter().skip_while(greeting).map(ended).collect::<Vec<_>>().join(" ")
+    let ended = |s: &String| {
+        if s.ends_with(['.', '!', '?']) {
+            s.clone()
+        } else {
+            format!("{s}.")
+        }
+    };
+    all.iter()
+        .skip_while(greeting)
+        .map(ended)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Sentences of `text` (split at line ends and at `. `, `! `, `? `).
@@ -168,7 +242,11 @@ fn sentences(text: &str) -> Vec<String> {
 
 /// Keeps real sentences: a fragment ending in `:` only introduces a list.
 fn push_sentence(out: &mut Vec<String>, text: &str) {
-    let text = flat(&text.trim_start_matches(['-', '*', '#', '>', ' ']).replace("**", ""));
+    let text = flat(
+        &text
+            .trim_start_matches(['-', '*', '#', '>', ' '])
+            .replace("**", ""),
+    );
     if text.chars().any(char::is_alphanumeric) && !text.ends_with(':') {
         out.push(text);
     }
@@ -181,7 +259,9 @@ fn has_any(lower: &str, markers: &str) -> bool {
 
 /// The first of the `|`-separated `words` that `lower` starts with, as whole words.
 fn leading(lower: &str, words: &'static str) -> Option<&'static str> {
-    words.split('|').find(|w| lower.starts_with(w) && !lower[w.len()..].starts_with(char::is_alphanumeric))
+    words
+        .split('|')
+        .find(|w| lower.starts_with(w) && !lower[w.len()..].starts_with(char::is_alphanumeric))
 }
 
 /// The newest assistant statement that is not a to-do (those go to Next Steps).
@@ -192,7 +272,9 @@ fn outcome(assistant: &[&str]) -> String {
             .filter(|s| {
                 let lower = s.to_lowercase();
                 // "Done." or a list number says nothing about the outcome.
-                s.split_whitespace().count() >= 4 && !has_any(&lower, TASK_MARKERS) && !has_any(&lower, OFFERS)
+                s.split_whitespace().count() >= 4
+                    && !has_any(&lower, TASK_MARKERS)
+                    && !has_any(&lower, OFFERS)
             })
             .take(2)
             .collect();
@@ -212,7 +294,9 @@ fn decisions(messages: &[(Role, String)]) -> Vec<String> {
             && messages[i + 1..]
                 .iter()
                 .find(|(r, _)| *r == Role::User)
-                .is_some_and(|(_, reply)| leading(&reply.trim_start().to_lowercase(), REJECTIONS).is_none());
+                .is_some_and(|(_, reply)| {
+                    leading(&reply.trim_start().to_lowercase(), REJECTIONS).is_none()
+                });
         for sentence in sentences(text) {
             let lower = sentence.to_lowercase();
             let stated = has_any(&lower, DECISION_MARKERS)
@@ -226,7 +310,9 @@ fn decisions(messages: &[(Role, String)]) -> Vec<String> {
             if stated
                 && !sentence.ends_with('?')
                 && (3..=80).contains(&words)
-                && !found.iter().any(|f| lower.contains(f.to_lowercase().trim_end_matches(['.', '…'])))
+                && !found
+                    .iter()
+                    .any(|f| lower.contains(f.to_lowercase().trim_end_matches(['.', '…'])))
             {
                 found.push(clip(&sentence, MAX_ITEM_CHARS, Keep::Head));
             }
@@ -241,8 +327,14 @@ fn decisions(messages: &[(Role, String)]) -> Vec<String> {
 fn open_tasks(messages: &[(Role, String)]) -> Vec<String> {
     let mut seen = HashSet::new();
     let mut found = Vec::new();
-    let last_answer = messages.iter().rposition(|(role, _)| *role == Role::Assistant);
-    for (i, (role, text)) in messages.iter().enumerate().skip(messages.len().saturating_sub(8)) {
+    let last_answer = messages
+        .iter()
+        .rposition(|(role, _)| *role == Role::Assistant);
+    for (i, (role, text)) in messages
+        .iter()
+        .enumerate()
+        .skip(messages.len().saturating_sub(8))
+    {
         let unanswered = *role == Role::User && last_answer.is_none_or(|a| a < i);
         let closing = *role == Role::Assistant && Some(i) == last_answer;
         for sentence in sentences(text) {
@@ -263,7 +355,9 @@ fn open_tasks(messages: &[(Role, String)]) -> Vec<String> {
 fn strip_fillers(text: &str) -> &str {
     let mut rest = text.trim();
     loop {
-        let Some(filler) = leading(&rest.to_lowercase(), FILLERS) else { return rest };
+        let Some(filler) = leading(&rest.to_lowercase(), FILLERS) else {
+            return rest;
+        };
         rest = rest[filler.len()..].trim_start_matches([',', ' ', ':', '!', '.']);
     }
 }
@@ -284,7 +378,8 @@ struct Term {
 /// singular; the project's own name is left out (every session has it).
 fn terms(messages: &[(Role, String)], project: &str) -> Vec<Term> {
     let stop: HashSet<&str> = STOPWORDS.split_whitespace().collect();
-    let mut counts: BTreeMap<String, (usize, usize, usize, BTreeMap<String, usize>)> = BTreeMap::new();
+    let mut counts: BTreeMap<String, (usize, usize, usize, BTreeMap<String, usize>)> =
+        BTreeMap::new();
     let mut position = 0;
     for (role, text) in messages {
         let weight = if *role == Role::User { 3 } else { 1 };
@@ -293,14 +388,21 @@ fn terms(messages: &[(Role, String)], project: &str) -> Vec<Term> {
             let word = raw.trim_matches(|c: char| c == '-' || c == '\'' || c == '_');
             let key = word.to_lowercase();
             let chars = key.chars().count();
-            if !(4..=30).contains(&chars) || !key.starts_with(char::is_alphabetic) || stop.contains(key.as_str()) {
+            if !(4..=30).contains(&chars)
+                || !key.starts_with(char::is_alphabetic)
+                || stop.contains(key.as_str())
+            {
                 continue;
             }
             let key = match key.strip_suffix('s') {
-                Some(singular) if chars > 4 && counts.contains_key(singular) => singular.to_string(),
+                Some(singular) if chars > 4 && counts.contains_key(singular) => {
+                    singular.to_string()
+                }
                 _ => key,
             };
-            let entry = counts.entry(key).or_insert((0, 0, position, BTreeMap::new()));
+            let entry = counts
+                .entry(key)
+                .or_insert((0, 0, position, BTreeMap::new()));
             entry.0 += weight;
             entry.1 += usize::from(*role == Role::User);
             *entry.3.entry(word.to_string()).or_default() += 1;
@@ -311,10 +413,20 @@ fn terms(messages: &[(Role, String)], project: &str) -> Vec<Term> {
         .into_iter()
         .filter(|(key, (score, ..))| *score >= 3 && *key != project)
         .map(|(key, (score, by_user, first, forms))| {
-            let shown = forms.into_iter().max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0))).map(|f| f.0);
+            let shown = forms
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+                .map(|f| f.0);
             // "GitHub" and "JWT" keep their case, a capitalised plain word does not.
-            let shown = shown.filter(|s| s.chars().skip(1).any(char::is_uppercase) && s.to_lowercase() == key);
-            Term { shown: shown.unwrap_or_else(|| key.clone()), key, score, by_user, first }
+            let shown = shown
+                .filter(|s| s.chars().skip(1).any(char::is_uppercase) && s.to_lowercase() == key);
+            Term {
+                shown: shown.unwrap_or_else(|| key.clone()),
+                key,
+                score,
+                by_user,
+                first,
+            }
         })
         .collect();
     ranked.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.key.cmp(&b.key)));
@@ -323,39 +435,67 @@ fn terms(messages: &[(Role, String)], project: &str) -> Vec<Term> {
 
 /// Words as terms are counted: letters, digits, `-`, `_` and `'`.
 fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_' || c == '\'')).filter(|w| !w.is_empty())
+    text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_' || c == '\''))
+        .filter(|w| !w.is_empty())
 }
 
 /// The modified file the conversation names most (its file name), if any.
 fn main_file(messages: &[(Role, String)], files: &FilesTouched) -> String {
     let base = |path: &str| path.rsplit(['/', '\\']).next().unwrap_or(path).to_string();
     let weight = |role: &Role| if *role == Role::User { 3 } else { 1 };
-    let mentions = |name: &str| messages.iter().map(|(r, t)| weight(r) * t.matches(name).count()).sum::<usize>();
+    let mentions = |name: &str| {
+        messages
+            .iter()
+            .map(|(r, t)| weight(r) * t.matches(name).count())
+            .sum::<usize>()
+    };
     let names: Vec<String> = files.modified.iter().map(|p| base(p)).collect();
-    names.iter().max_by_key(|n| (mentions(n), std::cmp::Reverse(*n))).cloned().unwrap_or_default()
+    names
+        .iter()
+        .max_by_key(|n| (mentions(n), std::cmp::Reverse(*n)))
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// A title of at most 8 words: the opening request when the session stayed
 /// on it (it shares one of the eight dominant terms, used again later), else the three terms the
 /// user used most; then the ticket or the file the session is about, if any.
-fn make_name(first_request: &str, terms: &[Term], entities: &[String], file: &str, project: &str) -> String {
-    let ticket = entities.iter().find_map(|e| e.strip_prefix("ticket:")).unwrap_or_default();
+fn make_name(
+    first_request: &str,
+    terms: &[Term],
+    entities: &[String],
+    file: &str,
+    project: &str,
+) -> String {
+    let ticket = entities
+        .iter()
+        .find_map(|e| e.strip_prefix("ticket:"))
+        .unwrap_or_default();
     let tail = if ticket.is_empty() { file } else { ticket };
     let budget = if tail.is_empty() { 8 } else { 7 };
-    let request = Some(strip_fillers(first_request)).filter(|r| !r.is_empty()).unwrap_or(first_request);
-    let request_words: Vec<String> = words(request).map(str::to_lowercase).filter(|w| w.len() >= 4).collect();
+    let request = Some(strip_fillers(first_request))
+        .filter(|r| !r.is_empty())
+        .unwrap_or(first_request);
+    let request_words: Vec<String> = words(request)
+        .map(str::to_lowercase)
+        .filter(|w| w.len() >= 4)
+        .collect();
     // A term of the opening request only (score 3) does not make it the topic.
-    let on_topic = terms.iter().take(8).any(|t| t.score > 3 && request_words.iter().any(|w| w.starts_with(&t.key)));
+    let on_topic = terms
+        .iter()
+        .take(8)
+        .any(|t| t.score > 3 && request_words.iter().any(|w| w.starts_with(&t.key)));
     let top: Vec<&Term> = terms.iter().filter(|t| t.by_user > 0).take(3).collect();
     let repeated = top.iter().any(|t| t.score > 3);
-    let mut words: Vec<String> = if on_topic || !repeated || top.len() < 2 || request_words.is_empty() {
-        phrase(request, budget)
-    } else {
-        let mut top = top;
-        top.sort_by_key(|t| t.first);
-        let shown: Vec<&str> = top.iter().map(|t| t.shown.as_str()).collect();
-        shown.join(", ").split(' ').map(str::to_string).collect()
-    };
+    let mut words: Vec<String> =
+        if on_topic || !repeated || top.len() < 2 || request_words.is_empty() {
+            phrase(request, budget)
+        } else {
+            let mut top = top;
+            top.sort_by_key(|t| t.first);
+            let shown: Vec<&str> = top.iter().map(|t| t.shown.as_str()).collect();
+            shown.join(", ").split(' ').map(str::to_string).collect()
+        };
     if words.is_empty() {
         words.push("Session".into());
     }
@@ -368,7 +508,12 @@ fn make_name(first_request: &str, terms: &[Term], entities: &[String], file: &st
         words.extend(["in".to_string(), project.to_string()]);
     }
     let name = words.join(" ");
-    let cased: String = name.chars().take(1).flat_map(char::to_uppercase).chain(name.chars().skip(1)).collect();
+    let cased: String = name
+        .chars()
+        .take(1)
+        .flat_map(char::to_uppercase)
+        .chain(name.chars().skip(1))
+        .collect();
     clip(&cased, MAX_NAME_CHARS, Keep::Head)
 }
 
@@ -382,9 +527,16 @@ fn phrase(text: &str, budget: usize) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     let mut raws = text.split_whitespace().peekable();
     while let Some(raw) = raws.next() {
-        let word =
-            raw.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '.' | '!' | '?' | '"' | '\'' | '(' | ')' | '`'));
-        let file = word.rsplit('/').next().filter(|f| word.contains('/') && f.contains('.'));
+        let word = raw.trim_matches(|c: char| {
+            matches!(
+                c,
+                ',' | ';' | ':' | '.' | '!' | '?' | '"' | '\'' | '(' | ')' | '`'
+            )
+        });
+        let file = word
+            .rsplit('/')
+            .next()
+            .filter(|f| word.contains('/') && f.contains('.'));
         let word = file.unwrap_or(word);
         if raw.starts_with('(') && words.len() >= 4 {
             break;
@@ -395,7 +547,10 @@ fn phrase(text: &str, budget: usize) -> Vec<String> {
         let clause_end = raw.ends_with([',', ';', ':', '.', '!', '?']);
         if words.len() >= budget || (words.len() >= 4 && clause_end) {
             if !clause_end && raws.peek().is_some() {
-                let half = words.iter().rposition(dangling).filter(|&i| i + 3 >= words.len() && i >= 2);
+                let half = words
+                    .iter()
+                    .rposition(dangling)
+                    .filter(|&i| i + 3 >= words.len() && i >= 2);
                 words.truncate(half.unwrap_or(words.len()));
             }
             break;
@@ -415,14 +570,28 @@ fn make_description(
     project: &str,
     terms: &[Term],
 ) -> String {
-    let project = if project.is_empty() { "an unknown project" } else { project };
-    let asked = format!("Asked: {}", end_sentence(&clip(first_request, 240, Keep::Head)));
-    let mut out =
-        if first_request.is_empty() { format!("A session in {project} with no user request yet.") } else { asked };
+    let project = if project.is_empty() {
+        "an unknown project"
+    } else {
+        project
+    };
+    let asked = format!(
+        "Asked: {}",
+        end_sentence(&clip(first_request, 240, Keep::Head))
+    );
+    let mut out = if first_request.is_empty() {
+        format!("A session in {project} with no user request yet.")
+    } else {
+        asked
+    };
     let plural = if user_messages == 1 { "" } else { "s" };
     out.push_str(&format!(" {user_messages} user message{plural}"));
     if !files.modified.is_empty() {
-        out.push_str(&format!(", {} file(s) modified ({})", files.modified.len(), list_preview(&files.modified, 3)));
+        out.push_str(&format!(
+            ", {} file(s) modified ({})",
+            files.modified.len(),
+            list_preview(&files.modified, 3)
+        ));
     } else if !files.read.is_empty() {
         out.push_str(&format!(", {} file(s) read", files.read.len()));
     }
@@ -432,7 +601,10 @@ fn make_description(
         out.push_str(&format!(" Topics: {}.", shown.join(", ")));
     }
     if !outcome.is_empty() {
-        out.push_str(&format!(" Latest: {}", end_sentence(&clip(outcome, 300, Keep::Head))));
+        out.push_str(&format!(
+            " Latest: {}",
+            end_sentence(&clip(outcome, 300, Keep::Head))
+        ));
     }
     clip(&out, MAX_DESCRIPTION_CHARS, Keep::Head)
 }
@@ -467,38 +639,76 @@ fn make_summary(
             items.iter().map(|i| format!("- {i}\n")).collect()
         }
     };
-    let or = |text: &str, empty: &str| if text.is_empty() { empty.to_string() } else { clip(text, 600, Keep::Head) };
-    let later: Vec<String> =
-        user.iter().skip(1).map(|t| clip(&request_text(t), 160, Keep::Head)).filter(|t| !t.is_empty()).collect();
+    let or = |text: &str, empty: &str| {
+        if text.is_empty() {
+            empty.to_string()
+        } else {
+            clip(text, 600, Keep::Head)
+        }
+    };
+    let later: Vec<String> = user
+        .iter()
+        .skip(1)
+        .map(|t| clip(&request_text(t), 160, Keep::Head))
+        .filter(|t| !t.is_empty())
+        .collect();
     let later = &later[later.len().saturating_sub(5)..];
     let mut out = format!("## Goal\n{}\n", or(first_request, "No request yet."));
     if !later.is_empty() {
         out.push_str(&format!("\nLater requests:\n{}", bullets(later, "")));
     }
     let decisions = bullets(decisions, "None stated.");
-    out.push_str(&format!("\n## Key Decisions\n{decisions}\n## Outcome\n{}\n", or(outcome, "No answer yet.")));
+    out.push_str(&format!(
+        "\n## Key Decisions\n{decisions}\n## Outcome\n{}\n",
+        or(outcome, "No answer yet.")
+    ));
     for (label, list) in [("modified", &files.modified), ("read", &files.read)] {
         if !list.is_empty() {
             out.push_str(&format!("- Files {label}: {}\n", list_preview(list, 12)));
         }
     }
-    out.push_str(&format!("\n## Next Steps\n{}", bullets(open_tasks, "None stated.")));
+    out.push_str(&format!(
+        "\n## Next Steps\n{}",
+        bullets(open_tasks, "None stated.")
+    ));
     clip(out.trim_end(), MAX_SUMMARY_CHARS, Keep::Head)
 }
 
 /// Entity tags (tickets, issues, project, files changed), then the dominant terms.
-fn make_tags(entities: &[String], terms: &[Term], files: &FilesTouched, project: &str) -> Vec<String> {
-    let mut tags: Vec<String> = normalize_tags(entities.to_vec()).into_iter().take(6).collect();
+fn make_tags(
+    entities: &[String],
+    terms: &[Term],
+    files: &FilesTouched,
+    project: &str,
+) -> Vec<String> {
+    let mut tags: Vec<String> = normalize_tags(entities.to_vec())
+        .into_iter()
+        .take(6)
+        .collect();
     if !project.is_empty() {
         tags.push(format!("project:{project}"));
     }
     for path in files.modified.iter().take(3) {
-        let shown = if path.chars().count() <= 70 { path.as_str() } else { path.rsplit('/').next().unwrap_or(path) };
+        let shown = if path.chars().count() <= 70 {
+            path.as_str()
+        } else {
+            path.rsplit('/').next().unwrap_or(path)
+        };
         tags.push(format!("file:{shown}"));
     }
     // `gw-142` next to `ticket:GW-142` says nothing new.
-    let said = |term: &str| entities.iter().any(|e| e.to_lowercase().ends_with(&format!(":{term}")));
-    tags.extend(terms.iter().filter(|t| !said(&t.key)).take(MAX_TAGS).map(|t| t.key.clone()));
+    let said = |term: &str| {
+        entities
+            .iter()
+            .any(|e| e.to_lowercase().ends_with(&format!(":{term}")))
+    };
+    tags.extend(
+        terms
+            .iter()
+            .filter(|t| !said(&t.key))
+            .take(MAX_TAGS)
+            .map(|t| t.key.clone()),
+    );
     let mut tags = normalize_tags(tags);
     for fallback in FALLBACK_TAGS {
         if tags.len() < MIN_TAGS && !tags.iter().any(|t| t == fallback) {

@@ -18,9 +18,10 @@ fn branch(messages: &[(Role, String)]) -> Vec<Entry> {
         parent_id: None,
         timestamp: 0,
         kind: EntryKind::Message(match role {
-            Role::User => {
-                AgentMessage::User { content: [Block::Text(BoundedText::whole(&**text))].into(), timestamp: 0 }
-            }
+            Role::User => AgentMessage::User {
+                content: [Block::Text(BoundedText::whole(&**text))].into(),
+                timestamp: 0,
+            },
             Role::Assistant => AgentMessage::Assistant {
                 content: [Block::Text(BoundedText::whole(&**text))].into(),
                 error_message: None,
@@ -28,13 +29,22 @@ fn branch(messages: &[(Role, String)]) -> Vec<Entry> {
             },
         }),
     };
-    messages.iter().enumerate().map(|(i, m)| entry(i, m)).collect()
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| entry(i, m))
+        .collect()
 }
 
 fn index(messages: &[(Role, String)], files: &FilesTouched) -> IndexSummary {
     let entries = branch(messages);
     let refs: Vec<&Entry> = entries.iter().collect();
-    summarize(&ExtractiveInput { branch: &refs, session_name: None, cwd: "/home/u/gitclaw", files })
+    summarize(&ExtractiveInput {
+        branch: &refs,
+        session_name: None,
+        cwd: "/home/u/gitclaw",
+        files,
+    })
 }
 
 #[test]
@@ -49,9 +59,15 @@ fn a_name_says_what_the_session_did_not_how_it_opened() {
         user("Write the runaway cost controls idea into THE-IDEA.md"),
         assistant("Written THE-IDEA.md with the cost controls."),
     ];
-    let files = FilesTouched { read: vec![], modified: vec!["docs/THE-IDEA.md".into()] };
+    let files = FilesTouched {
+        read: vec![],
+        modified: vec!["docs/THE-IDEA.md".into()],
+    };
     let name = index(&messages, &files).name;
-    assert!(name.starts_with("Cost, runaway, controls") || name.contains("cost"), "{name}");
+    assert!(
+        name.starts_with("Cost, runaway, controls") || name.contains("cost"),
+        "{name}"
+    );
     assert!(name.ends_with(": THE-IDEA.md"), "{name}");
     assert!(!name.to_lowercase().contains("sky"), "{name}");
     assert!(name.split_whitespace().count() <= 8, "{name}");
@@ -63,12 +79,29 @@ fn an_on_topic_request_names_the_session_in_the_users_words() {
         user("Please add a token bucket rate limiter to the API gateway now"),
         assistant("Added a token bucket limiter in src/limiter.rs for the gateway."),
     ];
-    let files = FilesTouched { read: vec![], modified: vec!["src/limiter.rs".into()] };
-    assert_eq!(index(&messages, &files).name, "Add a token bucket rate limiter: limiter.rs");
+    let files = FilesTouched {
+        read: vec![],
+        modified: vec!["src/limiter.rs".into()],
+    };
+    assert_eq!(
+        index(&messages, &files).name,
+        "Add a token bucket rate limiter: limiter.rs"
+    );
     // A greeting is not the request; a session of greetings keeps its words.
-    let hello = [user("Hello!"), assistant("Hi."), user("can you fix the login form validation"), assistant("Fixed.")];
-    assert_eq!(index(&hello, &FilesTouched::default()).name, "Fix the login form validation");
-    assert_eq!(index(&[user("Hail")], &FilesTouched::default()).name, "Hail in gitclaw");
+    let hello = [
+        user("Hello!"),
+        assistant("Hi."),
+        user("can you fix the login form validation"),
+        assistant("Fixed."),
+    ];
+    assert_eq!(
+        index(&hello, &FilesTouched::default()).name,
+        "Fix the login form validation"
+    );
+    assert_eq!(
+        index(&[user("Hail")], &FilesTouched::default()).name,
+        "Hail in gitclaw"
+    );
 }
 
 #[test]
@@ -80,7 +113,13 @@ fn references_never_reach_names_summaries_or_tags() {
     let out = index(&messages, &FilesTouched::default());
     let all = serde_json::to_string(&out).unwrap();
     assert!(!all.contains("@@"), "{all}");
-    assert!(!out.tags.iter().any(|t| t.contains("034d1") || t.contains("cron-in-gitclaw")), "{:?}", out.tags);
+    assert!(
+        !out.tags
+            .iter()
+            .any(|t| t.contains("034d1") || t.contains("cron-in-gitclaw")),
+        "{:?}",
+        out.tags
+    );
     assert_eq!(out.name, "Check and continue on the cron scheduler");
 }
 
@@ -129,17 +168,36 @@ fn next_steps_are_open_items_not_narration() {
 
 #[test]
 fn taken_names_get_the_distinguishing_topic_then_the_date() {
-    let taken = vec!["Fix login in shop".to_string(), "fix login in shop, oauth".to_string()];
-    let topics = vec!["login".to_string(), "oauth".to_string(), "cookies".to_string()];
-    assert_eq!(distinct_name("Fix login in shop", &taken, &topics, "2026-02-20"), "Fix login in shop, cookies");
-    assert_eq!(distinct_name("Fix login in shop", &taken, &[], "2026-02-20"), "Fix login in shop (2026-02-20)");
-    assert_eq!(distinct_name("Other", &taken, &topics, "2026-02-20"), "Other");
+    let taken = vec![
+        "Fix login in shop".to_string(),
+        "fix login in shop, oauth".to_string(),
+    ];
+    let topics = vec![
+        "login".to_string(),
+        "oauth".to_string(),
+        "cookies".to_string(),
+    ];
+    assert_eq!(
+        distinct_name("Fix login in shop", &taken, &topics, "2026-02-20"),
+        "Fix login in shop, cookies"
+    );
+    assert_eq!(
+        distinct_name("Fix login in shop", &taken, &[], "2026-02-20"),
+        "Fix login in shop (2026-02-20)"
+    );
+    assert_eq!(
+        distinct_name("Other", &taken, &topics, "2026-02-20"),
+        "Other"
+    );
     assert_eq!(name_key("Fix  login: in SHOP"), "fix login in shop");
 }
 
 #[test]
 fn sentences_split_on_terminators_only_before_space() {
-    assert_eq!(sentences("We decided. Use v1.2 now! ok"), vec!["We decided.", "Use v1.2 now!", "ok"]);
+    assert_eq!(
+        sentences("We decided. Use v1.2 now! ok"),
+        vec!["We decided.", "Use v1.2 now!", "ok"]
+    );
 }
 
 #[test]
@@ -159,9 +217,24 @@ fn secrets_in_the_session_never_reach_the_index() {
     }];
     let branch: Vec<&Entry> = entries.iter().collect();
     let files = FilesTouched::default();
-    let out = summarize(&ExtractiveInput { branch: &branch, session_name: None, cwd: "/p/demo", files: &files });
-    let all = serde_json::to_string(&(&out.name, &out.description, &out.summary, &out.tags, &out.decisions)).unwrap();
-    assert!(!all.contains("abcdefghijklmnop") && !all.contains("abcdefgh1234"), "{all}");
+    let out = summarize(&ExtractiveInput {
+        branch: &branch,
+        session_name: None,
+        cwd: "/p/demo",
+        files: &files,
+    });
+    let all = serde_json::to_string(&(
+        &out.name,
+        &out.description,
+        &out.summary,
+        &out.tags,
+        &out.decisions,
+    ))
+    .unwrap();
+    assert!(
+        !all.contains("abcdefghijklmnop") && !all.contains("abcdefgh1234"),
+        "{all}"
+    );
     assert!(all.contains("[REDACTED]"), "{all}");
 }
 
@@ -182,5 +255,8 @@ fn a_name_cut_mid_clause_drops_the_half_phrase() {
         words("Does pi understand too many requests of API LLM and how"),
         "Does pi understand too many requests"
     );
-    assert_eq!(words("Fix the flaky gateway test."), "Fix the flaky gateway test");
+    assert_eq!(
+        words("Fix the flaky gateway test."),
+        "Fix the flaky gateway test"
+    );
 }

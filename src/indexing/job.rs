@@ -107,7 +107,11 @@ enum Chosen {
 
 /// Run one index. `on_start` is called once the run is known to happen (after
 /// the threshold check, before the model call).
-pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> Result<IndexOutcome, Failure> {
+pub fn index_session(
+    app: &App,
+    request: &IndexRequest,
+    on_start: &dyn Fn(),
+) -> Result<IndexOutcome, Failure> {
     let fail = |error: IndexError, session_id: Option<&str>, model: Option<&str>| Failure {
         error,
         session_id: session_id.map(str::to_string),
@@ -116,8 +120,16 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
     let session = session::open(&request.session_file).map_err(|e| fail(e.into(), None, None))?;
     let session_id = session.header.id.clone();
     let sid = Some(session_id.as_str());
-    if app.config.privacy.excludes(&session.header.cwd, &request.session_file) {
-        return Err(fail(IndexError::Excluded(request.session_file.clone()), sid, None));
+    if app
+        .config
+        .privacy
+        .excludes(&session.header.cwd, &request.session_file)
+    {
+        return Err(fail(
+            IndexError::Excluded(request.session_file.clone()),
+            sid,
+            None,
+        ));
     }
     let branch = session.branch(request.leaf_id.as_deref());
     let Some(leaf) = branch.last() else {
@@ -131,18 +143,28 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
     let previous = match meta::read_or_missing(&request.meta_dir, &session_id) {
         // A newer session-index owns this meta file: only an explicit index reports it.
         Err(meta::MetaError::Newer { .. }) if !request.force => {
-            return Ok(IndexOutcome::Skipped { session_id: session_id.clone(), new_user_messages: 0 })
+            return Ok(IndexOutcome::Skipped {
+                session_id: session_id.clone(),
+                new_user_messages: 0,
+            })
         }
         previous => previous.map_err(|e| fail(e.into(), sid, None))?,
     };
-    let last_indexed = previous.as_ref().and_then(|m| m.last_indexed_leaf_id.as_deref());
+    let last_indexed = previous
+        .as_ref()
+        .and_then(|m| m.last_indexed_leaf_id.as_deref());
     // The first entry after the last one indexed (0, the whole branch, when it is not on it).
-    let new_start = last_indexed.and_then(|id| branch.iter().position(|e| e.id == id)).map_or(0, |p| p + 1);
+    let new_start = last_indexed
+        .and_then(|id| branch.iter().position(|e| e.id == id))
+        .map_or(0, |p| p + 1);
     if !request.force {
         let is_user = |e: &&&Entry| matches!(e.kind, EntryKind::Message(AgentMessage::User { .. }));
         let new_user_messages = branch[new_start..].iter().filter(is_user).count();
         if new_user_messages < app.config.min_new_user_messages as usize {
-            return Ok(IndexOutcome::Skipped { session_id, new_user_messages });
+            return Ok(IndexOutcome::Skipped {
+                session_id,
+                new_user_messages,
+            });
         }
     }
     on_start();
@@ -155,8 +177,12 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
     let taken = project_names(&request.meta_dir, &cwd, &session_id);
     let generated = match chosen {
         Chosen::Offline { reason } => {
-            let input =
-                ExtractiveInput { branch: &branch, session_name: user_name.as_deref(), cwd: &cwd, files: &files };
+            let input = ExtractiveInput {
+                branch: &branch,
+                session_name: user_name.as_deref(),
+                cwd: &cwd,
+                files: &files,
+            };
             Generated {
                 summary: extractive::summarize(&input),
                 model: extractive::MODEL_KEY.to_string(),
@@ -169,20 +195,34 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
         }
         Chosen::Remote(selected) => {
             let key = selected.key().to_string();
-            let incremental = previous.as_ref().filter(|_| new_start > 0 && new_start < branch.len());
+            let incremental = previous
+                .as_ref()
+                .filter(|_| new_start > 0 && new_start < branch.len());
             let prompt = match incremental {
                 Some(prev) => {
                     let text = views::index_text(&branch[new_start..], false);
-                    let cut = views::truncate_tail(&text, app.config.indexing.incremental_max_bytes, NO_LINE_LIMIT);
+                    let cut = views::truncate_tail(
+                        &text,
+                        app.config.indexing.incremental_max_bytes,
+                        NO_LINE_LIMIT,
+                    );
                     summary::incremental_prompt(prev, &files_text(&files), &cut.text, cut.truncated)
                 }
                 None => {
-                    let (text, cut) = first_index_text(&branch, app.config.indexing.max_input_bytes);
-                    summary::full_prompt(user_name.as_deref(), &cwd, &files_text(&files), &text, cut)
+                    let (text, cut) =
+                        first_index_text(&branch, app.config.indexing.max_input_bytes);
+                    summary::full_prompt(
+                        user_name.as_deref(),
+                        &cwd,
+                        &files_text(&files),
+                        &text,
+                        cut,
+                    )
                 }
             };
             // A user's name is kept whatever the model proposes, so only the indexer's must be distinct.
-            let prompt = summary::with_taken_names(prompt, if user_name.is_some() { &[] } else { &taken });
+            let prompt =
+                summary::with_taken_names(prompt, if user_name.is_some() { &[] } else { &taken });
             let task = JsonTask {
                 system: summary::SYSTEM_PROMPT.to_string(),
                 user: prompt,
@@ -190,10 +230,14 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
                 schema: summary::json_schema(),
                 max_output_tokens: app.config.indexing.max_output_tokens,
             };
-            let outcome = selected.complete_json::<IndexSummary>(app, &task, &()).map_err(|e| {
-                let tried = model::tried_model(&e.to_string()).unwrap_or(&key).to_string();
-                fail(e.into(), sid, Some(&tried))
-            })?;
+            let outcome = selected
+                .complete_json::<IndexSummary>(app, &task, &())
+                .map_err(|e| {
+                    let tried = model::tried_model(&e.to_string())
+                        .unwrap_or(&key)
+                        .to_string();
+                    fail(e.into(), sid, Some(&tried))
+                })?;
             let usage = MetaUsage {
                 input_tokens: outcome.usage.input_tokens,
                 output_tokens: outcome.usage.output_tokens,
@@ -210,25 +254,37 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
             }
         }
     };
-    let Generated { summary: mut result, model: model_key, usage, attempts, incremental, fallback_reason, choice } =
-        generated;
+    let Generated {
+        summary: mut result,
+        model: model_key,
+        usage,
+        attempts,
+        incremental,
+        fallback_reason,
+        choice,
+    } = generated;
     match &user_name {
         Some(name) => result.name = name.clone(),
         // Offline, or a model that proposed a taken name anyway: the topic or the date is added.
         None => {
             let date = session.header.timestamp.get(..10).unwrap_or_default();
-            let own = |t: &&String| !t.contains(':') && !extractive::FALLBACK_TAGS.contains(&t.as_str());
+            let own =
+                |t: &&String| !t.contains(':') && !extractive::FALLBACK_TAGS.contains(&t.as_str());
             let topics: Vec<String> = result.tags.iter().filter(own).cloned().collect();
             result.name = extractive::distinct_name(&result.name, &taken, &topics, date);
         }
     }
 
-    let session_file = std::path::absolute(&request.session_file).unwrap_or_else(|_| request.session_file.clone());
+    let session_file =
+        std::path::absolute(&request.session_file).unwrap_or_else(|_| request.session_file.clone());
     let session_file = session_file.to_string_lossy().into_owned();
     let parent = session.header.parent_session.clone();
     let (path, meta) = meta::update(&request.meta_dir, &session_id, |current| {
         let now = crate::time::iso_now();
-        let created_at = current.as_ref().map(|m| m.created_at.clone()).filter(|c| !c.is_empty());
+        let created_at = current
+            .as_ref()
+            .map(|m| m.created_at.clone())
+            .filter(|c| !c.is_empty());
         SessionMeta {
             schema_version: SCHEMA_VERSION,
             session_id: session_id.clone(),
@@ -269,11 +325,15 @@ pub fn index_session(app: &App, request: &IndexRequest, on_start: &dyn Fn()) -> 
 /// before such an entry; `/name` (or any other writer) is followed by none.
 fn user_set_name(session: &Session) -> Option<String> {
     let entries = &session.entries;
-    let at = entries.iter().rposition(|e| matches!(e.kind, EntryKind::SessionInfo { .. }))?;
-    let by_indexer = entries
-        .get(at + 1)
-        .is_some_and(|e| matches!(&e.kind, EntryKind::Custom { custom_type, .. } if custom_type == ENTRY_TYPE));
-    let EntryKind::SessionInfo { name: Some(name) } = &entries[at].kind else { return None };
+    let at = entries
+        .iter()
+        .rposition(|e| matches!(e.kind, EntryKind::SessionInfo { .. }))?;
+    let by_indexer = entries.get(at + 1).is_some_and(
+        |e| matches!(&e.kind, EntryKind::Custom { custom_type, .. } if custom_type == ENTRY_TYPE),
+    );
+    let EntryKind::SessionInfo { name: Some(name) } = &entries[at].kind else {
+        return None;
+    };
     Some(name.trim().to_string()).filter(|n| !n.is_empty() && !by_indexer)
 }
 
@@ -297,19 +357,25 @@ fn first_index_text(branch: &[&Entry], max_bytes: usize) -> (String, bool) {
     if whole.len() <= max_bytes {
         return (whole, false);
     }
-    let is_assistant = |e: &&Entry| matches!(e.kind, EntryKind::Message(AgentMessage::Assistant { .. }));
+    let is_assistant =
+        |e: &&Entry| matches!(e.kind, EntryKind::Message(AgentMessage::Assistant { .. }));
     let first_answer = branch.iter().position(is_assistant).unwrap_or(branch.len());
     let opening = redacted(&views::index_text(&branch[..first_answer], false));
     let opening = &opening[..crate::text::floor_char_boundary(&opening, max_bytes / 4)];
     let summaries: Vec<String> = branch
         .iter()
         .filter_map(|e| match &e.kind {
-            EntryKind::Compaction { summary, .. } => Some(format!("Compaction summary: {}", redacted(summary))),
-            EntryKind::BranchSummary { summary, .. } => Some(format!("Branch summary: {}", redacted(summary))),
+            EntryKind::Compaction { summary, .. } => {
+                Some(format!("Compaction summary: {}", redacted(summary)))
+            }
+            EntryKind::BranchSummary { summary, .. } => {
+                Some(format!("Branch summary: {}", redacted(summary)))
+            }
             _ => None,
         })
         .collect();
-    let summaries = views::truncate_tail(&summaries.join("\n\n"), max_bytes / 4, NO_LINE_LIMIT).text;
+    let summaries =
+        views::truncate_tail(&summaries.join("\n\n"), max_bytes / 4, NO_LINE_LIMIT).text;
     const GAP: &str = "\n\n[… earlier messages left out …]\n\n";
     let rest = max_bytes.saturating_sub(opening.len() + summaries.len() + 2 * GAP.len());
     let newest = views::truncate_tail(&whole, rest, NO_LINE_LIMIT).text;
@@ -328,9 +394,15 @@ fn choose_model(app: &App, offline: bool) -> Result<Chosen, IndexError> {
     match model::select_model(app) {
         Ok(selected) => Ok(Chosen::Remote(selected)),
         Err(ModelError::Unavailable(reason)) => {
-            let listed = app.config.model_keys.iter().any(|k| k.split('/').next() == Some(LOCAL_PROVIDER));
+            let listed = app
+                .config
+                .model_keys
+                .iter()
+                .any(|k| k.split('/').next() == Some(LOCAL_PROVIDER));
             if app.config.offline_fallback || listed {
-                Ok(Chosen::Offline { reason: Some(reason) })
+                Ok(Chosen::Offline {
+                    reason: Some(reason),
+                })
             } else {
                 Err(IndexError::NoModel(reason))
             }
@@ -347,8 +419,11 @@ fn files_text(files: &FilesTouched) -> String {
             continue;
         }
         let shown: Vec<&str> = list.iter().take(40).map(String::as_str).collect();
-        let more =
-            if list.len() > shown.len() { format!(" (+{} more)", list.len() - shown.len()) } else { String::new() };
+        let more = if list.len() > shown.len() {
+            format!(" (+{} more)", list.len() - shown.len())
+        } else {
+            String::new()
+        };
         out.push_str(&format!("- {label}: {}{more}\n", shown.join(", ")));
     }
     out

@@ -31,17 +31,31 @@ pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
         tracing::debug!("not indexing an ephemeral session");
         return;
     };
-    if app.config.privacy.excludes(&ctx.cwd, std::path::Path::new(&session_file)) {
+    if app
+        .config
+        .privacy
+        .excludes(&ctx.cwd, std::path::Path::new(&session_file))
+    {
         return;
     }
-    if let Some(reached) = crate::spend::over_cap(app.config.spending.daily_cap_usd, &app.meta_dir(ctx)) {
-        if !app.cap_noticed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            let text = format!("session-index: {reached}; automatic indexing is paused until tomorrow (UTC)");
+    if let Some(reached) =
+        crate::spend::over_cap(app.config.spending.daily_cap_usd, &app.meta_dir(ctx))
+    {
+        if !app
+            .cap_noticed
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            let text = format!(
+                "session-index: {reached}; automatic indexing is paused until tomorrow (UTC)"
+            );
             app.host.notify(&text, NotifyLevel::Warning);
         }
         return;
     }
-    let key = ctx.session_id.clone().unwrap_or_else(|| session_file.clone());
+    let key = ctx
+        .session_id
+        .clone()
+        .unwrap_or_else(|| session_file.clone());
     let weak = Arc::downgrade(app);
     let ctx = ctx.clone();
     let submitted = app.jobs.submit(&app.runtime, &key, move || {
@@ -59,10 +73,15 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         return ask;
     }
     if !app.config_ok() {
-        return failed(format!("session-index config is invalid: {}", app.config_problems.join("; ")));
+        return failed(format!(
+            "session-index config is invalid: {}",
+            app.config_problems.join("; ")
+        ));
     }
     if call.ctx.session_file.as_deref().is_none_or(str::is_empty) {
-        return failed("this session is not saved to a file (ephemeral), so it cannot be indexed".into());
+        return failed(
+            "this session is not saved to a file (ephemeral), so it cannot be indexed".into(),
+        );
     }
     let timeout = Duration::from_millis(app.config.timeout_ms.max(30_000));
     if !app.host.wait_for_idle(timeout) {
@@ -71,7 +90,12 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
     match run_serialized(app, &call.ctx, true) {
         Ok(Some(indexed)) => {
             let meta = &indexed.meta;
-            let message = format!("Indexed: {} ({}, {})", meta.name, meta.model, report::cost_label(meta));
+            let message = format!(
+                "Indexed: {} ({}, {})",
+                meta.name,
+                meta.model,
+                report::cost_label(meta)
+            );
             app.host.notify(&message, NotifyLevel::Success);
             CommandResult {
                 ok: true,
@@ -101,8 +125,14 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
 /// the previous run's effects (session name, entries), which a serving host
 /// applies asynchronously, so this run reads the meta and the session name
 /// that run left and continues from its leaf.
-fn run_serialized(app: &Arc<App>, ctx: &SessionContext, force: bool) -> Result<Option<Indexed>, job::Failure> {
-    let gate = report::SessionGate::enter(std::path::Path::new(ctx.session_file.as_deref().unwrap_or_default()));
+fn run_serialized(
+    app: &Arc<App>,
+    ctx: &SessionContext,
+    force: bool,
+) -> Result<Option<Indexed>, job::Failure> {
+    let gate = report::SessionGate::enter(std::path::Path::new(
+        ctx.session_file.as_deref().unwrap_or_default(),
+    ));
     let _held = gate.lock();
     let request = request_for(app, ctx, force);
     run_reported(app, &request)
@@ -113,7 +143,11 @@ fn run_serialized(app: &Arc<App>, ctx: &SessionContext, force: bool) -> Result<O
 /// the trigger), else the one captured.
 fn request_for(app: &App, ctx: &SessionContext, force: bool) -> IndexRequest {
     let live = app.host.context();
-    let leaf_id = if live.session_file == ctx.session_file { live.leaf_id } else { ctx.leaf_id.clone() };
+    let leaf_id = if live.session_file == ctx.session_file {
+        live.leaf_id
+    } else {
+        ctx.leaf_id.clone()
+    };
     IndexRequest {
         session_file: ctx.session_file.clone().unwrap_or_default().into(),
         meta_dir: app.meta_dir(ctx),

@@ -23,13 +23,21 @@ pub use super::job::ENTRY_TYPE;
 pub fn run_reported(app: &Arc<App>, request: &IndexRequest) -> Result<Option<Indexed>, Failure> {
     let started = || app.show_status("indexing", "indexing…", false);
     match index_session(app, request, &started) {
-        Ok(IndexOutcome::Skipped { session_id, new_user_messages }) => {
+        Ok(IndexOutcome::Skipped {
+            session_id,
+            new_user_messages,
+        }) => {
             tracing::debug!(session = %session_id, new_user_messages, "not indexing: below minNewUserMessages");
             Ok(None)
         }
         Ok(IndexOutcome::Indexed(indexed)) => {
             let cost = indexed.meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
-            crate::spend::record(&app.spent, &request.meta_dir, crate::spend::Kind::Indexing, cost);
+            crate::spend::record(
+                &app.spent,
+                &request.meta_dir,
+                crate::spend::Kind::Indexing,
+                cost,
+            );
             report_success(app, &indexed);
             Ok(Some(*indexed))
         }
@@ -69,7 +77,12 @@ fn report_success(app: &Arc<App>, indexed: &Indexed) {
         attempts = indexed.attempts,
         "indexed session"
     );
-    let text = match meta.model_choice.as_deref().filter(|c| *c != "offline").map(choice_label) {
+    let text = match meta
+        .model_choice
+        .as_deref()
+        .filter(|c| *c != "offline")
+        .map(choice_label)
+    {
         Some(why) => format!("indexed ({} by {}: {why})", cost_label(meta), meta.model),
         None => format!("indexed ({})", cost_label(meta)),
     };
@@ -110,7 +123,11 @@ fn report_failure(app: &Arc<App>, failure: &Failure) {
     }
     app.host.append_entry(ENTRY_TYPE, &data);
     tracing::warn!(session = ?failure.session_id, model = ?failure.model, "indexing failed: {reason}");
-    app.show_status("indexing", &format!("index failed: {}", one_line(&reason, 160)), true);
+    app.show_status(
+        "indexing",
+        &format!("index failed: {}", one_line(&reason, 160)),
+        true,
+    );
 }
 
 /// The [`SessionGate`] mutexes, by absolute session file.
@@ -156,7 +173,10 @@ fn warn_offline_once(app: &Arc<App>, reason: &str) {
     if !WARNED.swap(true, Ordering::SeqCst) {
         tracing::warn!("using the offline model local/extractive: {reason}");
         app.host.notify(
-            &format!("session-index: no model available, indexing with the offline model ({})", one_line(reason, 200)),
+            &format!(
+                "session-index: no model available, indexing with the offline model ({})",
+                one_line(reason, 200)
+            ),
             NotifyLevel::Warning,
         );
     }

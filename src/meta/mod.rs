@@ -16,7 +16,10 @@ pub use store::{is_meta_file_name, read_or_missing, update, write, MetaLock};
 #[derive(Debug, thiserror::Error)]
 pub enum MetaError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: invalid meta file: {reason}")]
     Invalid { path: PathBuf, reason: String },
     #[error("{path}: schemaVersion {version} is newer than this session-index understands ({SCHEMA_VERSION}); left untouched")]
@@ -29,7 +32,9 @@ pub enum MetaError {
 pub fn meta_path(meta_dir: &Path, session_id: &str) -> Result<PathBuf, MetaError> {
     let safe = !session_id.is_empty()
         && session_id.len() <= 200
-        && session_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && session_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && !session_id.starts_with('.');
     if !safe {
         return Err(MetaError::BadSessionId(session_id.to_string()));
@@ -51,13 +56,24 @@ pub fn read_path(path: &Path) -> Result<Option<SessionMeta>, MetaError> {
     let bytes = match regular_files::read_inside(path.parent().unwrap_or(Path::new(".")), path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(MetaError::Io { path: path.to_path_buf(), source }),
+        Err(source) => {
+            return Err(MetaError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     };
-    let invalid = |reason: String| MetaError::Invalid { path: path.to_path_buf(), reason };
+    let invalid = |reason: String| MetaError::Invalid {
+        path: path.to_path_buf(),
+        reason,
+    };
     match serde_json::from_slice::<SessionMeta>(&bytes) {
         Ok(meta) => meta.check().map(|()| Some(meta)).map_err(invalid),
         Err(e) => match newer_version(&bytes) {
-            Some(version) => Err(MetaError::Newer { path: path.to_path_buf(), version }),
+            Some(version) => Err(MetaError::Newer {
+                path: path.to_path_buf(),
+                version,
+            }),
             None => Err(invalid(e.to_string())),
         },
     }
@@ -65,7 +81,9 @@ pub fn read_path(path: &Path) -> Result<Option<SessionMeta>, MetaError> {
 
 /// The meta files of `meta_dir` that read as valid (any other is left out).
 pub fn read_all(meta_dir: &Path) -> Vec<SessionMeta> {
-    let Ok(listing) = std::fs::read_dir(meta_dir) else { return Vec::new() };
+    let Ok(listing) = std::fs::read_dir(meta_dir) else {
+        return Vec::new();
+    };
     listing
         .flatten()
         .filter(|e| is_meta_file_name(&e.file_name().to_string_lossy()))
@@ -76,5 +94,8 @@ pub fn read_all(meta_dir: &Path) -> Vec<SessionMeta> {
 /// The `schemaVersion` of a document, when it is newer than this crate's.
 fn newer_version(bytes: &[u8]) -> Option<u64> {
     let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
-    value.get("schemaVersion")?.as_u64().filter(|&v| v > u64::from(SCHEMA_VERSION))
+    value
+        .get("schemaVersion")?
+        .as_u64()
+        .filter(|&v| v > u64::from(SCHEMA_VERSION))
 }

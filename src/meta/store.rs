@@ -26,14 +26,24 @@ pub const LOCK_DIR: &str = ".locks";
 /// Read a meta file to write it again: a corrupt one counts as missing (the
 /// write replaces it), one of a newer schema is `Err(Newer)` (never written).
 /// Either is warned about once per file per process.
-pub fn read_or_missing(meta_dir: &Path, session_id: &str) -> Result<Option<SessionMeta>, MetaError> {
+pub fn read_or_missing(
+    meta_dir: &Path,
+    session_id: &str,
+) -> Result<Option<SessionMeta>, MetaError> {
     let path = meta_path(meta_dir, session_id)?;
     let result = match read_path(&path) {
-        Ok(Some(m)) if m.schema_version > SCHEMA_VERSION => {
-            Err(MetaError::Newer { path: path.clone(), version: m.schema_version.into() })
-        }
+        Ok(Some(m)) if m.schema_version > SCHEMA_VERSION => Err(MetaError::Newer {
+            path: path.clone(),
+            version: m.schema_version.into(),
+        }),
         Err(MetaError::Invalid { reason, .. }) => {
-            warn_once(&path, &format!("ignoring corrupt meta file {} ({reason}); it will be replaced", path.display()));
+            warn_once(
+                &path,
+                &format!(
+                    "ignoring corrupt meta file {} ({reason}); it will be replaced",
+                    path.display()
+                ),
+            );
             Ok(None)
         }
         other => other,
@@ -47,7 +57,10 @@ pub fn read_or_missing(meta_dir: &Path, session_id: &str) -> Result<Option<Sessi
 /// Warn about `path`; true the first time it is reported in this process.
 fn warn_once(path: &Path, message: &str) -> bool {
     static WARNED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
-    let first = WARNED.lock().map(|mut set| set.insert(path.to_path_buf())).unwrap_or(false);
+    let first = WARNED
+        .lock()
+        .map(|mut set| set.insert(path.to_path_buf()))
+        .unwrap_or(false);
     if first {
         tracing::warn!("{message}");
     }
@@ -72,7 +85,10 @@ impl MetaLock {
             .create(true)
             .truncate(false)
             .open(&path)
-            .map_err(|source| MetaError::Io { path: path.clone(), source })?;
+            .map_err(|source| MetaError::Io {
+                path: path.clone(),
+                source,
+            })?;
         // Fully qualified: std's inherent `File::lock` would shadow the trait method on newer toolchains.
         fs4::FileExt::lock(&file).map_err(|source| MetaError::Io { path, source })?;
         Ok(MetaLock { file })
@@ -86,13 +102,20 @@ impl Drop for MetaLock {
 }
 
 fn create_dir(dir: &Path) -> Result<(), MetaError> {
-    std::fs::create_dir_all(dir).map_err(|source| MetaError::Io { path: dir.to_path_buf(), source })
+    std::fs::create_dir_all(dir).map_err(|source| MetaError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// Read-modify-write under the session's lock: `build` gets the current meta
 /// (corrupt → `None`) and returns the document to write atomically. A
 /// current file of a newer schema is left untouched: `Err(Newer)`, warned once.
-pub fn update<F>(meta_dir: &Path, session_id: &str, build: F) -> Result<(PathBuf, SessionMeta), MetaError>
+pub fn update<F>(
+    meta_dir: &Path,
+    session_id: &str,
+    build: F,
+) -> Result<(PathBuf, SessionMeta), MetaError>
 where
     F: FnOnce(Option<SessionMeta>) -> SessionMeta,
 {
@@ -109,15 +132,23 @@ pub fn write(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaError> 
 
 /// The atomic write itself; the caller holds the lock.
 fn write_unlocked(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaError> {
-    meta.check().map_err(|reason| MetaError::Invalid { path: meta_dir.to_path_buf(), reason })?;
+    meta.check().map_err(|reason| MetaError::Invalid {
+        path: meta_dir.to_path_buf(),
+        reason,
+    })?;
     let target = meta_path(meta_dir, &meta.session_id)?;
     create_dir(meta_dir)?;
-    let mut json = serde_json::to_vec_pretty(meta)
-        .map_err(|e| MetaError::Invalid { path: target.clone(), reason: e.to_string() })?;
+    let mut json = serde_json::to_vec_pretty(meta).map_err(|e| MetaError::Invalid {
+        path: target.clone(),
+        reason: e.to_string(),
+    })?;
     json.push(b'\n');
     remove_stale_temps(meta_dir, &meta.session_id);
     let temp = temp_path(meta_dir, &meta.session_id);
-    replace(&temp, &target, &json).map_err(|source| MetaError::Io { path: target.clone(), source })?;
+    replace(&temp, &target, &json).map_err(|source| MetaError::Io {
+        path: target.clone(),
+        source,
+    })?;
     Ok(target)
 }
 
@@ -143,7 +174,10 @@ pub fn replace(temp: &Path, target: &Path, bytes: &[u8]) -> std::io::Result<()> 
 fn temp_path(meta_dir: &Path, session_id: &str) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    meta_dir.join(format!(".{session_id}.meta.json.{}.{n}{TEMP_SUFFIX}", std::process::id()))
+    meta_dir.join(format!(
+        ".{session_id}.meta.json.{}.{n}{TEMP_SUFFIX}",
+        std::process::id()
+    ))
 }
 
 /// Temp files of this session left by writers that died mid-write. Writers
@@ -151,7 +185,9 @@ fn temp_path(meta_dir: &Path, session_id: &str) -> PathBuf {
 /// none of them can belong to a live writer.
 fn remove_stale_temps(meta_dir: &Path, session_id: &str) {
     let prefix = format!(".{session_id}.meta.json.");
-    let Ok(entries) = std::fs::read_dir(meta_dir) else { return };
+    let Ok(entries) = std::fs::read_dir(meta_dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
@@ -213,10 +249,16 @@ mod tests {
         let path = write(dir.path(), &meta).unwrap();
         assert_eq!(path, dir.path().join("abc.meta.json"));
         assert_eq!(crate::meta::read(dir.path(), "abc").unwrap(), Some(meta));
-        let mut names: Vec<String> =
-            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         names.sort();
-        assert_eq!(names, [LOCK_DIR, "abc.meta.json"], "lock files stay out of the listing");
+        assert_eq!(
+            names,
+            [LOCK_DIR, "abc.meta.json"],
+            "lock files stay out of the listing"
+        );
         assert!(dir.path().join(LOCK_DIR).join("abc.lock").is_file());
     }
 
@@ -230,17 +272,29 @@ mod tests {
         newer["futureField"] = "x".into();
         let text = serde_json::to_string(&newer).unwrap();
         std::fs::write(&path, &text).unwrap();
-        assert_eq!(crate::meta::read(dir.path(), "n").unwrap().unwrap().name, "Kept");
+        assert_eq!(
+            crate::meta::read(dir.path(), "n").unwrap().unwrap().name,
+            "Kept"
+        );
         let refused = update(dir.path(), "n", |_| sample("n", "Overwritten")).unwrap_err();
-        assert!(matches!(refused, MetaError::Newer { version: 2, .. }), "{refused}");
+        assert!(
+            matches!(refused, MetaError::Newer { version: 2, .. }),
+            "{refused}"
+        );
         assert!(write(dir.path(), &sample("n", "Overwritten")).is_err());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
         // Unreadable: a newer schema whose fields changed shape.
         let text = r#"{"schemaVersion":7,"sessionId":"n","name":{"parts":["a"]}}"#;
         std::fs::write(&path, text).unwrap();
         let err = crate::meta::read(dir.path(), "n").unwrap_err();
-        assert!(err.to_string().contains("schemaVersion 7 is newer"), "{err}");
-        assert!(matches!(read_or_missing(dir.path(), "n"), Err(MetaError::Newer { version: 7, .. })));
+        assert!(
+            err.to_string().contains("schemaVersion 7 is newer"),
+            "{err}"
+        );
+        assert!(matches!(
+            read_or_missing(dir.path(), "n"),
+            Err(MetaError::Newer { version: 7, .. })
+        ));
         assert!(update(dir.path(), "n", |_| sample("n", "Overwritten")).is_err());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     }
@@ -250,9 +304,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.meta.json");
         std::fs::write(&path, "{\"schemaVersion\":1,\"sessionId\":").unwrap();
-        assert!(matches!(crate::meta::read(dir.path(), "bad"), Err(MetaError::Invalid { .. })));
+        assert!(matches!(
+            crate::meta::read(dir.path(), "bad"),
+            Err(MetaError::Invalid { .. })
+        ));
         assert_eq!(read_or_missing(dir.path(), "bad").unwrap(), None);
-        assert!(!warn_once(&path, "again"), "a second report of the same file is not warned");
+        assert!(
+            !warn_once(&path, "again"),
+            "a second report of the same file is not warned"
+        );
         let (_, written) = update(dir.path(), "bad", |prev| {
             assert!(prev.is_none());
             sample("bad", "Fixed")
@@ -267,10 +327,16 @@ mod tests {
         write(dir.path(), &sample("k", "One")).unwrap();
         update(dir.path(), "k", |prev| {
             let prev = prev.unwrap();
-            SessionMeta { name: format!("{} two", prev.name), ..prev }
+            SessionMeta {
+                name: format!("{} two", prev.name),
+                ..prev
+            }
         })
         .unwrap();
-        assert_eq!(crate::meta::read(dir.path(), "k").unwrap().unwrap().name, "One two");
+        assert_eq!(
+            crate::meta::read(dir.path(), "k").unwrap().unwrap().name,
+            "One two"
+        );
     }
 
     #[test]
@@ -282,7 +348,10 @@ mod tests {
         std::fs::write(&other, "{\"partial").unwrap();
         write(dir.path(), &sample("s", "x")).unwrap();
         assert!(!stale.exists());
-        assert!(other.exists(), "another session's temp file may belong to a live writer");
+        assert!(
+            other.exists(),
+            "another session's temp file may belong to a live writer"
+        );
     }
 
     #[test]

@@ -11,7 +11,12 @@ use super::{schema, Answer, ChatMessage, Endpoint, JsonTask};
 /// The API version header every request carries.
 pub(super) const API_VERSION: &str = "2023-06-01";
 
-pub(super) fn build(endpoint: &Endpoint, system: &str, turns: &[ChatMessage], task: &JsonTask) -> WireRequest {
+pub(super) fn build(
+    endpoint: &Endpoint,
+    system: &str,
+    turns: &[ChatMessage],
+    task: &JsonTask,
+) -> WireRequest {
     let native = has_structured_outputs(&endpoint.model);
     let mut messages: Vec<Value> = turns.iter().map(|turn| json!(turn)).collect();
     let mut body = json!({
@@ -21,8 +26,7 @@ pub(super) fn build(endpoint: &Endpoint, system: &str, turns: &[ChatMessage], ta
     });
     if native {
         body["system"] = json!(system);
-        body["output_config"] =
-            json!({"format": {"type": "json_schema", "schema": schema::for_anthropic(&task.schema)}});
+        body["output_config"] = json!({"format": {"type": "json_schema", "schema": schema::for_anthropic(&task.schema)}});
     } else {
         let schema_text = serde_json::to_string(&task.schema).unwrap_or_default();
         body["system"] = json!(format!(
@@ -35,7 +39,12 @@ pub(super) fn build(endpoint: &Endpoint, system: &str, turns: &[ChatMessage], ta
     if let Some(key) = &endpoint.api_key {
         headers.push(("x-api-key", key.0.clone(), true));
     }
-    WireRequest { url: format!("{}/messages", endpoint.base_url), headers, body, prefilled: !native }
+    WireRequest {
+        url: format!("{}/messages", endpoint.base_url),
+        headers,
+        body,
+        prefilled: !native,
+    }
 }
 
 /// Structured outputs exist from the 4.5 generation on (Haiku 4.5, Sonnet 4.5,
@@ -90,8 +99,17 @@ pub(super) fn parse(body: &[u8], prefilled: bool) -> Result<Answer, String> {
     let input = usage.input_tokens
         + usage.cache_creation_input_tokens.unwrap_or(0)
         + usage.cache_read_input_tokens.unwrap_or(0);
-    let mut answer = Answer { input_tokens: input, output_tokens: usage.output_tokens, ..Answer::default() };
-    let text: String = response.content.iter().filter(|b| b.kind == "text").filter_map(|b| b.text.as_deref()).collect();
+    let mut answer = Answer {
+        input_tokens: input,
+        output_tokens: usage.output_tokens,
+        ..Answer::default()
+    };
+    let text: String = response
+        .content
+        .iter()
+        .filter(|b| b.kind == "text")
+        .filter_map(|b| b.text.as_deref())
+        .collect();
     answer.truncated = response.stop_reason.as_deref() == Some("max_tokens");
     if response.stop_reason.as_deref() == Some("refusal") {
         answer.problem = Some("the model refused to answer".into());
@@ -109,14 +127,21 @@ mod tests {
 
     #[test]
     fn structured_output_generations() {
-        for model in
-            ["claude-haiku-4-5", "claude-haiku-4-5-20251001", "claude-sonnet-4-6", "claude-opus-5", "claude-next"]
-        {
+        for model in [
+            "claude-haiku-4-5",
+            "claude-haiku-4-5-20251001",
+            "claude-sonnet-4-6",
+            "claude-opus-5",
+            "claude-next",
+        ] {
             assert!(has_structured_outputs(model), "{model}");
         }
-        for model in
-            ["claude-3-5-haiku-latest", "claude-3-haiku-20240307", "claude-sonnet-4-20250514", "claude-opus-4-1"]
-        {
+        for model in [
+            "claude-3-5-haiku-latest",
+            "claude-3-haiku-20240307",
+            "claude-sonnet-4-20250514",
+            "claude-opus-4-1",
+        ] {
             assert!(!has_structured_outputs(model), "{model}");
         }
     }

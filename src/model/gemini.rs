@@ -8,11 +8,24 @@ use serde_json::{json, Value};
 use super::http::WireRequest;
 use super::{schema, Answer, ChatMessage, Endpoint, JsonTask};
 
-pub(super) fn build(endpoint: &Endpoint, system: &str, turns: &[ChatMessage], task: &JsonTask) -> WireRequest {
+pub(super) fn build(
+    endpoint: &Endpoint,
+    system: &str,
+    turns: &[ChatMessage],
+    task: &JsonTask,
+) -> WireRequest {
     // Gemini calls the assistant `model`.
-    let role = |turn: &ChatMessage| if turn.role == "assistant" { "model" } else { "user" };
-    let contents: Vec<Value> =
-        turns.iter().map(|turn| json!({"role": role(turn), "parts": [{"text": turn.content}]})).collect();
+    let role = |turn: &ChatMessage| {
+        if turn.role == "assistant" {
+            "model"
+        } else {
+            "user"
+        }
+    };
+    let contents: Vec<Value> = turns
+        .iter()
+        .map(|turn| json!({"role": role(turn), "parts": [{"text": turn.content}]}))
+        .collect();
     let mut generation = json!({
         "responseMimeType": "application/json",
         "responseJsonSchema": schema::for_gemini(&task.schema),
@@ -32,8 +45,17 @@ pub(super) fn build(endpoint: &Endpoint, system: &str, turns: &[ChatMessage], ta
     if let Some(key) = &endpoint.api_key {
         headers.push(("x-goog-api-key", key.0.clone(), true));
     }
-    let url = format!("{}/models/{}:generateContent", endpoint.base_url, path_segment(&endpoint.model));
-    WireRequest { url, headers, body, prefilled: false }
+    let url = format!(
+        "{}/models/{}:generateContent",
+        endpoint.base_url,
+        path_segment(&endpoint.model)
+    );
+    WireRequest {
+        url,
+        headers,
+        body,
+        prefilled: false,
+    }
 }
 
 /// Percent-encode a model id for use as one path segment.
@@ -110,13 +132,24 @@ pub(super) fn parse(body: &[u8]) -> Result<Answer, String> {
         ..Answer::default()
     };
     let Some(candidate) = response.candidates.into_iter().next() else {
-        let reason = response.prompt_feedback.and_then(|f| f.block_reason).unwrap_or_else(|| "unknown".into());
-        answer.problem = Some(format!("the provider returned no candidate (block reason: {reason})"));
+        let reason = response
+            .prompt_feedback
+            .and_then(|f| f.block_reason)
+            .unwrap_or_else(|| "unknown".into());
+        answer.problem = Some(format!(
+            "the provider returned no candidate (block reason: {reason})"
+        ));
         return Ok(answer);
     };
     let text: String = candidate
         .content
-        .map(|c| c.parts.into_iter().filter(|p| !p.thought).filter_map(|p| p.text).collect())
+        .map(|c| {
+            c.parts
+                .into_iter()
+                .filter(|p| !p.thought)
+                .filter_map(|p| p.text)
+                .collect()
+        })
         .unwrap_or_default();
     let finish = candidate.finish_reason.unwrap_or_default();
     answer.truncated = finish == "MAX_TOKENS";

@@ -16,14 +16,23 @@ pub(super) fn call(
 ) -> Result<Answer, ModelError> {
     let request = CompletionRequest {
         model: Some(key.to_string()),
-        candidates: app.config.model_keys.iter().filter(|k| !k.starts_with("local/")).cloned().collect(),
+        candidates: app
+            .config
+            .model_keys
+            .iter()
+            .filter(|k| !k.starts_with("local/"))
+            .cloned()
+            .collect(),
         system: system.to_string(),
         messages: turns.to_vec(),
         max_tokens: task.max_output_tokens,
         json_schema: Some(task.schema.clone()),
         timeout_ms: app.config.timeout_ms,
     };
-    let response = app.host.complete(&request).map_err(|e| ModelError::Transport(one_line(&redact(&e), 300)))?;
+    let response = app
+        .host
+        .complete(&request)
+        .map_err(|e| ModelError::Transport(one_line(&redact(&e), 300)))?;
     if response.text.len() > app.config.max_response_bytes {
         return Err(ModelError::ResponseTooLarge(app.config.max_response_bytes));
     }

@@ -65,11 +65,18 @@ pub(super) async fn execute(
                 continue;
             }
         }
-        return Err(ModelError::Http { status: reply.status, message: error_message(&reply.body) });
+        return Err(ModelError::Http {
+            status: reply.status,
+            message: error_message(&reply.body),
+        });
     }
 }
 
-async fn send_once(client: &reqwest::Client, request: &WireRequest, max_bytes: usize) -> Result<Reply, ModelError> {
+async fn send_once(
+    client: &reqwest::Client,
+    request: &WireRequest,
+    max_bytes: usize,
+) -> Result<Reply, ModelError> {
     let mut builder = client.post(&request.url).json(&request.body);
     for (name, value, sensitive) in &request.headers {
         let mut header = HeaderValue::from_str(value)
@@ -85,10 +92,18 @@ async fn send_once(client: &reqwest::Client, request: &WireRequest, max_bytes: u
         .and_then(|v| v.to_str().ok())
         .and_then(|v| parse_retry_after(v, SystemTime::now()));
     let success = (200..300).contains(&status);
-    if success && response.content_length().is_some_and(|len| len > max_bytes as u64) {
+    if success
+        && response
+            .content_length()
+            .is_some_and(|len| len > max_bytes as u64)
+    {
         return Err(ModelError::ResponseTooLarge(max_bytes));
     }
-    let limit = if success { max_bytes } else { max_bytes.min(MAX_ERROR_BODY) };
+    let limit = if success {
+        max_bytes
+    } else {
+        max_bytes.min(MAX_ERROR_BODY)
+    };
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(transport_error)? {
         if body.len() + chunk.len() > limit {
@@ -101,7 +116,11 @@ async fn send_once(client: &reqwest::Client, request: &WireRequest, max_bytes: u
         }
         body.extend_from_slice(&chunk);
     }
-    Ok(Reply { status, retry_after, body })
+    Ok(Reply {
+        status,
+        retry_after,
+        body,
+    })
 }
 
 /// A one-line, redacted description of a reqwest error, with its causes
@@ -166,11 +185,18 @@ fn parse_http_date(value: &str) -> Option<u64> {
     if parts.next()? != "GMT" || parts.next().is_some() {
         return None;
     }
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let month = MONTHS.iter().position(|m| *m == month)? + 1;
     let mut hms = time.split(':').map(|p| p.parse::<u64>().ok());
     let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
-    if !(1..=31).contains(&day) || !(1970..=9999).contains(&year) || h > 23 || m > 59 || s > 60 || hms.next().is_some()
+    if !(1..=31).contains(&day)
+        || !(1970..=9999).contains(&year)
+        || h > 23
+        || m > 59
+        || s > 60
+        || hms.next().is_some()
     {
         return None;
     }
@@ -186,23 +212,46 @@ mod tests {
     fn retry_after_seconds_and_dates() {
         let now = UNIX_EPOCH + Duration::from_secs(784_111_770); // Sun, 06 Nov 1994 08:49:30 GMT
         assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now), Some(Duration::from_secs(7)));
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now),
+            Some(Duration::ZERO)
+        );
         assert_eq!(parse_retry_after("soon", now), None);
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 25:49:37 GMT", now), None);
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 25:49:37 GMT", now),
+            None
+        );
         assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
-        assert_eq!(parse_http_date("Tue, 29 Feb 2028 12:00:00 GMT"), Some(1_835_438_400));
+        assert_eq!(
+            parse_http_date("Tue, 29 Feb 2028 12:00:00 GMT"),
+            Some(1_835_438_400)
+        );
     }
 
     #[test]
     fn error_messages_from_each_wire_format() {
-        assert_eq!(error_message(br#"{"error":{"message":"Rate limit reached","type":"x"}}"#), "Rate limit reached");
         assert_eq!(
-            error_message(br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
+            error_message(br#"{"error":{"message":"Rate limit reached","type":"x"}}"#),
+            "Rate limit reached"
+        );
+        assert_eq!(
+            error_message(
+                br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
             "Overloaded"
         );
-        assert_eq!(error_message(br#"{"error":{"code":500,"message":"Internal","status":"INTERNAL"}}"#), "Internal");
-        assert_eq!(error_message(b"<html>\n bad gateway </html>"), "<html> bad gateway </html>");
+        assert_eq!(
+            error_message(br#"{"error":{"code":500,"message":"Internal","status":"INTERNAL"}}"#),
+            "Internal"
+        );
+        assert_eq!(
+            error_message(b"<html>\n bad gateway </html>"),
+            "<html> bad gateway </html>"
+        );
         let echoed =
             error_message(br#"{"error":{"message":"Incorrect API key provided: sk-proj-abcdefghijklmnopqrstuv"}}"#);
         assert!(!echoed.contains("abcdefghijklmnop"), "{echoed}");

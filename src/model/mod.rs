@@ -120,7 +120,10 @@ impl fmt::Debug for ApiKey {
 
 /// One turn of the conversation sent to a provider (`user` or `assistant`).
 fn turn(role: &str, content: String) -> ChatMessage {
-    ChatMessage { role: role.into(), content }
+    ChatMessage {
+        role: role.into(),
+        content,
+    }
 }
 
 /// One answer from a provider, before validation.
@@ -157,7 +160,12 @@ impl SelectedModel {
     /// error fed back; `ctx` is the garde context of `T` (the names already taken
     /// for an index, `&()` mostly). Blocking: call from a job thread or a tool call, never
     /// from async code.
-    pub fn complete_json<T>(&self, app: &App, task: &JsonTask, ctx: &T::Context) -> Result<ModelOutcome<T>, ModelError>
+    pub fn complete_json<T>(
+        &self,
+        app: &App,
+        task: &JsonTask,
+        ctx: &T::Context,
+    ) -> Result<ModelOutcome<T>, ModelError>
     where
         T: DeserializeOwned + garde::Validate,
     {
@@ -178,14 +186,29 @@ impl SelectedModel {
             input_tokens += answer.input_tokens;
             output_tokens += answer.output_tokens;
             // A host may price the call itself; otherwise our price table does.
-            cost += answer
-                .cost_usd
-                .unwrap_or_else(|| cost_usd(&app.config, &model, answer.input_tokens, answer.output_tokens));
+            cost += answer.cost_usd.unwrap_or_else(|| {
+                cost_usd(
+                    &app.config,
+                    &model,
+                    answer.input_tokens,
+                    answer.output_tokens,
+                )
+            });
             let text = answer.text.unwrap_or_default();
             match parse_and_validate::<T>(&text, answer.problem.as_deref(), answer.truncated, ctx) {
                 Ok(value) => {
-                    let usage = Usage { input_tokens, output_tokens, cost_usd: Some(cost) };
-                    return Ok(ModelOutcome { value, model, usage, attempts: attempt, choice });
+                    let usage = Usage {
+                        input_tokens,
+                        output_tokens,
+                        cost_usd: Some(cost),
+                    };
+                    return Ok(ModelOutcome {
+                        value,
+                        model,
+                        usage,
+                        attempts: attempt,
+                        choice,
+                    });
                 }
                 Err(error) => {
                     tracing::debug!(model = %model, attempt, "invalid model output: {error}");
@@ -195,24 +218,55 @@ impl SelectedModel {
                 }
             }
         }
-        Err(ModelError::InvalidOutput { attempts: MAX_ATTEMPTS, last_error: one_line(&last_error, 300) })
+        Err(ModelError::InvalidOutput {
+            attempts: MAX_ATTEMPTS,
+            last_error: one_line(&last_error, 300),
+        })
     }
 
-    fn call(&self, app: &App, system: &str, turns: &[ChatMessage], task: &JsonTask) -> Result<Answer, ModelError> {
+    fn call(
+        &self,
+        app: &App,
+        system: &str,
+        turns: &[ChatMessage],
+        task: &JsonTask,
+    ) -> Result<Answer, ModelError> {
         match &self.route {
             Route::Host => hosted::call(app, &self.key, system, turns, task),
             Route::Provider(endpoint) => {
                 type Parse = fn(&[u8], bool) -> Result<Answer, String>;
                 let (request, parse): (_, Parse) = match endpoint.kind {
-                    ProviderKind::Openai => (openai::build(endpoint, system, turns, task), |b, _| openai::parse(b)),
-                    ProviderKind::Anthropic => (anthropic::build(endpoint, system, turns, task), anthropic::parse),
-                    ProviderKind::Google => (gemini::build(endpoint, system, turns, task), |b, _| gemini::parse(b)),
+                    ProviderKind::Openai => {
+                        (openai::build(endpoint, system, turns, task), |b, _| {
+                            openai::parse(b)
+                        })
+                    }
+                    ProviderKind::Anthropic => (
+                        anthropic::build(endpoint, system, turns, task),
+                        anthropic::parse,
+                    ),
+                    ProviderKind::Google => {
+                        (gemini::build(endpoint, system, turns, task), |b, _| {
+                            gemini::parse(b)
+                        })
+                    }
                 };
-                let (timeout, max_bytes) =
-                    (Duration::from_millis(app.config.timeout_ms), app.config.max_response_bytes);
-                let body = app.runtime.block_on(http::execute(app.runtime.http(), &request, timeout, max_bytes))?;
-                parse(&body, request.prefilled)
-                    .map_err(|e| ModelError::Transport(format!("unexpected response from {}: {e}", endpoint.provider)))
+                let (timeout, max_bytes) = (
+                    Duration::from_millis(app.config.timeout_ms),
+                    app.config.max_response_bytes,
+                );
+                let body = app.runtime.block_on(http::execute(
+                    app.runtime.http(),
+                    &request,
+                    timeout,
+                    max_bytes,
+                ))?;
+                parse(&body, request.prefilled).map_err(|e| {
+                    ModelError::Transport(format!(
+                        "unexpected response from {}: {e}",
+                        endpoint.provider
+                    ))
+                })
             }
         }
     }
@@ -221,13 +275,20 @@ impl SelectedModel {
 /// The `provider/id` a failed host call names as the model it tried (the pi
 /// bridge starts its errors with it, after the host's `complete: `).
 pub fn tried_model(message: &str) -> Option<&str> {
-    let rest = message.split_once("complete: ").map_or(message, |(_, rest)| rest);
+    let rest = message
+        .split_once("complete: ")
+        .map_or(message, |(_, rest)| rest);
     let (head, _) = rest.split_once(": ")?;
     (head.contains('/') && !head.contains(char::is_whitespace)).then_some(head)
 }
 
 /// Parse the answer as `T` (tolerating a Markdown code fence) and validate it.
-fn parse_and_validate<T>(text: &str, problem: Option<&str>, truncated: bool, ctx: &T::Context) -> Result<T, String>
+fn parse_and_validate<T>(
+    text: &str,
+    problem: Option<&str>,
+    truncated: bool,
+    ctx: &T::Context,
+) -> Result<T, String>
 where
     T: DeserializeOwned + garde::Validate,
 {
@@ -240,13 +301,18 @@ where
     }
     let value: T = serde_json::from_str(json).map_err(|e| {
         if truncated {
-            format!("the answer was cut off at the output token limit ({e}); write a shorter answer")
+            format!(
+                "the answer was cut off at the output token limit ({e}); write a shorter answer"
+            )
         } else {
             format!("the answer is not valid JSON for the schema: {e}")
         }
     })?;
     value.validate_with(ctx).map_err(|report| {
-        let problems: Vec<String> = report.iter().map(|(path, error)| format!("{path}: {error}")).collect();
+        let problems: Vec<String> = report
+            .iter()
+            .map(|(path, error)| format!("{path}: {error}"))
+            .collect();
         format!("the answer failed validation: {}", problems.join("; "))
     })?;
     Ok(value)
@@ -283,7 +349,11 @@ fn feedback(error: &str) -> String {
 /// so a runaway answer cannot multiply the next request's size.
 fn bounded_echo(text: &str) -> String {
     const MAX: usize = 16_000;
-    let text = if text.trim().is_empty() { "(empty)" } else { text };
+    let text = if text.trim().is_empty() {
+        "(empty)"
+    } else {
+        text
+    };
     let end = crate::text::floor_char_boundary(text, MAX);
     redact(&text[..end]).into_owned()
 }
@@ -292,11 +362,20 @@ fn bounded_echo(text: &str) -> String {
 mod tests {
     #[test]
     fn the_model_a_failed_host_call_tried_is_read_from_its_error() {
-        assert_eq!(tried_model("complete: mock/mock-cheap: HTTP 500: down"), Some("mock/mock-cheap"));
+        assert_eq!(
+            tried_model("complete: mock/mock-cheap: HTTP 500: down"),
+            Some("mock/mock-cheap")
+        );
         let error = ModelError::Transport("complete: mock/mock-cheap: 500 status code".into());
         assert_eq!(tried_model(&error.to_string()), Some("mock/mock-cheap"));
-        assert_eq!(tried_model("openai/gpt-4o: no credentials: none"), Some("openai/gpt-4o"));
-        assert_eq!(tried_model("complete: the bridge did not answer within 5 ms"), None);
+        assert_eq!(
+            tried_model("openai/gpt-4o: no credentials: none"),
+            Some("openai/gpt-4o")
+        );
+        assert_eq!(
+            tried_model("complete: the bridge did not answer within 5 ms"),
+            None
+        );
         assert_eq!(tried_model("no model available in pi for x/y"), None);
     }
 
@@ -310,17 +389,20 @@ mod tests {
 
     #[test]
     fn fenced_and_plain_json_parse() {
-        let v: Named = parse_and_validate("```json\n{\"name\":\"ab\"}\n```", None, false, &()).unwrap();
+        let v: Named =
+            parse_and_validate("```json\n{\"name\":\"ab\"}\n```", None, false, &()).unwrap();
         assert_eq!(v.name, "ab");
         let v: Named = parse_and_validate(" {\"name\":\"ab\"} ", None, false, &()).unwrap();
         assert_eq!(v.name, "ab");
-        let v: Named = parse_and_validate("Here it is: {\"name\":\"ab\"}. Done", None, false, &()).unwrap();
+        let v: Named =
+            parse_and_validate("Here it is: {\"name\":\"ab\"}. Done", None, false, &()).unwrap();
         assert_eq!(v.name, "ab");
     }
 
     #[test]
     fn errors_name_the_problem() {
-        let e = parse_and_validate::<Named>("{\"name\":\"toolongname\"}", None, false, &()).unwrap_err();
+        let e = parse_and_validate::<Named>("{\"name\":\"toolongname\"}", None, false, &())
+            .unwrap_err();
         assert!(e.contains("name: "), "{e}");
         let e = parse_and_validate::<Named>("{\"name\":", None, false, &()).unwrap_err();
         assert!(e.contains("not valid JSON"), "{e}");
@@ -337,7 +419,10 @@ mod tests {
             base_url: "http://x".into(),
             api_key: Some(ApiKey("sk-secret-value-123456789".into())),
         };
-        let selected = SelectedModel { key: "openai/m".into(), route: Route::Provider(endpoint) };
+        let selected = SelectedModel {
+            key: "openai/m".into(),
+            route: Route::Provider(endpoint),
+        };
         assert!(!format!("{selected:?}").contains("secret-value"));
     }
 }

@@ -28,23 +28,37 @@ pub fn price_for(config: &Config, key: &str) -> Option<Price> {
     if let Some(price) = config.prices.get(key) {
         return Some(price.clone());
     }
-    if let Some((_, price)) = config.prices.iter().filter(|(k, _)| is_variant(key, k)).max_by_key(|(k, _)| k.len()) {
+    if let Some((_, price)) = config
+        .prices
+        .iter()
+        .filter(|(k, _)| is_variant(key, k))
+        .max_by_key(|(k, _)| k.len())
+    {
         return Some(price.clone());
     }
     BUILT_IN
         .iter()
         .filter(|(k, _, _)| *k == key || is_variant(key, k))
         .max_by_key(|(k, _, _)| k.len())
-        .map(|(_, input, output)| Price { input_per_mtok: *input, output_per_mtok: *output })
+        .map(|(_, input, output)| Price {
+            input_per_mtok: *input,
+            output_per_mtok: *output,
+        })
 }
 
 /// USD cost of `input`/`output` tokens on `key`; 0 (and a debug log) when
 /// the price is unknown.
 pub fn cost_usd(config: &Config, key: &str, input: u64, output: u64) -> f64 {
     match price_for(config, key) {
-        Some(price) => (input as f64 * price.input_per_mtok + output as f64 * price.output_per_mtok) / 1_000_000.0,
+        Some(price) => {
+            (input as f64 * price.input_per_mtok + output as f64 * price.output_per_mtok)
+                / 1_000_000.0
+        }
         None => {
-            tracing::debug!(model = key, "no price known for this model; reporting cost 0 (set config prices)");
+            tracing::debug!(
+                model = key,
+                "no price known for this model; reporting cost 0 (set config prices)"
+            );
             0.0
         }
     }
@@ -67,7 +81,12 @@ mod tests {
         let config = Config::default();
         let haiku = price_for(&config, "anthropic/claude-haiku-4-5-20251001").unwrap();
         assert_eq!(haiku.input_per_mtok, 1.0);
-        assert_eq!(price_for(&config, "openai/gpt-4o-mini-2024-07-18").unwrap().output_per_mtok, 0.60);
+        assert_eq!(
+            price_for(&config, "openai/gpt-4o-mini-2024-07-18")
+                .unwrap()
+                .output_per_mtok,
+            0.60
+        );
         assert!(price_for(&config, "openai/gpt-4.1-mini-high").is_none());
         assert!(price_for(&config, "ollama/llama3.2").is_none());
         let cost = cost_usd(&config, "openai/gpt-4.1-mini", 1_000_000, 500_000);
@@ -78,9 +97,26 @@ mod tests {
     #[test]
     fn config_overrides_built_in() {
         let mut config = Config::default();
-        config.prices.insert("openai/gpt-4.1-mini".into(), Price { input_per_mtok: 2.0, output_per_mtok: 4.0 });
-        config.prices.insert("ollama/llama3.2".into(), Price { input_per_mtok: 0.0, output_per_mtok: 0.0 });
-        assert_eq!(price_for(&config, "openai/gpt-4.1-mini").unwrap().input_per_mtok, 2.0);
+        config.prices.insert(
+            "openai/gpt-4.1-mini".into(),
+            Price {
+                input_per_mtok: 2.0,
+                output_per_mtok: 4.0,
+            },
+        );
+        config.prices.insert(
+            "ollama/llama3.2".into(),
+            Price {
+                input_per_mtok: 0.0,
+                output_per_mtok: 0.0,
+            },
+        );
+        assert_eq!(
+            price_for(&config, "openai/gpt-4.1-mini")
+                .unwrap()
+                .input_per_mtok,
+            2.0
+        );
         assert!(price_for(&config, "ollama/llama3.2").is_some());
         let cost = cost_usd(&config, "openai/gpt-4.1-mini", 1_000, 1_000);
         assert!((cost - 0.006).abs() < 1e-12, "{cost}");

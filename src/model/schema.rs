@@ -11,7 +11,15 @@ use serde_json::{Map, Value};
 /// Keywords whose values are maps of sub-schemas (the keys are property names, not keywords).
 const SCHEMA_MAPS: &[&str] = &["properties", "patternProperties", "$defs", "definitions"];
 /// Keywords whose value is one sub-schema.
-const SCHEMA_ONE: &[&str] = &["items", "additionalProperties", "not", "contains", "if", "then", "else"];
+const SCHEMA_ONE: &[&str] = &[
+    "items",
+    "additionalProperties",
+    "not",
+    "contains",
+    "if",
+    "then",
+    "else",
+];
 /// Keywords whose value is a list of sub-schemas.
 const SCHEMA_LISTS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
 
@@ -21,12 +29,33 @@ pub(super) fn for_openai(schema: &Value) -> (Value, bool) {
     let mut schema = schema.clone();
     let mut strict = true;
     walk(&mut schema, &mut |node| {
-        strip(node, &["$schema", "minLength", "maxLength", "minProperties", "maxProperties"]);
+        strip(
+            node,
+            &[
+                "$schema",
+                "minLength",
+                "maxLength",
+                "minProperties",
+                "maxProperties",
+            ],
+        );
         if is_object(node) {
             let closed = node.get("additionalProperties") == Some(&Value::Bool(false));
-            let required: Vec<&Value> = node.get("required").and_then(Value::as_array).into_iter().flatten().collect();
-            let props = node.get("properties").and_then(Value::as_object).into_iter().flatten();
-            strict &= closed && props.into_iter().all(|(p, _)| required.contains(&&Value::String(p.clone())));
+            let required: Vec<&Value> = node
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .collect();
+            let props = node
+                .get("properties")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten();
+            strict &= closed
+                && props
+                    .into_iter()
+                    .all(|(p, _)| required.contains(&&Value::String(p.clone())));
         }
     });
     (schema, strict)
@@ -57,7 +86,11 @@ pub(super) fn for_anthropic(schema: &Value) -> Value {
                 "maxProperties",
             ],
         );
-        if node.get("minItems").and_then(Value::as_u64).is_some_and(|n| n > 1) {
+        if node
+            .get("minItems")
+            .and_then(Value::as_u64)
+            .is_some_and(|n| n > 1)
+        {
             node.remove("minItems");
         }
         if is_object(node) && !node.contains_key("additionalProperties") {
@@ -71,7 +104,9 @@ pub(super) fn for_anthropic(schema: &Value) -> Value {
 /// keywords it does not document (`$schema`, string length bounds).
 pub(super) fn for_gemini(schema: &Value) -> Value {
     let mut schema = schema.clone();
-    walk(&mut schema, &mut |node| strip(node, &["$schema", "minLength", "maxLength", "pattern"]));
+    walk(&mut schema, &mut |node| {
+        strip(node, &["$schema", "minLength", "maxLength", "pattern"])
+    });
     schema
 }
 
@@ -135,8 +170,7 @@ mod tests {
     #[test]
     fn anthropic_drops_bounds_and_closes_objects() {
         let mut input = sample();
-        input["properties"]["meta"] =
-            json!({"type": "object", "properties": {"maxLength": {"type": "integer", "minimum": 0}}});
+        input["properties"]["meta"] = json!({"type": "object", "properties": {"maxLength": {"type": "integer", "minimum": 0}}});
         let schema = for_anthropic(&input);
         assert!(schema["properties"]["tags"].get("minItems").is_none());
         assert!(schema["properties"]["tags"].get("maxItems").is_none());
@@ -149,6 +183,8 @@ mod tests {
     fn gemini_keeps_item_bounds() {
         let schema = for_gemini(&sample());
         assert_eq!(schema["properties"]["tags"]["maxItems"], 12);
-        assert!(schema["properties"]["tags"]["items"].get("maxLength").is_none());
+        assert!(schema["properties"]["tags"]["items"]
+            .get("maxLength")
+            .is_none());
     }
 }

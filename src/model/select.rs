@@ -14,12 +14,42 @@ pub const LOCAL_PROVIDER: &str = "local";
 /// URL and the environment variable of the key (`None`: a local endpoint
 /// that needs no key).
 const BUILT_INS: &[(&str, ProviderKind, &str, Option<&str>)] = &[
-    ("openai", ProviderKind::Openai, "https://api.openai.com/v1", Some("OPENAI_API_KEY")),
-    ("anthropic", ProviderKind::Anthropic, "https://api.anthropic.com/v1", Some("ANTHROPIC_API_KEY")),
-    ("google", ProviderKind::Google, "https://generativelanguage.googleapis.com/v1beta", Some("GEMINI_API_KEY")),
-    ("openrouter", ProviderKind::Openai, "https://openrouter.ai/api/v1", Some("OPENROUTER_API_KEY")),
-    ("ollama", ProviderKind::Openai, "http://localhost:11434/v1", None),
-    ("lmstudio", ProviderKind::Openai, "http://localhost:1234/v1", None),
+    (
+        "openai",
+        ProviderKind::Openai,
+        "https://api.openai.com/v1",
+        Some("OPENAI_API_KEY"),
+    ),
+    (
+        "anthropic",
+        ProviderKind::Anthropic,
+        "https://api.anthropic.com/v1",
+        Some("ANTHROPIC_API_KEY"),
+    ),
+    (
+        "google",
+        ProviderKind::Google,
+        "https://generativelanguage.googleapis.com/v1beta",
+        Some("GEMINI_API_KEY"),
+    ),
+    (
+        "openrouter",
+        ProviderKind::Openai,
+        "https://openrouter.ai/api/v1",
+        Some("OPENROUTER_API_KEY"),
+    ),
+    (
+        "ollama",
+        ProviderKind::Openai,
+        "http://localhost:11434/v1",
+        None,
+    ),
+    (
+        "lmstudio",
+        ProviderKind::Openai,
+        "http://localhost:1234/v1",
+        None,
+    ),
 ];
 
 /// The first available model of `config.model_keys`, reading API keys from
@@ -30,7 +60,10 @@ pub fn select_model(app: &App) -> Result<SelectedModel, ModelError> {
 
 /// [`select_model`] with an explicit environment lookup (tests use a map, so
 /// they never mutate the process environment).
-pub fn select_model_with_env(app: &App, env: impl Fn(&str) -> Option<String>) -> Result<SelectedModel, ModelError> {
+pub fn select_model_with_env(
+    app: &App,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<SelectedModel, ModelError> {
     let config = &app.config;
     let host_serves = config.use_host_models && app.host.can_complete();
     let mut skipped = Vec::new();
@@ -44,24 +77,46 @@ pub fn select_model_with_env(app: &App, env: impl Fn(&str) -> Option<String>) ->
             break;
         }
         if host_serves {
-            return Ok(SelectedModel { key: key.clone(), route: Route::Host });
+            return Ok(SelectedModel {
+                key: key.clone(),
+                route: Route::Host,
+            });
         }
         match endpoint(app, provider, model, &env) {
-            Ok(endpoint) => return Ok(SelectedModel { key: key.clone(), route: Route::Provider(endpoint) }),
+            Ok(endpoint) => {
+                return Ok(SelectedModel {
+                    key: key.clone(),
+                    route: Route::Provider(endpoint),
+                })
+            }
             Err(reason) => skipped.push(format!("{key}: {reason}")),
         }
     }
-    let detail = if skipped.is_empty() { "modelKeys is empty".to_string() } else { skipped.join("; ") };
-    Err(ModelError::Unavailable(format!("no configured model is available ({detail})")))
+    let detail = if skipped.is_empty() {
+        "modelKeys is empty".to_string()
+    } else {
+        skipped.join("; ")
+    };
+    Err(ModelError::Unavailable(format!(
+        "no configured model is available ({detail})"
+    )))
 }
 
-fn endpoint(app: &App, provider: &str, model: &str, env: &impl Fn(&str) -> Option<String>) -> Result<Endpoint, String> {
+fn endpoint(
+    app: &App,
+    provider: &str,
+    model: &str,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<Endpoint, String> {
     let configured: Option<&ProviderConfig> = app.config.providers.get(provider);
     let built_in = BUILT_INS.iter().find(|(name, ..)| *name == provider);
     if configured.is_none() && built_in.is_none() {
         return Err("unknown provider (define it under providers with a baseUrl)".into());
     }
-    let kind = configured.and_then(|c| c.kind).or(built_in.map(|&(_, kind, ..)| kind)).unwrap_or(ProviderKind::Openai);
+    let kind = configured
+        .and_then(|c| c.kind)
+        .or(built_in.map(|&(_, kind, ..)| kind))
+        .unwrap_or(ProviderKind::Openai);
     let base_url = configured
         .and_then(|c| c.base_url.clone())
         .or(built_in.map(|(_, _, url, _)| url.to_string()))
@@ -93,13 +148,23 @@ fn endpoint(app: &App, provider: &str, model: &str, env: &impl Fn(&str) -> Optio
 
 /// `my-llm` → `MY_LLM_API_KEY`.
 fn default_env_name(provider: &str) -> String {
-    let stem: String =
-        provider.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    let stem: String = provider
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
     format!("{stem}_API_KEY")
 }
 
 fn non_empty(value: Option<String>) -> Option<String> {
-    value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+    value
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
 }
 
 #[cfg(test)]

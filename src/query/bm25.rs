@@ -55,7 +55,11 @@ mod tests {
 
     #[test]
     fn rare_terms_outweigh_common_ones() {
-        let docs = [toks("cache redis cache"), toks("cache lfu eviction"), toks("billing stripe")];
+        let docs = [
+            toks("cache redis cache"),
+            toks("cache lfu eviction"),
+            toks("billing stripe"),
+        ];
         let refs: Vec<&[String]> = docs.iter().map(|d| d.as_slice()).collect();
         let s = scores(&refs, &toks("lfu cache"));
         assert!(s[1] > s[0], "{s:?}");

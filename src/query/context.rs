@@ -79,11 +79,15 @@ pub fn assemble(
     if !head.created.is_empty() {
         header.push_str(&format!("\nStarted: {}", head.created));
     }
-    header.push_str("\nOnly the session's active branch is shown. Lines start with [entryId] role.\n");
+    header.push_str(
+        "\nOnly the session's active branch is shown. Lines start with [entryId] role.\n",
+    );
     let header = clip(&header, budget / 10, Keep::Head);
     let mut used = utf16_len(&header);
 
-    let meta_text = meta.map(|m| render_meta(m, ((budget as f64) * META_SHARE) as usize)).unwrap_or_default();
+    let meta_text = meta
+        .map(|m| render_meta(m, ((budget as f64) * META_SHARE) as usize))
+        .unwrap_or_default();
     used += utf16_len(&meta_text);
 
     // The newest summary first: compaction summaries are cumulative.
@@ -97,7 +101,11 @@ pub fn assemble(
             break;
         }
         let text = clip(&s.text, room - overhead, Keep::Head);
-        let it = Item { entry_id: s.entry_id.clone(), role: s.role.clone(), text };
+        let it = Item {
+            entry_id: s.entry_id.clone(),
+            role: s.role.clone(),
+            text,
+        };
         summary_used += it.render_len() + 1;
         summaries.push(it);
     }
@@ -113,7 +121,9 @@ pub fn assemble(
     let recent_reserve = (((budget as f64) * RECENT_SHARE) as usize).min(remaining);
 
     // Relevant windows, best first, leaving the reserve for the newest turns.
-    let mut ranked: Vec<usize> = (0..doc.windows.len()).filter(|&i| scores[i] > 0.0).collect();
+    let mut ranked: Vec<usize> = (0..doc.windows.len())
+        .filter(|&i| scores[i] > 0.0)
+        .collect();
     ranked.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(b.cmp(&a)));
     let mut relevant_room = remaining.saturating_sub(recent_reserve);
     for &i in &ranked {
@@ -157,7 +167,12 @@ pub fn assemble(
                 items.push(it.clone());
             }
             if !items.is_empty() {
-                partial = Some(Window { index: last.index, turn: last.turn, items, tokens: last.tokens.clone() });
+                partial = Some(Window {
+                    index: last.index,
+                    turn: last.turn,
+                    items,
+                    tokens: last.tokens.clone(),
+                });
             }
         }
     }
@@ -165,11 +180,21 @@ pub fn assemble(
     let mut chosen: Vec<Chosen> = picked
         .iter()
         .enumerate()
-        .filter_map(|(i, p)| p.map(|(score, recent)| Chosen { window: doc.windows[i].clone(), score, recent }))
+        .filter_map(|(i, p)| {
+            p.map(|(score, recent)| Chosen {
+                window: doc.windows[i].clone(),
+                score,
+                recent,
+            })
+        })
         .collect();
     if let Some(window) = partial {
         let score = scores.get(window.index).copied().unwrap_or(0.0);
-        chosen.push(Chosen { window, score, recent: true });
+        chosen.push(Chosen {
+            window,
+            score,
+            recent: true,
+        });
     }
 
     let mut text = header;
@@ -209,7 +234,15 @@ pub fn assemble(
         }
     }
     let tokens = estimate_tokens(&text);
-    Assembled { text, tokens, entry_ids, chosen, summaries, query_tokens, total_windows: doc.windows.len() }
+    Assembled {
+        text,
+        tokens,
+        entry_ids,
+        chosen,
+        summaries,
+        query_tokens,
+        total_windows: doc.windows.len(),
+    }
 }
 
 /// A turn split into several windows often asks in one and answers in the
@@ -258,22 +291,50 @@ mod tests {
         let windows = (0..n)
             .map(|i| {
                 let text = format!("turn {i} filler {}", "lorem ipsum dolor ".repeat(50));
-                let text = if i == 3 { format!("{text} the zeppelin hangar is in Friedrichshafen") } else { text };
-                let items = vec![Item { entry_id: format!("e{i:04}"), role: "user".into(), text: text.clone() }];
-                Window { index: i, turn: i, items, tokens: tokenize(&text) }
+                let text = if i == 3 {
+                    format!("{text} the zeppelin hangar is in Friedrichshafen")
+                } else {
+                    text
+                };
+                let items = vec![Item {
+                    entry_id: format!("e{i:04}"),
+                    role: "user".into(),
+                    text: text.clone(),
+                }];
+                Window {
+                    index: i,
+                    turn: i,
+                    items,
+                    tokens: tokenize(&text),
+                }
             })
             .collect();
-        let summaries = vec![Item { entry_id: "c0".into(), role: "compaction".into(), text: "Summary text".into() }];
+        let summaries = vec![Item {
+            entry_id: "c0".into(),
+            role: "compaction".into(),
+            text: "Summary text".into(),
+        }];
         BranchDoc { windows, summaries }
     }
 
     #[test]
     fn relevant_and_newest_windows_fit_the_budget_in_order() {
-        let head = SessionHead { id: "s1".into(), name: "Zeppelins".into(), ..Default::default() };
+        let head = SessionHead {
+            id: "s1".into(),
+            name: "Zeppelins".into(),
+            ..Default::default()
+        };
         let a = assemble(&head, None, &doc(50), "Where is the zeppelin hangar?", 1000);
         assert!(a.tokens <= 1000, "{}", a.tokens);
-        assert!(a.entry_ids.contains("e0003") && a.entry_ids.contains("e0049") && a.entry_ids.contains("c0"));
-        let (p3, p49) = (a.text.find("[e0003]").unwrap(), a.text.find("[e0049]").unwrap());
+        assert!(
+            a.entry_ids.contains("e0003")
+                && a.entry_ids.contains("e0049")
+                && a.entry_ids.contains("c0")
+        );
+        let (p3, p49) = (
+            a.text.find("[e0003]").unwrap(),
+            a.text.find("[e0049]").unwrap(),
+        );
         assert!(p3 < p49, "not chronological");
         assert!(a.text.contains("…\n"), "omissions are not marked");
         assert!(!a.entry_ids.contains("e0010"));

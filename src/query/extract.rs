@@ -21,25 +21,36 @@ const MAX_CITATIONS: usize = 8;
 pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Citation>) {
     let query: Vec<&str> = {
         let mut seen = HashSet::new();
-        assembled.query_tokens.iter().map(String::as_str).filter(|q| seen.insert(*q)).collect()
+        assembled
+            .query_tokens
+            .iter()
+            .map(String::as_str)
+            .filter(|q| seen.insert(*q))
+            .collect()
     };
     // Every quotable item, with its chronological position and window score,
     // and for tool calls the results that follow them.
-    let mut items: Vec<(&Item, usize, f64)> = assembled.summaries.iter().map(|s| (s, 0, 0.0)).collect();
+    let mut items: Vec<(&Item, usize, f64)> =
+        assembled.summaries.iter().map(|s| (s, 0, 0.0)).collect();
     let mut results_of: HashMap<*const Item, Vec<&Item>> = HashMap::new();
     for (k, chosen) in assembled.chosen.iter().enumerate() {
         let window = &chosen.window.items;
         for (j, item) in window.iter().enumerate() {
             items.push((item, k + 1, chosen.score));
             if item.role.starts_with("assistant") && item.text.contains("→ ") {
-                let results: Vec<&Item> =
-                    window[j + 1..].iter().take_while(|i| i.role == "toolResult").take(MAX_FOLLOWED_RESULTS).collect();
+                let results: Vec<&Item> = window[j + 1..]
+                    .iter()
+                    .take_while(|i| i.role == "toolResult")
+                    .take(MAX_FOLLOWED_RESULTS)
+                    .collect();
                 results_of.insert(item as *const Item, results);
             }
         }
     }
-    let term_sets: Vec<HashSet<String>> =
-        items.iter().map(|(i, _, _)| tokenize(&i.text).into_iter().collect()).collect();
+    let term_sets: Vec<HashSet<String>> = items
+        .iter()
+        .map(|(i, _, _)| tokenize(&i.text).into_iter().collect())
+        .collect();
     let weights = term_weights(&query, &term_sets);
     let total_weight: f64 = weights.values().sum();
     let max_window = items.iter().map(|i| i.2).fold(0.0f64, f64::max).max(1e-9);
@@ -47,12 +58,20 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
     // (score, matched weight, position, item)
     let mut candidates: Vec<(f64, f64, usize, &Item)> = Vec::new();
     for ((item, position, window_score), terms) in items.iter().zip(&term_sets) {
-        let matched: f64 = query.iter().filter(|q| terms.contains(**q)).filter_map(|q| weights.get(q)).sum();
+        let matched: f64 = query
+            .iter()
+            .filter(|q| terms.contains(**q))
+            .filter_map(|q| weights.get(q))
+            .sum();
         if matched <= 0.0 {
             continue;
         }
         // A bare tool call is rarely the answer itself; its result or the reply is.
-        let kind = if item.text.starts_with("→ ") { 0.6 } else { 1.0 };
+        let kind = if item.text.starts_with("→ ") {
+            0.6
+        } else {
+            1.0
+        };
         let score = matched * kind + 0.1 * total_weight * window_score / max_window;
         candidates.push((score, matched, *position, item));
     }
@@ -77,8 +96,14 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
         }
         citations.push(cite(item));
         // A matching tool call usually means the answer is in what it returned.
-        for result in results_of.get(&(*item as *const Item)).into_iter().flatten() {
-            if citations.len() < MAX_CITATIONS && !citations.iter().any(|c| c.entry_id == result.entry_id) {
+        for result in results_of
+            .get(&(*item as *const Item))
+            .into_iter()
+            .flatten()
+        {
+            if citations.len() < MAX_CITATIONS
+                && !citations.iter().any(|c| c.entry_id == result.entry_id)
+            {
                 citations.push(cite(result));
             }
         }
@@ -95,7 +120,11 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
             .or_else(|| assembled.summaries.last());
         citations.extend(fallback.map(cite));
     }
-    let confidence = if found && best_coverage >= 0.6 { Confidence::Medium } else { Confidence::Low };
+    let confidence = if found && best_coverage >= 0.6 {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    };
     let mut md = String::from(
         "No model was used (offline extractive answer, `local/extractive`): below are the passages of the session \
          that best match the question, quoted verbatim.",
@@ -107,7 +136,12 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
     }
     md.push('\n');
     for c in &citations {
-        md.push_str(&format!("\n- [{}] {}: {}", c.entry_id, c.role, c.excerpt.replace('\n', " ")));
+        md.push_str(&format!(
+            "\n- [{}] {}: {}",
+            c.entry_id,
+            c.role,
+            c.excerpt.replace('\n', " ")
+        ));
     }
     (md, confidence, citations)
 }
@@ -150,7 +184,10 @@ pub fn excerpt_weighted(text: &str, weights: &HashMap<&str, f64>) -> String {
     // ASCII lower-casing keeps byte offsets, so positions map back to `text`.
     let lower = text.to_ascii_lowercase();
     let mut hits: Vec<(usize, &str)> = Vec::new();
-    for q in weights.keys().filter(|q| q.chars().count() > 1 || !q.is_ascii()) {
+    for q in weights
+        .keys()
+        .filter(|q| q.chars().count() > 1 || !q.is_ascii())
+    {
         hits.extend(lower.match_indices(*q).take(200).map(|(pos, _)| (pos, *q)));
     }
     hits.sort_unstable();
@@ -167,12 +204,18 @@ pub fn excerpt_weighted(text: &str, weights: &HashMap<&str, f64>) -> String {
             }
             seen.insert(q);
         }
-        let score: f64 = seen.iter().map(|q| weights.get(q).copied().unwrap_or(0.0)).sum();
+        let score: f64 = seen
+            .iter()
+            .map(|q| weights.get(q).copied().unwrap_or(0.0))
+            .sum();
         if score > best.0 {
             best = (score, anchor);
         }
     }
-    let start = best.1.saturating_sub(40).min(chars.len().saturating_sub(budget));
+    let start = best
+        .1
+        .saturating_sub(40)
+        .min(chars.len().saturating_sub(budget));
     let end = (start + budget).min(chars.len());
     let mut out = String::new();
     if start > 0 {
@@ -191,10 +234,18 @@ mod tests {
 
     #[test]
     fn excerpts_are_bounded_and_centred_on_the_hit() {
-        let text = format!("{} the token bucket lives in src/limiter.rs {}", "a ".repeat(400), "b ".repeat(400));
+        let text = format!(
+            "{} the token bucket lives in src/limiter.rs {}",
+            "a ".repeat(400),
+            "b ".repeat(400)
+        );
         let q: HashMap<&str, f64> = [("limiter", 1.0)].into_iter().collect();
         let e = excerpt_weighted(&text, &q);
-        assert!(e.chars().count() <= MAX_EXCERPT_CHARS, "{}", e.chars().count());
+        assert!(
+            e.chars().count() <= MAX_EXCERPT_CHARS,
+            "{}",
+            e.chars().count()
+        );
         assert!(e.contains("src/limiter.rs"), "{e}");
         let unicode = "日本語".repeat(200);
         assert!(excerpt_weighted(&unicode, &q).chars().count() <= MAX_EXCERPT_CHARS);

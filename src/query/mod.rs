@@ -126,12 +126,20 @@ pub struct QueryAnswer {
 pub enum QueryError {
     #[error("invalid arguments: {0}")]
     InvalidArgs(String),
-    #[error("query_session may be called at most {limit} time(s) per turn; answer with what you have")]
+    #[error(
+        "query_session may be called at most {limit} time(s) per turn; answer with what you have"
+    )]
     CallLimitExceeded { limit: u32 },
     #[error("{message}")]
-    NotFound { message: String, suggestions: Vec<String> },
+    NotFound {
+        message: String,
+        suggestions: Vec<String>,
+    },
     #[error("{message}")]
-    Ambiguous { message: String, candidates: Vec<Candidate> },
+    Ambiguous {
+        message: String,
+        candidates: Vec<Candidate>,
+    },
     #[error("{0}")]
     FileMissing(String),
     #[error("{0}")]
@@ -203,9 +211,16 @@ pub fn prepare(
     let name = session
         .session_name(&branch)
         .filter(|n| !n.trim().is_empty())
-        .or_else(|| meta.map(|m| m.name.trim().to_string()).filter(|n| !n.is_empty()))
+        .or_else(|| {
+            meta.map(|m| m.name.trim().to_string())
+                .filter(|n| !n.is_empty())
+        })
         .or_else(|| fallback_name.map(str::to_string))
-        .or_else(|| session.first_user_message().map(|m| clip(crate::redact::session_text(&m).trim(), 60, Keep::Head)))
+        .or_else(|| {
+            session
+                .first_user_message()
+                .map(|m| clip(crate::redact::session_text(&m).trim(), 60, Keep::Head))
+        })
         .unwrap_or_else(|| session.header.id.clone());
     let head = SessionHead {
         id: session.header.id.clone(),
@@ -242,22 +257,38 @@ pub fn answer(
             None
         }
     };
-    let prepared = prepare(&session, meta.as_ref(), fallback_name, question, app.config.query.max_context_tokens)?;
+    let prepared = prepare(
+        &session,
+        meta.as_ref(),
+        fallback_name,
+        question,
+        app.config.query.max_context_tokens,
+    )?;
     drop(session);
     // Past the daily cap, queries are answered offline (no model, no cost).
     let over_cap = crate::spend::over_cap(app.config.spending.daily_cap_usd, meta_dir).is_some();
-    let mut answer = match if over_cap { None } else { model_answer::answer(app, &prepared, question)? } {
+    let mut answer = match if over_cap {
+        None
+    } else {
+        model_answer::answer(app, &prepared, question)?
+    } {
         Some(answer) => answer,
         None => offline_answer(&prepared),
     };
-    crate::spend::record(&app.spent, meta_dir, crate::spend::Kind::Queries, answer.cost_usd);
+    crate::spend::record(
+        &app.spent,
+        meta_dir,
+        crate::spend::Kind::Queries,
+        answer.cost_usd,
+    );
     answer.latency_ms = started.elapsed().as_millis().min(u128::from(u64::MAX)) as u64;
     Ok(answer)
 }
 
 /// The extractive answer of a prepared context.
 pub fn offline_answer(prepared: &Prepared) -> QueryAnswer {
-    let (answer_markdown, confidence, citations) = extract::answer(&prepared.head.name, &prepared.assembled);
+    let (answer_markdown, confidence, citations) =
+        extract::answer(&prepared.head.name, &prepared.assembled);
     QueryAnswer {
         session_id: prepared.head.id.clone(),
         name: prepared.head.name.clone(),
@@ -266,7 +297,11 @@ pub fn offline_answer(prepared: &Prepared) -> QueryAnswer {
         citations,
         model: OFFLINE_MODEL.into(),
         offline: true,
-        usage: Usage { input_tokens: 0, output_tokens: 0, cost_usd: Some(0.0) },
+        usage: Usage {
+            input_tokens: 0,
+            output_tokens: 0,
+            cost_usd: Some(0.0),
+        },
         cost_usd: 0.0,
         latency_ms: 0,
         context_tokens: prepared.assembled.tokens,
@@ -277,5 +312,9 @@ pub fn offline_answer(prepared: &Prepared) -> QueryAnswer {
 
 /// First line, bounded: error texts end up in tool results and status lines.
 pub(crate) fn one_line(text: &str) -> String {
-    clip(text.lines().next().unwrap_or_default().trim(), 300, Keep::Head)
+    clip(
+        text.lines().next().unwrap_or_default().trim(),
+        300,
+        Keep::Head,
+    )
 }

@@ -35,7 +35,9 @@ fn known_entry_id(value: &str, ids: &KnownIds) -> garde::Result {
     if ids.0.contains(value) {
         return Ok(());
     }
-    Err(garde::Error::new(format!("entry id {value:?} is not in the excerpts; cite only ids shown in [brackets]")))
+    Err(garde::Error::new(format!(
+        "entry id {value:?} is not in the excerpts; cite only ids shown in [brackets]"
+    )))
 }
 
 #[derive(Debug, Deserialize, Validate)]
@@ -56,7 +58,9 @@ fn cited_unless_low<'c>(
 ) -> impl FnOnce(&Vec<ModelCitation>, &KnownIds) -> garde::Result + 'c {
     move |citations, _| {
         if citations.is_empty() && *confidence != Confidence::Low {
-            return Err(garde::Error::new("cite at least one entry, or answer with confidence low"));
+            return Err(garde::Error::new(
+                "cite at least one entry, or answer with confidence low",
+            ));
         }
         Ok(())
     }
@@ -106,19 +110,29 @@ pub fn schema(ids: &BTreeSet<String>) -> Value {
 
 /// The user message: the excerpts, fenced so they read as data, then the question.
 pub fn user_message(prepared: &Prepared, question: &str) -> String {
-    let excerpts = prepared.assembled.text.replace("</session-excerpts>", "</session-excerpts\u{200b}>");
+    let excerpts = prepared
+        .assembled
+        .text
+        .replace("</session-excerpts>", "</session-excerpts\u{200b}>");
     format!("<session-excerpts>\n{excerpts}</session-excerpts>\n\nQuestion: {question}")
 }
 
 /// `Ok(None)`: no model is available and the offline answer should be used.
-pub fn answer(app: &App, prepared: &Prepared, question: &str) -> Result<Option<QueryAnswer>, QueryError> {
+pub fn answer(
+    app: &App,
+    prepared: &Prepared,
+    question: &str,
+) -> Result<Option<QueryAnswer>, QueryError> {
     let model = match select_model(app) {
         Ok(model) => model,
         Err(ModelError::Unavailable(reason)) => {
             return if app.config.offline_fallback {
                 Ok(None)
             } else {
-                Err(QueryError::ModelUnavailable(format!("{} and offlineFallback is off", one_line(&reason))))
+                Err(QueryError::ModelUnavailable(format!(
+                    "{} and offlineFallback is off",
+                    one_line(&reason)
+                )))
             };
         }
         Err(other) => return Err(map_error(other)),
@@ -131,13 +145,20 @@ pub fn answer(app: &App, prepared: &Prepared, question: &str) -> Result<Option<Q
         schema: schema(ids),
         max_output_tokens: app.config.query.max_output_tokens,
     };
-    let outcome = model.complete_json::<ModelAnswer>(app, &task, &KnownIds(ids.clone())).map_err(map_error)?;
+    let outcome = model
+        .complete_json::<ModelAnswer>(app, &task, &KnownIds(ids.clone()))
+        .map_err(map_error)?;
     let roles = roles_by_id(prepared);
     let mut citations: Vec<Citation> = Vec::new();
     for c in outcome.value.citations {
         // Defence in depth: the validator already rejected unknown ids.
-        let Some(role) = roles.get(c.entry_id.as_str()) else { continue };
-        if citations.iter().any(|k| k.entry_id == c.entry_id && k.excerpt == c.excerpt) {
+        let Some(role) = roles.get(c.entry_id.as_str()) else {
+            continue;
+        };
+        if citations
+            .iter()
+            .any(|k| k.entry_id == c.entry_id && k.excerpt == c.excerpt)
+        {
             continue;
         }
         citations.push(Citation {
@@ -172,7 +193,9 @@ fn roles_by_id(prepared: &Prepared) -> HashMap<&str, String> {
     }
     for c in &prepared.assembled.chosen {
         for it in &c.window.items {
-            roles.entry(it.entry_id.as_str()).or_insert_with(|| super::extract::base_role(&it.role));
+            roles
+                .entry(it.entry_id.as_str())
+                .or_insert_with(|| super::extract::base_role(&it.role));
         }
     }
     roles
@@ -182,8 +205,12 @@ fn map_error(error: ModelError) -> QueryError {
     let message = one_line(&error.to_string());
     match error {
         ModelError::Unavailable(_) => QueryError::ModelUnavailable(message),
-        ModelError::InvalidOutput { .. } | ModelError::ResponseTooLarge(_) => QueryError::InvalidOutput(message),
-        ModelError::Transport(_) | ModelError::Http { .. } | ModelError::Timeout(_) => QueryError::Transport(message),
+        ModelError::InvalidOutput { .. } | ModelError::ResponseTooLarge(_) => {
+            QueryError::InvalidOutput(message)
+        }
+        ModelError::Transport(_) | ModelError::Http { .. } | ModelError::Timeout(_) => {
+            QueryError::Transport(message)
+        }
     }
 }
 
@@ -192,16 +219,21 @@ mod tests {
     use super::*;
 
     fn any_ids() -> BTreeSet<String> {
-        (0..9).map(|i| format!("e{i}")).chain(["a".to_string()]).collect()
+        (0..9)
+            .map(|i| format!("e{i}"))
+            .chain(["a".to_string()])
+            .collect()
     }
 
     #[test]
     fn citations_outside_the_context_are_rejected() {
-        let raw =
-            r#"{"answerMarkdown":"x","confidence":"high","citations":[{"entryId":"zz","role":"user","excerpt":"q"}]}"#;
+        let raw = r#"{"answerMarkdown":"x","confidence":"high","citations":[{"entryId":"zz","role":"user","excerpt":"q"}]}"#;
         let parsed: ModelAnswer = serde_json::from_str(raw).unwrap();
         let ids: BTreeSet<String> = ["aa".to_string()].into_iter().collect();
-        let report = parsed.validate_with(&KnownIds(ids.clone())).unwrap_err().to_string();
+        let report = parsed
+            .validate_with(&KnownIds(ids.clone()))
+            .unwrap_err()
+            .to_string();
         assert!(report.contains("not in the excerpts"), "{report}");
         let cited: BTreeSet<String> = ["zz".to_string()].into_iter().collect();
         assert!(parsed.validate_with(&KnownIds(cited)).is_ok());
@@ -210,20 +242,33 @@ mod tests {
     #[test]
     fn confident_answers_need_a_citation() {
         let uncited = json!({"answerMarkdown":"x","confidence":"high","citations":[]});
-        assert!(serde_json::from_value::<ModelAnswer>(uncited).unwrap().validate_with(&KnownIds(any_ids())).is_err());
-        let unsure = json!({"answerMarkdown":"not in the session","confidence":"low","citations":[]});
-        assert!(serde_json::from_value::<ModelAnswer>(unsure).unwrap().validate_with(&KnownIds(any_ids())).is_ok());
+        assert!(serde_json::from_value::<ModelAnswer>(uncited)
+            .unwrap()
+            .validate_with(&KnownIds(any_ids()))
+            .is_err());
+        let unsure =
+            json!({"answerMarkdown":"not in the session","confidence":"low","citations":[]});
+        assert!(serde_json::from_value::<ModelAnswer>(unsure)
+            .unwrap()
+            .validate_with(&KnownIds(any_ids()))
+            .is_ok());
     }
 
     #[test]
     fn long_excerpts_and_too_many_citations_are_rejected() {
         let long = "x".repeat(MAX_EXCERPT_CHARS + 1);
-        let raw =
-            json!({"answerMarkdown":"x","confidence":"low","citations":[{"entryId":"a","role":"user","excerpt":long}]});
-        assert!(serde_json::from_value::<ModelAnswer>(raw).unwrap().validate_with(&KnownIds(any_ids())).is_err());
-        let many: Vec<Value> =
-            (0..9).map(|i| json!({"entryId": format!("e{i}"), "role":"user","excerpt":"q"})).collect();
+        let raw = json!({"answerMarkdown":"x","confidence":"low","citations":[{"entryId":"a","role":"user","excerpt":long}]});
+        assert!(serde_json::from_value::<ModelAnswer>(raw)
+            .unwrap()
+            .validate_with(&KnownIds(any_ids()))
+            .is_err());
+        let many: Vec<Value> = (0..9)
+            .map(|i| json!({"entryId": format!("e{i}"), "role":"user","excerpt":"q"}))
+            .collect();
         let raw = json!({"answerMarkdown":"x","confidence":"low","citations": many});
-        assert!(serde_json::from_value::<ModelAnswer>(raw).unwrap().validate_with(&KnownIds(any_ids())).is_err());
+        assert!(serde_json::from_value::<ModelAnswer>(raw)
+            .unwrap()
+            .validate_with(&KnownIds(any_ids()))
+            .is_err());
     }
 }

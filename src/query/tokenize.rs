@@ -9,12 +9,13 @@
 
 /// Words that carry no meaning for retrieval (question words, pronouns, glue).
 const STOP_WORDS: &[&str] = &[
-    "a", "about", "after", "again", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "before",
-    "but", "by", "can", "could", "did", "do", "does", "done", "for", "from", "had", "has", "have", "he", "her", "here",
-    "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "let", "me", "my", "no", "not", "now",
-    "of", "on", "or", "our", "please", "she", "should", "so", "some", "than", "that", "the", "their", "them", "then",
-    "there", "these", "they", "this", "those", "to", "up", "us", "was", "we", "were", "what", "when", "where", "which",
-    "who", "whom", "why", "will", "with", "would", "you", "your",
+    "a", "about", "after", "again", "all", "also", "an", "and", "any", "are", "as", "at", "be",
+    "been", "before", "but", "by", "can", "could", "did", "do", "does", "done", "for", "from",
+    "had", "has", "have", "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is",
+    "it", "its", "just", "let", "me", "my", "no", "not", "now", "of", "on", "or", "our", "please",
+    "she", "should", "so", "some", "than", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "those", "to", "up", "us", "was", "we", "were", "what", "when",
+    "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your",
 ];
 
 fn is_cjk(c: char) -> bool {
@@ -100,7 +101,8 @@ fn push_word(run: &[char], out: &mut Vec<String>) {
         if STOP_WORDS.binary_search(&lower.as_str()).is_ok() {
             continue;
         }
-        let single_letter = lower.chars().count() == 1 && !lower.chars().all(|c| c.is_ascii_digit());
+        let single_letter =
+            lower.chars().count() == 1 && !lower.chars().all(|c| c.is_ascii_digit());
         if single_letter {
             continue;
         }
@@ -198,7 +200,10 @@ mod tests {
             "server",
             "2",
         ] {
-            assert!(has(&t, &stem(want)) || has(&t, want), "{want} missing in {t:?}");
+            assert!(
+                has(&t, &stem(want)) || has(&t, want),
+                "{want} missing in {t:?}"
+            );
         }
     }
 

@@ -27,18 +27,26 @@ struct Args {
 }
 
 fn parse_args(params: &Value) -> Result<Args, QueryError> {
-    let args: Args =
-        serde_json::from_value(params.clone()).map_err(|e| QueryError::InvalidArgs(one_line(&e.to_string())))?;
+    let args: Args = serde_json::from_value(params.clone())
+        .map_err(|e| QueryError::InvalidArgs(one_line(&e.to_string())))?;
     let (session, question) = (args.session.trim(), args.question.trim());
-    for (name, value, max) in [("session", session, MAX_REF_CHARS), ("question", question, MAX_QUESTION_CHARS)] {
+    for (name, value, max) in [
+        ("session", session, MAX_REF_CHARS),
+        ("question", question, MAX_QUESTION_CHARS),
+    ] {
         if value.is_empty() {
             return Err(QueryError::InvalidArgs(format!("`{name}` is empty")));
         }
         if value.chars().count() > max {
-            return Err(QueryError::InvalidArgs(format!("`{name}` is longer than {max} characters")));
+            return Err(QueryError::InvalidArgs(format!(
+                "`{name}` is longer than {max} characters"
+            )));
         }
     }
-    Ok(Args { session: session.to_string(), question: question.to_string() })
+    Ok(Args {
+        session: session.to_string(),
+        question: question.to_string(),
+    })
 }
 
 pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
@@ -49,7 +57,11 @@ pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
         Ok(mut answer) => {
             answer.latency_ms = latency_ms;
             report_success(app, &answer);
-            ToolResult::text(result_text(&answer), serde_json::to_value(&answer).unwrap_or(Value::Null), false)
+            ToolResult::text(
+                result_text(&answer),
+                serde_json::to_value(&answer).unwrap_or(Value::Null),
+                false,
+            )
         }
         Err(error) => {
             let code = error.code();
@@ -62,7 +74,11 @@ pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
                 "timestamp": crate::time::iso_now(),
             });
             app.host.append_entry(TELEMETRY_TYPE, &telemetry);
-            ToolResult::text(format!("query_session failed ({code}): {message}"), error.details(), true)
+            ToolResult::text(
+                format!("query_session failed ({code}): {message}"),
+                error.details(),
+                true,
+            )
         }
     }
 }
@@ -83,15 +99,34 @@ fn run(app: &Arc<App>, call: &ToolCall) -> Result<QueryAnswer, QueryError> {
 
 /// The same resolver as `@@` references: id, id prefix, name, slug, fuzzy.
 fn resolve(app: &App, ctx: &SessionContext, reference: &str) -> Result<CatalogEntry, QueryError> {
-    let cwd = if ctx.cwd.is_empty() { app.host.context().cwd } else { ctx.cwd.clone() };
+    let cwd = if ctx.cwd.is_empty() {
+        app.host.context().cwd
+    } else {
+        ctx.cwd.clone()
+    };
     let current = ctx.session_id.as_deref();
-    let found = app.catalog.resolve_in_session(&app.sessions_dir(ctx), &app.meta_dir(ctx), &cwd, current, reference);
+    let found = app.catalog.resolve_in_session(
+        &app.sessions_dir(ctx),
+        &app.meta_dir(ctx),
+        &cwd,
+        current,
+        reference,
+    );
     found.map(|r| r.entry).map_err(|e| {
         let message = one_line(&e.to_string());
         match e {
-            ResolveError::NotFound { suggestions, .. } => QueryError::NotFound { message, suggestions },
-            ResolveError::Outside { .. } => QueryError::NotFound { message, suggestions: Vec::new() },
-            ResolveError::Ambiguous { candidates, .. } => QueryError::Ambiguous { message, candidates },
+            ResolveError::NotFound { suggestions, .. } => QueryError::NotFound {
+                message,
+                suggestions,
+            },
+            ResolveError::Outside { .. } => QueryError::NotFound {
+                message,
+                suggestions: Vec::new(),
+            },
+            ResolveError::Ambiguous { candidates, .. } => QueryError::Ambiguous {
+                message,
+                candidates,
+            },
             ResolveError::FileMissing { .. } => QueryError::FileMissing(message),
         }
     })
@@ -113,7 +148,12 @@ fn result_text(answer: &QueryAnswer) -> String {
     if !answer.offline && !answer.citations.is_empty() {
         text.push_str("\n\nCitations:");
         for c in &answer.citations {
-            text.push_str(&format!("\n- [{}] {}: {}", c.entry_id, c.role, c.excerpt.replace('\n', " ")));
+            text.push_str(&format!(
+                "\n- [{}] {}: {}",
+                c.entry_id,
+                c.role,
+                c.excerpt.replace('\n', " ")
+            ));
         }
     }
     text
@@ -137,6 +177,10 @@ fn report_success(app: &Arc<App>, answer: &QueryAnswer) {
         "timestamp": crate::time::iso_now(),
     });
     app.host.append_entry(TELEMETRY_TYPE, &telemetry);
-    let status = format!("queried \"{}\" (${:.4})", clip(&answer.name, 40, Keep::Head), answer.cost_usd);
+    let status = format!(
+        "queried \"{}\" (${:.4})",
+        clip(&answer.name, 40, Keep::Head),
+        answer.cost_usd
+    );
     app.show_status("query", &status, true);
 }

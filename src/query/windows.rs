@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use super::tokenize::tokenize;
 use crate::redact::session_text;
-use crate::session::{text_joined, utf16_len, AgentMessage, BashExecution, Block, BoundedText, Entry, EntryKind};
+use crate::session::{
+    text_joined, utf16_len, AgentMessage, BashExecution, Block, BoundedText, Entry, EntryKind,
+};
 
 /// Largest window, in chars; a longer turn is split into several windows.
 pub const MAX_WINDOW_CHARS: usize = 3_200;
@@ -85,8 +87,12 @@ pub fn build(branch: &[&Entry]) -> BranchDoc {
         let id = entry.id.as_str();
         match &entry.kind {
             EntryKind::Message(message) => match message {
-                AgentMessage::BranchSummary { summary, .. } => doc.summaries.push(item(id, "branchSummary", summary)),
-                AgentMessage::CompactionSummary { summary, .. } => doc.summaries.push(item(id, "compaction", summary)),
+                AgentMessage::BranchSummary { summary, .. } => {
+                    doc.summaries.push(item(id, "branchSummary", summary))
+                }
+                AgentMessage::CompactionSummary { summary, .. } => {
+                    doc.summaries.push(item(id, "compaction", summary))
+                }
                 AgentMessage::User { .. } => {
                     turns.push(message_items(id, message));
                 }
@@ -98,7 +104,11 @@ pub fn build(branch: &[&Entry]) -> BranchDoc {
                     }
                 }
             },
-            EntryKind::CustomMessage { custom_type, content, .. } => {
+            EntryKind::CustomMessage {
+                custom_type,
+                content,
+                ..
+            } => {
                 let text = text_joined(content, "\n");
                 if !text.trim().is_empty() {
                     let items = split_parts(id, &format!("custom:{custom_type}"), &text);
@@ -108,8 +118,12 @@ pub fn build(branch: &[&Entry]) -> BranchDoc {
                     }
                 }
             }
-            EntryKind::Compaction { summary, .. } => doc.summaries.push(item(id, "compaction", summary)),
-            EntryKind::BranchSummary { summary, .. } => doc.summaries.push(item(id, "branchSummary", summary)),
+            EntryKind::Compaction { summary, .. } => {
+                doc.summaries.push(item(id, "compaction", summary))
+            }
+            EntryKind::BranchSummary { summary, .. } => {
+                doc.summaries.push(item(id, "branchSummary", summary))
+            }
             _ => {}
         }
     }
@@ -137,57 +151,117 @@ fn push_window(windows: &mut Vec<Window>, turn: usize, items: Vec<Item>) {
     for it in &items {
         tokens.extend(tokenize(&it.text));
     }
-    windows.push(Window { index: windows.len(), turn, items, tokens });
+    windows.push(Window {
+        index: windows.len(),
+        turn,
+        items,
+        tokens,
+    });
 }
 
 fn item(id: &str, role: &str, text: &str) -> Item {
-    Item { entry_id: id.to_string(), role: role.to_string(), text: session_text(text).trim().to_string() }
+    Item {
+        entry_id: id.to_string(),
+        role: role.to_string(),
+        text: session_text(text).trim().to_string(),
+    }
 }
 
 pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
     match message {
         AgentMessage::User { content, .. } => split_parts(id, "user", &text_joined(content, "\n")),
-        AgentMessage::Assistant { content, error_message, .. } => {
+        AgentMessage::Assistant {
+            content,
+            error_message,
+            ..
+        } => {
             let pieces = content.iter().map(|block| match block {
                 Block::Text(t) => t.head.trim().to_string(),
                 Block::Thinking(t) => {
-                    format!("(thinking) {}", clip(session_text(t).trim(), THINKING_CHARS, Keep::Head))
+                    format!(
+                        "(thinking) {}",
+                        clip(session_text(t).trim(), THINKING_CHARS, Keep::Head)
+                    )
                 }
-                Block::ToolCall { name, arguments, .. } => {
-                    format!("→ {name}({})", clip(&session_text(&compact_args(arguments)), TOOL_ARGS_CHARS, Keep::Head))
+                Block::ToolCall {
+                    name, arguments, ..
+                } => {
+                    format!(
+                        "→ {name}({})",
+                        clip(
+                            &session_text(&compact_args(arguments)),
+                            TOOL_ARGS_CHARS,
+                            Keep::Head
+                        )
+                    )
                 }
                 Block::Image { mime_type, .. } => format!("[image {mime_type}]"),
             });
-            let mut text = pieces.filter(|piece| !piece.is_empty()).collect::<Vec<_>>().join("\n");
+            let mut text = pieces
+                .filter(|piece| !piece.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n");
             if let Some(error) = error_message.as_deref().filter(|e| !e.is_empty()) {
-                text.push_str(&format!("\n(error: {})", clip(&session_text(error), 300, Keep::Head)));
+                text.push_str(&format!(
+                    "\n(error: {})",
+                    clip(&session_text(error), 300, Keep::Head)
+                ));
             }
             split_parts(id, "assistant", &text)
         }
-        AgentMessage::ToolResult { tool_name, content, is_error, .. } => {
+        AgentMessage::ToolResult {
+            tool_name,
+            content,
+            is_error,
+            ..
+        } => {
             let mut text = String::new();
             for block in content {
                 match block {
                     Block::Text(t) => text.push_str(&shorten_bounded(t)),
-                    Block::Image { mime_type, .. } => text.push_str(&format!("[image {mime_type}]")),
+                    Block::Image { mime_type, .. } => {
+                        text.push_str(&format!("[image {mime_type}]"))
+                    }
                     _ => {}
                 }
             }
             let flag = if *is_error { ", error" } else { "" };
-            vec![item(id, "toolResult", &format!("({tool_name}{flag}) {}", text.trim()))]
+            vec![item(
+                id,
+                "toolResult",
+                &format!("({tool_name}{flag}) {}", text.trim()),
+            )]
         }
         AgentMessage::BashExecution(bash) => {
-            let BashExecution { command, output, exit_code, exclude_from_context, .. } = &**bash;
+            let BashExecution {
+                command,
+                output,
+                exit_code,
+                exclude_from_context,
+                ..
+            } = &**bash;
             // `!!` commands were kept out of the model's context on purpose.
             if *exclude_from_context {
                 return Vec::new();
             }
-            let exit = exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default();
-            vec![item(id, "bashExecution", &format!("$ {command}{exit}\n{}", shorten_bounded(output)))]
+            let exit = exit_code
+                .map(|c| format!(" (exit {c})"))
+                .unwrap_or_default();
+            vec![item(
+                id,
+                "bashExecution",
+                &format!("$ {command}{exit}\n{}", shorten_bounded(output)),
+            )]
         }
-        AgentMessage::Custom { custom_type, content, .. } => {
-            split_parts(id, &format!("custom:{custom_type}"), &text_joined(content, "\n"))
-        }
+        AgentMessage::Custom {
+            custom_type,
+            content,
+            ..
+        } => split_parts(
+            id,
+            &format!("custom:{custom_type}"),
+            &text_joined(content, "\n"),
+        ),
         AgentMessage::BranchSummary { summary, .. } => vec![item(id, "branchSummary", summary)],
         AgentMessage::CompactionSummary { summary, .. } => vec![item(id, "compaction", summary)],
     }
@@ -217,8 +291,16 @@ fn split_parts(id: &str, role: &str, text: &str) -> Vec<Item> {
         .into_iter()
         .enumerate()
         .map(|(k, p)| {
-            let role = if n > 1 { format!("{role} (part {}/{n})", k + 1) } else { role.to_string() };
-            Item { entry_id: id.to_string(), role, text: p.trim().to_string() } // cleaned above
+            let role = if n > 1 {
+                format!("{role} (part {}/{n})", k + 1)
+            } else {
+                role.to_string()
+            };
+            Item {
+                entry_id: id.to_string(),
+                role,
+                text: p.trim().to_string(),
+            } // cleaned above
         })
         .collect()
 }
@@ -235,7 +317,10 @@ fn split_point(text: &str, max: usize) -> usize {
         return pos + 1;
     }
     if end == 0 {
-        text.chars().next().map(char::len_utf8).unwrap_or(text.len())
+        text.chars()
+            .next()
+            .map(char::len_utf8)
+            .unwrap_or(text.len())
     } else {
         end
     }
@@ -266,7 +351,9 @@ fn shorten_bounded(text: &BoundedText) -> String {
     }
     let start: String = head.chars().take(TOOL_RESULT_HEAD_CHARS).collect();
     let tail: String = if missing_bytes == 0 {
-        let skip = total_chars.saturating_sub(TOOL_RESULT_TAIL_CHARS).max(TOOL_RESULT_HEAD_CHARS);
+        let skip = total_chars
+            .saturating_sub(TOOL_RESULT_TAIL_CHARS)
+            .max(TOOL_RESULT_HEAD_CHARS);
         head.chars().skip(skip).collect()
     } else {
         String::new()
@@ -288,7 +375,10 @@ mod tests {
             assert!(p.text.len() <= MAX_PART_CHARS, "{}", p.text.len());
             assert_eq!(p.entry_id, "e1");
         }
-        let joined: usize = parts.iter().map(|p| p.text.split_whitespace().count()).sum();
+        let joined: usize = parts
+            .iter()
+            .map(|p| p.text.split_whitespace().count())
+            .sum();
         assert_eq!(joined, 2000);
     }
 

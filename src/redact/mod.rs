@@ -78,30 +78,54 @@ const FILES: [&str; 2] = [include_str!("rules.toml"), include_str!("gitleaks.tom
 #[allow(clippy::expect_used)]
 fn compile(pattern: &str) -> Regex {
     // Bytes with ASCII classes (`\w`, `\s`, `\b`), as in gitleaks' RE2.
-    RegexBuilder::new(pattern).unicode(false).size_limit(50 << 20).build().expect("redaction pattern compiles")
+    RegexBuilder::new(pattern)
+        .unicode(false)
+        .size_limit(50 << 20)
+        .build()
+        .expect("redaction pattern compiles")
 }
 
 #[allow(clippy::expect_used)]
 static ENGINE: LazyLock<Engine> = LazyLock::new(|| {
-    let (mut rules, mut files, mut keywords, mut keyword_rule) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut rules, mut files, mut keywords, mut keyword_rule) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (file, text) in FILES.iter().enumerate() {
         let data: RuleFile = toml::from_str(text).expect("redaction rules parse");
-        files.push((data.allow.iter().map(|a| compile(a)).collect(), data.stopwords));
+        files.push((
+            data.allow.iter().map(|a| compile(a)).collect(),
+            data.stopwords,
+        ));
         for data in data.rules {
             keyword_rule.extend(data.keywords.iter().map(|_| rules.len()));
             keywords.extend(data.keywords.iter().map(|k| k.to_lowercase()));
-            rules.push(Rule { data, file, compiled: OnceLock::new() });
+            rules.push(Rule {
+                data,
+                file,
+                compiled: OnceLock::new(),
+            });
         }
     }
-    let keywords = AhoCorasick::builder().ascii_case_insensitive(true).build(&keywords).expect("keywords build");
-    Engine { rules, keywords, keyword_rule, files }
+    let keywords = AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(&keywords)
+        .expect("keywords build");
+    Engine {
+        rules,
+        keywords,
+        keyword_rule,
+        files,
+    }
 });
 
 impl Rule {
     fn compiled(&self) -> &(Regex, Vec<Regex>, Vec<Regex>) {
         self.compiled.get_or_init(|| {
             let all = |v: &[String]| v.iter().map(|a| compile(a)).collect();
-            (compile(&self.data.regex), all(&self.data.allow), all(&self.data.allow_match))
+            (
+                compile(&self.data.regex),
+                all(&self.data.allow),
+                all(&self.data.allow_match),
+            )
         })
     }
 
@@ -110,7 +134,12 @@ impl Rule {
     fn secret<'t>(&self, caps: &Captures<'t>, engine: &Engine) -> Option<Match<'t>> {
         let whole = caps.get(0)?;
         let secret = match self.data.secret_group {
-            0 => caps.iter().skip(1).flatten().find(|m| !m.is_empty()).unwrap_or(whole),
+            0 => caps
+                .iter()
+                .skip(1)
+                .flatten()
+                .find(|m| !m.is_empty())
+                .unwrap_or(whole),
             n => caps.get(n)?,
         };
         let s = String::from_utf8_lossy(secret.as_bytes());
@@ -119,9 +148,17 @@ impl Rule {
         let (_, allow, allow_match) = self.compiled();
         let kept = s.contains(REDACTED)
             || (self.data.entropy > 0.0 && entropy(&s) <= self.data.entropy)
-            || allow.iter().chain(file_allow).any(|a| a.is_match(secret.as_bytes()))
+            || allow
+                .iter()
+                .chain(file_allow)
+                .any(|a| a.is_match(secret.as_bytes()))
             || allow_match.iter().any(|a| a.is_match(whole.as_bytes()))
-            || self.data.stopwords.iter().chain(file_stopwords).any(|w| lower.contains(w.as_str()));
+            || self
+                .data
+                .stopwords
+                .iter()
+                .chain(file_stopwords)
+                .any(|w| lower.contains(w.as_str()));
         (!kept).then_some(secret)
     }
 }
@@ -133,7 +170,11 @@ fn entropy(s: &str) -> f64 {
         *counts.entry(c).or_insert(0usize) += 1;
     }
     let n = s.chars().count() as f64;
-    counts.values().map(|&c| c as f64 / n).map(|p| -p * p.log2()).sum()
+    counts
+        .values()
+        .map(|&c| c as f64 / n)
+        .map(|p| -p * p.log2())
+        .sum()
 }
 
 /// Byte ranges of the secrets in `text`, sorted and merged.
@@ -148,7 +189,9 @@ fn secrets(text: &str) -> Vec<(usize, usize)> {
         for caps in rule.compiled().0.captures_iter(text.as_bytes()) {
             if let Some(s) = rule.secret(&caps, engine) {
                 // A byte class may end a match inside a character: widen it to whole ones.
-                let end = (s.end()..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+                let end = (s.end()..=text.len())
+                    .find(|&i| text.is_char_boundary(i))
+                    .unwrap_or(text.len());
                 spans.push((crate::text::floor_char_boundary(text, s.start()), end));
             }
         }
@@ -182,8 +225,9 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 }
 
 #[allow(clippy::expect_used)]
-static PRIVATE_SPAN: LazyLock<regex::Regex> =
-    LazyLock::new(|| regex::Regex::new(r"(?is)<private>.*?(?:</private>|\z)").expect("private span pattern compiles"));
+static PRIVATE_SPAN: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?is)<private>.*?(?:</private>|\z)").expect("private span pattern compiles")
+});
 
 /// Text taken from a session, made fit for a model or an index: `<private>` …
 /// `</private>` spans (an unclosed one runs to the end) become [`PRIVATE`], secrets

@@ -7,7 +7,9 @@ fn found_by(rule: &Rule, text: &str) -> Vec<String> {
         .0
         .captures_iter(text.as_bytes())
         .filter_map(|c| rule.secret(&c, &ENGINE).map(|m| m.as_bytes().to_vec()));
-    found.map(|s| String::from_utf8_lossy(&s).into_owned()).collect()
+    found
+        .map(|s| String::from_utf8_lossy(&s).into_owned())
+        .collect()
 }
 
 #[test]
@@ -15,18 +17,42 @@ fn every_rule_compiles_and_redacts_its_examples() {
     let engine = &*ENGINE;
     let ours = engine.rules.iter().filter(|r| r.file == 0).count();
     let gitleaks = engine.rules.len() - ours;
-    assert!(ours >= 12 && gitleaks >= 200, "{ours} own rules, {gitleaks} gitleaks rules");
+    assert!(
+        ours >= 12 && gitleaks >= 200,
+        "{ours} own rules, {gitleaks} gitleaks rules"
+    );
     for rule in &engine.rules {
-        assert!(!rule.data.examples.is_empty(), "rule {} has no example", rule.data.id);
-        assert!(!rule.data.keywords.is_empty(), "rule {} has no keyword: it would never run", rule.data.id);
+        assert!(
+            !rule.data.examples.is_empty(),
+            "rule {} has no example",
+            rule.data.id
+        );
+        assert!(
+            !rule.data.keywords.is_empty(),
+            "rule {} has no keyword: it would never run",
+            rule.data.id
+        );
         for example in &rule.data.examples {
             let secrets = found_by(rule, example);
-            assert!(!secrets.is_empty(), "rule {} does not match its example {example:?}", rule.data.id);
+            assert!(
+                !secrets.is_empty(),
+                "rule {} does not match its example {example:?}",
+                rule.data.id
+            );
             let out = redact(example);
             for s in secrets {
-                assert!(!out.contains(&s), "rule {}: {s:?} survived in {out:?}", rule.data.id);
+                assert!(
+                    !out.contains(&s),
+                    "rule {}: {s:?} survived in {out:?}",
+                    rule.data.id
+                );
             }
-            assert_eq!(redact(&out), out, "rule {}: redaction is idempotent", rule.data.id);
+            assert_eq!(
+                redact(&out),
+                out,
+                "rule {}: redaction is idempotent",
+                rule.data.id
+            );
         }
     }
 }
@@ -73,12 +99,27 @@ fn issue_formats_lose_every_secret_word() {
 
 #[test]
 fn context_is_kept() {
-    assert_eq!(redact("postgres://admin:hunter2@db:5432/app"), "postgres://admin:[REDACTED]@db:5432/app");
+    assert_eq!(
+        redact("postgres://admin:hunter2@db:5432/app"),
+        "postgres://admin:[REDACTED]@db:5432/app"
+    );
     assert_eq!(redact("password=hunter2 next"), "password=[REDACTED] next");
-    assert_eq!(redact(r#"{"client_secret": "s3cr3t!"}"#), r#"{"client_secret": "[REDACTED]"}"#);
-    assert_eq!(redact("export OPENAI_API_KEY='xyz789'"), "export OPENAI_API_KEY='[REDACTED]'");
-    assert_eq!(redact(r#"DB_PASSWORD="correct horse battery staple""#), r#"DB_PASSWORD="[REDACTED]""#);
-    assert_eq!(redact(r"GEMINI_API_KEY=abc123\nNEXT=1"), r"GEMINI_API_KEY=[REDACTED]\nNEXT=1");
+    assert_eq!(
+        redact(r#"{"client_secret": "s3cr3t!"}"#),
+        r#"{"client_secret": "[REDACTED]"}"#
+    );
+    assert_eq!(
+        redact("export OPENAI_API_KEY='xyz789'"),
+        "export OPENAI_API_KEY='[REDACTED]'"
+    );
+    assert_eq!(
+        redact(r#"DB_PASSWORD="correct horse battery staple""#),
+        r#"DB_PASSWORD="[REDACTED]""#
+    );
+    assert_eq!(
+        redact(r"GEMINI_API_KEY=abc123\nNEXT=1"),
+        r"GEMINI_API_KEY=[REDACTED]\nNEXT=1"
+    );
     let pem =
         "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nQWERTY==\n-----END RSA PRIVATE KEY-----\nafter";
     assert_eq!(redact(pem), "before\n[REDACTED]\nafter");
@@ -121,9 +162,18 @@ fn readable_text_is_borrowed_and_unchanged() {
 
 #[test]
 fn private_spans_are_removed_before_secrets() {
-    assert_eq!(session_text("a <private>my home address</private> b"), "a [private] b");
-    assert_eq!(session_text("a <PRIVATE>x\ny</Private> b <private>cut"), "a [private] b [private]");
-    assert_eq!(session_text("<private>one</private> password=hunter2"), "[private] password=[REDACTED]");
+    assert_eq!(
+        session_text("a <private>my home address</private> b"),
+        "a [private] b"
+    );
+    assert_eq!(
+        session_text("a <PRIVATE>x\ny</Private> b <private>cut"),
+        "a [private] b [private]"
+    );
+    assert_eq!(
+        session_text("<private>one</private> password=hunter2"),
+        "[private] password=[REDACTED]"
+    );
     assert!(matches!(session_text("plain text"), Cow::Borrowed(_)));
 }
 
@@ -141,9 +191,20 @@ fn every_pattern_compiles() {
     for text in FILES {
         let file: RuleFile = toml::from_str(text).unwrap();
         for rule in &file.rules {
-            for p in std::iter::once(&rule.regex).chain(&rule.allow).chain(&rule.allow_match) {
-                if let Err(e) = RegexBuilder::new(p).unicode(false).size_limit(50 << 20).build() {
-                    failures.push(format!("{}: {}", rule.id, e.to_string().lines().last().unwrap_or_default()));
+            for p in std::iter::once(&rule.regex)
+                .chain(&rule.allow)
+                .chain(&rule.allow_match)
+            {
+                if let Err(e) = RegexBuilder::new(p)
+                    .unicode(false)
+                    .size_limit(50 << 20)
+                    .build()
+                {
+                    failures.push(format!(
+                        "{}: {}",
+                        rule.id,
+                        e.to_string().lines().last().unwrap_or_default()
+                    ));
                 }
             }
         }

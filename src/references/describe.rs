@@ -34,7 +34,12 @@ pub fn answer_text(a: &Answered) -> String {
     escape(&crate::redact::redact(&lines.join("\n")))
 }
 
-pub fn body(sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, answer: Option<&Answered>) -> String {
+pub fn body(
+    sessions_dir: &Path,
+    meta_dir: &Path,
+    entry: &CatalogEntry,
+    answer: Option<&Answered>,
+) -> String {
     let mut lines: Vec<String> = Vec::new();
     if let Some(a) = answer {
         lines.push(answer_text(a));
@@ -42,18 +47,33 @@ pub fn body(sessions_dir: &Path, meta_dir: &Path, entry: &CatalogEntry, answer: 
     let date = match (entry.created.as_str(), entry.modified_ms) {
         ("", 0) => None,
         (c, 0) => Some(c.to_string()),
-        ("", m) => Some(format!("last active {}", crate::time::iso_from_millis(m as i64))),
-        (c, m) => Some(format!("{c} (last active {})", crate::time::iso_from_millis(m as i64))),
+        ("", m) => Some(format!(
+            "last active {}",
+            crate::time::iso_from_millis(m as i64)
+        )),
+        (c, m) => Some(format!(
+            "{c} (last active {})",
+            crate::time::iso_from_millis(m as i64)
+        )),
     };
     lines.extend(date.map(|d| format!("date: {d}")));
     if !entry.cwd.is_empty() {
         lines.push(format!("cwd: {}", entry.cwd));
     }
-    let meta = if entry.has_meta { crate::meta::read(meta_dir, &entry.id).ok().flatten() } else { None };
+    let meta = if entry.has_meta {
+        crate::meta::read(meta_dir, &entry.id).ok().flatten()
+    } else {
+        None
+    };
     match meta {
         Some(m) => {
-            let model = Some(m.model.as_str()).filter(|s| !s.is_empty()).unwrap_or("an unknown model");
-            lines.push(format!("source: meta file (indexed {} by {model})", m.updated_at));
+            let model = Some(m.model.as_str())
+                .filter(|s| !s.is_empty())
+                .unwrap_or("an unknown model");
+            lines.push(format!(
+                "source: meta file (indexed {} by {model})",
+                m.updated_at
+            ));
             push_field(&mut lines, "description", &m.description);
             if !m.tags.is_empty() {
                 lines.push(format!("tags: {}", m.tags.join(", ")));
@@ -82,7 +102,10 @@ fn describe_unindexed(sessions_dir: &Path, entry: &CatalogEntry, lines: &mut Vec
     }
     match extract::extract(sessions_dir, entry) {
         Ok(x) => {
-            lines.push("source: extractive summary of the session file (not indexed; no model used)".into());
+            lines.push(
+                "source: extractive summary of the session file (not indexed; no model used)"
+                    .into(),
+            );
             lines.push(format!(
                 "messages: {} from the user, {} from the assistant",
                 x.user_messages, x.assistant_messages

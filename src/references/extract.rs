@@ -28,12 +28,17 @@ pub struct Extract {
 /// Read `entry`'s file (only if it lies inside `sessions_dir`).
 pub fn extract(sessions_dir: &Path, entry: &CatalogEntry) -> std::io::Result<Extract> {
     let file = regular_files::open_inside(sessions_dir, &entry.path)?;
-    let session = session::read_file(&entry.path, file).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let session =
+        session::read_file(&entry.path, file).map_err(|e| std::io::Error::other(e.to_string()))?;
     let branch = session.branch(None);
     let mut out = Extract::default();
     for entry in &branch {
-        let EntryKind::Message(message) = &entry.kind else { continue };
-        let Some((who, text)) = crate::views::message_text(message) else { continue };
+        let EntryKind::Message(message) = &entry.kind else {
+            continue;
+        };
+        let Some((who, text)) = crate::views::message_text(message) else {
+            continue;
+        };
         let text = crate::redact::session_text(&text);
         let text = text.trim();
         if who == "User" {

@@ -42,7 +42,8 @@ pub fn escape(text: &str) -> String {
         out.push_str(&rest[..i]);
         let after = &rest[i + 1..];
         let t = after.trim_start_matches(|c: char| c.is_whitespace() || c == '/' || c == '\\');
-        let looks_like_tag = t.len() >= TAG.len() && t.as_bytes()[..TAG.len()].eq_ignore_ascii_case(TAG.as_bytes());
+        let looks_like_tag =
+            t.len() >= TAG.len() && t.as_bytes()[..TAG.len()].eq_ignore_ascii_case(TAG.as_bytes());
         out.push_str(if looks_like_tag { "&lt;" } else { "<" });
         rest = after;
     }
@@ -95,7 +96,12 @@ fn cut(body: &str, alloc: usize) -> String {
     if body.len() <= alloc {
         return body.to_string();
     }
-    let note = |shown: usize| format!("\n[… cut to fit the size limit: {shown} of {} bytes shown]", body.len());
+    let note = |shown: usize| {
+        format!(
+            "\n[… cut to fit the size limit: {shown} of {} bytes shown]",
+            body.len()
+        )
+    };
     let keep = crate::text::floor_char_boundary(body, alloc.saturating_sub(CUT_NOTE_RESERVE));
     let mut s = body[..keep].to_string();
     let n = note(keep);
@@ -143,18 +149,32 @@ pub fn render(blocks: &[Block], trailer: &[String], cap: usize) -> Rendered {
     }
     let demand: usize = blocks.iter().map(|b| b.body.len()).sum();
     let fits = frame(&blocks, omitted > 0) + demand <= cap;
-    let budget = if fits { demand } else { cap.saturating_sub(frame(&blocks, true)) };
+    let budget = if fits {
+        demand
+    } else {
+        cap.saturating_sub(frame(&blocks, true))
+    };
     let groups: Vec<usize> = {
         let mut g: Vec<usize> = blocks.iter().map(|b| b.group).collect();
         g.dedup();
         g
     };
-    let group_demand: Vec<usize> =
-        groups.iter().map(|g| blocks.iter().filter(|b| b.group == *g).map(|b| b.body.len()).sum()).collect();
+    let group_demand: Vec<usize> = groups
+        .iter()
+        .map(|g| {
+            blocks
+                .iter()
+                .filter(|b| b.group == *g)
+                .map(|b| b.body.len())
+                .sum()
+        })
+        .collect();
     let group_alloc = fair_shares(&group_demand, budget);
     let mut allocs = vec![0; blocks.len()];
     for (gi, g) in groups.iter().enumerate() {
-        let members: Vec<usize> = (0..blocks.len()).filter(|&i| blocks[i].group == *g).collect();
+        let members: Vec<usize> = (0..blocks.len())
+            .filter(|&i| blocks[i].group == *g)
+            .collect();
         let d: Vec<usize> = members.iter().map(|&i| blocks[i].body.len()).collect();
         for (k, a) in fair_shares(&d, group_alloc[gi]).into_iter().enumerate() {
             allocs[members[k]] = a;
@@ -181,7 +201,11 @@ pub fn render(blocks: &[Block], trailer: &[String], cap: usize) -> Rendered {
         content.push_str("\n\n");
         content.push_str(&truncation_note(cap, omitted));
     }
-    Rendered { content, truncated, omitted }
+    Rendered {
+        content,
+        truncated,
+        omitted,
+    }
 }
 
 fn truncation_note(cap: usize, omitted: usize) -> String {
@@ -199,7 +223,10 @@ mod tests {
 
     #[test]
     fn water_filling_gives_unused_share_to_others() {
-        assert_eq!(fair_shares(&[100, 10_000, 10_000], 3000), vec![100, 1450, 1450]);
+        assert_eq!(
+            fair_shares(&[100, 10_000, 10_000], 3000),
+            vec![100, 1450, 1450]
+        );
         assert_eq!(fair_shares(&[10, 20], 1000), vec![10, 20]);
     }
 
@@ -216,10 +243,15 @@ mod tests {
                         group: i / 2,
                     })
                     .collect();
-                let trailer: Vec<String> =
-                    (0..n % 4).map(|i| format!("Unresolved reference @@r{i}: {}", "y".repeat(150))).collect();
+                let trailer: Vec<String> = (0..n % 4)
+                    .map(|i| format!("Unresolved reference @@r{i}: {}", "y".repeat(150)))
+                    .collect();
                 let r = render(&blocks, &trailer, cap);
-                assert!(r.content.len() <= cap, "cap {cap}, {n} blocks: {}", r.content.len());
+                assert!(
+                    r.content.len() <= cap,
+                    "cap {cap}, {n} blocks: {}",
+                    r.content.len()
+                );
                 assert_eq!(
                     r.content.matches("</session-reference>").count() + r.omitted,
                     n,

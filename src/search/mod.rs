@@ -92,9 +92,15 @@ fn rowids(sid: i64) -> (i64, i64) {
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
     #[error("search index {path}: {source}")]
-    Sql { path: PathBuf, source: rusqlite::Error },
+    Sql {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
     #[error("search index {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("bad search query: {0}")]
     BadQuery(String),
 }
@@ -181,7 +187,10 @@ impl Index {
     pub fn open(agent_dir: &Path) -> Result<Index, SearchError> {
         let path = index_path(agent_dir);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| SearchError::Io { path: dir.to_path_buf(), source })?;
+            std::fs::create_dir_all(dir).map_err(|source| SearchError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
         }
         match Index::open_at(&path) {
             Err(SearchError::Sql { source, .. }) if is_corrupt(&source) => {
@@ -207,26 +216,39 @@ impl Index {
     }
 
     fn open_at(path: &Path) -> Result<Index, SearchError> {
-        let sql = |source| SearchError::Sql { path: path.to_path_buf(), source };
+        let sql = |source| SearchError::Sql {
+            path: path.to_path_buf(),
+            source,
+        };
         let conn = Connection::open(path).map_err(sql)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(sql)?;
         // Two processes switching a new file to WAL at once deadlock on their
         // shared locks, and SQLite answers one of them "busy" at once, without
         // the busy handler: that one retries (within the same 10 s).
         let started = std::time::Instant::now();
         while let Err(e) = conn.pragma_update(None, "journal_mode", "WAL") {
-            if e.sqlite_error_code() != Some(ErrorCode::DatabaseBusy) || started.elapsed().as_secs() >= 10 {
+            if e.sqlite_error_code() != Some(ErrorCode::DatabaseBusy)
+                || started.elapsed().as_secs() >= 10
+            {
                 return Err(sql(e));
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sql)?;
         // Readers that never pause (several pi processes) keep the WAL from
         // restarting: it grew to 0.9-1.8 GB in the bench's 30 s of 4 updaters
         // and 4 queriers, and a WAL keeps its largest size on disk while any
         // connection is open (the catalog keeps one) unless cut when it restarts.
-        conn.pragma_update(None, "journal_size_limit", 64 << 20).map_err(sql)?;
-        let mut index = Index { conn, path: path.to_path_buf(), rebuilt: None, privacy: Default::default() };
+        conn.pragma_update(None, "journal_size_limit", 64 << 20)
+            .map_err(sql)?;
+        let mut index = Index {
+            conn,
+            path: path.to_path_buf(),
+            rebuilt: None,
+            privacy: Default::default(),
+        };
         index.rebuilt = index.ensure_schema().map_err(sql)?;
         Ok(index)
     }
@@ -234,11 +256,14 @@ impl Index {
     /// Create the tables, or rebuild them when they are of another schema
     /// version: under the write lock, so one process rebuilds.
     fn ensure_schema(&mut self) -> rusqlite::Result<Option<String>> {
-        let version = |c: &Connection| c.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
+        let version =
+            |c: &Connection| c.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
         if version(&self.conn)? == SCHEMA_VERSION {
             return Ok(None);
         }
-        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let found = version(&tx)?;
         if found == SCHEMA_VERSION {
             return Ok(None);
@@ -250,46 +275,74 @@ impl Index {
             )?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        let rebuilt = (!tables.is_empty()).then(|| format!("schema version {found}, expected {SCHEMA_VERSION}"));
+        let rebuilt = (!tables.is_empty())
+            .then(|| format!("schema version {found}, expected {SCHEMA_VERSION}"));
         for table in &tables {
-            tx.execute_batch(&format!("DROP TABLE IF EXISTS \"{}\"", table.replace('"', "\"\"")))?;
+            tx.execute_batch(&format!(
+                "DROP TABLE IF EXISTS \"{}\"",
+                table.replace('"', "\"\"")
+            ))?;
         }
         tx.execute_batch(SCHEMA)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         tx.commit()?;
         if let Some(reason) = &rebuilt {
-            tracing::warn!("search index {}: {reason}; rebuilding it", self.path.display());
+            tracing::warn!(
+                "search index {}: {reason}; rebuilding it",
+                self.path.display()
+            );
         }
         Ok(rebuilt)
     }
 
     fn sql(&self, source: rusqlite::Error) -> SearchError {
-        SearchError::Sql { path: self.path.clone(), source }
+        SearchError::Sql {
+            path: self.path.clone(),
+            source,
+        }
     }
 
     /// Every indexed session, last modified first, with its `session_info` name and last activity.
     pub fn sessions(&self) -> Result<Vec<SessionRow>, SearchError> {
-        let sql = format!("SELECT {ROW_COLUMNS}, s.session_name FROM sessions s ORDER BY s.modified_ms DESC");
-        let row = |r: &rusqlite::Row<'_>| Ok(SessionRow { session_name: r.get(17)?, ..session_row(r)? });
-        let run =
-            || -> rusqlite::Result<Vec<SessionRow>> { self.conn.prepare_cached(&sql)?.query_map([], row)?.collect() };
+        let sql = format!(
+            "SELECT {ROW_COLUMNS}, s.session_name FROM sessions s ORDER BY s.modified_ms DESC"
+        );
+        let row = |r: &rusqlite::Row<'_>| {
+            Ok(SessionRow {
+                session_name: r.get(17)?,
+                ..session_row(r)?
+            })
+        };
+        let run = || -> rusqlite::Result<Vec<SessionRow>> {
+            self.conn
+                .prepare_cached(&sql)?
+                .query_map([], row)?
+                .collect()
+        };
         run().map_err(|e| self.sql(e))
     }
 
     /// Changes when another connection commits (`PRAGMA data_version`): the
     /// catalog reloads its rows only then.
     pub fn data_version(&self) -> Result<i64, SearchError> {
-        self.conn.query_row("PRAGMA data_version", [], |r| r.get(0)).map_err(|e| self.sql(e))
+        self.conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(|e| self.sql(e))
     }
 
     /// `PRAGMA integrity_check` (tests and the bench): `ok` when sound.
     pub fn integrity_check(&self) -> Result<String, SearchError> {
-        self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(|e| self.sql(e))
+        self.conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| self.sql(e))
     }
 }
 
 fn is_corrupt(e: &rusqlite::Error) -> bool {
-    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase))
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    )
 }
 
 impl Index {
@@ -298,9 +351,21 @@ impl Index {
     /// `@@nothing-like-this` is not a search for any of its words), best
     /// first, with scores (the resolver resolves when the first is clearly
     /// ahead, else lists them).
-    pub fn rank_reference(&self, words: &str, cwd: &str, limit: usize) -> Result<Vec<SessionHit>, SearchError> {
-        let words: String = words.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }).collect();
+    pub fn rank_reference(
+        &self,
+        words: &str,
+        cwd: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionHit>, SearchError> {
+        let words: String = words
+            .chars()
+            .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+            .collect();
         let words = format!("\"{}\"", words.trim());
-        self.search(&Query { current_cwd: Some(cwd.to_string()), limit, ..Query::parse(&words)? })
+        self.search(&Query {
+            current_cwd: Some(cwd.to_string()),
+            limit,
+            ..Query::parse(&words)?
+        })
     }
 }

@@ -92,7 +92,10 @@ fn with_stars<S: serde::Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error>
 
 /// The letters and digits of `text` as one quoted FTS5 phrase (`None` when it has none).
 fn phrase(text: &str) -> Option<String> {
-    let tokens: Vec<&str> = text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).collect();
+    let tokens: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .collect();
     (!tokens.is_empty()).then(|| format!("\"{}\"", tokens.join(" ")))
 }
 
@@ -100,7 +103,11 @@ fn phrase(text: &str) -> Option<String> {
 /// time), as ms since the epoch; `end_of_day` takes a bare date's last moment.
 pub fn parse_since(text: &str, now_ms: u64, end_of_day: bool) -> Result<u64, SearchError> {
     let text = text.trim();
-    let bad = || SearchError::BadQuery(format!("{text:?} is not a time (try 2w, 3d, 12h or 2026-11-01)"));
+    let bad = || {
+        SearchError::BadQuery(format!(
+            "{text:?} is not a time (try 2w, 3d, 12h or 2026-11-01)"
+        ))
+    };
     if let Some(unit) = text.chars().last().filter(|c| c.is_ascii_alphabetic()) {
         if let Ok(n) = text[..text.len() - 1].parse::<u64>() {
             let hours = match unit {
@@ -118,14 +125,21 @@ pub fn parse_since(text: &str, now_ms: u64, end_of_day: bool) -> Result<u64, Sea
     if ms <= 0 {
         return Err(bad());
     }
-    let day = if end_of_day && text.len() == 10 { 86_400_000 - 1 } else { 0 };
+    let day = if end_of_day && text.len() == 10 {
+        86_400_000 - 1
+    } else {
+        0
+    };
     Ok(ms as u64 + day)
 }
 
 impl Query {
     /// Parse the user's text: words, `"phrases"`, `-exclusions`, `file:PATH`, `tag:TAG`.
     pub fn parse(text: &str) -> Result<Query, SearchError> {
-        let mut query = Query { limit: 10, ..Query::default() };
+        let mut query = Query {
+            limit: 10,
+            ..Query::default()
+        };
         let mut rest = text.trim();
         while !rest.is_empty() {
             let negated = rest.starts_with('-') && rest.len() > 1;
@@ -159,9 +173,17 @@ impl Query {
                 query.words.push(token.to_string());
             }
         }
-        let all = query.words.iter().chain(&query.phrases).chain(&query.exclude).chain(&query.files).chain(&query.tags);
+        let all = query
+            .words
+            .iter()
+            .chain(&query.phrases)
+            .chain(&query.exclude)
+            .chain(&query.files)
+            .chain(&query.tags);
         if all.clone().next().is_some() && all.clone().all(|t| phrase(t).is_none()) {
-            return Err(SearchError::BadQuery(format!("{text:?} has no letters or digits to search for")));
+            return Err(SearchError::BadQuery(format!(
+                "{text:?} has no letters or digits to search for"
+            )));
         }
         Ok(query)
     }
@@ -183,9 +205,16 @@ impl Query {
     /// close in a row are evidence that one word alone is not (term
     /// proximity, as in the sequential dependence model).
     fn pairs(&self) -> Vec<(String, String)> {
-        let content = self.words.iter().filter(|w| !FUNCTION_WORDS.contains(&w.to_lowercase().as_str()));
+        let content = self
+            .words
+            .iter()
+            .filter(|w| !FUNCTION_WORDS.contains(&w.to_lowercase().as_str()));
         let words: Vec<String> = content.filter_map(|w| phrase(w)).collect();
-        words.windows(2).filter(|p| p[0] != p[1]).map(|p| (p[0].clone(), p[1].clone())).collect()
+        words
+            .windows(2)
+            .filter(|p| p[0] != p[1])
+            .map(|p| (p[0].clone(), p[1].clone()))
+            .collect()
     }
 
     /// SQL conditions on the session `s` for the filters, with their parameters.
@@ -208,8 +237,14 @@ impl Query {
         }
         let filters = [
             ("s.cwd =", self.project.clone().map(SqlValue::Text)),
-            ("s.modified_ms >=", self.since_ms.map(|ms| SqlValue::Integer(ms as i64))),
-            ("s.modified_ms <=", self.until_ms.map(|ms| SqlValue::Integer(ms as i64))),
+            (
+                "s.modified_ms >=",
+                self.since_ms.map(|ms| SqlValue::Integer(ms as i64)),
+            ),
+            (
+                "s.modified_ms <=",
+                self.until_ms.map(|ms| SqlValue::Integer(ms as i64)),
+            ),
         ];
         for (cond, value) in filters {
             if let Some(value) = value {
@@ -248,17 +283,23 @@ impl Index {
         let mut terms = query.terms();
         terms.sort();
         terms.dedup();
-        let rows: i64 = self.conn.query_row("SELECT count(*) FROM docs_docsize", [], |r| r.get(0))?;
+        let rows: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM docs_docsize", [], |r| r.get(0))?;
         // A quarter of the rows, but never fewer than MAX_SCORED (small indexes) or more than half.
         let common = (rows / 4).max(MAX_SCORED).min(rows / 2);
-        let mut count =
-            self.conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ?1 LIMIT ?2)")?;
+        let mut count = self.conn.prepare_cached(
+            "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ?1 LIMIT ?2)",
+        )?;
         let mut counted: Vec<(i64, &str)> = Vec::new();
         for term in &terms {
             // The prefix of a common word is common too (not counted). That
             // of a found word of 5 letters or more (no prefix index) costs a
             // merge of every longer word's rows: the word counts twice instead.
-            let whole = term.strip_suffix('*').and_then(|w| counted.iter().find(|c| c.1 == w)).copied();
+            let whole = term
+                .strip_suffix('*')
+                .and_then(|w| counted.iter().find(|c| c.1 == w))
+                .copied();
             if let Some((n, w)) = whole.filter(|&(n, w)| n > common || w.chars().count() >= 7) {
                 counted.extend((n <= common).then_some((n, w)));
                 continue;
@@ -269,23 +310,45 @@ impl Index {
             }
         }
         counted.sort();
-        let rare: Vec<&str> = counted.iter().filter(|(n, _)| *n <= common).map(|t| t.1).collect();
-        let within =
-            |k: usize| counted[k].0 <= rows / 8 && counted[..=k].iter().map(|t| t.0).sum::<i64>() <= MAX_SCORED;
-        let anchors = (0..counted.len()).take_while(|&k| within(k)).count().max(1).min(rare.len());
+        let rare: Vec<&str> = counted
+            .iter()
+            .filter(|(n, _)| *n <= common)
+            .map(|t| t.1)
+            .collect();
+        let within = |k: usize| {
+            counted[k].0 <= rows / 8 && counted[..=k].iter().map(|t| t.0).sum::<i64>() <= MAX_SCORED
+        };
+        let anchors = (0..counted.len())
+            .take_while(|&k| within(k))
+            .count()
+            .max(1)
+            .min(rare.len());
         let newest = anchors == 0 || counted[0].0 > (rows / 8).max(MAX_SCORED);
         counted.dedup();
         let (anchors, others) = (rare[..anchors].join(" OR "), rare[anchors..].join(" OR "));
-        let rank = format!("-bm25(docs, {})", COLUMNS.map(|(_, w)| w.to_string()).join(", "));
+        let rank = format!(
+            "-bm25(docs, {})",
+            COLUMNS.map(|(_, w)| w.to_string()).join(", ")
+        );
         let expr = match (newest, others.is_empty()) {
-            (true, _) => counted.iter().map(|t| t.1).collect::<Vec<_>>().join(" AND "),
+            (true, _) => counted
+                .iter()
+                .map(|t| t.1)
+                .collect::<Vec<_>>()
+                .join(" AND "),
             (false, true) => anchors,
             (false, false) => format!("({anchors}) AND ({anchors} OR {others})"),
         };
         if expr.is_empty() && !terms.is_empty() {
             return Ok(Vec::new());
         }
-        let mut params = vec![SqlValue::Text(expr), query.current_cwd.clone().map_or(SqlValue::Null, SqlValue::Text)];
+        let mut params = vec![
+            SqlValue::Text(expr),
+            query
+                .current_cwd
+                .clone()
+                .map_or(SqlValue::Null, SqlValue::Text),
+        ];
         let cond = query.conditions(&mut params);
         // Sessions ranked by their best row (its meta or a chunk of its text)
         // plus a share of the others, the current project first; or the
@@ -304,13 +367,21 @@ impl Index {
         // finding a common word's pairs costs reading its many rows.
         let mut near = String::new();
         let is_rare = |w: &String| !newest && rare.contains(&w.as_str());
-        let rare_pairs = query.pairs().into_iter().filter(|(a, b)| is_rare(a) && is_rare(b));
+        let rare_pairs = query
+            .pairs()
+            .into_iter()
+            .filter(|(a, b)| is_rare(a) && is_rare(b));
         for pair in rare_pairs.map(|(a, b)| format!("NEAR({a} {b}, {NEAR_TOKENS})")) {
             let n: i64 = count.query_row(rusqlite::params![pair, common + 1], |r| r.get(0))?;
             if (1..=common).contains(&n) {
-                let idf = (((rows - n) as f64 + 0.5) / (n as f64 + 0.5)).ln().max(1e-6);
+                let idf = (((rows - n) as f64 + 0.5) / (n as f64 + 0.5))
+                    .ln()
+                    .max(1e-6);
                 params.push(SqlValue::Text(pair));
-                near.push_str(&format!(" UNION ALL SELECT rowid, {idf} FROM docs WHERE docs MATCH ?{}", params.len()));
+                near.push_str(&format!(
+                    " UNION ALL SELECT rowid, {idf} FROM docs WHERE docs MATCH ?{}",
+                    params.len()
+                ));
             }
         }
         let sql = if newest {
@@ -333,7 +404,9 @@ impl Index {
         };
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let hits: Vec<(SessionHit, i64)> = stmt
-            .query_map(rusqlite::params_from_iter(params), |r| Ok((hit(r)?, r.get(18)?)))?
+            .query_map(rusqlite::params_from_iter(params), |r| {
+                Ok((hit(r)?, r.get(18)?))
+            })?
             .collect::<rusqlite::Result<Vec<_>>>()?
             .into_iter()
             .filter(|(h, _)| !self.excluded(h))
@@ -341,13 +414,28 @@ impl Index {
         // Snippets: holding every word ranked on, then any, then the prefix.
         // A common word costs the most to look up and tells the least: with
         // no rare term, only the least common is looked up.
-        let looked: Vec<&str> =
-            counted.iter().enumerate().take_while(|(i, t)| *i == 0 || t.0 <= common).map(|t| t.1 .1).collect();
-        let words: Vec<&str> = looked.iter().copied().filter(|t| !t.ends_with('*')).collect();
+        let looked: Vec<&str> = counted
+            .iter()
+            .enumerate()
+            .take_while(|(i, t)| *i == 0 || t.0 <= common)
+            .map(|t| t.1 .1)
+            .collect();
+        let words: Vec<&str> = looked
+            .iter()
+            .copied()
+            .filter(|t| !t.ends_with('*'))
+            .collect();
         let mut exprs = vec![words.join(" AND "), words.join(" OR "), looked.join(" OR ")];
         exprs.retain(|e| !e.is_empty());
         exprs.dedup();
-        hits.into_iter().map(|(hit, chunk)| Ok(SessionHit { snippets: self.snippets(chunk, &exprs)?, ..hit })).collect()
+        hits.into_iter()
+            .map(|(hit, chunk)| {
+                Ok(SessionHit {
+                    snippets: self.snippets(chunk, &exprs)?,
+                    ..hit
+                })
+            })
+            .collect()
     }
 
     /// Up to two snippets of the session whose best ranking row is `chunk`:
@@ -361,14 +449,18 @@ impl Index {
             "SELECT rowid, snippet(fts, -1, char(2), char(3), '…', 14) FROM fts \
              WHERE fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT 2",
         )?;
-        let mut entry = self.conn.prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
+        let mut entry = self
+            .conn
+            .prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
         let (first, last) = rowids(chunk / SPAN);
         let (mut seen, mut snippets) = (Vec::new(), Vec::new());
         for (i, expr) in exprs.iter().enumerate() {
             if seen.len() == 2 || (i == exprs.len() - 1 && i > 0 && !seen.is_empty()) {
                 break;
             }
-            let rows = best.query_map(rusqlite::params![expr, chunk, last], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let rows = best.query_map(rusqlite::params![expr, chunk, last], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
             for row in rows {
                 let (rowid, text): (i64, String) = row?;
                 if seen.len() == 2 || seen.contains(&rowid) {
@@ -376,11 +468,22 @@ impl Index {
                 }
                 seen.push(rowid);
                 snippets.push(if rowid == first {
-                    Snippet { entry_id: None, role: "meta".into(), abandoned: false, text }
+                    Snippet {
+                        entry_id: None,
+                        role: "meta".into(),
+                        abandoned: false,
+                        text,
+                    }
                 } else {
-                    let (entry_id, role, active) =
-                        entry.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?)))?;
-                    Snippet { entry_id: Some(entry_id), role, abandoned: !active, text }
+                    let (entry_id, role, active) = entry.query_row([rowid], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?))
+                    })?;
+                    Snippet {
+                        entry_id: Some(entry_id),
+                        role,
+                        abandoned: !active,
+                        text,
+                    }
                 });
             }
         }
@@ -390,5 +493,9 @@ impl Index {
 
 /// A session row followed by its score.
 fn hit(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionHit> {
-    Ok(SessionHit { session: session_row(r)?, score: r.get(17)?, snippets: Vec::new() })
+    Ok(SessionHit {
+        session: session_row(r)?,
+        score: r.get(17)?,
+        snippets: Vec::new(),
+    })
 }

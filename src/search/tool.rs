@@ -27,14 +27,26 @@ pub fn search(
     limit: usize,
     project: Option<String>,
 ) -> Result<Vec<SessionHit>, SearchError> {
-    let cwd = if ctx.cwd.is_empty() { app.host.context().cwd } else { ctx.cwd.clone() };
-    let query = Query { current_cwd: Some(cwd), project, limit, ..Query::parse(text)? };
+    let cwd = if ctx.cwd.is_empty() {
+        app.host.context().cwd
+    } else {
+        ctx.cwd.clone()
+    };
+    let query = Query {
+        current_cwd: Some(cwd),
+        project,
+        limit,
+        ..Query::parse(text)?
+    };
     caught_up(app, ctx)?.0.search(&query)
 }
 
 /// Every session the index holds (`/index-all`, the overview), caught up for
 /// at most [`CATCH_UP`] first; the report counts the changed sessions left.
-pub fn sessions(app: &App, ctx: &SessionContext) -> Result<(Vec<SessionRow>, UpdateReport), SearchError> {
+pub fn sessions(
+    app: &App,
+    ctx: &SessionContext,
+) -> Result<(Vec<SessionRow>, UpdateReport), SearchError> {
     let (index, report) = caught_up(app, ctx)?;
     Ok((index.sessions()?, report))
 }
@@ -83,20 +95,34 @@ struct Args {
 }
 
 pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
-    let failed = |message: String| ToolResult::text(format!("search_sessions failed: {message}"), Value::Null, true);
+    let failed = |message: String| {
+        ToolResult::text(
+            format!("search_sessions failed: {message}"),
+            Value::Null,
+            true,
+        )
+    };
     let args: Args = match serde_json::from_value(call.params.clone()) {
         Ok(args) => args,
         Err(e) => return failed(format!("invalid arguments: {e}")),
     };
     if args.query.trim().is_empty() || args.query.chars().count() > MAX_QUERY_CHARS {
-        return failed(format!("`query` must have 1 to {MAX_QUERY_CHARS} characters"));
+        return failed(format!(
+            "`query` must have 1 to {MAX_QUERY_CHARS} characters"
+        ));
     }
     let limit = app.config.search.max_calls_per_turn;
     if app.search_calls_this_run.fetch_add(1, Ordering::SeqCst) >= limit {
         return failed(format!("the limit of {limit} calls per turn is reached"));
     }
     let max = app.config.search.max_results;
-    match search(app, &call.ctx, &args.query, args.limit.unwrap_or(max).clamp(1, max), args.project) {
+    match search(
+        app,
+        &call.ctx,
+        &args.query,
+        args.limit.unwrap_or(max).clamp(1, max),
+        args.project,
+    ) {
         Ok(hits) => ToolResult::text(result_text(&hits), json!({ "results": hits }), false),
         Err(e) => {
             // A query that could not run costs nothing.
@@ -112,10 +138,17 @@ fn result_text(hits: &[SessionHit]) -> String {
         return "No session matches.".into();
     }
     let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
-    let mut text = format!("{} sessions, best first (snippets are quoted session text):", hits.len());
+    let mut text = format!(
+        "{} sessions, best first (snippets are quoted session text):",
+        hits.len()
+    );
     for (i, hit) in hits.iter().enumerate() {
         let s = &hit.session;
-        let name = s.name.as_deref().or(s.first_message.as_deref()).unwrap_or("");
+        let name = s
+            .name
+            .as_deref()
+            .or(s.first_message.as_deref())
+            .unwrap_or("");
         let date = crate::time::iso_from_millis(s.last_activity_ms as i64);
         text.push_str(&format!(
             "\n{}. id {} name {} modified {} project {}",
@@ -127,7 +160,11 @@ fn result_text(hits: &[SessionHit]) -> String {
         ));
         for snippet in &hit.snippets {
             let entry = snippet.entry_id.as_deref().unwrap_or("meta");
-            let abandoned = if snippet.abandoned { " (abandoned branch)" } else { "" };
+            let abandoned = if snippet.abandoned {
+                " (abandoned branch)"
+            } else {
+                ""
+            };
             text.push_str(&format!(
                 "\n   [{entry}] {}{abandoned}: {}",
                 snippet.role,

@@ -48,7 +48,9 @@ struct FileStat {
 }
 
 fn stat(path: &Path) -> Option<FileStat> {
-    let md = std::fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_file())?;
+    let md = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.file_type().is_file())?;
     let mtime_ns = md
         .modified()
         .ok()
@@ -58,11 +60,18 @@ fn stat(path: &Path) -> Option<FileStat> {
     let inode = std::os::unix::fs::MetadataExt::ino(&md);
     #[cfg(not(unix))]
     let inode = 0;
-    Some(FileStat { size: md.len(), mtime_ns, inode })
+    Some(FileStat {
+        size: md.len(),
+        mtime_ns,
+        inode,
+    })
 }
 
 fn meta_mtime(meta_dir: &Path, id: &str) -> i64 {
-    crate::meta::meta_path(meta_dir, id).ok().and_then(|p| stat(&p)).map_or(0, |s| s.mtime_ns)
+    crate::meta::meta_path(meta_dir, id)
+        .ok()
+        .and_then(|p| stat(&p))
+        .map_or(0, |s| s.mtime_ns)
 }
 
 impl Index {
@@ -79,7 +88,12 @@ impl Index {
         let known: HashMap<String, (FileStat, i64, String)> = self
             .conn
             .prepare("SELECT path, size, mtime_ns, inode, meta_mtime_ns, id FROM sessions")
-            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, (file_stat(r, 1)?, r.get(4)?, r.get(5)?))))?.collect())
+            .and_then(|mut s| {
+                s.query_map([], |r| {
+                    Ok((r.get(0)?, (file_stat(r, 1)?, r.get(4)?, r.get(5)?)))
+                })?
+                .collect()
+            })
             .map_err(|e| self.sql(e))?;
         let mut changed: Vec<(PathBuf, FileStat)> = files
             .iter()
@@ -91,7 +105,10 @@ impl Index {
             })
             .collect();
         changed.sort_by_key(|(_, st)| std::cmp::Reverse(st.mtime_ns));
-        let mut report = UpdateReport { files: files.len(), ..UpdateReport::default() };
+        let mut report = UpdateReport {
+            files: files.len(),
+            ..UpdateReport::default()
+        };
         for (i, (path, _)) in changed.iter().enumerate() {
             if budget.is_some_and(|b| started.elapsed() >= b) {
                 report.stale = changed.len() - i;
@@ -99,7 +116,10 @@ impl Index {
             }
             report.updated += usize::from(self.update_file(path, meta_dir)?);
         }
-        let present: HashSet<String> = files.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let present: HashSet<String> = files
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
         for gone in known.keys().filter(|p| !present.contains(*p)) {
             report.removed += usize::from(self.update_file(Path::new(gone), meta_dir)?);
         }
@@ -135,7 +155,11 @@ impl Index {
 }
 
 fn file_stat(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<FileStat> {
-    Ok(FileStat { size: r.get::<_, i64>(at)? as u64, mtime_ns: r.get(at + 1)?, inode: r.get::<_, i64>(at + 2)? as u64 })
+    Ok(FileStat {
+        size: r.get::<_, i64>(at)? as u64,
+        mtime_ns: r.get(at + 1)?,
+        inode: r.get::<_, i64>(at + 2)? as u64,
+    })
 }
 
 /// How far a session file was read, as stored: sid, id, stat, read offset,
@@ -147,7 +171,15 @@ fn stored(conn: &Connection, key: &str) -> rusqlite::Result<Option<Stored>> {
         "SELECT sid, id, size, mtime_ns, inode, read_to, tail, version, meta_mtime_ns FROM sessions WHERE path = ?1";
     conn.query_row(sql, [key], |r| {
         let (read_to, tail): (i64, Option<Vec<u8>>) = (r.get(5)?, r.get(6)?);
-        Ok((r.get(0)?, r.get(1)?, file_stat(r, 2)?, read_to as u64, tail.unwrap_or_default(), r.get(7)?, r.get(8)?))
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            file_stat(r, 2)?,
+            read_to as u64,
+            tail.unwrap_or_default(),
+            r.get(7)?,
+            r.get(8)?,
+        ))
     })
     .optional()
 }
@@ -180,10 +212,20 @@ impl Plan {
     }
 }
 
-fn plan(conn: &Connection, path: &Path, meta_dir: &Path, privacy: &PrivacyConfig) -> rusqlite::Result<Plan> {
+fn plan(
+    conn: &Connection,
+    path: &Path,
+    meta_dir: &Path,
+    privacy: &PrivacyConfig,
+) -> rusqlite::Result<Plan> {
     let stored = stored(conn, &path.to_string_lossy())?;
     let st = stat(path);
-    let mut plan = Plan { stored: stored.clone(), drop: false, lines: None, meta: None };
+    let mut plan = Plan {
+        stored: stored.clone(),
+        drop: false,
+        lines: None,
+        meta: None,
+    };
     // Where to read from (`None`: the file is as read, only the meta may have changed).
     let mut from = Some(0);
     if let Some((_, _, old, read_to, tail, version, _)) = &stored {
@@ -218,16 +260,29 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, privacy: &PrivacyConfig
             // Nothing complete to read yet in a new file.
             Ok(read) if from == 0 && read.header.is_none() => return Ok(plan),
             // Kept out by privacy.exclude: what was stored of it goes.
-            Ok(read) if read.header.as_ref().is_some_and(|h| privacy.excludes(&h.cwd, path)) => {
+            Ok(read)
+                if read
+                    .header
+                    .as_ref()
+                    .is_some_and(|h| privacy.excludes(&h.cwd, path)) =>
+            {
                 plan.drop = stored.is_some();
                 return Ok(plan);
             }
             Ok(read) => {
                 id = id.or_else(|| read.header.as_ref().map(|h| h.id.clone()));
-                named = read.entries.iter().any(|e| matches!(e.kind, EntryKind::SessionInfo { .. }));
+                named = read
+                    .entries
+                    .iter()
+                    .any(|e| matches!(e.kind, EntryKind::SessionInfo { .. }));
                 let texts = read.entries.iter().map(entry_text).collect();
                 let tail = tail_at(path, read.end);
-                plan.lines = Some(Lines { texts, stat: st, tail, read });
+                plan.lines = Some(Lines {
+                    texts,
+                    stat: st,
+                    tail,
+                    read,
+                });
             }
             // Unreadable or not a pi session (any more): it stays out.
             Err(e) => {
@@ -316,12 +371,23 @@ fn write_docs(tx: &Transaction<'_>, sid: i64, from: i64) -> rusqlite::Result<()>
         return insert.execute([first, first]).map(drop);
     }
     let open = "SELECT max(rowid) FROM docs WHERE rowid > ?1 AND rowid < ?2";
-    let start = tx.query_row(open, [first, from], |r| r.get::<_, Option<i64>>(0))?.unwrap_or(from);
-    tx.execute("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2", [start, last])?;
-    let size = COLUMNS.map(|c| format!("ifnull(length({}), 0)", c.0)).join(" + ");
-    let mut rows = tx.prepare_cached(&format!("SELECT rowid, {size} FROM fts WHERE rowid BETWEEN ?1 AND ?2"))?;
+    let start = tx
+        .query_row(open, [first, from], |r| r.get::<_, Option<i64>>(0))?
+        .unwrap_or(from);
+    tx.execute(
+        "DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2",
+        [start, last],
+    )?;
+    let size = COLUMNS
+        .map(|c| format!("ifnull(length({}), 0)", c.0))
+        .join(" + ");
+    let mut rows = tx.prepare_cached(&format!(
+        "SELECT rowid, {size} FROM fts WHERE rowid BETWEEN ?1 AND ?2"
+    ))?;
     let mut chunk: Option<(i64, i64)> = None;
-    for row in rows.query_map([start, last], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
+    for row in rows.query_map([start, last], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+    })? {
         let (rowid, bytes) = row?;
         if let Some((begin, _)) = chunk.filter(|c| c.1 >= CHUNK_BYTES) {
             insert.execute([begin, rowid - 1])?;
@@ -348,9 +414,18 @@ fn tail_at(path: &Path, offset: u64) -> Option<Vec<u8>> {
 /// Drop a session: its row, entries and text.
 fn drop_session(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
     let (first, last) = rowids(sid);
-    tx.execute("DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2", [first, last])?;
-    tx.execute("DELETE FROM entries WHERE rowid BETWEEN ?1 AND ?2", [first, last])?;
-    tx.execute("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2", [first, last])?;
+    tx.execute(
+        "DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2",
+        [first, last],
+    )?;
+    tx.execute(
+        "DELETE FROM entries WHERE rowid BETWEEN ?1 AND ?2",
+        [first, last],
+    )?;
+    tx.execute(
+        "DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2",
+        [first, last],
+    )?;
     tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
     Ok(())
 }
@@ -363,7 +438,14 @@ fn entry_text(entry: &Entry) -> EntryText {
         EntryKind::Message(m @ AgentMessage::Custom { .. }) => (m.role(), String::new()),
         EntryKind::Message(m) => {
             let items = crate::query::windows::message_items(&entry.id, m);
-            (m.role(), items.iter().map(|i| i.text.as_str()).collect::<Vec<_>>().join("\n"))
+            (
+                m.role(),
+                items
+                    .iter()
+                    .map(|i| i.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
         }
         EntryKind::Compaction { summary, .. } => ("compaction", summary.clone()),
         EntryKind::BranchSummary { summary, .. } => ("branchSummary", summary.clone()),
@@ -374,13 +456,20 @@ fn entry_text(entry: &Entry) -> EntryText {
         "toolResult" | "bashExecution" => "tool",
         _ => "assistant",
     };
-    (role, (!text.trim().is_empty()).then(|| (column, crate::redact::redact(&text).into_owned())))
+    (
+        role,
+        (!text.trim().is_empty()).then(|| (column, crate::redact::redact(&text).into_owned())),
+    )
 }
 
 /// Which of `links` (id, parent id, in file order) are on the branch ending
 /// at the last one (pi's default leaf); a later duplicate id wins.
 fn on_branch(links: &[(CompactString, Option<CompactString>)]) -> Vec<bool> {
-    let by_id: HashMap<&str, usize> = links.iter().enumerate().map(|(i, (id, _))| (id.as_str(), i)).collect();
+    let by_id: HashMap<&str, usize> = links
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| (id.as_str(), i))
+        .collect();
     let mut on = vec![false; links.len()];
     let mut cur = links.len().checked_sub(1);
     while let Some(i) = cur.filter(|&i| !on[i]) {
@@ -394,37 +483,59 @@ fn on_branch(links: &[(CompactString, Option<CompactString>)]) -> Vec<bool> {
 /// ranking rows must be rewritten (`None`: no entry was read).
 fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Result<Option<i64>> {
     let (entries, (first, last)) = (&lines.read.entries, rowids(sid));
-    let links: Vec<_> = entries.iter().map(|e| (e.id.clone(), e.parent_id.clone())).collect();
+    let links: Vec<_> = entries
+        .iter()
+        .map(|e| (e.id.clone(), e.parent_id.clone()))
+        .collect();
     let top: i64 = tx
-        .query_row("SELECT max(rowid) FROM entries WHERE rowid BETWEEN ?1 AND ?2", [first, last], |r| {
-            r.get::<_, Option<i64>>(0)
-        })?
+        .query_row(
+            "SELECT max(rowid) FROM entries WHERE rowid BETWEEN ?1 AND ?2",
+            [first, last],
+            |r| r.get::<_, Option<i64>>(0),
+        )?
         .unwrap_or(first);
     // Appended entries continue the branch (see `continues`), so they are all active.
     let active = on_branch(&links);
     let (mut messages, mut first_message, mut last_activity) = (0i64, None, 0);
-    for (((entry, &active), (role, text)), rowid) in entries.iter().zip(&active).zip(&lines.texts).zip(top + 1..=last) {
+    for (((entry, &active), (role, text)), rowid) in entries
+        .iter()
+        .zip(&active)
+        .zip(&lines.texts)
+        .zip(top + 1..=last)
+    {
         if let EntryKind::Message(m) = &entry.kind {
             messages += 1;
-            if let AgentMessage::User { timestamp, .. } | AgentMessage::Assistant { timestamp, .. } = m {
+            if let AgentMessage::User { timestamp, .. }
+            | AgentMessage::Assistant { timestamp, .. } = m
+            {
                 // pi's last activity: the message's own time, else the entry's.
-                let t = if *timestamp != 0 { *timestamp } else { entry.timestamp };
+                let t = if *timestamp != 0 {
+                    *timestamp
+                } else {
+                    entry.timestamp
+                };
                 last_activity = last_activity.max(t);
             }
             if let (None, AgentMessage::User { content, .. }) = (&first_message, m) {
                 // pi's preview: the text blocks joined with spaces, redacted before the clip.
                 let text = crate::redact::redact(&text_joined(content, " ")).into_owned();
-                let clip = |t: &str| crate::text::clip(t, FIRST_MESSAGE_CHARS, crate::text::Keep::Head);
+                let clip =
+                    |t: &str| crate::text::clip(t, FIRST_MESSAGE_CHARS, crate::text::Keep::Head);
                 first_message = (!text.trim().is_empty()).then(|| clip(&text));
             }
         }
         if let EntryKind::SessionInfo { name } = &entry.kind {
             let name = name.as_deref().map(str::trim).filter(|n| !n.is_empty());
-            tx.execute("UPDATE sessions SET session_name = ?2 WHERE sid = ?1", params![sid, name])?;
+            tx.execute(
+                "UPDATE sessions SET session_name = ?2 WHERE sid = ?1",
+                params![sid, name],
+            )?;
         }
         let column = text.as_ref().map(|(c, _)| *c);
-        tx.prepare_cached("INSERT INTO entries(rowid, entry_id, role, active, col) VALUES (?1, ?2, ?3, ?4, ?5)")?
-            .execute(params![rowid, entry.id.as_str(), role, active, column])?;
+        tx.prepare_cached(
+            "INSERT INTO entries(rowid, entry_id, role, active, col) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![rowid, entry.id.as_str(), role, active, column])?;
         if let Some((column, text)) = text {
             let column = if active { column } else { "abandoned" };
             tx.prepare_cached(&format!("INSERT INTO fts(rowid, {column}) VALUES (?1, ?2)"))?
@@ -458,10 +569,21 @@ fn continues(conn: &Connection, sid: i64, entries: &[Entry]) -> rusqlite::Result
 
 /// The meta fields: the `sessions` columns and the session's meta row in
 /// the FTS table (the session's first rowid), with the file's own name when there is no meta.
-fn set_meta(tx: &Transaction<'_>, sid: i64, meta: Option<&SessionMeta>, mtime_ns: i64) -> rusqlite::Result<()> {
-    let session_name: Option<String> =
-        tx.query_row("SELECT session_name FROM sessions WHERE sid = ?1", [sid], |r| r.get(0))?;
-    let name = meta.map(|m| m.name.trim().to_string()).filter(|n| !n.is_empty()).or(session_name);
+fn set_meta(
+    tx: &Transaction<'_>,
+    sid: i64,
+    meta: Option<&SessionMeta>,
+    mtime_ns: i64,
+) -> rusqlite::Result<()> {
+    let session_name: Option<String> = tx.query_row(
+        "SELECT session_name FROM sessions WHERE sid = ?1",
+        [sid],
+        |r| r.get(0),
+    )?;
+    let name = meta
+        .map(|m| m.name.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .or(session_name);
     let slug = name.as_deref().map(crate::text::slug);
     let red = |s: &str| crate::redact::redact(s).into_owned();
     let text = |s: &str| Some(red(s)).filter(|s| !s.trim().is_empty());
@@ -485,16 +607,32 @@ fn set_meta(tx: &Transaction<'_>, sid: i64, meta: Option<&SessionMeta>, mtime_ns
     let first = rowids(sid).0;
     tx.execute("DELETE FROM fts WHERE rowid = ?1", [first])?;
     let join = |parts: &[&[String]]| {
-        red(&parts.iter().flat_map(|p| p.iter().map(String::as_str)).collect::<Vec<_>>().join("\n"))
+        red(&parts
+            .iter()
+            .flat_map(|p| p.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"))
     };
     let (summary, decisions, files) = match meta {
         Some(m) => {
-            let files = m.files.as_ref().map(|f| join(&[&f.read, &f.modified])).unwrap_or_default();
-            (red(&format!("{}\n{}", m.description, m.summary)), join(&[&m.decisions, &m.open_tasks]), files)
+            let files = m
+                .files
+                .as_ref()
+                .map(|f| join(&[&f.read, &f.modified]))
+                .unwrap_or_default();
+            (
+                red(&format!("{}\n{}", m.description, m.summary)),
+                join(&[&m.decisions, &m.open_tasks]),
+                files,
+            )
         }
         None => Default::default(),
     };
-    let name_text = [name.as_deref(), slug.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
+    let name_text = [name.as_deref(), slug.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
     tx.execute(
         "INSERT INTO fts(rowid, name, tags, summary, decisions, files) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![first, red(&name_text), red(&tags.join(" ")), summary, decisions, files],

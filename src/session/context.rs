@@ -9,21 +9,23 @@ use super::entries::*;
 fn message_of(entry: &Entry) -> Option<MessageRef<'_>> {
     Some(match &entry.kind {
         EntryKind::Message(m) => MessageRef::Entry(m),
-        EntryKind::CustomMessage { custom_type, content, display } => {
-            MessageRef::Made(Box::new(AgentMessage::Custom {
-                custom_type: custom_type.clone(),
-                content: content.clone(),
-                display: *display,
-                timestamp: entry.timestamp,
-            }))
-        }
-        EntryKind::BranchSummary { from_id, summary, .. } if !summary.is_empty() => {
-            MessageRef::Made(Box::new(AgentMessage::BranchSummary {
-                summary: summary.clone(),
-                from_id: from_id.clone(),
-                timestamp: entry.timestamp,
-            }))
-        }
+        EntryKind::CustomMessage {
+            custom_type,
+            content,
+            display,
+        } => MessageRef::Made(Box::new(AgentMessage::Custom {
+            custom_type: custom_type.clone(),
+            content: content.clone(),
+            display: *display,
+            timestamp: entry.timestamp,
+        })),
+        EntryKind::BranchSummary {
+            from_id, summary, ..
+        } if !summary.is_empty() => MessageRef::Made(Box::new(AgentMessage::BranchSummary {
+            summary: summary.clone(),
+            from_id: from_id.clone(),
+            timestamp: entry.timestamp,
+        })),
         _ => return None,
     })
 }
@@ -32,9 +34,12 @@ fn message_of(entry: &Entry) -> Option<MessageRef<'_>> {
 /// that large sessions are not copied (see [`super::Session::context_refs`]).
 pub(crate) fn refs<'a>(path: &'a [&'a Entry]) -> impl Iterator<Item = MessageRef<'a>> + 'a {
     let compaction = path.iter().rev().find_map(|e| match &e.kind {
-        EntryKind::Compaction { summary, first_kept_entry_id, tokens_before, .. } => {
-            Some((e, summary, first_kept_entry_id, *tokens_before))
-        }
+        EntryKind::Compaction {
+            summary,
+            first_kept_entry_id,
+            tokens_before,
+            ..
+        } => Some((e, summary, first_kept_entry_id, *tokens_before)),
         _ => None,
     });
     let (summary, kept, after): (_, &[&Entry], &[&Entry]) = match compaction {
@@ -52,9 +57,14 @@ pub(crate) fn refs<'a>(path: &'a [&'a Entry]) -> impl Iterator<Item = MessageRef
                 .position(|e| matches!(e.kind, EntryKind::Compaction { .. }) && e.id == comp.id)
                 .unwrap_or(0);
             let before = &path[..idx];
-            let kept = before.iter().position(|e| e.id == *first_kept).map_or(&[][..], |k| &before[k..]);
+            let kept = before
+                .iter()
+                .position(|e| e.id == *first_kept)
+                .map_or(&[][..], |k| &before[k..]);
             (Some(message), kept, &path[idx + 1..])
         }
     };
-    summary.into_iter().chain(kept.iter().chain(after).filter_map(|e| message_of(e)))
+    summary
+        .into_iter()
+        .chain(kept.iter().chain(after).filter_map(|e| message_of(e)))
 }

@@ -42,14 +42,20 @@ pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
     if cut == text.len() {
         return BoundedText::whole(text.to_string());
     }
-    BoundedText { head: text[..cut].into(), full_utf16_len: utf16_len(text), full_bytes: text.len() }
+    BoundedText {
+        head: text[..cut].into(),
+        full_utf16_len: utf16_len(text),
+        full_bytes: text.len(),
+    }
 }
 
 /// The string a JSON string literal stands for (lone surrogate escapes
 /// become U+FFFD, as when pi writes them as UTF-8).
 fn decode(json: &str) -> String {
     serde_json::from_str::<String>(json)
-        .or_else(|_| serde_json::from_str(&super::repair::replace_lone_surrogates(json).unwrap_or_default()))
+        .or_else(|_| {
+            serde_json::from_str(&super::repair::replace_lone_surrogates(json).unwrap_or_default())
+        })
         .unwrap_or_default()
 }
 
@@ -75,8 +81,11 @@ pub(crate) fn bounded_json(json: &str) -> BoundedText {
         units -= len - unit;
         bytes -= len - decoded;
         // Never cut inside an escape or between the two halves of a pair.
-        let high_surrogate =
-            len == 6 && matches!(b.get(at + 2..at + 4), Some([b'd' | b'D', b'8'..=b'9' | b'a'..=b'b' | b'A'..=b'B']));
+        let high_surrogate = len == 6
+            && matches!(
+                b.get(at + 2..at + 4),
+                Some([b'd' | b'D', b'8'..=b'9' | b'a'..=b'b' | b'A'..=b'B'])
+            );
         if at < cut && (cut < at + len || (high_surrogate && cut == at + len)) {
             cut = at;
         }
@@ -96,8 +105,12 @@ pub(crate) fn bounded_json(json: &str) -> BoundedText {
 pub(crate) fn escape(b: &[u8]) -> Option<(usize, usize, usize)> {
     match b.get(1)? {
         b'u' => {
-            let hex = b.get(2..6).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
-            let hex = std::str::from_utf8(hex).ok().and_then(|h| u32::from_str_radix(h, 16).ok())?;
+            let hex = b
+                .get(2..6)
+                .filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
+            let hex = std::str::from_utf8(hex)
+                .ok()
+                .and_then(|h| u32::from_str_radix(h, 16).ok())?;
             Some((
                 6,
                 1,
@@ -148,15 +161,25 @@ fn to_u64(n: Option<f64>) -> u64 {
 fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
     match raw.ty.as_str()? {
         "text" => {
-            let json = raw.text.map(|t| t.get()).filter(|t| t.starts_with('"')).unwrap_or("\"\"");
-            Some(Block::Text(if bound_text { bounded_json(json) } else { BoundedText::whole(decode(json)) }))
+            let json = raw
+                .text
+                .map(|t| t.get())
+                .filter(|t| t.starts_with('"'))
+                .unwrap_or("\"\"");
+            Some(Block::Text(if bound_text {
+                bounded_json(json)
+            } else {
+                BoundedText::whole(decode(json))
+            }))
         }
         "thinking" => Some(Block::Thinking(raw.thinking.string())),
         "toolCall" => Some(Block::ToolCall {
             name: raw.name.string(),
             arguments: Box::new(raw.arguments.clone().unwrap_or(Value::Null)),
         }),
-        "image" => Some(Block::Image { mime_type: raw.mime_type.string() }),
+        "image" => Some(Block::Image {
+            mime_type: raw.mime_type.string(),
+        }),
         // Unknown block types are dropped: no pi filter would keep them.
         _ => None,
     }
@@ -175,7 +198,11 @@ fn blocks<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>, bound_text: bool) -
         // in a string for assistants; tool results would throw. Keep it as text
         // so nothing is silently lost for tool results.
         Some(RawContent::Text(t)) if bound_text => {
-            vec![Block::Text(bounded(t, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES))]
+            vec![Block::Text(bounded(
+                t,
+                TOOL_TEXT_HEAD_UNITS,
+                TOOL_TEXT_HEAD_BYTES,
+            ))]
         }
         _ => Vec::new(),
     })
@@ -195,7 +222,10 @@ pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
     let timestamp = to_i64(m.timestamp.0);
     let role = m.role.as_str()?;
     Some(match role {
-        "user" => AgentMessage::User { content: content(&m.content), timestamp },
+        "user" => AgentMessage::User {
+            content: content(&m.content),
+            timestamp,
+        },
         "assistant" => AgentMessage::Assistant {
             content: blocks(&m.content, false),
             error_message: m.error_message.owned().map(Box::new),
@@ -220,9 +250,11 @@ pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
         })),
         "custom" => custom(m, timestamp),
         "hookMessage" if version < 3 => custom(m, timestamp),
-        "branchSummary" => {
-            AgentMessage::BranchSummary { summary: m.summary.string(), from_id: m.from_id.string(), timestamp }
-        }
+        "branchSummary" => AgentMessage::BranchSummary {
+            summary: m.summary.string(),
+            from_id: m.from_id.string(),
+            timestamp,
+        },
         "compactionSummary" => AgentMessage::CompactionSummary {
             summary: m.summary.string(),
             tokens_before: to_u64(m.tokens_before.0),
@@ -256,8 +288,13 @@ pub fn kind(l: &RawLine<'_>, ty: &str, version: u32) -> Result<EntryKind, ()> {
             let m = l.message.as_ref().and_then(|m| m.0.as_ref()).ok_or(())?;
             EntryKind::Message(message(m, version).ok_or(())?)
         }
-        "thinking_level_change" => EntryKind::ThinkingLevelChange { thinking_level: l.thinking_level.string() },
-        "model_change" => EntryKind::ModelChange { provider: l.provider.string(), model_id: l.model_id.string() },
+        "thinking_level_change" => EntryKind::ThinkingLevelChange {
+            thinking_level: l.thinking_level.string(),
+        },
+        "model_change" => EntryKind::ModelChange {
+            provider: l.provider.string(),
+            model_id: l.model_id.string(),
+        },
         "compaction" => EntryKind::Compaction {
             summary: l.summary.string(),
             first_kept_entry_id: l.first_kept_entry_id.string(),
@@ -269,15 +306,24 @@ pub fn kind(l: &RawLine<'_>, ty: &str, version: u32) -> Result<EntryKind, ()> {
             summary: l.summary.string(),
             details: pi_details(l),
         },
-        "custom" => EntryKind::Custom { custom_type: l.custom_type.string() },
+        "custom" => EntryKind::Custom {
+            custom_type: l.custom_type.string(),
+        },
         "custom_message" => EntryKind::CustomMessage {
             custom_type: l.custom_type.string(),
             content: content(&l.content),
             display: l.display.0,
         },
-        "label" => EntryKind::Label { target_id: l.target_id.string(), label: l.label.owned() },
-        "session_info" => EntryKind::SessionInfo { name: l.name.owned() },
-        other => EntryKind::Unknown { entry_type: other.to_string() },
+        "label" => EntryKind::Label {
+            target_id: l.target_id.string(),
+            label: l.label.owned(),
+        },
+        "session_info" => EntryKind::SessionInfo {
+            name: l.name.owned(),
+        },
+        other => EntryKind::Unknown {
+            entry_type: other.to_string(),
+        },
     })
 }
 
@@ -378,7 +424,9 @@ mod tests {
         let pieces = ["a", "\u{e9}", "\u{65e5}", "\u{1F600}", "\n"];
         let mut next = crate::text::xorshift(0x1234_5678_9ABC_DEF1);
         for _ in 0..3000 {
-            let text: String = (0..next() % 300).map(|_| pieces[(next() % 5) as usize]).collect();
+            let text: String = (0..next() % 300)
+                .map(|_| pieces[(next() % 5) as usize])
+                .collect();
             let (max_units, max_bytes) = ((next() % 200) as usize, (next() % 400) as usize);
             let b = bounded(&text, max_units, max_bytes);
             assert_eq!(
@@ -406,7 +454,15 @@ mod tests {
             "\\/",
         ];
         let mut next = crate::text::xorshift(0x9E37_79B9_7F4A_7C15);
-        for target in [100, 8_000, HEAD_JSON_BYTES - 3, HEAD_JSON_BYTES + 1, HEAD_JSON_BYTES + 7, 70_000, 200_000] {
+        for target in [
+            100,
+            8_000,
+            HEAD_JSON_BYTES - 3,
+            HEAD_JSON_BYTES + 1,
+            HEAD_JSON_BYTES + 7,
+            70_000,
+            200_000,
+        ] {
             for _ in 0..8 {
                 let mut body = String::new();
                 while body.len() < target {
@@ -414,7 +470,11 @@ mod tests {
                 }
                 let json = format!("\"{body}\"");
                 let text: String = serde_json::from_str(&json).unwrap();
-                assert_eq!(bounded_json(&json), bounded(&text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES), "{target}");
+                assert_eq!(
+                    bounded_json(&json),
+                    bounded(&text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES),
+                    "{target}"
+                );
             }
         }
         // A lone surrogate reads as U+FFFD, as pi writes it.

@@ -17,19 +17,35 @@ pub fn encode_cwd(cwd: &str) -> String {
 /// inside; only symlinks are resolved (resolving every path took 90 ms of a
 /// 150 ms index update at 10,000 sessions).
 pub fn session_files(sessions_dir: &Path) -> Vec<PathBuf> {
-    let (Ok(root), Ok(read)) = (std::fs::canonicalize(sessions_dir), std::fs::read_dir(sessions_dir)) else {
+    let (Ok(root), Ok(read)) = (
+        std::fs::canonicalize(sessions_dir),
+        std::fs::read_dir(sessions_dir),
+    ) else {
         return Vec::new();
     };
     let mut files = Vec::new();
-    for dir in read.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()) {
-        let Ok(listing) = std::fs::read_dir(&dir) else { continue };
+    for dir in read
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+    {
+        let Ok(listing) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         let dir_inside = std::fs::canonicalize(&dir).is_ok_and(|d| d.starts_with(&root));
-        for e in listing.filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "jsonl")) {
+        for e in listing
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        {
             let plain = dir_inside && e.file_type().is_ok_and(|t| t.is_file());
             if plain || regular_files::listed_inside(&root, &e.path()) {
                 files.push(e.path());
             } else {
-                tracing::warn!("skipping {}: not a regular file inside {}", e.path().display(), sessions_dir.display());
+                tracing::warn!(
+                    "skipping {}: not a regular file inside {}",
+                    e.path().display(),
+                    sessions_dir.display()
+                );
             }
         }
     }
@@ -41,7 +57,9 @@ pub fn session_files(sessions_dir: &Path) -> Vec<PathBuf> {
 /// True when `path` lies in `cwd`'s project directory (`<sessions_dir>/--<cwd>--/`),
 /// where pi lists a project's sessions.
 pub fn in_project(path: &Path, cwd: &str) -> bool {
-    path.parent().and_then(|p| p.file_name()).is_some_and(|d| *d == *encode_cwd(cwd))
+    path.parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|d| *d == *encode_cwd(cwd))
 }
 
 #[cfg(test)]

@@ -197,7 +197,11 @@ pub struct BoundedText {
 impl BoundedText {
     pub fn whole(text: impl Into<CompactString>) -> Self {
         let head = text.into();
-        BoundedText { full_utf16_len: super::utf16_len(&head), full_bytes: head.len(), head }
+        BoundedText {
+            full_utf16_len: super::utf16_len(&head),
+            full_bytes: head.len(),
+            head,
+        }
     }
 
     /// True when `head` is the complete text.

@@ -110,7 +110,8 @@ impl<R: Read + Seek> LineReader<R> {
     pub fn read_whole(&mut self) -> io::Result<()> {
         self.offset = self.last;
         self.inner.seek(SeekFrom::Start(self.offset))?;
-        (self.buf, self.start, self.scanned, self.eof, self.whole) = (Vec::new(), 0, 0, false, true);
+        (self.buf, self.start, self.scanned, self.eof, self.whole) =
+            (Vec::new(), 0, 0, false, true);
         self.squeeze = None;
         self.cuts.clear();
         Ok(())
@@ -154,7 +155,9 @@ impl<R: Read + Seek> LineReader<R> {
     /// line), moving the bytes after `end` back: returns by how much, or
     /// `None` when the line is to be read again whole.
     fn cut(&mut self, end: usize) -> io::Result<Option<usize>> {
-        let Some(mut sq) = self.squeeze.take() else { return Ok(Some(0)) };
+        let Some(mut sq) = self.squeeze.take() else {
+            return Ok(Some(0));
+        };
         let (mut r, mut w) = (self.start + sq.done, self.start + sq.done);
         let b = &mut self.buf;
         while r < end {
@@ -178,7 +181,11 @@ impl<R: Read + Seek> LineReader<R> {
                 (w, r) = (w + kept, keep);
                 if keep < next || (kept == room && r < end && b[r] == b'\\') {
                     sq.dropping = true;
-                    self.cuts.push(Cut { at: open, units: 0, bytes: 0 });
+                    self.cuts.push(Cut {
+                        at: open,
+                        units: 0,
+                        bytes: 0,
+                    });
                 }
                 if keep < next {
                     continue;
@@ -196,7 +203,10 @@ impl<R: Read + Seek> LineReader<R> {
                     return self.whole_line();
                 }
                 if let Some(cut) = self.cuts.last_mut() {
-                    (cut.units, cut.bytes) = (cut.units + super::convert::utf16_len(text), cut.bytes + text.len());
+                    (cut.units, cut.bytes) = (
+                        cut.units + super::convert::utf16_len(text),
+                        cut.bytes + text.len(),
+                    );
                 }
                 r += text.len();
                 if r < next {
@@ -217,7 +227,9 @@ impl<R: Read + Seek> LineReader<R> {
                 break;
             }
             if sq.dropping {
-                let Some((_, units, bytes)) = super::convert::escape(&b[r..r + len]) else { return self.whole_line() };
+                let Some((_, units, bytes)) = super::convert::escape(&b[r..r + len]) else {
+                    return self.whole_line();
+                };
                 if let Some(cut) = self.cuts.last_mut() {
                     (cut.units, cut.bytes) = (cut.units + units, cut.bytes + bytes);
                 }
@@ -247,14 +259,20 @@ impl<R: Read + Seek> LineReader<R> {
     fn fill(&mut self) -> io::Result<()> {
         // Move the unconsumed bytes to the front only once they are at most
         // half the buffer: a long line is then moved O(1) times, not once a read.
-        if self.start > 0 && self.buf.capacity() - self.buf.len() < READ_CHUNK && self.start >= self.buf.len() / 2 {
+        if self.start > 0
+            && self.buf.capacity() - self.buf.len() < READ_CHUNK
+            && self.start >= self.buf.len() / 2
+        {
             self.buf.drain(..self.start);
             self.scanned -= self.start;
             self.start = 0;
         }
         self.buf.reserve(READ_CHUNK);
         let n = loop {
-            match (&mut self.inner).take(READ_CHUNK as u64).read_to_end(&mut self.buf) {
+            match (&mut self.inner)
+                .take(READ_CHUNK as u64)
+                .read_to_end(&mut self.buf)
+            {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => break r?,
             }
@@ -273,7 +291,11 @@ impl<R: Read + Seek> LineReader<R> {
         if terminated {
             self.offset += (self.start - from + dropped) as u64;
         }
-        Line { text: &self.buf[from..line_end], terminated, cuts: &self.cuts }
+        Line {
+            text: &self.buf[from..line_end],
+            terminated,
+            cuts: &self.cuts,
+        }
     }
 }
 
@@ -326,17 +348,30 @@ mod tests {
         let mut r = LineReader::from_offset(Cursor::new(data.as_bytes()), 0).unwrap();
         assert_eq!(r.next_line().unwrap().unwrap().text, b"head");
         let line = r.next_line().unwrap().unwrap();
-        let (text, cuts) = (String::from_utf8(line.text.to_vec()).unwrap(), line.cuts.to_vec());
+        let (text, cuts) = (
+            String::from_utf8(line.text.to_vec()).unwrap(),
+            line.cuts.to_vec(),
+        );
         let full: String = serde_json::from_str(&format!("\"{body}\"")).unwrap();
         assert_eq!(cuts.len(), 2);
         for cut in &cuts {
             let mut string = serde_json::Deserializer::from_str(&text[cut.at - 1..]);
-            let kept = <&serde_json::value::RawValue as serde::Deserialize>::deserialize(&mut string).unwrap().get();
+            let kept =
+                <&serde_json::value::RawValue as serde::Deserialize>::deserialize(&mut string)
+                    .unwrap()
+                    .get();
             let head: String = serde_json::from_str(kept).unwrap();
             let kept = &kept[1..kept.len() - 1];
-            assert!(body.starts_with(kept) && kept.len().abs_diff(KEEP) < 6, "{}", kept.len());
+            assert!(
+                body.starts_with(kept) && kept.len().abs_diff(KEEP) < 6,
+                "{}",
+                kept.len()
+            );
             assert_eq!(head.len() + cut.bytes, full.len());
-            assert_eq!(head.encode_utf16().count() + cut.units, full.encode_utf16().count());
+            assert_eq!(
+                head.encode_utf16().count() + cut.units,
+                full.encode_utf16().count()
+            );
         }
         assert_eq!(r.offset(), ("head\n".len() + long.len() + 1) as u64);
         r.read_whole().unwrap();

@@ -33,7 +33,10 @@ pub use summary::{last_activity, summarize, SessionSummary};
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error("{path}: cannot read: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: not a pi session ({reason})")]
     NotASession { path: PathBuf, reason: String },
 }
@@ -58,10 +61,21 @@ pub fn open(path: &Path) -> Result<Session, SessionError> {
 
 /// [`open`] of a file already opened (after a containment check, say).
 pub fn read_file(path: &Path, file: std::fs::File) -> Result<Session, SessionError> {
-    let read::Parsed { header, entries, mut warnings, .. } = read::read(path, file, 0, false)?;
+    let read::Parsed {
+        header,
+        entries,
+        mut warnings,
+        ..
+    } = read::read(path, file, 0, false)?;
     let header = header.ok_or_else(|| read::not_a_session(path, "no JSON records"))?;
     let by_id = read::index_and_check(&entries, &mut warnings);
-    Ok(Session { path: path.to_path_buf(), header, entries, warnings, by_id })
+    Ok(Session {
+        path: path.to_path_buf(),
+        header,
+        entries,
+        warnings,
+        by_id,
+    })
 }
 
 /// Read only the header line (the first JSON record).
@@ -89,9 +103,18 @@ pub struct Appended {
 /// entries by position, so they are read from 0). A half-written last line is
 /// left for the next call.
 pub fn read_appended(path: &Path, from: u64) -> Result<Appended, SessionError> {
-    let read::Parsed { header, entries, offset, .. } = read::read(path, open_file(path)?, from, true)?;
+    let read::Parsed {
+        header,
+        entries,
+        offset,
+        ..
+    } = read::read(path, open_file(path)?, from, true)?;
     let header = header.filter(|_| from == 0);
-    Ok(Appended { header, entries, end: offset })
+    Ok(Appended {
+        header,
+        entries,
+        end: offset,
+    })
 }
 
 impl Session {
@@ -121,7 +144,10 @@ impl Session {
             }
             let entry = &self.entries[i];
             path.push(entry);
-            cur = entry.parent_id.as_deref().and_then(|p| self.by_id.find(&self.entries, p));
+            cur = entry
+                .parent_id
+                .as_deref()
+                .and_then(|p| self.by_id.find(&self.entries, p));
         }
         path.reverse();
         path
@@ -135,7 +161,9 @@ impl Session {
             .iter()
             .rev()
             .find_map(|e| match &e.kind {
-                EntryKind::SessionInfo { name } => Some(name.as_deref().map(str::trim).filter(|n| !n.is_empty())),
+                EntryKind::SessionInfo { name } => {
+                    Some(name.as_deref().map(str::trim).filter(|n| !n.is_empty()))
+                }
                 _ => None,
             })?
             .map(str::to_string)
@@ -143,7 +171,10 @@ impl Session {
 
     /// The messages of pi's `buildSessionContext` over a branch, borrowed from
     /// the session: what serializing needs, without copying every message.
-    pub fn context_refs<'a>(&self, branch: &'a [&'a Entry]) -> impl Iterator<Item = MessageRef<'a>> + 'a {
+    pub fn context_refs<'a>(
+        &self,
+        branch: &'a [&'a Entry],
+    ) -> impl Iterator<Item = MessageRef<'a>> + 'a {
         context::refs(branch)
     }
 

@@ -45,7 +45,10 @@ macro_rules! not_an_object {
         fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
             Ok($none)
         }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
             while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
             Ok($none)
         }
@@ -230,7 +233,8 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectOr<T> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for MaybeBlock<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ObjectOr::<RawBlock<'a>>(Default::default())).map(MaybeBlock)
+        d.deserialize_any(ObjectOr::<RawBlock<'a>>(Default::default()))
+            .map(MaybeBlock)
     }
 }
 
@@ -318,7 +322,8 @@ pub(crate) struct MaybeMessage<'a>(pub Option<RawMessage<'a>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for MaybeMessage<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ObjectOr::<RawMessage<'a>>(Default::default())).map(MaybeMessage)
+        d.deserialize_any(ObjectOr::<RawMessage<'a>>(Default::default()))
+            .map(MaybeMessage)
     }
 }
 
@@ -391,6 +396,9 @@ impl Str<'_> {
 
 impl std::fmt::Debug for RawLine<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RawLine").field("type", &self.ty).field("id", &self.id).finish()
+        f.debug_struct("RawLine")
+            .field("type", &self.ty)
+            .field("id", &self.id)
+            .finish()
     }
 }

@@ -34,21 +34,33 @@ pub fn open_file(path: &Path) -> Result<File, SessionError> {
 }
 
 /// Lines of an open session file from byte `offset` (a line start).
-pub(crate) fn lines_from(path: &Path, file: File, offset: u64) -> Result<LineReader<File>, SessionError> {
+pub(crate) fn lines_from(
+    path: &Path,
+    file: File,
+    offset: u64,
+) -> Result<LineReader<File>, SessionError> {
     LineReader::from_offset(file, offset).map_err(|e| io_err(path, e))
 }
 
 pub(crate) fn is_blank(bytes: &[u8]) -> bool {
-    bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    bytes
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
 }
 
 pub(crate) fn io_err(path: &Path, source: std::io::Error) -> SessionError {
-    SessionError::Io { path: path.to_path_buf(), source }
+    SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// The id pi's file naming (`<timestamp>_<id>.jsonl`) gives a headerless file.
 fn id_from_file_name(path: &Path) -> String {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match stem.rsplit_once('_') {
         Some((_, id)) if !id.is_empty() => id.to_string(),
         _ => stem,
@@ -117,7 +129,10 @@ fn first_record(raw: &RawLine<'_>) -> FirstRecord {
 pub(crate) const NOT_A_HEADER: &str = "its first record is not a session header";
 
 pub(crate) fn not_a_session(path: &Path, reason: &str) -> SessionError {
-    SessionError::NotASession { path: path.to_path_buf(), reason: reason.to_string() }
+    SessionError::NotASession {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    }
 }
 
 /// What reading a file (or its lines after an offset) gives.
@@ -134,7 +149,12 @@ pub(crate) struct Parsed {
 /// header first; a later line start: lines appended after a version 3+
 /// header, each standing alone). With `complete_only`, an unterminated last
 /// line (pi may still be writing it) is left for the next read.
-pub(crate) fn read(path: &Path, file: File, offset: u64, complete_only: bool) -> Result<Parsed, SessionError> {
+pub(crate) fn read(
+    path: &Path,
+    file: File,
+    offset: u64,
+    complete_only: bool,
+) -> Result<Parsed, SessionError> {
     let mut records = Records::new(path);
     if offset > 0 {
         records.header = Some(SessionHeader {
@@ -154,7 +174,12 @@ pub(crate) fn read(path: &Path, file: File, offset: u64, complete_only: bool) ->
             lines.read_whole().map_err(|e| io_err(path, e))?;
         }
     }
-    Ok(Parsed { header: records.header, entries: records.entries, warnings: records.warnings, offset: lines.offset() })
+    Ok(Parsed {
+        header: records.header,
+        entries: records.entries,
+        warnings: records.warnings,
+        offset: lines.offset(),
+    })
 }
 
 /// State of the v1 → v2 migration (linear ids, parent = previous entry).
@@ -199,7 +224,10 @@ impl<'p> Records<'p> {
         }
         let mut repaired = None;
         let (parsed, was_repaired) = parse_line::<RawLine<'_>>(text, &mut repaired);
-        if parsed.as_ref().is_ok_and(|raw| !cuts_bounded(raw, text, cuts)) {
+        if parsed
+            .as_ref()
+            .is_ok_and(|raw| !cuts_bounded(raw, text, cuts))
+        {
             return Ok(false);
         }
         if was_repaired {
@@ -230,7 +258,11 @@ impl<'p> Records<'p> {
             warnings.missing_header += 1;
             let mut synthesized = header_from(&raw);
             synthesized.id = id_from_file_name(self.path);
-            synthesized.version = if ty != "session" && raw.id.0.is_none() { 1 } else { 3 };
+            synthesized.version = if ty != "session" && raw.id.0.is_none() {
+                1
+            } else {
+                3
+            };
             self.header = Some(synthesized);
             if ty == "session" {
                 v1.by_index.push(None);
@@ -257,7 +289,12 @@ impl<'p> Records<'p> {
         } else {
             match raw.id.owned::<CompactString>() {
                 // pi tests `parentId` for truthiness: an empty one means a root.
-                Some(id) => (id, raw.parent_id.owned().filter(|p: &CompactString| !p.is_empty())),
+                Some(id) => (
+                    id,
+                    raw.parent_id
+                        .owned()
+                        .filter(|p: &CompactString| !p.is_empty()),
+                ),
                 None => {
                     // pi would index it under `undefined`; nothing can reference it.
                     warnings.malformed_lines += 1;
@@ -276,31 +313,47 @@ impl<'p> Records<'p> {
                 // A message without a message object or with a role pi's context
                 // code does not know: kept so the tree stays connected.
                 warnings.unknown_entry_types += 1;
-                EntryKind::Unknown { entry_type: ty.to_string() }
+                EntryKind::Unknown {
+                    entry_type: ty.to_string(),
+                }
             }
         };
         if version < 2 {
-            if let EntryKind::Compaction { first_kept_entry_id, .. } = &mut kind {
+            if let EntryKind::Compaction {
+                first_kept_entry_id,
+                ..
+            } = &mut kind
+            {
                 if let Some(index) = raw.first_kept_entry_index.0 {
                     *first_kept_entry_id = v1_first_kept(v1, index, this_index, &id);
                 }
             }
         }
-        if let (EntryKind::Message(AgentMessage::ToolResult { content, .. }), false) = (&mut kind, cuts.is_empty()) {
+        if let (EntryKind::Message(AgentMessage::ToolResult { content, .. }), false) =
+            (&mut kind, cuts.is_empty())
+        {
             // The kept heads of cut texts get the full lengths back.
             let texts = content.iter_mut().filter_map(|b| match b {
                 Block::Text(t) => Some(t),
                 _ => None,
             });
             for (t, raw) in texts.zip(tool_texts(&raw)) {
-                if let Some(c) = cuts.iter().find(|c| raw.text.is_some_and(|j| at(text, j.get().as_ptr()) + 1 == c.at))
-                {
-                    (t.full_utf16_len, t.full_bytes) = (t.full_utf16_len + c.units, t.full_bytes + c.bytes);
+                if let Some(c) = cuts.iter().find(|c| {
+                    raw.text
+                        .is_some_and(|j| at(text, j.get().as_ptr()) + 1 == c.at)
+                }) {
+                    (t.full_utf16_len, t.full_bytes) =
+                        (t.full_utf16_len + c.units, t.full_bytes + c.bytes);
                 }
             }
         }
         let timestamp = convert::iso_to_ms(raw.timestamp.as_str().unwrap_or_default());
-        self.entries.push(Entry { id, parent_id, timestamp, kind });
+        self.entries.push(Entry {
+            id,
+            parent_id,
+            timestamp,
+            kind,
+        });
         Ok(true)
     }
 }
@@ -319,18 +372,28 @@ fn blocks<'r, 'a>(content: &'r Option<RawContent<'a>>) -> &'r [RawBlock<'a>] {
 
 /// The text blocks of a tool result (which `convert` keeps bounded), in order.
 fn tool_texts<'r, 'a>(raw: &'r RawLine<'a>) -> impl Iterator<Item = &'r RawBlock<'a>> + Clone {
-    let message = raw.message.as_ref().and_then(|m| m.0.as_ref()).filter(|m| m.role.as_str() == Some("toolResult"));
-    message.map_or(&[][..], |m| blocks(&m.content)).iter().filter(|b| b.ty.as_str() == Some("text"))
+    let message = raw
+        .message
+        .as_ref()
+        .and_then(|m| m.0.as_ref())
+        .filter(|m| m.role.as_str() == Some("toolResult"));
+    message
+        .map_or(&[][..], |m| blocks(&m.content))
+        .iter()
+        .filter(|b| b.ty.as_str() == Some("text"))
 }
 
 /// Whether every string the line reader cut short is one this reader keeps
 /// only a head of anyway: tool-result text or image data.
 fn cuts_bounded(raw: &RawLine<'_>, line: &[u8], cuts: &[Cut]) -> bool {
     let message = raw.message.as_ref().and_then(|m| m.0.as_ref());
-    let images = blocks(&raw.content).iter().chain(message.map_or(&[][..], |m| blocks(&m.content)));
+    let images = blocks(&raw.content)
+        .iter()
+        .chain(message.map_or(&[][..], |m| blocks(&m.content)));
     let bounded = images.filter_map(|b| Some(at(line, b.data.as_ref()?.0.as_ptr())));
     let texts = tool_texts(raw).filter_map(|b| Some(at(line, b.text?.get().as_ptr()) + 1));
-    cuts.iter().all(|c| bounded.clone().any(|a| a == c.at) || texts.clone().any(|a| a == c.at))
+    cuts.iter()
+        .all(|c| bounded.clone().any(|a| a == c.at) || texts.clone().any(|a| a == c.at))
 }
 
 /// pi's `firstKeptEntryIndex` → `firstKeptEntryId`: an index into its parsed
@@ -343,7 +406,12 @@ fn v1_first_kept(v1: &V1Ids, index: f64, this_index: usize, own_id: &str) -> Str
     if index == this_index {
         return own_id.to_string();
     }
-    v1.by_index.get(index).cloned().flatten().map(String::from).unwrap_or_default()
+    v1.by_index
+        .get(index)
+        .cloned()
+        .flatten()
+        .map(String::from)
+        .unwrap_or_default()
 }
 
 /// Entry positions sorted by id (4 bytes an entry, where a map of cloned
@@ -355,7 +423,9 @@ pub(crate) struct IdIndex(Vec<u32>);
 impl IdIndex {
     /// The position of the entry with this id.
     pub fn find(&self, entries: &[Entry], id: &str) -> Option<usize> {
-        let end = self.0.partition_point(|&i| entries[i as usize].id.as_str() <= id);
+        let end = self
+            .0
+            .partition_point(|&i| entries[i as usize].id.as_str() <= id);
         let i = *self.0.get(end.checked_sub(1)?)? as usize;
         (entries[i].id == id).then_some(i)
     }
@@ -364,13 +434,24 @@ impl IdIndex {
 /// Index by id and count the tree problems.
 pub(crate) fn index_and_check(entries: &[Entry], warnings: &mut Warnings) -> IdIndex {
     let mut order: Vec<u32> = (0..entries.len() as u32).collect();
-    order.sort_by(|&a, &b| entries[a as usize].id.cmp(&entries[b as usize].id).then(a.cmp(&b)));
-    warnings.duplicate_ids +=
-        order.windows(2).filter(|w| entries[w[0] as usize].id == entries[w[1] as usize].id).count() as u64;
+    order.sort_by(|&a, &b| {
+        entries[a as usize]
+            .id
+            .cmp(&entries[b as usize].id)
+            .then(a.cmp(&b))
+    });
+    warnings.duplicate_ids += order
+        .windows(2)
+        .filter(|w| entries[w[0] as usize].id == entries[w[1] as usize].id)
+        .count() as u64;
     let by_id = IdIndex(order);
-    let parent = |i: usize| -> Option<usize> { by_id.find(entries, entries[i].parent_id.as_deref()?) };
+    let parent =
+        |i: usize| -> Option<usize> { by_id.find(entries, entries[i].parent_id.as_deref()?) };
     for e in entries {
-        if e.parent_id.as_deref().is_some_and(|p| by_id.find(entries, p).is_none()) {
+        if e.parent_id
+            .as_deref()
+            .is_some_and(|p| by_id.find(entries, p).is_none())
+        {
             warnings.dangling_parents += 1;
         }
     }
@@ -420,7 +501,10 @@ mod tests {
                 r#"{{"type":"message","id":"{id}","parentId":null,"timestamp":"t","message":{{"role":"{role}","content":{content}}}}}"#
             )
         };
-        let image = format!(r#"{{"type":"image","data":"{}","mimeType":"image/png"}}"#, "QUJD".repeat(1 << 19));
+        let image = format!(
+            r#"{{"type":"image","data":"{}","mimeType":"image/png"}}"#,
+            "QUJD".repeat(1 << 19)
+        );
         let text = [
             r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#.to_string(),
             message("t", "toolResult", format!(r#"[{{"type":"text","text":"{body}"}},{image}]"#)),
@@ -435,10 +519,22 @@ mod tests {
         let session = crate::session::open(&path).unwrap();
         assert_eq!(session.warnings.malformed_lines, 1);
         let kinds: Vec<&EntryKind> = session.entries.iter().map(|e| &e.kind).collect();
-        let EntryKind::Message(AgentMessage::ToolResult { content, .. }) = kinds[0] else { panic!("{kinds:?}") };
-        assert_eq!(content[0], Block::Text(bounded(&full, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)));
-        assert_eq!(content[1], Block::Image { mime_type: "image/png".into() });
-        let EntryKind::Message(AgentMessage::User { content: user, .. }) = kinds[1] else { panic!() };
+        let EntryKind::Message(AgentMessage::ToolResult { content, .. }) = kinds[0] else {
+            panic!("{kinds:?}")
+        };
+        assert_eq!(
+            content[0],
+            Block::Text(bounded(&full, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES))
+        );
+        assert_eq!(
+            content[1],
+            Block::Image {
+                mime_type: "image/png".into()
+            }
+        );
+        let EntryKind::Message(AgentMessage::User { content: user, .. }) = kinds[1] else {
+            panic!()
+        };
         assert_eq!(user[..], [Block::Text(BoundedText::whole(full.clone()))]);
         assert_eq!(kinds.len(), 2);
         let summary = crate::session::summarize(&path).unwrap();
@@ -452,6 +548,12 @@ mod tests {
         let mut repaired = None;
         let (parsed, was_repaired) = parse_line::<RawLine<'_>>(line, &mut repaired);
         assert!(was_repaired);
-        assert_eq!(parsed.ok().and_then(|l| l.name.owned::<String>()).as_deref(), Some("a\u{FFFD}b"));
+        assert_eq!(
+            parsed
+                .ok()
+                .and_then(|l| l.name.owned::<String>())
+                .as_deref(),
+            Some("a\u{FFFD}b")
+        );
     }
 }

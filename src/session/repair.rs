@@ -54,7 +54,10 @@ pub(crate) fn replace_lone_surrogates(text: &str) -> Option<String> {
     let mut i = 0;
     while let Some(off) = memchr::memchr(b'\\', &b[i..]) {
         let at = i + off;
-        let Some(n) = (b.get(at + 1) == Some(&b'u')).then(|| hex4(&b[(at + 2).min(b.len())..])).flatten() else {
+        let Some(n) = (b.get(at + 1) == Some(&b'u'))
+            .then(|| hex4(&b[(at + 2).min(b.len())..]))
+            .flatten()
+        else {
             i = at + 2;
             continue;
         };
@@ -94,7 +97,9 @@ pub(crate) fn replace_infinite_numbers(text: &str) -> Option<String> {
                 i += 1;
             }
             b'-' | b'0'..=b'9' if !in_string => {
-                let len = b[i..].iter().position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'));
+                let len = b[i..]
+                    .iter()
+                    .position(|c| !matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'));
                 let end = i + len.unwrap_or(b.len() - i);
                 if text[i..end].parse::<f64>().is_ok_and(f64::is_infinite) {
                     let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
@@ -126,28 +131,44 @@ mod tests {
         let name = parsed.ok().and_then(|l| l.name.owned::<String>());
         assert_eq!(name.as_deref(), Some("a\u{FFFD}|😀|\u{FFFD}|\\ud83d|A"));
         assert_eq!(replace_lone_surrogates(r#""ok \u00e9""#), None);
-        assert_eq!(replace_lone_surrogates(r#""\ud800""#).as_deref(), Some(r#""\ufffd""#));
+        assert_eq!(
+            replace_lone_surrogates(r#""\ud800""#).as_deref(),
+            Some(r#""\ufffd""#)
+        );
     }
 
     #[test]
     fn numbers_outside_f64_become_null_and_the_line_stays() {
         let digits = "9".repeat(5000);
-        let line =
-            format!(r#"{{"type":"x","name":"1e400 stays","n":[1e400,-{digits},1.5e3,"2e999"],"version":1e400}}"#);
+        let line = format!(
+            r#"{{"type":"x","name":"1e400 stays","n":[1e400,-{digits},1.5e3,"2e999"],"version":1e400}}"#
+        );
         let mut repaired = None;
-        let parsed = parse_line::<RawLine<'_>>(line.as_bytes(), &mut repaired).0.ok();
-        assert_eq!(parsed.and_then(|l| l.name.owned::<String>()).as_deref(), Some("1e400 stays"));
+        let parsed = parse_line::<RawLine<'_>>(line.as_bytes(), &mut repaired)
+            .0
+            .ok();
+        assert_eq!(
+            parsed.and_then(|l| l.name.owned::<String>()).as_deref(),
+            Some("1e400 stays")
+        );
         assert_eq!(
             replace_infinite_numbers(&line).as_deref(),
-            Some(r#"{"type":"x","name":"1e400 stays","n":[null,null,1.5e3,"2e999"],"version":null}"#)
+            Some(
+                r#"{"type":"x","name":"1e400 stays","n":[null,null,1.5e3,"2e999"],"version":null}"#
+            )
         );
-        assert_eq!(replace_infinite_numbers(r#"{"a":"\"1e400","b":-0.5e-400}"#), None);
+        assert_eq!(
+            replace_infinite_numbers(r#"{"a":"\"1e400","b":-0.5e-400}"#),
+            None
+        );
     }
 
     #[test]
     fn raw_control_characters_make_a_line_malformed_as_in_javascript() {
         let line = "{\"type\":\"message\",\"id\":\"e1\",\"message\":{\"role\":\"toolResult\",\"content\":[{\"type\":\"text\",\"text\":\"a\tb\"}]}}";
         let mut repaired = None;
-        assert!(parse_line::<RawLine<'_>>(line.as_bytes(), &mut repaired).0.is_err());
+        assert!(parse_line::<RawLine<'_>>(line.as_bytes(), &mut repaired)
+            .0
+            .is_err());
     }
 }

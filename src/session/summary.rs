@@ -100,7 +100,9 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
     while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
         // A cut string (a long line's) is only read past in a message line
         // once the first user message is known; otherwise the line is read whole.
-        let known = summary.is_some() && state.first_message.is_some() && fast_type(line.text) == Some(b"message");
+        let known = summary.is_some()
+            && state.first_message.is_some()
+            && fast_type(line.text) == Some(b"message");
         if !line.cuts.is_empty() && !known {
             lines.read_whole().map_err(|e| io_err(path, e))?;
             continue;
@@ -111,7 +113,9 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
         }
         let mut repaired = None;
         if summary.is_none() {
-            let Ok(h) = parse_line::<RawLine<'_>>(text, &mut repaired).0 else { continue };
+            let Ok(h) = parse_line::<RawLine<'_>>(text, &mut repaired).0 else {
+                continue;
+            };
             if h.ty.as_str() != Some("session") || h.id.0.is_none() {
                 return Err(not_a_session(path, NOT_A_HEADER));
             }
@@ -143,7 +147,10 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
 /// pi's list "modified": the `latest` user or assistant message time, else
 /// the header time `created`, else the file time (ms since the epoch).
 pub fn last_activity(latest: Option<i64>, created: &str, file_ms: u64) -> u64 {
-    [latest.unwrap_or(0), iso_to_ms(created)].into_iter().find(|&t| t > 0).map_or(file_ms, |t| t as u64)
+    [latest.unwrap_or(0), iso_to_ms(created)]
+        .into_iter()
+        .find(|&t| t > 0)
+        .map_or(file_ms, |t| t as u64)
 }
 
 impl Scanned {
@@ -175,12 +182,19 @@ impl Scanned {
         let mut repaired = None;
         if !is_message {
             if let Ok(l) = parse_line::<TypeAndName<'_>>(text, &mut repaired).0 {
-                self.name = l.name.as_str().map(str::trim).filter(|n| !n.is_empty()).map(str::to_string);
+                self.name = l
+                    .name
+                    .as_str()
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string);
             }
             return;
         }
         let (role, msg_ts, entry_ts): (String, _, _) = if self.first_message.is_none() {
-            let Some((msg, entry_ts)) = self.message::<RawContent<'_>>(text, &mut repaired) else { return };
+            let Some((msg, entry_ts)) = self.message::<RawContent<'_>>(text, &mut repaired) else {
+                return;
+            };
             if msg.role.as_str() == Some("user") {
                 let t = text_joined(&content::<Blocks>(&msg.content), " ");
                 if !t.is_empty() {
@@ -189,7 +203,9 @@ impl Scanned {
             }
             (msg.role.string(), msg.timestamp.0, entry_ts)
         } else {
-            let Some((msg, entry_ts)) = self.message::<IgnoredAny>(text, &mut repaired) else { return };
+            let Some((msg, entry_ts)) = self.message::<IgnoredAny>(text, &mut repaired) else {
+                return;
+            };
             (msg.role.string(), msg.timestamp.0, entry_ts)
         };
         if role == "user" || role == "assistant" {

@@ -70,7 +70,11 @@ pub fn js_entries(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
         return named;
     }
     indexed.sort_by_key(|&(n, _, _)| n);
-    indexed.into_iter().map(|(_, k, v)| (k, v)).chain(named).collect()
+    indexed
+        .into_iter()
+        .map(|(_, k, v)| (k, v))
+        .chain(named)
+        .collect()
 }
 
 pub fn write_string(s: &str, out: &mut String) {
@@ -191,7 +195,8 @@ mod tests {
             r#"{"b":1.0,"10":true,"a":"x\u0001\"\\\n/\u2028","2":[1e2,-0,12345678901234567890],"c":null}"#,
         )
         .unwrap_or_default();
-        let want = r#"{"2":[100,0,12345678901234567000],"10":true,"b":1,"a":"x\u0001\"\\\n/LS","c":null}"#;
+        let want =
+            r#"{"2":[100,0,12345678901234567000],"10":true,"b":1,"a":"x\u0001\"\\\n/LS","c":null}"#;
         assert_eq!(stringify(&v), want.replace("LS", "\u{2028}"));
         assert_eq!(stringify(&json!("é😀")), "\"é😀\"");
     }

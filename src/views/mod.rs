@@ -37,11 +37,19 @@ pub struct Truncated {
 pub fn index_text(branch: &[&Entry], with_ids: bool) -> String {
     let mut blocks = Vec::new();
     for entry in branch {
-        let EntryKind::Message(message) = &entry.kind else { continue };
-        let Some((who, text)) = message_text(message) else { continue };
+        let EntryKind::Message(message) = &entry.kind else {
+            continue;
+        };
+        let Some((who, text)) = message_text(message) else {
+            continue;
+        };
         let text = crate::redact::session_text(&text);
         if !text.trim().is_empty() {
-            let id = if with_ids { format!("[{}] ", entry.id) } else { String::new() };
+            let id = if with_ids {
+                format!("[{}] ", entry.id)
+            } else {
+                String::new()
+            };
             blocks.push(format!("{id}{who}: {text}"));
         }
     }
@@ -84,8 +92,15 @@ pub fn files_touched(branch: &[&Entry]) -> FilesTouched {
         match &entry.kind {
             EntryKind::Message(AgentMessage::Assistant { content, .. }) => {
                 for block in content {
-                    let Block::ToolCall { name, arguments, .. } = block else { continue };
-                    let Some(path) = arguments.get("path").and_then(Value::as_str) else { continue };
+                    let Block::ToolCall {
+                        name, arguments, ..
+                    } = block
+                    else {
+                        continue;
+                    };
+                    let Some(path) = arguments.get("path").and_then(Value::as_str) else {
+                        continue;
+                    };
                     if path.is_empty() {
                         continue;
                     }
@@ -100,11 +115,21 @@ pub fn files_touched(branch: &[&Entry]) -> FilesTouched {
                     }
                 }
             }
-            EntryKind::Compaction { details: Some(d), .. } | EntryKind::BranchSummary { details: Some(d), .. } => {
+            EntryKind::Compaction {
+                details: Some(d), ..
+            }
+            | EntryKind::BranchSummary {
+                details: Some(d), ..
+            } => {
                 let list = |key: &str| -> Vec<String> {
                     d.get(key)
                         .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_string)
+                                .collect()
+                        })
                         .unwrap_or_default()
                 };
                 read.extend(list("readFiles"));
@@ -130,21 +155,37 @@ mod tests {
     fn assistant(id: &str, calls: &[(&str, &str)]) -> Entry {
         let content = calls
             .iter()
-            .map(|(name, path)| Block::ToolCall { name: (*name).into(), arguments: Box::new(json!({ "path": path })) })
+            .map(|(name, path)| Block::ToolCall {
+                name: (*name).into(),
+                arguments: Box::new(json!({ "path": path })),
+            })
             .chain([Block::Text(BoundedText::whole("t"))])
             .collect();
         Entry {
             id: id.into(),
             parent_id: None,
             timestamp: 0,
-            kind: EntryKind::Message(AgentMessage::Assistant { content, error_message: None, timestamp: 0 }),
+            kind: EntryKind::Message(AgentMessage::Assistant {
+                content,
+                error_message: None,
+                timestamp: 0,
+            }),
         }
     }
 
     #[test]
     fn files_sort_by_utf16_units_as_javascript() {
         // U+FF5E sorts after U+1F600 in UTF-16 (0xFF5E > 0xD83D), before it in UTF-8.
-        let e = assistant("a", &[("read", "\u{FF5E}"), ("read", "😀"), ("read", "b"), ("edit", "b"), ("grep", "x")]);
+        let e = assistant(
+            "a",
+            &[
+                ("read", "\u{FF5E}"),
+                ("read", "😀"),
+                ("read", "b"),
+                ("edit", "b"),
+                ("grep", "x"),
+            ],
+        );
         let files = files_touched(&[&e]);
         assert_eq!(files.read, ["😀", "\u{FF5E}"]);
         assert_eq!(files.modified, ["b"]);

@@ -45,10 +45,15 @@ pub fn bash_execution_to_text(
 /// `${name}(${Object.entries(args).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ")})`
 fn tool_call_text(name: &str, arguments: &Value) -> String {
     let args: Vec<String> = match arguments {
-        Value::Object(map) => {
-            jsjson::js_entries(map).into_iter().map(|(k, v)| format!("{k}={}", jsjson::stringify(v))).collect()
-        }
-        Value::Array(items) => items.iter().enumerate().map(|(i, v)| format!("{i}={}", jsjson::stringify(v))).collect(),
+        Value::Object(map) => jsjson::js_entries(map)
+            .into_iter()
+            .map(|(k, v)| format!("{k}={}", jsjson::stringify(v)))
+            .collect(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| format!("{i}={}", jsjson::stringify(v)))
+            .collect(),
         Value::String(s) => s
             .chars()
             .enumerate()
@@ -91,7 +96,10 @@ fn tool_result_text(blocks: &[Block]) -> Option<String> {
             break;
         }
     }
-    out.push_str(&format!("\n\n[... {} more characters truncated]", total - TOOL_RESULT_MAX_CHARS));
+    out.push_str(&format!(
+        "\n\n[... {} more characters truncated]",
+        total - TOOL_RESULT_MAX_CHARS
+    ));
     Some(out)
 }
 
@@ -162,7 +170,15 @@ fn serialize_one(message: &AgentMessage, out: &mut Out) {
         AgentMessage::User { content, .. } => out.user(&text_joined(content, "")),
         AgentMessage::Custom { content, .. } => out.user(&text_joined(content, "")),
         AgentMessage::BashExecution(bash) => {
-            let BashExecution { command, output, exit_code, cancelled, truncated, full_output_path, .. } = &**bash;
+            let BashExecution {
+                command,
+                output,
+                exit_code,
+                cancelled,
+                truncated,
+                full_output_path,
+                ..
+            } = &**bash;
             if !bash.exclude_from_context {
                 let text = bash_execution_to_text(
                     command,
@@ -201,11 +217,17 @@ fn serialize_one(message: &AgentMessage, out: &mut Out) {
             let calls: Vec<String> = content
                 .iter()
                 .filter_map(|b| match b {
-                    Block::ToolCall { name, arguments, .. } => Some(tool_call_text(name, arguments)),
+                    Block::ToolCall {
+                        name, arguments, ..
+                    } => Some(tool_call_text(name, arguments)),
                     _ => None,
                 })
                 .collect();
-            out.joined("[Assistant tool calls]: ", "; ", calls.iter().map(String::as_str));
+            out.joined(
+                "[Assistant tool calls]: ",
+                "; ",
+                calls.iter().map(String::as_str),
+            );
         }
         AgentMessage::ToolResult { content, .. } => {
             if let Some(text) = tool_result_text(content) {
@@ -218,8 +240,12 @@ fn serialize_one(message: &AgentMessage, out: &mut Out) {
 
 /// pi's `serializeConversation(convertToLlm(messages))` of messages in order,
 /// such as a built context ([`crate::session::Session::context_refs`]).
-pub fn serialize<M: std::ops::Deref<Target = AgentMessage>>(messages: impl IntoIterator<Item = M>) -> String {
-    let mut out = Out { text: String::new() };
+pub fn serialize<M: std::ops::Deref<Target = AgentMessage>>(
+    messages: impl IntoIterator<Item = M>,
+) -> String {
+    let mut out = Out {
+        text: String::new(),
+    };
     for m in messages {
         serialize_one(&m, &mut out);
     }
@@ -252,9 +278,15 @@ mod tests {
         let pieces = ["a", "\u{e9}", "\u{65e5}", "\u{1F600}"];
         let mut next = crate::text::xorshift(0x0DDB_1A5E_5BAD_5EED);
         for _ in 0..5000 {
-            let text: String = (0..next() % 40).map(|_| pieces[(next() % 4) as usize]).collect();
+            let text: String = (0..next() % 40)
+                .map(|_| pieces[(next() % 4) as usize])
+                .collect();
             let room = 1 + (next() % 50) as usize;
-            assert_eq!(cut_at_units(&text, room), walk(&text, room), "{text:?} {room}");
+            assert_eq!(
+                cut_at_units(&text, room),
+                walk(&text, room),
+                "{text:?} {room}"
+            );
         }
     }
 
@@ -266,26 +298,54 @@ mod tests {
     #[test]
     fn tool_result_spanning_blocks_uses_each_head() {
         let blocks = [
-            Block::Text(bounded("short ", TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)),
-            Block::Image { mime_type: "image/png".into() },
-            Block::Text(bounded(&"z".repeat(50_000), TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)),
+            Block::Text(bounded(
+                "short ",
+                TOOL_TEXT_HEAD_UNITS,
+                TOOL_TEXT_HEAD_BYTES,
+            )),
+            Block::Image {
+                mime_type: "image/png".into(),
+            },
+            Block::Text(bounded(
+                &"z".repeat(50_000),
+                TOOL_TEXT_HEAD_UNITS,
+                TOOL_TEXT_HEAD_BYTES,
+            )),
         ];
         let out = tool_result_text(&blocks).unwrap_or_default();
-        assert_eq!(out, format!("short {}\n\n[... 48006 more characters truncated]", "z".repeat(1994)));
+        assert_eq!(
+            out,
+            format!(
+                "short {}\n\n[... 48006 more characters truncated]",
+                "z".repeat(1994)
+            )
+        );
     }
 
     #[test]
     fn tool_result_marker_counts_utf16_units() {
         let text = "😀".repeat(1500); // 3000 UTF-16 units
         let out = tool_result(&text);
-        assert_eq!(out, format!("{}\n\n[... 1000 more characters truncated]", "😀".repeat(1000)));
+        assert_eq!(
+            out,
+            format!(
+                "{}\n\n[... 1000 more characters truncated]",
+                "😀".repeat(1000)
+            )
+        );
     }
 
     #[test]
     fn tool_result_cut_inside_a_surrogate_pair_gives_replacement() {
         let text = format!("{}{}", "a".repeat(1999), "😀".repeat(10));
         let out = tool_result(&text);
-        assert_eq!(out, format!("{}\u{FFFD}\n\n[... 19 more characters truncated]", "a".repeat(1999)));
+        assert_eq!(
+            out,
+            format!(
+                "{}\u{FFFD}\n\n[... 19 more characters truncated]",
+                "a".repeat(1999)
+            )
+        );
     }
 
     #[test]
@@ -293,12 +353,21 @@ mod tests {
         let text = "x".repeat(2000);
         assert_eq!(tool_result(&text), text);
         let long = "y".repeat(100_000);
-        assert_eq!(tool_result(&long), format!("{}\n\n[... 98000 more characters truncated]", "y".repeat(2000)));
+        assert_eq!(
+            tool_result(&long),
+            format!(
+                "{}\n\n[... 98000 more characters truncated]",
+                "y".repeat(2000)
+            )
+        );
     }
 
     #[test]
     fn bash_text_as_pi() {
-        assert_eq!(bash_execution_to_text("ls", "", Some(0), false, false, None), "Ran `ls`\n(no output)");
+        assert_eq!(
+            bash_execution_to_text("ls", "", Some(0), false, false, None),
+            "Ran `ls`\n(no output)"
+        );
         assert_eq!(
             bash_execution_to_text("x", "o", Some(2), false, true, Some("/tmp/f")),
             "Ran `x`\n```\no\n```\n\nCommand exited with code 2\n\n[Output truncated. Full output: /tmp/f]"

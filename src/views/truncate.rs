@@ -21,7 +21,12 @@ pub fn truncate_tail(text: &str, max_bytes: usize, max_lines: usize) -> Truncate
     let total_bytes = text.len();
     let total_lines = text.split('\n').count();
     if total_lines <= max_lines && total_bytes <= max_bytes {
-        return Truncated { text: text.to_string(), truncated: false, total_lines, total_bytes };
+        return Truncated {
+            text: text.to_string(),
+            truncated: false,
+            total_lines,
+            total_bytes,
+        };
     }
     let mut kept: Vec<&str> = Vec::new();
     let mut bytes = 0usize;
@@ -40,7 +45,12 @@ pub fn truncate_tail(text: &str, max_bytes: usize, max_lines: usize) -> Truncate
         bytes += line_bytes;
     }
     kept.reverse();
-    Truncated { text: kept.join("\n"), truncated: true, total_lines, total_bytes }
+    Truncated {
+        text: kept.join("\n"),
+        truncated: true,
+        total_lines,
+        total_bytes,
+    }
 }
 
 #[cfg(test)]
@@ -50,7 +60,10 @@ mod tests {
     #[test]
     fn untouched_when_within_limits() {
         let t = truncate_tail("a\nb", 10, 2);
-        assert_eq!((t.text.as_str(), t.truncated, t.total_lines, t.total_bytes), ("a\nb", false, 2, 3));
+        assert_eq!(
+            (t.text.as_str(), t.truncated, t.total_lines, t.total_bytes),
+            ("a\nb", false, 2, 3)
+        );
         let empty = truncate_tail("", 10, 2);
         assert_eq!((empty.total_lines, empty.truncated), (1, false));
     }
@@ -58,7 +71,10 @@ mod tests {
     #[test]
     fn keeps_newest_lines() {
         let t = truncate_tail("1\n2\n3\n4", 100, 2);
-        assert_eq!((t.text.as_str(), t.truncated, t.total_lines), ("3\n4", true, 4));
+        assert_eq!(
+            (t.text.as_str(), t.truncated, t.total_lines),
+            ("3\n4", true, 4)
+        );
     }
 
     #[test]

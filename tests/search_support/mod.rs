@@ -16,7 +16,9 @@ pub struct Writer {
 }
 
 pub fn project_dir(agent_dir: &Path, cwd: &str) -> PathBuf {
-    let dir = agent_dir.join("sessions").join(session_index::session::discovery::encode_cwd(cwd));
+    let dir = agent_dir
+        .join("sessions")
+        .join(session_index::session::discovery::encode_cwd(cwd));
     std::fs::create_dir_all(&dir).expect("create the project dir");
     dir
 }
@@ -26,7 +28,12 @@ impl Writer {
         let path = project_dir(agent_dir, cwd).join(format!("2026-11-01T10-00-00-000Z_{id}.jsonl"));
         let header = json!({"type":"session","version":3,"id":id,"timestamp":"2026-11-01T10:00:00.000Z","cwd":cwd});
         std::fs::write(&path, format!("{header}\n")).expect("write the header");
-        Writer { path, id: id.to_string(), last: None, n: 0 }
+        Writer {
+            path,
+            id: id.to_string(),
+            last: None,
+            n: 0,
+        }
     }
 
     fn append(&mut self, parent: Option<&str>, entry: Value) -> String {
@@ -36,7 +43,10 @@ impl Writer {
         entry["id"] = json!(id);
         entry["parentId"] = json!(parent);
         entry["timestamp"] = json!("2026-11-01T10:00:01.000Z");
-        let mut file = std::fs::OpenOptions::new().append(true).open(&self.path).expect("open to append");
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .expect("open to append");
         writeln!(file, "{entry}").expect("append");
         self.last = Some(id.clone());
         id
@@ -99,7 +109,8 @@ pub fn write_meta(agent_dir: &Path, w: &Writer, name: &str, summary: &str, tags:
         "updatedAt": "2026-11-01T10:00:00.000Z", "model": "local/extractive",
         "decisions": ["keep the index a cache"]
     });
-    std::fs::write(dir.join(format!("{}.meta.json", w.id)), meta.to_string()).expect("write the meta");
+    std::fs::write(dir.join(format!("{}.meta.json", w.id)), meta.to_string())
+        .expect("write the meta");
 }
 
 /// Copy the shared real and generated sessions in as distractors.
@@ -108,7 +119,9 @@ pub fn copy_real_sessions(agent_dir: &Path) -> usize {
     let dir = project_dir(agent_dir, "/home/runner/work/other");
     let mut n = 0;
     for set in ["real", "generated"] {
-        let Ok(read) = std::fs::read_dir(shared.join("fixtures/pi-sessions").join(set)) else { continue };
+        let Ok(read) = std::fs::read_dir(shared.join("fixtures/pi-sessions").join(set)) else {
+            continue;
+        };
         for e in read.flatten() {
             if e.path().extension().is_some_and(|x| x == "jsonl") {
                 std::fs::copy(e.path(), dir.join(e.file_name())).expect("copy a fixture");

@@ -26,11 +26,15 @@ pub fn plugin_library() -> PathBuf {
             return candidate;
         }
     }
-    panic!("{file} not found next to {} (cargo builds the cdylib there for integration tests)", exe.display());
+    panic!(
+        "{file} not found next to {} (cargo builds the cdylib there for integration tests)",
+        exe.display()
+    );
 }
 
 #[path = "shared_dir.rs"]
-#[allow(clippy::duplicate_mod)] // stateless; a test may include two support modules that both use it
+#[allow(clippy::duplicate_mod)]
+// stateless; a test may include two support modules that both use it
 mod shared_location;
 #[allow(unused_imports)] // each test binary uses a different subset
 pub use shared_location::pi_sessions_dir as fixtures_dir;
@@ -51,20 +55,32 @@ pub struct Loaded {
 /// (None: the manifest's default config) over `session`, with an empty agent dir.
 pub fn load_plugin(session: &Path, config_json: Option<&str>) -> Loaded {
     let manifest = Manifest::load(repo_root()).expect("repo plugin.toml loads");
-    let module = pi_ext_host::loader::load_module(&manifest, Some(&plugin_library())).expect("plugin library loads");
+    let module = pi_ext_host::loader::load_module(&manifest, Some(&plugin_library()))
+        .expect("plugin library loads");
     let agent_dir = tempfile::tempdir().expect("temp agent dir");
-    let ctx = pi_ext_host::session_context(session, None, agent_dir.path(), None).expect("session context");
+    let ctx = pi_ext_host::session_context(session, None, agent_dir.path(), None)
+        .expect("session context");
     let host = RecordingHost::with_stderr_level(ctx.clone(), None);
     let config = match config_json {
         Some(text) => text.to_string(),
         None => manifest.config_json(None),
     };
-    let instance =
-        PluginInstance::new(module, host.to_host_box(), &manifest.dir, &config).expect("plugin instantiates");
-    Loaded { host, instance, ctx, _agent_dir: agent_dir }
+    let instance = PluginInstance::new(module, host.to_host_box(), &manifest.dir, &config)
+        .expect("plugin instantiates");
+    Loaded {
+        host,
+        instance,
+        ctx,
+        _agent_dir: agent_dir,
+    }
 }
 
 pub fn event(loaded: &Loaded, name: &str, payload: Value) -> Result<Value, String> {
-    let call = EventCall { v: PROTOCOL_VERSION, event: name.into(), payload, ctx: loaded.ctx.clone() };
+    let call = EventCall {
+        v: PROTOCOL_VERSION,
+        event: name.into(),
+        payload,
+        ctx: loaded.ctx.clone(),
+    };
     loaded.instance.event(&call)
 }

@@ -89,17 +89,27 @@ impl Wire {
             && match self {
                 Wire::OpenAi => path == "/v1/chat/completions",
                 Wire::Anthropic => path == "/v1/messages",
-                Wire::Gemini => path.starts_with("/v1beta/models/") && path.ends_with(":generateContent"),
+                Wire::Gemini => {
+                    path.starts_with("/v1beta/models/") && path.ends_with(":generateContent")
+                }
             }
     }
 }
 
 #[derive(Debug, Clone)]
 enum Body {
-    Answer { text: String, input_tokens: u64, output_tokens: u64, finish: Option<String> },
+    Answer {
+        text: String,
+        input_tokens: u64,
+        output_tokens: u64,
+        finish: Option<String>,
+    },
     Error(String),
     Raw(String),
-    Oversized { bytes: usize, declare_length: bool },
+    Oversized {
+        bytes: usize,
+        declare_length: bool,
+    },
 }
 
 /// One scripted reply.
@@ -115,7 +125,15 @@ impl Reply {
     /// 200 with `text` as the model's answer, in the wire's success envelope.
     /// Usage defaults to 100 input and 20 output tokens.
     pub fn answer(text: impl Into<String>) -> Self {
-        Reply::new(200, Body::Answer { text: text.into(), input_tokens: 100, output_tokens: 20, finish: None })
+        Reply::new(
+            200,
+            Body::Answer {
+                text: text.into(),
+                input_tokens: 100,
+                output_tokens: 20,
+                finish: None,
+            },
+        )
     }
 
     /// [`Reply::answer`] of a JSON value.
@@ -136,12 +154,23 @@ impl Reply {
     /// 200 streaming `bytes` bytes of a JSON-looking body; with
     /// `declare_length` the `Content-Length` announces them up front.
     pub fn oversized(bytes: usize, declare_length: bool) -> Self {
-        Reply::new(200, Body::Oversized { bytes, declare_length })
+        Reply::new(
+            200,
+            Body::Oversized {
+                bytes,
+                declare_length,
+            },
+        )
     }
 
     /// Token usage reported by an [`Reply::answer`].
     pub fn usage(mut self, input: u64, output: u64) -> Self {
-        if let Body::Answer { input_tokens, output_tokens, .. } = &mut self.body {
+        if let Body::Answer {
+            input_tokens,
+            output_tokens,
+            ..
+        } = &mut self.body
+        {
             *input_tokens = input;
             *output_tokens = output;
         }
@@ -168,7 +197,12 @@ impl Reply {
     }
 
     fn new(status: u16, body: Body) -> Self {
-        Reply { status, headers: Vec::new(), body, delay: Duration::ZERO }
+        Reply {
+            status,
+            headers: Vec::new(),
+            body,
+            delay: Duration::ZERO,
+        }
     }
 }
 
@@ -189,7 +223,10 @@ pub struct Recorded {
 impl Recorded {
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
-        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The system prompt and every message text, joined by newlines.
@@ -202,15 +239,31 @@ impl Recorded {
             }
         };
         match self.wire {
-            Wire::OpenAi => j["messages"].as_array().into_iter().flatten().for_each(|m| push(&m["content"])),
+            Wire::OpenAi => j["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .for_each(|m| push(&m["content"])),
             Wire::Anthropic => {
                 push(&j["system"]);
-                j["messages"].as_array().into_iter().flatten().for_each(|m| push(&m["content"]));
+                j["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .for_each(|m| push(&m["content"]));
             }
             Wire::Gemini => {
-                j["systemInstruction"]["parts"].as_array().into_iter().flatten().for_each(|p| push(&p["text"]));
+                j["systemInstruction"]["parts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .for_each(|p| push(&p["text"]));
                 for content in j["contents"].as_array().into_iter().flatten() {
-                    content["parts"].as_array().into_iter().flatten().for_each(|p| push(&p["text"]));
+                    content["parts"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .for_each(|p| push(&p["text"]));
                 }
             }
         }
@@ -228,7 +281,10 @@ impl Recorded {
             .flatten()
             .map(|m| {
                 let text = match self.wire {
-                    Wire::Gemini => m["parts"][0]["text"].as_str().unwrap_or_default().to_string(),
+                    Wire::Gemini => m["parts"][0]["text"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
                     _ => m["content"].as_str().unwrap_or_default().to_string(),
                 };
                 (m["role"].as_str().unwrap_or_default().to_string(), text)
@@ -270,7 +326,13 @@ impl MockProvider {
                 std::thread::spawn(move || serve(wire, stream, &state));
             }
         });
-        MockProvider { wire, addr, state, stop, thread: Some(thread) }
+        MockProvider {
+            wire,
+            addr,
+            state,
+            stop,
+            thread: Some(thread),
+        }
     }
 
     /// Queue a reply (replies are used in order, one per request).
@@ -317,19 +379,30 @@ impl Drop for MockProvider {
 
 fn serve(wire: Wire, stream: TcpStream, state: &State) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let Some(request) = read_request(wire, &stream) else { return };
+    let Some(request) = read_request(wire, &stream) else {
+        return;
+    };
     let accepted = wire.accepts(&request.method, &request.path);
     let model = request_model(&request);
     let prefill = anthropic_prefill(&request);
     state.requests.lock().unwrap().push(request);
     let reply = if accepted {
-        state.script.lock().unwrap().pop_front().unwrap_or_else(|| Reply::error(500, "mock: no scripted reply"))
+        state
+            .script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Reply::error(500, "mock: no scripted reply"))
     } else {
         Reply::error(404, "mock: unknown endpoint")
     };
     std::thread::sleep(reply.delay);
     let mut stream = stream;
-    if let Body::Oversized { bytes, declare_length } = reply.body {
+    if let Body::Oversized {
+        bytes,
+        declare_length,
+    } = reply.body
+    {
         let aborted = write_oversized(&mut stream, bytes, declare_length).is_err();
         if aborted {
             state.oversized_aborted.store(true, Ordering::SeqCst);
@@ -347,7 +420,9 @@ fn serve(wire: Wire, stream: TcpStream, state: &State) {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
-    let _ = stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body.as_bytes()));
+    let _ = stream
+        .write_all(head.as_bytes())
+        .and_then(|_| stream.write_all(body.as_bytes()));
     let _ = stream.flush();
 }
 
@@ -371,21 +446,36 @@ fn read_request(wire: Wire, stream: &TcpStream) -> Option<Recorded> {
         let (name, value) = line.split_once(':')?;
         headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
     }
-    let length: usize =
-        headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body).ok()?;
     let body = String::from_utf8_lossy(&body).into_owned();
     let json = serde_json::from_str(&body).unwrap_or(Value::Null);
-    Some(Recorded { wire, method, path, headers, body, json })
+    Some(Recorded {
+        wire,
+        method,
+        path,
+        headers,
+        body,
+        json,
+    })
 }
 
 fn request_model(request: &Recorded) -> String {
     match request.wire {
-        Wire::Gemini => {
-            request.path.trim_start_matches("/v1beta/models/").trim_end_matches(":generateContent").to_string()
-        }
-        _ => request.json["model"].as_str().unwrap_or("mock-model").to_string(),
+        Wire::Gemini => request
+            .path
+            .trim_start_matches("/v1beta/models/")
+            .trim_end_matches(":generateContent")
+            .to_string(),
+        _ => request.json["model"]
+            .as_str()
+            .unwrap_or("mock-model")
+            .to_string(),
     }
 }
 
@@ -448,8 +538,13 @@ fn render(wire: Wire, reply: &Reply, model: &str, prefill: Option<&str>) -> Stri
     }
 }
 
-fn write_oversized(stream: &mut TcpStream, bytes: usize, declare_length: bool) -> std::io::Result<()> {
-    let mut head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n".to_string();
+fn write_oversized(
+    stream: &mut TcpStream,
+    bytes: usize,
+    declare_length: bool,
+) -> std::io::Result<()> {
+    let mut head =
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n".to_string();
     if declare_length {
         head.push_str(&format!("content-length: {bytes}\r\n"));
     }
@@ -527,9 +622,23 @@ impl HostApi for ServingHost {
     }
     fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, String> {
         self.requests.lock().unwrap().push(request.clone());
-        let text = self.answers.lock().unwrap().pop_front().ok_or("mock host: no scripted answer")?;
-        let usage = Usage { input_tokens: 10, output_tokens: 5, cost_usd: Some(0.001) };
-        Ok(CompletionResponse { text, model: request.model.clone().unwrap_or_default(), usage, choice: None })
+        let text = self
+            .answers
+            .lock()
+            .unwrap()
+            .pop_front()
+            .ok_or("mock host: no scripted answer")?;
+        let usage = Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            cost_usd: Some(0.001),
+        };
+        Ok(CompletionResponse {
+            text,
+            model: request.model.clone().unwrap_or_default(),
+            usage,
+            choice: None,
+        })
     }
     fn log(&self, level: LogLevel, target: &str, message: &str) {
         self.inner.log(level, target, message)

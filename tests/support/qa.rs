@@ -57,7 +57,8 @@ pub fn repo_dir() -> PathBuf {
 }
 
 #[path = "shared_dir.rs"]
-#[allow(clippy::duplicate_mod)] // stateless; a test may include two support modules that both use it
+#[allow(clippy::duplicate_mod)]
+// stateless; a test may include two support modules that both use it
 mod shared_location;
 pub use shared_location::shared_dir;
 
@@ -75,7 +76,8 @@ pub fn load_fixture() -> (Vec<Question>, Vec<SyntheticSpec>) {
     let mut specs = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).expect("fixture");
-        let parsed: FixtureFile = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let parsed: FixtureFile =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         questions.extend(parsed.questions);
         specs.extend(parsed.sessions);
     }
@@ -143,7 +145,16 @@ const NOUNS: &[&str] = &[
     "checkout",
     "search",
 ];
-const VERBS: &[&str] = &["refactor", "review", "tighten", "document", "simplify", "benchmark", "fix", "test"];
+const VERBS: &[&str] = &[
+    "refactor",
+    "review",
+    "tighten",
+    "document",
+    "simplify",
+    "benchmark",
+    "fix",
+    "test",
+];
 
 /// Write a deterministic synthetic session; returns its path.
 pub fn write_synthetic(dir: &Path, spec: &SyntheticSpec) -> PathBuf {
@@ -168,7 +179,10 @@ pub fn write_synthetic(dir: &Path, spec: &SyntheticSpec) -> PathBuf {
         let fact = facts.get(&turn);
         let user_text = match fact {
             Some(f) if f.r#in.is_none() => f.text.clone(),
-            _ => format!("Please {verb} the {noun} handling in {file} and keep the {} behaviour.", rng.pick(NOUNS)),
+            _ => format!(
+                "Please {verb} the {noun} handling in {file} and keep the {} behaviour.",
+                rng.pick(NOUNS)
+            ),
         };
         push(
             &mut lines,
@@ -238,7 +252,10 @@ pub fn session_paths(specs: &[SyntheticSpec], tmp: &Path) -> HashMap<String, Pat
         }
     }
     for spec in specs {
-        paths.insert(format!("synthetic:{}", spec.name), write_synthetic(tmp, spec));
+        paths.insert(
+            format!("synthetic:{}", spec.name),
+            write_synthetic(tmp, spec),
+        );
     }
     paths
 }
@@ -250,20 +267,32 @@ fn branch_messages(session: &Session) -> Vec<(String, AgentMessage)> {
     for entry in branch {
         let message = match &entry.kind {
             EntryKind::Message(m) => m.clone(),
-            EntryKind::CustomMessage { custom_type, content, display } => AgentMessage::Custom {
+            EntryKind::CustomMessage {
+                custom_type,
+                content,
+                display,
+            } => AgentMessage::Custom {
                 custom_type: custom_type.clone(),
                 content: content.clone(),
                 display: *display,
                 timestamp: 0,
             },
-            EntryKind::Compaction { summary, tokens_before, .. } => AgentMessage::CompactionSummary {
+            EntryKind::Compaction {
+                summary,
+                tokens_before,
+                ..
+            } => AgentMessage::CompactionSummary {
                 summary: summary.clone(),
                 tokens_before: *tokens_before,
                 timestamp: 0,
             },
-            EntryKind::BranchSummary { summary, from_id, .. } => {
-                AgentMessage::BranchSummary { summary: summary.clone(), from_id: from_id.clone(), timestamp: 0 }
-            }
+            EntryKind::BranchSummary {
+                summary, from_id, ..
+            } => AgentMessage::BranchSummary {
+                summary: summary.clone(),
+                from_id: from_id.clone(),
+                timestamp: 0,
+            },
             _ => continue,
         };
         out.push((entry.id.to_string(), message));
@@ -338,19 +367,42 @@ pub fn score(
     let ids = &prepared.assembled.entry_ids;
     let (tail, tail_bytes) = (&tail.0, tail.1);
     let offline = query::offline_answer(&prepared);
-    let cited: Vec<&str> = offline.citations.iter().map(|c| c.entry_id.as_str()).collect();
+    let cited: Vec<&str> = offline
+        .citations
+        .iter()
+        .map(|c| c.entry_id.as_str())
+        .collect();
     let scored = Scored {
         id: q.id.clone(),
         hit: evidence.iter().any(|e| ids.contains(e)),
         tail_hit: evidence.iter().any(|e| tail.contains(e)),
-        forbidden_in_context: q.forbidden.iter().filter(|f| ids.contains(*f)).cloned().collect(),
-        forbidden_in_tail: q.forbidden.iter().filter(|f| tail.contains(*f)).cloned().collect(),
+        forbidden_in_context: q
+            .forbidden
+            .iter()
+            .filter(|f| ids.contains(*f))
+            .cloned()
+            .collect(),
+        forbidden_in_tail: q
+            .forbidden
+            .iter()
+            .filter(|f| tail.contains(*f))
+            .cloned()
+            .collect(),
         file_tail_hit: evidence.iter().any(|e| file_tail.contains(e)),
-        forbidden_in_file_tail: q.forbidden.iter().filter(|f| file_tail.contains(*f)).cloned().collect(),
+        forbidden_in_file_tail: q
+            .forbidden
+            .iter()
+            .filter(|f| file_tail.contains(*f))
+            .cloned()
+            .collect(),
         context_tokens: prepared.assembled.tokens,
         tail_tokens: tail_bytes.div_ceil(4),
         offline_cites_evidence: evidence.iter().any(|e| cited.contains(&e.as_str())),
-        offline_cites_unknown: cited.iter().filter(|c| !ids.contains(**c)).map(|c| c.to_string()).collect(),
+        offline_cites_unknown: cited
+            .iter()
+            .filter(|c| !ids.contains(**c))
+            .map(|c| c.to_string())
+            .collect(),
     };
     (scored, prepared)
 }
@@ -383,7 +435,10 @@ pub fn run_all(budget: usize) -> Vec<Scored> {
 /// to open the session, assemble and answer (ms).
 pub fn dump(question_id: &str, budget: usize) -> (String, String, f64) {
     let (questions, specs) = load_fixture();
-    let q = questions.iter().find(|q| q.id == question_id).unwrap_or_else(|| panic!("no question {question_id}"));
+    let q = questions
+        .iter()
+        .find(|q| q.id == question_id)
+        .unwrap_or_else(|| panic!("no question {question_id}"));
     let tmp = std::env::temp_dir().join(format!("session-index-qa-dump-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("tmp dir");
     let paths = session_paths(&specs, &tmp);
@@ -393,7 +448,11 @@ pub fn dump(question_id: &str, budget: usize) -> (String, String, f64) {
     let answer = query::offline_answer(&prepared);
     let millis = started.elapsed().as_secs_f64() * 1000.0;
     let _ = std::fs::remove_dir_all(&tmp);
-    (prepared.assembled.text, serde_json::to_string_pretty(&answer).unwrap_or_default(), millis)
+    (
+        prepared.assembled.text,
+        serde_json::to_string_pretty(&answer).unwrap_or_default(),
+        millis,
+    )
 }
 
 /// Per session of the fixture: (name, file bytes, median ms to open, assemble and answer offline).
@@ -407,12 +466,17 @@ pub fn time_sessions(budget: usize, runs: usize) -> Vec<(String, u64, f64)> {
     let mut out = Vec::new();
     for name in names {
         let path = &paths[name];
-        let question = questions.iter().find(|q| &q.session == name).map(|q| q.question.clone()).unwrap_or_default();
+        let question = questions
+            .iter()
+            .find(|q| &q.session == name)
+            .map(|q| q.question.clone())
+            .unwrap_or_default();
         let mut samples: Vec<f64> = (0..runs)
             .map(|_| {
                 let started = std::time::Instant::now();
                 let session = session::open(path).expect("open");
-                let prepared = query::prepare(&session, None, None, &question, budget).expect("prepare");
+                let prepared =
+                    query::prepare(&session, None, None, &question, budget).expect("prepare");
                 std::hint::black_box(query::offline_answer(&prepared));
                 started.elapsed().as_secs_f64() * 1000.0
             })

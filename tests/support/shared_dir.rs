@@ -10,12 +10,19 @@ use std::path::{Path, PathBuf};
 /// The `shared/` folder holding `fixtures/pi-sessions`, if there is one.
 pub fn find_shared_dir() -> Option<PathBuf> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let workspace = manifest.ancestors().find(|dir| dir.join("Cargo.lock").is_file()).unwrap_or(manifest);
-    let mut candidates: Vec<PathBuf> =
-        std::env::var_os("SESSION_INDEX_SHARED").map(PathBuf::from).into_iter().collect();
+    let workspace = manifest
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .unwrap_or(manifest);
+    let mut candidates: Vec<PathBuf> = std::env::var_os("SESSION_INDEX_SHARED")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
     candidates.push(workspace.join("../shared"));
     candidates.push(PathBuf::from("/work/shared"));
-    candidates.into_iter().find(|dir| dir.join("fixtures/pi-sessions").is_dir())
+    candidates
+        .into_iter()
+        .find(|dir| dir.join("fixtures/pi-sessions").is_dir())
 }
 
 /// The `shared/` folder; a missing one fails the test loudly.
@@ -38,9 +45,13 @@ pub fn first_real_session() -> PathBuf {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.extension().is_some_and(|x| x == "jsonl")
-                && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("20"))
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("20"))
         })
         .collect();
     files.sort();
-    files.into_iter().next().expect("at least one real session fixture")
+    files
+        .into_iter()
+        .next()
+        .expect("at least one real session fixture")
 }

@@ -67,7 +67,9 @@ impl LogLevel {
     /// The level [`LogLevel::as_str`] names `name`.
     pub fn from_name(name: &str) -> Option<LogLevel> {
         use LogLevel::*;
-        [Trace, Debug, Info, Warn, Error].into_iter().find(|level| level.as_str() == name)
+        [Trace, Debug, Info, Warn, Error]
+            .into_iter()
+            .find(|level| level.as_str() == name)
     }
 }
 
@@ -167,8 +169,11 @@ pub struct PluginMod {
     /// runs with the features that need config off); `plugin_dir` is the
     /// directory of its `plugin.toml`.
     #[sabi(last_prefix_field)]
-    pub instantiate:
-        extern "C" fn(host: HostBox, plugin_dir: RStr<'_>, config_json: RStr<'_>) -> RResult<PluginBox, RString>,
+    pub instantiate: extern "C" fn(
+        host: HostBox,
+        plugin_dir: RStr<'_>,
+        config_json: RStr<'_>,
+    ) -> RResult<PluginBox, RString>,
 }
 
 impl RootModule for PluginModRef {
@@ -184,7 +189,10 @@ pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> RRes
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(value)) => RResult::ROk(value),
         Ok(Err(message)) => RResult::RErr(RString::from(message)),
-        Err(payload) => RResult::RErr(RString::from(format!("{what} panicked: {}", panic_message(&*payload)))),
+        Err(payload) => RResult::RErr(RString::from(format!(
+            "{what} panicked: {}",
+            panic_message(&*payload)
+        ))),
     }
 }
 

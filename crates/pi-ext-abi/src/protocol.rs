@@ -31,12 +31,20 @@ fn protocol_version() -> u32 {
 pub fn check_version(v: u32) -> Result<(), String> {
     match v {
         PROTOCOL_VERSION => Ok(()),
-        other => Err(format!("unsupported protocol version v={other} (this side speaks v={PROTOCOL_VERSION})")),
+        other => Err(format!(
+            "unsupported protocol version v={other} (this side speaks v={PROTOCOL_VERSION})"
+        )),
     }
 }
 
 /// The events a plugin may subscribe to (a subset of pi's).
-pub const EVENTS: &[&str] = &["session_start", "input", "before_agent_start", "agent_end", "session_shutdown"];
+pub const EVENTS: &[&str] = &[
+    "session_start",
+    "input",
+    "before_agent_start",
+    "agent_end",
+    "session_shutdown",
+];
 
 /// pi's `ExtensionContext`, reduced to plain data.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -82,9 +90,14 @@ pub const AGENT_DIR_ENV: &str = "PI_CODING_AGENT_DIR";
 /// `$PI_CODING_AGENT_DIR` (a leading `~` is the home directory), else
 /// `~/.pi/agent`; `None` without a home directory (`$HOME`, else `%USERPROFILE%`).
 pub fn agent_dir() -> Option<PathBuf> {
-    let home = ["HOME", "USERPROFILE"].iter().find_map(|v| std::env::var_os(v).filter(|h| !h.is_empty()));
+    let home = ["HOME", "USERPROFILE"]
+        .iter()
+        .find_map(|v| std::env::var_os(v).filter(|h| !h.is_empty()));
     let home = home.map(PathBuf::from);
-    match std::env::var_os(AGENT_DIR_ENV).filter(|d| !d.is_empty()).map(PathBuf::from) {
+    match std::env::var_os(AGENT_DIR_ENV)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+    {
         Some(dir) => Some(match (dir.strip_prefix("~"), home) {
             (Ok(rest), Some(home)) => home.join(rest),
             _ => dir,
@@ -128,7 +141,11 @@ impl EventCall {
     /// The event, typed; an unknown event or a malformed payload is an error.
     pub fn typed(&self) -> Result<Event, String> {
         check_version(self.v)?;
-        let payload = if self.payload.is_null() { Value::Object(Default::default()) } else { self.payload.clone() };
+        let payload = if self.payload.is_null() {
+            Value::Object(Default::default())
+        } else {
+            self.payload.clone()
+        };
         let doc = serde_json::json!({"event": self.event, "payload": payload});
         serde_json::from_value(doc).map_err(|e| format!("event '{}': {e}", self.event))
     }
@@ -236,7 +253,11 @@ pub struct ToolResult {
 
 impl ToolResult {
     pub fn text(text: impl Into<String>, details: Value, is_error: bool) -> Self {
-        ToolResult { content: vec![ContentPart::Text { text: text.into() }], details, is_error }
+        ToolResult {
+            content: vec![ContentPart::Text { text: text.into() }],
+            details,
+            is_error,
+        }
     }
 }
 
@@ -274,7 +295,10 @@ pub struct CommandResult {
 pub enum Action {
     /// Let the user pick one option; its actions run, nothing runs on dismissal.
     #[serde(rename_all = "camelCase")]
-    Select { title: String, options: Vec<SelectOption> },
+    Select {
+        title: String,
+        options: Vec<SelectOption>,
+    },
     /// Switch to another session file.
     #[serde(rename_all = "camelCase")]
     SwitchSession { session_file: String },
@@ -293,7 +317,13 @@ pub enum Action {
 }
 
 /// Every [`Action`] type, for hosts that perform them all.
-pub const ACTIONS: &[&str] = &["select", "switchSession", "newSession", "insertText", "command"];
+pub const ACTIONS: &[&str] = &[
+    "select",
+    "switchSession",
+    "newSession",
+    "insertText",
+    "command",
+];
 
 /// One choice of [`Action::Select`].
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -393,23 +423,39 @@ mod tests {
                 title: "t".into(),
                 options: vec![SelectOption {
                     label: "go".into(),
-                    actions: vec![Action::NewSession { parent_session: Some("/p.jsonl".into()), message: None }],
+                    actions: vec![Action::NewSession {
+                        parent_session: Some("/p.jsonl".into()),
+                        message: None,
+                    }],
                 }],
             }],
             ..CommandResult::default()
         };
         let doc = serde_json::to_value(&result).unwrap();
         let option = &doc["actions"][0]["options"][0];
-        assert_eq!(option["actions"][0], json!({"type": "newSession", "parentSession": "/p.jsonl"}));
-        let old: CommandResult = serde_json::from_value(json!({"ok": true, "details": null})).unwrap();
+        assert_eq!(
+            option["actions"][0],
+            json!({"type": "newSession", "parentSession": "/p.jsonl"})
+        );
+        let old: CommandResult =
+            serde_json::from_value(json!({"ok": true, "details": null})).unwrap();
         assert!(old.actions.is_empty());
-        let ctx: SessionContext = serde_json::from_value(json!({"cwd": "/w", "actions": ["newSession"]})).unwrap();
+        let ctx: SessionContext =
+            serde_json::from_value(json!({"cwd": "/w", "actions": ["newSession"]})).unwrap();
         assert!(ctx.can("newSession") && !ctx.can("select"));
-        assert!(!SessionContext::default().can("newSession"), "a 1.0 host performs no actions");
+        assert!(
+            !SessionContext::default().can("newSession"),
+            "a 1.0 host performs no actions"
+        );
     }
 
     fn call(v: u32, event: &str, payload: Value) -> EventCall {
-        EventCall { v, event: event.into(), payload, ctx: SessionContext::default() }
+        EventCall {
+            v,
+            event: event.into(),
+            payload,
+            ctx: SessionContext::default(),
+        }
     }
 
     #[test]
@@ -418,16 +464,31 @@ mod tests {
         let typed = call(1, "before_agent_start", payload).typed().unwrap();
         assert_eq!(typed, Event::BeforeAgentStart { prompt: "p".into() });
         let wire = serde_json::to_value(&typed).unwrap();
-        assert_eq!(wire, json!({"event": "before_agent_start", "payload": {"prompt": "p"}}));
+        assert_eq!(
+            wire,
+            json!({"event": "before_agent_start", "payload": {"prompt": "p"}})
+        );
         let payload = json!({"reason": null, "previousSessionFile": 5});
-        assert_eq!(call(1, "session_start", payload).typed().unwrap(), Event::SessionStart {});
-        assert_eq!(call(1, "agent_end", Value::Null).typed().unwrap(), Event::AgentEnd {});
+        assert_eq!(
+            call(1, "session_start", payload).typed().unwrap(),
+            Event::SessionStart {}
+        );
+        assert_eq!(
+            call(1, "agent_end", Value::Null).typed().unwrap(),
+            Event::AgentEnd {}
+        );
         for name in EVENTS {
             assert!(call(1, name, json!({})).typed().is_ok(), "{name}");
         }
         let unknown = call(1, "turn_end", json!({})).typed().unwrap_err();
-        assert!(unknown.starts_with("event 'turn_end': unknown variant"), "{unknown}");
+        assert!(
+            unknown.starts_with("event 'turn_end': unknown variant"),
+            "{unknown}"
+        );
         let version = call(2, "agent_end", json!({})).typed().unwrap_err();
-        assert_eq!(version, "unsupported protocol version v=2 (this side speaks v=1)");
+        assert_eq!(
+            version,
+            "unsupported protocol version v=2 (this side speaks v=1)"
+        );
     }
 }

@@ -39,8 +39,16 @@ pub fn env_vars(provider: &str) -> Vec<String> {
     if !fixed.is_empty() {
         return fixed.iter().map(|s| s.to_string()).collect();
     }
-    let generic: String =
-        provider.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    let generic: String = provider
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
     vec![format!("{generic}_API_KEY")]
 }
 
@@ -72,20 +80,43 @@ fn from_auth_file(provider: &str, agent_dir: &Path) -> (Option<String>, Option<S
         // serde_json's message names line and column only, never the text.
         Err(e) => return (None, Some(format!("{}: invalid JSON: {e}", path.display()))),
     };
-    let Some(entry) = doc.get(provider) else { return (None, None) };
+    let Some(entry) = doc.get(provider) else {
+        return (None, None);
+    };
     match entry.get("type").and_then(Value::as_str) {
         Some("api_key") => {}
         Some("oauth") => {
-            let note = format!("{}: '{provider}' uses OAuth, which this host does not refresh", path.display());
+            let note = format!(
+                "{}: '{provider}' uses OAuth, which this host does not refresh",
+                path.display()
+            );
             return (None, Some(note));
         }
-        _ => return (None, Some(format!("{}: '{provider}' entry has no known type", path.display()))),
+        _ => {
+            return (
+                None,
+                Some(format!(
+                    "{}: '{provider}' entry has no known type",
+                    path.display()
+                )),
+            )
+        }
     }
-    let Some(key) = entry.get("key").and_then(Value::as_str).filter(|k| !k.trim().is_empty()) else {
-        return (None, Some(format!("{}: '{provider}' entry has no key", path.display())));
+    let Some(key) = entry
+        .get("key")
+        .and_then(Value::as_str)
+        .filter(|k| !k.trim().is_empty())
+    else {
+        return (
+            None,
+            Some(format!("{}: '{provider}' entry has no key", path.display())),
+        );
     };
     if key.starts_with('!') {
-        let note = format!("{}: '{provider}' key is a shell command, which this host does not run", path.display());
+        let note = format!(
+            "{}: '{provider}' key is a shell command, which this host does not run",
+            path.display()
+        );
         return (None, Some(note));
     }
     // As in pi: a value naming a set environment variable resolves to that variable.
@@ -142,18 +173,34 @@ mod tests {
         )
         .unwrap();
         let env_source = KeySource::Env("ZZ_TEST_ENV_ONLY_API_KEY".into());
-        assert_eq!(lookup("zz-test-env-only", dir.path()).0, Some(("from-env".to_string(), env_source)));
-        assert_eq!(lookup("zz-test-both", dir.path()).0, Some(("from-file".to_string(), KeySource::AuthFile)));
-        assert_eq!(lookup("zz-test-indirect", dir.path()).0, Some(("from-named-var".to_string(), KeySource::AuthFile)));
+        assert_eq!(
+            lookup("zz-test-env-only", dir.path()).0,
+            Some(("from-env".to_string(), env_source))
+        );
+        assert_eq!(
+            lookup("zz-test-both", dir.path()).0,
+            Some(("from-file".to_string(), KeySource::AuthFile))
+        );
+        assert_eq!(
+            lookup("zz-test-indirect", dir.path()).0,
+            Some(("from-named-var".to_string(), KeySource::AuthFile))
+        );
     }
 
     #[test]
     fn malformed_auth_file_is_a_note_without_its_content() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("auth.json"), "{\"p\": {\"key\": \"sk-secret\"").unwrap();
+        std::fs::write(
+            dir.path().join("auth.json"),
+            "{\"p\": {\"key\": \"sk-secret\"",
+        )
+        .unwrap();
         let (found, note) = lookup("zz-test-p", dir.path());
         assert_eq!(found, None);
         let note = note.unwrap();
-        assert!(note.contains("invalid JSON") && !note.contains("sk-secret"), "{note}");
+        assert!(
+            note.contains("invalid JSON") && !note.contains("sk-secret"),
+            "{note}"
+        );
     }
 }

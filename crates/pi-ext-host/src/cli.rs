@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use pi_ext_abi::protocol::{
-    BeforeAgentStartResult, CommandCall, EventCall, InputResult, SessionContext, ToolCall, PROTOCOL_VERSION,
+    BeforeAgentStartResult, CommandCall, EventCall, InputResult, SessionContext, ToolCall,
+    PROTOCOL_VERSION,
 };
 use serde_json::{json, Value};
 
@@ -22,7 +23,8 @@ pub const WAIT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Shutdown deadline after a call without `--wait`.
 pub const SHORT_SHUTDOWN: Duration = Duration::from_secs(2);
 /// The system prompt `prompt` hands to `before_agent_start` unless `--system-prompt` is given.
-pub const DEFAULT_SYSTEM_PROMPT: &str = "You are pi, a coding agent. (pi-ext-host stand-in system prompt)";
+pub const DEFAULT_SYSTEM_PROMPT: &str =
+    "You are pi, a coding agent. (pi-ext-host stand-in system prompt)";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -133,7 +135,12 @@ pub fn load(cli: &Cli, context: SessionContext) -> Result<Loaded, HostError> {
     let host = RecordingHost::new(context);
     let instance = PluginInstance::new(module, host.to_host_box(), &manifest.dir, &config)?;
     manifest.warn_config_problems(cli.config.as_deref(), &instance.registrations());
-    Ok(Loaded { manifest, library, host, instance })
+    Ok(Loaded {
+        manifest,
+        library,
+        host,
+        instance,
+    })
 }
 
 /// Run one subcommand and return the JSON document to print.
@@ -151,24 +158,48 @@ pub fn run(cli: &Cli) -> Result<Value, HostError> {
                 "warnings": warnings,
             }))
         }),
-        Command::Event { name, session, payload, wait } => {
+        Command::Event {
+            name,
+            session,
+            payload,
+            wait,
+        } => {
             let payload = match payload.as_deref().map(serde_json::from_str::<Value>) {
                 Some(Ok(object)) if object.is_object() => object,
-                Some(Ok(_)) => return Err(HostError::Usage("--payload: must be a JSON object".into())),
-                Some(Err(e)) => return Err(HostError::Usage(format!("--payload: invalid JSON: {e}"))),
+                Some(Ok(_)) => {
+                    return Err(HostError::Usage("--payload: must be a JSON object".into()))
+                }
+                Some(Err(e)) => {
+                    return Err(HostError::Usage(format!("--payload: invalid JSON: {e}")))
+                }
                 None => default_payload(name),
             };
             with_plugin(cli, Some(session), *wait, |loaded, ctx| {
                 Ok(json!({"event": name, "result": fire(loaded, ctx, name, payload)?}))
             })
         }
-        Command::Prompt { session, text, system_prompt, wait } => {
-            let system_prompt = system_prompt.clone().unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_string());
-            with_plugin(cli, Some(session), *wait, |loaded, ctx| prompt(loaded, ctx, text, &system_prompt))
+        Command::Prompt {
+            session,
+            text,
+            system_prompt,
+            wait,
+        } => {
+            let system_prompt = system_prompt
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_string());
+            with_plugin(cli, Some(session), *wait, |loaded, ctx| {
+                prompt(loaded, ctx, text, &system_prompt)
+            })
         }
-        Command::Tool { name, session, args, wait } => {
-            let params: Value = serde_json::from_str(args)
-                .map_err(|e| HostError::Usage(format!("tool {name}: invalid JSON arguments: {e}")))?;
+        Command::Tool {
+            name,
+            session,
+            args,
+            wait,
+        } => {
+            let params: Value = serde_json::from_str(args).map_err(|e| {
+                HostError::Usage(format!("tool {name}: invalid JSON arguments: {e}"))
+            })?;
             with_plugin(cli, Some(session), *wait, |loaded, ctx| {
                 let call = ToolCall {
                     v: PROTOCOL_VERSION,
@@ -181,17 +212,28 @@ pub fn run(cli: &Cli) -> Result<Value, HostError> {
                 Ok(json!({"tool": name, "result": result}))
             })
         }
-        Command::Command { name, args, session, wait } => {
+        Command::Command {
+            name,
+            args,
+            session,
+            wait,
+        } => {
             let args = args.join(" ");
             with_plugin(cli, Some(session), *wait, |loaded, ctx| {
-                let call =
-                    CommandCall { v: PROTOCOL_VERSION, command: name.clone(), args: args.clone(), ctx: ctx.clone() };
+                let call = CommandCall {
+                    v: PROTOCOL_VERSION,
+                    command: name.clone(),
+                    args: args.clone(),
+                    ctx: ctx.clone(),
+                };
                 let result = loaded.instance.command(&call).map_err(HostError::Plugin)?;
                 Ok(json!({"command": name, "args": args, "result": result}))
             })
         }
         // serve writes its own protocol to stdout instead of one document: see `crate::serve::run`.
-        Command::Serve(_) => Err(HostError::Usage("serve runs through pi_ext_host::serve::run".into())),
+        Command::Serve(_) => Err(HostError::Usage(
+            "serve runs through pi_ext_host::serve::run".into(),
+        )),
     }
 }
 
@@ -225,8 +267,20 @@ fn with_plugin(
 
 /// pi's order for a typed prompt: `input` (may transform or handle it),
 /// then `before_agent_start` with the prompt and the system prompt.
-fn prompt(loaded: &Loaded, ctx: &SessionContext, text: &str, system_prompt: &str) -> Result<Value, HostError> {
-    let handles = |event: &str| loaded.instance.registrations().events.iter().any(|e| e == event);
+fn prompt(
+    loaded: &Loaded,
+    ctx: &SessionContext,
+    text: &str,
+    system_prompt: &str,
+) -> Result<Value, HostError> {
+    let handles = |event: &str| {
+        loaded
+            .instance
+            .registrations()
+            .events
+            .iter()
+            .any(|e| e == event)
+    };
     let mut prompt = text.to_string();
     let mut input_result = Value::Null;
     if handles("input") {
@@ -245,10 +299,12 @@ fn prompt(loaded: &Loaded, ctx: &SessionContext, text: &str, system_prompt: &str
     }
     let mut raw = Value::Null;
     if handles("before_agent_start") {
-        let payload = json!({"type": "before_agent_start", "prompt": prompt, "systemPrompt": system_prompt});
+        let payload =
+            json!({"type": "before_agent_start", "prompt": prompt, "systemPrompt": system_prompt});
         raw = fire(loaded, ctx, "before_agent_start", payload)?;
     }
-    let result: BeforeAgentStartResult = event_result(&raw, "before_agent_start")?.unwrap_or_default();
+    let result: BeforeAgentStartResult =
+        event_result(&raw, "before_agent_start")?.unwrap_or_default();
     Ok(json!({
         "prompt": prompt,
         "input": input_result,
@@ -260,15 +316,30 @@ fn prompt(loaded: &Loaded, ctx: &SessionContext, text: &str, system_prompt: &str
 }
 
 /// Deliver one event to the plugin; its result document.
-fn fire(loaded: &Loaded, ctx: &SessionContext, event: &str, payload: Value) -> Result<Value, HostError> {
-    let call = EventCall { v: PROTOCOL_VERSION, event: event.into(), payload, ctx: ctx.clone() };
+fn fire(
+    loaded: &Loaded,
+    ctx: &SessionContext,
+    event: &str,
+    payload: Value,
+) -> Result<Value, HostError> {
+    let call = EventCall {
+        v: PROTOCOL_VERSION,
+        event: event.into(),
+        payload,
+        ctx: ctx.clone(),
+    };
     loaded.instance.event(&call).map_err(HostError::Plugin)
 }
 
 /// An event's result document, typed (`None` for `null`: the event has no result).
-fn event_result<T: serde::de::DeserializeOwned>(raw: &Value, event: &str) -> Result<Option<T>, HostError> {
+fn event_result<T: serde::de::DeserializeOwned>(
+    raw: &Value,
+    event: &str,
+) -> Result<Option<T>, HostError> {
     let invalid = |e| HostError::Plugin(format!("event {event}: invalid result: {e}"));
-    (!raw.is_null()).then(|| serde_json::from_value(raw.clone()).map_err(invalid)).transpose()
+    (!raw.is_null())
+        .then(|| serde_json::from_value(raw.clone()).map_err(invalid))
+        .transpose()
 }
 
 /// A minimal pi-shaped event object for events fired without `--payload`.
@@ -276,7 +347,9 @@ pub fn default_payload(event: &str) -> Value {
     match event {
         "session_start" => json!({"type": event, "reason": "startup"}),
         "input" => json!({"type": event, "text": "", "source": "interactive"}),
-        "before_agent_start" => json!({"type": event, "prompt": "", "systemPrompt": DEFAULT_SYSTEM_PROMPT}),
+        "before_agent_start" => {
+            json!({"type": event, "prompt": "", "systemPrompt": DEFAULT_SYSTEM_PROMPT})
+        }
         "agent_end" => json!({"type": event, "messages": []}),
         _ => json!({"type": event}),
     }
@@ -285,7 +358,10 @@ pub fn default_payload(event: &str) -> Value {
 /// Render a clap error as one line (clap's own rendering spans several).
 pub fn one_line_usage_error(rendered: &str) -> String {
     let body = rendered.split("\nUsage:").next().unwrap_or(rendered);
-    let body = body.split("\n\nFor more information").next().unwrap_or(body);
+    let body = body
+        .split("\n\nFor more information")
+        .next()
+        .unwrap_or(body);
     let line = crate::error::one_line(body);
     let line = line.strip_prefix("error: ").unwrap_or(&line).to_string();
     format!("{line} (see --help)")

@@ -13,7 +13,10 @@ use crate::error::{one_line, HostError};
 /// The agent directory: `cli`, else pi's ([`pi_ext_abi::protocol::agent_dir`]),
 /// else `./.pi/agent` when there is no home directory.
 pub fn resolve_agent_dir(cli: Option<&Path>) -> PathBuf {
-    let pi = || pi_ext_abi::protocol::agent_dir().unwrap_or_else(|| Path::new(".").join(".pi").join("agent"));
+    let pi = || {
+        pi_ext_abi::protocol::agent_dir()
+            .unwrap_or_else(|| Path::new(".").join(".pi").join("agent"))
+    };
     cli.map_or_else(pi, Path::to_path_buf)
 }
 
@@ -40,13 +43,22 @@ pub fn session_context(
 ) -> Result<SessionContext, HostError> {
     let shown = session_file.display();
     let file = regular_files::open_regular(session_file).map_err(|e| {
-        let what = if e.kind() == std::io::ErrorKind::NotFound { "not found".to_string() } else { e.to_string() };
+        let what = if e.kind() == std::io::ErrorKind::NotFound {
+            "not found".to_string()
+        } else {
+            e.to_string()
+        };
         HostError::Session(format!("session file {shown}: {what}"))
     })?;
     let mut line = String::new();
     BufReader::new(file.take(MAX_HEADER_BYTES))
         .read_line(&mut line)
-        .map_err(|e| HostError::Session(format!("session file {shown}: {}", one_line(&e.to_string()))))?;
+        .map_err(|e| {
+            HostError::Session(format!(
+                "session file {shown}: {}",
+                one_line(&e.to_string())
+            ))
+        })?;
     let header: Header = serde_json::from_str(line.trim()).map_err(|e| {
         HostError::Session(format!(
             "session file {shown}: first line is not a pi session header: {}",
@@ -82,9 +94,14 @@ pub fn session_context(
 /// accepts them all.
 pub fn bare_context(agent_dir: &Path) -> SessionContext {
     SessionContext {
-        cwd: std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
+        cwd: std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
         agent_dir: agent_dir.display().to_string(),
-        actions: pi_ext_abi::protocol::ACTIONS.iter().map(|a| a.to_string()).collect(),
+        actions: pi_ext_abi::protocol::ACTIONS
+            .iter()
+            .map(|a| a.to_string())
+            .collect(),
         ..SessionContext::default()
     }
 }
@@ -108,28 +125,44 @@ mod tests {
         assert_eq!(ctx.cwd, "/w");
         assert_eq!(ctx.leaf_id.as_deref(), Some("leaf1"));
         assert_eq!(ctx.agent_dir, "/agent");
-        assert_eq!(ctx.session_dir.as_deref(), Some(dir.path().to_str().unwrap()));
+        assert_eq!(
+            ctx.session_dir.as_deref(),
+            Some(dir.path().to_str().unwrap())
+        );
         assert_eq!(std::fs::read(&file).unwrap(), before);
-        let ctx = session_context(&file, None, Path::new("/agent"), Some(Path::new("/other"))).unwrap();
+        let ctx =
+            session_context(&file, None, Path::new("/agent"), Some(Path::new("/other"))).unwrap();
         assert_eq!(ctx.cwd, "/other");
     }
 
     #[test]
     fn missing_and_foreign_files_are_one_line_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let err = session_context(&dir.path().join("nope.jsonl"), None, dir.path(), None).unwrap_err().to_string();
+        let err = session_context(&dir.path().join("nope.jsonl"), None, dir.path(), None)
+            .unwrap_err()
+            .to_string();
         assert!(err.ends_with("nope.jsonl: not found"), "{err}");
         let file = dir.path().join("x.jsonl");
         std::fs::write(&file, "{\"type\":\"message\"}\n").unwrap();
-        let err = session_context(&file, None, dir.path(), None).unwrap_err().to_string();
+        let err = session_context(&file, None, dir.path(), None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not a pi session header"), "{err}");
         std::fs::write(&file, "garbage\nmore\n").unwrap();
-        let err = session_context(&file, None, dir.path(), None).unwrap_err().to_string();
-        assert!(err.contains("not a pi session header") && !err.contains('\n'), "{err}");
+        let err = session_context(&file, None, dir.path(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("not a pi session header") && !err.contains('\n'),
+            "{err}"
+        );
     }
 
     #[test]
     fn agent_dir_prefers_the_flag() {
-        assert_eq!(resolve_agent_dir(Some(Path::new("/x"))), PathBuf::from("/x"));
+        assert_eq!(
+            resolve_agent_dir(Some(Path::new("/x"))),
+            PathBuf::from("/x")
+        );
     }
 }

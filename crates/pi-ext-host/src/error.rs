@@ -50,7 +50,11 @@ fn display_paths(paths: &[PathBuf]) -> String {
     if paths.is_empty() {
         return "(no candidate paths)".to_string();
     }
-    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Collapse a multi-line message (abi_stable, libloading, panics) into one line.

@@ -54,13 +54,17 @@ fn with_deadline<T: Send + 'static>(
         .map_err(|e| format!("{what}: cannot start a call thread: {e}"))?;
     match rx.recv_timeout(timeout) {
         Ok(value) => Ok(value),
-        Err(RecvTimeoutError::Timeout) => Err(format!("{what} did not return within {} ms", timeout.as_millis())),
+        Err(RecvTimeoutError::Timeout) => Err(format!(
+            "{what} did not return within {} ms",
+            timeout.as_millis()
+        )),
         Err(RecvTimeoutError::Disconnected) => Err(format!("{what} ended without a result")),
     }
 }
 
 fn parse_doc<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, String> {
-    serde_json::from_str(text).map_err(|e| format!("{what}: the plugin returned an invalid document: {e}"))
+    serde_json::from_str(text)
+        .map_err(|e| format!("{what}: the plugin returned an invalid document: {e}"))
 }
 
 fn plugin_result(what: &str, result: RResult<RString, RString>) -> Result<String, String> {
@@ -83,25 +87,36 @@ impl PluginInstance {
         let config = config_json.to_string();
         let created = with_deadline("instantiate", DEFAULT_CALL_TIMEOUT, move || {
             let plugin_id = (module.plugin_id())().into_string();
-            let result = (module.instantiate())(host, RStr::from_str(&dir), RStr::from_str(&config));
+            let result =
+                (module.instantiate())(host, RStr::from_str(&dir), RStr::from_str(&config));
             (plugin_id, result)
         })
         .map_err(HostError::Plugin)?;
         let (plugin_id, plugin) = match created {
             (id, RResult::ROk(plugin)) => (id, plugin),
             (id, RResult::RErr(message)) => {
-                return Err(HostError::Plugin(format!("{id}: instantiate failed: {}", one_line(message.as_str()))))
+                return Err(HostError::Plugin(format!(
+                    "{id}: instantiate failed: {}",
+                    one_line(message.as_str())
+                )))
             }
         };
         let plugin = Arc::new(plugin);
         let text = {
             let plugin = plugin.clone();
-            with_deadline("registrations", DEFAULT_CALL_TIMEOUT, move || plugin.registrations().into_string())
-                .map_err(HostError::Plugin)?
+            with_deadline("registrations", DEFAULT_CALL_TIMEOUT, move || {
+                plugin.registrations().into_string()
+            })
+            .map_err(HostError::Plugin)?
         };
-        let registrations: Registrations =
-            parse_doc("registrations", &text).map_err(|e| HostError::Plugin(format!("{plugin_id}: {e}")))?;
-        Ok(PluginInstance { plugin, plugin_id, registrations, shut_down: AtomicBool::new(false) })
+        let registrations: Registrations = parse_doc("registrations", &text)
+            .map_err(|e| HostError::Plugin(format!("{plugin_id}: {e}")))?;
+        Ok(PluginInstance {
+            plugin,
+            plugin_id,
+            registrations,
+            shut_down: AtomicBool::new(false),
+        })
     }
 
     /// `name@version` as the plugin reports it.
@@ -124,9 +139,12 @@ impl PluginInstance {
         if self.shut_down.load(Ordering::SeqCst) {
             return Err(format!("{} is shut down", self.plugin_id));
         }
-        let json = serde_json::to_string(doc).map_err(|e| format!("{what}: cannot encode the call: {e}"))?;
+        let json = serde_json::to_string(doc)
+            .map_err(|e| format!("{what}: cannot encode the call: {e}"))?;
         let plugin = self.plugin.clone();
-        let result = with_deadline(what, DEFAULT_CALL_TIMEOUT, move || f(&plugin, RStr::from_str(&json)))?;
+        let result = with_deadline(what, DEFAULT_CALL_TIMEOUT, move || {
+            f(&plugin, RStr::from_str(&json))
+        })?;
         parse_doc(what, &plugin_result(what, result)?)
     }
 
@@ -140,14 +158,21 @@ impl PluginInstance {
         if names.clone().any(|n| n == name) {
             return Ok(());
         }
-        Err(format!("unknown {kind} '{name}' ({} registers: {})", self.plugin_id, list_or_none(names)))
+        Err(format!(
+            "unknown {kind} '{name}' ({} registers: {})",
+            self.plugin_id,
+            list_or_none(names)
+        ))
     }
 
     /// Deliver an event; returns its result document (`null` when it has none).
     pub fn event(&self, call: &EventCall) -> Result<Value, String> {
         let name = call.event.as_str();
         if !EVENTS.contains(&name) {
-            return Err(format!("unknown event '{name}' (pi-ext-abi events: {})", EVENTS.join(", ")));
+            return Err(format!(
+                "unknown event '{name}' (pi-ext-abi events: {})",
+                EVENTS.join(", ")
+            ));
         }
         if !self.registrations.events.iter().any(|e| e == name) {
             return Err(format!(
@@ -162,9 +187,16 @@ impl PluginInstance {
     /// Execute a registered tool; `call.params` must be a JSON object.
     pub fn tool(&self, call: &ToolCall) -> Result<ToolResult, String> {
         let name = call.tool.as_str();
-        self.registered("tool", name, self.registrations.tools.iter().map(|t| t.name.as_str()))?;
+        self.registered(
+            "tool",
+            name,
+            self.registrations.tools.iter().map(|t| t.name.as_str()),
+        )?;
         if !call.params.is_object() {
-            return Err(format!("tool {name}: arguments must be a JSON object, got {}", json_kind(&call.params)));
+            return Err(format!(
+                "tool {name}: arguments must be a JSON object, got {}",
+                json_kind(&call.params)
+            ));
         }
         self.call(&format!("tool {name}"), call, |p, json| p.call_tool(json))
     }
@@ -172,14 +204,22 @@ impl PluginInstance {
     /// Run a registered command.
     pub fn command(&self, call: &CommandCall) -> Result<CommandResult, String> {
         let name = call.command.as_str();
-        self.registered("command", name, self.registrations.commands.iter().map(|c| c.name.as_str()))?;
-        self.call(&format!("command {name}"), call, |p, json| p.run_command(json))
+        self.registered(
+            "command",
+            name,
+            self.registrations.commands.iter().map(|c| c.name.as_str()),
+        )?;
+        self.call(&format!("command {name}"), call, |p, json| {
+            p.run_command(json)
+        })
     }
 
     /// A plugin-specific request (e.g. `references.complete`).
     pub fn request(&self, method: &str, payload: &Value) -> Result<Value, String> {
         let name = method.to_string();
-        self.call(&format!("request {method}"), payload, move |p, json| p.request(RStr::from_str(&name), json))
+        self.call(&format!("request {method}"), payload, move |p, json| {
+            p.request(RStr::from_str(&name), json)
+        })
     }
 
     fn finish(&self, what: &str, timeout: Duration, shutdown: bool) -> FlushReport {
@@ -193,7 +233,12 @@ impl PluginInstance {
             }
         });
         // A plugin that cannot say it is idle is treated as not idle.
-        text.ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(FlushReport { pending: 0, idle: false })
+        text.ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(FlushReport {
+                pending: 0,
+                idle: false,
+            })
     }
 
     /// Wait up to `timeout` for the plugin's background work.
@@ -248,7 +293,10 @@ mod tests {
             std::thread::sleep(Duration::from_secs(5));
             1
         });
-        assert_eq!(result, Err("event agent_end did not return within 50 ms".to_string()));
+        assert_eq!(
+            result,
+            Err("event agent_end did not return within 50 ms".to_string())
+        );
         assert!(started.elapsed() < Duration::from_secs(4));
         assert_eq!(with_deadline("x", Duration::from_secs(5), || 7), Ok(7));
     }

@@ -18,7 +18,11 @@ fn main() -> ExitCode {
     // A host bug must still end in one line, not a multi-line panic report.
     std::panic::set_hook(Box::new(|info| {
         let message = pi_ext_abi::panic_message(info.payload());
-        let _ = writeln!(std::io::stderr().lock(), "pi-ext-host: internal error: {}", message.replace('\n', " "));
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "pi-ext-host: internal error: {}",
+            message.replace('\n', " ")
+        );
     }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -27,7 +31,10 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            return fail("missing subcommand (info, event, prompt, tool, command, serve); see --help", 2)
+            return fail(
+                "missing subcommand (info, event, prompt, tool, command, serve); see --help",
+                2,
+            )
         }
         Err(e) => return fail(&one_line_usage_error(&e.render().to_string()), 2),
     };
@@ -43,7 +50,10 @@ fn main() -> ExitCode {
         Ok(Ok(doc)) => {
             let text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| doc.to_string());
             let mut stdout = std::io::stdout().lock();
-            if writeln!(stdout, "{text}").and_then(|()| stdout.flush()).is_err() {
+            if writeln!(stdout, "{text}")
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
                 return fail("cannot write to stdout", 1);
             }
             ExitCode::SUCCESS

@@ -41,7 +41,10 @@ impl AbiVersion {
         if !digits(major) || !digits(minor) {
             return None;
         }
-        Some(AbiVersion { major: major.parse().ok()?, minor: minor.parse().ok()? })
+        Some(AbiVersion {
+            major: major.parse().ok()?,
+            minor: minor.parse().ok()?,
+        })
     }
 }
 
@@ -101,19 +104,36 @@ impl Locator<'_> {
         let offset = offset.min(self.text.len());
         let before = self.text.get(..offset).unwrap_or(self.text);
         let line = before.matches('\n').count() + 1;
-        let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+        let col = before
+            .rsplit('\n')
+            .next()
+            .map(|l| l.chars().count())
+            .unwrap_or(0)
+            + 1;
         format!("{}:{line}:{col}", self.file)
     }
 
     fn error<T>(&self, offset: usize, message: impl fmt::Display) -> Result<T, HostError> {
-        Err(HostError::Manifest(format!("{}: {message}", self.at(offset))))
+        Err(HostError::Manifest(format!(
+            "{}: {message}",
+            self.at(offset)
+        )))
     }
 
-    fn require(&self, value: Option<Spanned<String>>, key: &str) -> Result<Spanned<String>, HostError> {
+    fn require(
+        &self,
+        value: Option<Spanned<String>>,
+        key: &str,
+    ) -> Result<Spanned<String>, HostError> {
         match value {
-            Some(v) if v.get_ref().trim().is_empty() => self.error(v.span().start, format!("plugin.{key} is empty")),
+            Some(v) if v.get_ref().trim().is_empty() => {
+                self.error(v.span().start, format!("plugin.{key} is empty"))
+            }
             Some(v) => Ok(v),
-            None => Err(HostError::Manifest(format!("{}: missing key plugin.{key}", self.file))),
+            None => Err(HostError::Manifest(format!(
+                "{}: missing key plugin.{key}",
+                self.file
+            ))),
         }
     }
 }
@@ -124,31 +144,46 @@ impl Manifest {
         let path = path.as_ref();
         // A path that does not exist and is not a .toml file is taken as a directory, so the
         // message names the plugin.toml that was expected there.
-        let names_dir = path.is_dir() || (!path.exists() && path.extension().is_none_or(|e| e != "toml"));
-        let file = if names_dir { path.join(MANIFEST_FILE) } else { path.to_path_buf() };
+        let names_dir =
+            path.is_dir() || (!path.exists() && path.extension().is_none_or(|e| e != "toml"));
+        let file = if names_dir {
+            path.join(MANIFEST_FILE)
+        } else {
+            path.to_path_buf()
+        };
         // Absolute, so messages and the plugin directory handed to the plugin do not depend on the cwd.
         let file = std::path::absolute(&file).unwrap_or(file);
-        let text = read_text(&file)
-            .map_err(|what| HostError::Manifest(format!("{}: plugin manifest {what}", file.display())))?;
+        let text = read_text(&file).map_err(|what| {
+            HostError::Manifest(format!("{}: plugin manifest {what}", file.display()))
+        })?;
         Manifest::parse(&file, &text)
     }
 
     /// Parse manifest text, refusing another major version of pi-ext-abi;
     /// `file` is used for messages and to resolve relative paths.
     pub fn parse(file: &Path, text: &str) -> Result<Manifest, HostError> {
-        let loc = Locator { file: file.display().to_string(), text };
+        let loc = Locator {
+            file: file.display().to_string(),
+            text,
+        };
         let raw: RawFile = match toml::from_str(text) {
             Ok(raw) => raw,
             Err(e) => {
                 let message = one_line(e.message());
                 return match e.span() {
                     Some(span) => loc.error(span.start, format!("invalid TOML: {message}")),
-                    None => Err(HostError::Manifest(format!("{}: invalid TOML: {message}", loc.file))),
+                    None => Err(HostError::Manifest(format!(
+                        "{}: invalid TOML: {message}",
+                        loc.file
+                    ))),
                 };
             }
         };
         let Some(plugin) = raw.plugin else {
-            return Err(HostError::Manifest(format!("{}: missing table [plugin]", loc.file)));
+            return Err(HostError::Manifest(format!(
+                "{}: missing table [plugin]",
+                loc.file
+            )));
         };
         let plugin = plugin.into_inner();
 
@@ -158,24 +193,41 @@ impl Manifest {
         let Some(abi) = AbiVersion::parse(abi_text.get_ref()) else {
             return loc.error(
                 abi_text.span().start,
-                format!("plugin.abi must be \"MAJOR.MINOR\" (e.g. \"1.0\"), got \"{}\"", abi_text.get_ref()),
+                format!(
+                    "plugin.abi must be \"MAJOR.MINOR\" (e.g. \"1.0\"), got \"{}\"",
+                    abi_text.get_ref()
+                ),
             );
         };
         if abi.major != pi_ext_abi::ABI_MAJOR {
             // Refused before anything is loaded: the library would not fit.
             let (host, plugin) = (pi_ext_abi::ABI_VERSION.to_string(), abi.to_string());
             let location = format!("{} (plugin.abi)", loc.at(abi_text.span().start));
-            return Err(HostError::AbiMismatch { location, host, plugin, how: "declares" });
+            return Err(HostError::AbiMismatch {
+                location,
+                host,
+                plugin,
+                how: "declares",
+            });
         }
         let library = loc.require(plugin.library, "library")?;
         if library.get_ref().contains(['/', '\\']) {
-            return loc.error(library.span().start, "plugin.library is a file stem, not a path (e.g. \"my_plugin\")");
+            return loc.error(
+                library.span().start,
+                "plugin.library is a file stem, not a path (e.g. \"my_plugin\")",
+            );
         }
 
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
-        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
         let config = match plugin.config {
-            Some(c) if c.get_ref().trim().is_empty() => return loc.error(c.span().start, "plugin.config is empty"),
+            Some(c) if c.get_ref().trim().is_empty() => {
+                return loc.error(c.span().start, "plugin.config is empty")
+            }
             Some(c) => Some(dir.join(c.get_ref())),
             None => None,
         };
@@ -185,7 +237,11 @@ impl Manifest {
             if !EVENTS.contains(&event.get_ref().as_str()) {
                 return loc.error(
                     event.span().start,
-                    format!("unknown event '{}' in plugin.events (known: {})", event.get_ref(), EVENTS.join(", ")),
+                    format!(
+                        "unknown event '{}' in plugin.events (known: {})",
+                        event.get_ref(),
+                        EVENTS.join(", ")
+                    ),
                 );
             }
             events.push(event.into_inner());
@@ -224,16 +280,42 @@ impl Manifest {
     pub fn registration_mismatches(&self, registered: &Registrations) -> Vec<String> {
         let mut problems = Vec::new();
         let mut compare = |kind: &str, declared: &[String], registered: Vec<&str>| {
-            for name in declared.iter().filter(|d| !registered.contains(&d.as_str())) {
-                problems.push(format!("{kind} '{name}' is declared in plugin.toml but not registered"));
+            for name in declared
+                .iter()
+                .filter(|d| !registered.contains(&d.as_str()))
+            {
+                problems.push(format!(
+                    "{kind} '{name}' is declared in plugin.toml but not registered"
+                ));
             }
-            for name in registered.iter().filter(|r| !declared.iter().any(|d| d == *r)) {
-                problems.push(format!("{kind} '{name}' is registered but not declared in plugin.toml"));
+            for name in registered
+                .iter()
+                .filter(|r| !declared.iter().any(|d| d == *r))
+            {
+                problems.push(format!(
+                    "{kind} '{name}' is registered but not declared in plugin.toml"
+                ));
             }
         };
-        compare("event", &self.events, registered.events.iter().map(String::as_str).collect());
-        compare("command", &self.commands, registered.commands.iter().map(|c| c.name.as_str()).collect());
-        compare("tool", &self.tools, registered.tools.iter().map(|t| t.name.as_str()).collect());
+        compare(
+            "event",
+            &self.events,
+            registered.events.iter().map(String::as_str).collect(),
+        );
+        compare(
+            "command",
+            &self.commands,
+            registered
+                .commands
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect(),
+        );
+        compare(
+            "tool",
+            &self.tools,
+            registered.tools.iter().map(|t| t.name.as_str()).collect(),
+        );
         problems
     }
 
@@ -252,7 +334,10 @@ impl Manifest {
         let problem = match read_text(&path) {
             Ok(text) => match serde_json::from_str::<serde_json::Value>(&text) {
                 Ok(serde_json::Value::Object(_)) => return text,
-                Ok(other) => format!("holds {}, not a JSON object", crate::instance::json_kind(&other)),
+                Ok(other) => format!(
+                    "holds {}, not a JSON object",
+                    crate::instance::json_kind(&other)
+                ),
                 Err(_) if text.trim().is_empty() => "is empty, not a JSON object".to_string(),
                 Err(e) => format!("is not JSON: {e}"),
             },
@@ -266,8 +351,17 @@ impl Manifest {
     /// Print the problems the plugin found in the config object it was handed
     /// (`Registrations::config_problems`), naming the file: the plugin saw only
     /// its text. Faults of the file itself were named by [`Manifest::config_json`].
-    pub fn warn_config_problems(&self, override_path: Option<&Path>, registrations: &Registrations) {
-        let Some(file) = override_path.map(Path::to_path_buf).or_else(|| self.config.clone()) else { return };
+    pub fn warn_config_problems(
+        &self,
+        override_path: Option<&Path>,
+        registrations: &Registrations,
+    ) {
+        let Some(file) = override_path
+            .map(Path::to_path_buf)
+            .or_else(|| self.config.clone())
+        else {
+            return;
+        };
         let named = |p: &&String| p.starts_with(&*file.to_string_lossy());
         for problem in registrations.config_problems.iter().filter(|p| !named(p)) {
             eprintln!("pi-ext-host: warning: {}: {problem}", file.display());
@@ -282,8 +376,12 @@ fn read_text(path: &Path) -> Result<String, String> {
         std::io::ErrorKind::NotFound => "not found".to_string(),
         _ => one_line(&e.to_string()),
     })?;
-    String::from_utf8(bytes)
-        .map_err(|e| format!("is not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "is not UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -309,7 +407,9 @@ mod tests {
 
     #[test]
     fn syntax_errors_name_file_line_and_column() {
-        let err = parse("[plugin]\nname = \"x\"\nversion = 0.1.0\n").unwrap_err().to_string();
+        let err = parse("[plugin]\nname = \"x\"\nversion = 0.1.0\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("/p/plugin.toml:3:"), "{err}");
         assert!(!err.contains('\n'));
     }
@@ -322,16 +422,25 @@ mod tests {
 
     #[test]
     fn missing_keys_are_named() {
-        let err = parse("[plugin]\nname = \"x\"\nversion = \"1\"\nlibrary = \"x\"\n").unwrap_err().to_string();
+        let err = parse("[plugin]\nname = \"x\"\nversion = \"1\"\nlibrary = \"x\"\n")
+            .unwrap_err()
+            .to_string();
         assert_eq!(err, "/p/plugin.toml: missing key plugin.abi");
-        assert_eq!(parse("").unwrap_err().to_string(), "/p/plugin.toml: missing table [plugin]");
+        assert_eq!(
+            parse("").unwrap_err().to_string(),
+            "/p/plugin.toml: missing table [plugin]"
+        );
     }
 
     #[test]
     fn bad_abi_and_unknown_events_are_refused() {
-        let err = parse(&GOOD.replace("\"1.0\"", "\"one\"")).unwrap_err().to_string();
+        let err = parse(&GOOD.replace("\"1.0\"", "\"one\""))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("plugin.toml:4:7: plugin.abi must be"), "{err}");
-        let err = parse(&GOOD.replace("agent_end", "agent_ended")).unwrap_err().to_string();
+        let err = parse(&GOOD.replace("agent_end", "agent_ended"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(":7:11: unknown event 'agent_ended'"), "{err}");
     }
 
@@ -358,7 +467,10 @@ mod tests {
         let text = GOOD.replace("\"1.0\"", "\"2.0\"");
         let err = parse(&text).unwrap_err().to_string();
         assert!(err.contains("/p/plugin.toml:4:7 (plugin.abi)"), "{err}");
-        assert!(err.contains(&format!("pi-ext-abi {}", pi_ext_abi::ABI_VERSION)), "{err}");
+        assert!(
+            err.contains(&format!("pi-ext-abi {}", pi_ext_abi::ABI_VERSION)),
+            "{err}"
+        );
         assert!(err.contains("pi-ext-abi 2.0"), "{err}");
     }
 }

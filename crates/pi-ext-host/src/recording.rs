@@ -42,7 +42,12 @@ pub struct RecordingHost {
 impl RecordingHost {
     /// A host for `context`, logging to stderr as `$PI_EXT_LOG` says (`off`: never).
     pub fn new(context: SessionContext) -> Self {
-        let level = match std::env::var(LOG_ENV).unwrap_or_default().trim().to_ascii_lowercase().as_str() {
+        let level = match std::env::var(LOG_ENV)
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase()
+            .as_str()
+        {
             "off" | "none" => None,
             name => Some(LogLevel::from_name(name).unwrap_or(LogLevel::Warn)),
         };
@@ -52,7 +57,13 @@ impl RecordingHost {
     /// A host logging plugin records at `level` or above to stderr (`None`: never).
     pub fn with_stderr_level(context: SessionContext, level: Option<LogLevel>) -> Self {
         RecordingHost {
-            shared: Arc::new(Shared { state: Mutex::new(State { context, effects: Vec::new() }), stderr_level: level }),
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    context,
+                    effects: Vec::new(),
+                }),
+                stderr_level: level,
+            }),
         }
     }
 
@@ -63,7 +74,10 @@ impl RecordingHost {
 
     // A panicking plugin thread must not make the host unusable, so a poisoned lock is still used.
     fn state(&self) -> MutexGuard<'_, State> {
-        self.shared.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Replace the session context (e.g. when a long-lived host switches sessions).
@@ -86,9 +100,18 @@ impl RecordingHost {
     }
 
     fn print_log(&self, source: &str, level: LogLevel, target: &str, message: &str) {
-        if self.shared.stderr_level.is_some_and(|threshold| level >= threshold) {
+        if self
+            .shared
+            .stderr_level
+            .is_some_and(|threshold| level >= threshold)
+        {
             // Ignoring a failed write: there is nowhere else to report it.
-            let _ = writeln!(std::io::stderr().lock(), "[{source} {}] {target}: {}", level.as_str(), one_line(message));
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "[{source} {}] {target}: {}",
+                level.as_str(),
+                one_line(message)
+            );
         }
     }
 }
@@ -102,7 +125,9 @@ fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
 impl Host for RecordingHost {
     fn context(&self) -> RString {
         guard(RString::from("{}"), || {
-            RString::from(serde_json::to_string(&self.state().context).unwrap_or_else(|_| "{}".to_string()))
+            RString::from(
+                serde_json::to_string(&self.state().context).unwrap_or_else(|_| "{}".to_string()),
+            )
         })
     }
 
@@ -114,12 +139,15 @@ impl Host for RecordingHost {
     }
 
     fn notify(&self, text: RStr<'_>, level: RStr<'_>) {
-        guard((), || self.record(json!({"type": "notify", "text": text.as_str(), "level": level.as_str()})))
+        guard((), || {
+            self.record(json!({"type": "notify", "text": text.as_str(), "level": level.as_str()}))
+        })
     }
 
     fn append_entry(&self, custom_type: RStr<'_>, data_json: RStr<'_>) {
         guard((), || {
-            let mut effect = json!({"type": "appendEntry", "customType": custom_type.as_str(), "data": null});
+            let mut effect =
+                json!({"type": "appendEntry", "customType": custom_type.as_str(), "data": null});
             match serde_json::from_str::<Value>(data_json.as_str()) {
                 Ok(data) => effect["data"] = data,
                 Err(e) => effect["error"] = json!(format!("data is not JSON: {e}")),
@@ -129,13 +157,16 @@ impl Host for RecordingHost {
     }
 
     fn set_session_name(&self, name: RStr<'_>) {
-        guard((), || self.record(json!({"type": "setSessionName", "name": name.as_str()})))
+        guard((), || {
+            self.record(json!({"type": "setSessionName", "name": name.as_str()}))
+        })
     }
 
     fn api_key(&self, provider: RStr<'_>) -> ROption<RString> {
         guard(ROption::RNone, || {
             let provider = provider.as_str();
-            let (found, note) = crate::auth::lookup(provider, &PathBuf::from(&self.state().context.agent_dir));
+            let (found, note) =
+                crate::auth::lookup(provider, &PathBuf::from(&self.state().context.agent_dir));
             if let Some(note) = note {
                 self.print_log("host", LogLevel::Warn, "auth", &note);
             }
@@ -164,7 +195,9 @@ impl Host for RecordingHost {
                     "jsonSchema": request.json_schema.is_some(),
                     "error": REFUSAL,
                 }),
-                Err(e) => json!({"type": "complete", "error": format!("invalid completion request: {e}")}),
+                Err(e) => {
+                    json!({"type": "complete", "error": format!("invalid completion request: {e}")})
+                }
             };
             self.record(effect);
             RResult::RErr(RString::from(REFUSAL))
@@ -200,15 +233,35 @@ mod tests {
     fn effects_are_recorded_in_order_through_the_ffi_object() {
         let host = RecordingHost::with_stderr_level(SessionContext::default(), None);
         let boxed = host.to_host_box();
-        boxed.set_status(RStr::from_str("k"), ROption::RSome(RStr::from_str("working")));
+        boxed.set_status(
+            RStr::from_str("k"),
+            ROption::RSome(RStr::from_str("working")),
+        );
         boxed.notify(RStr::from_str("done"), RStr::from_str("info"));
         boxed.append_entry(RStr::from_str("t"), RStr::from_str("{\"a\":1}"));
         boxed.set_session_name(RStr::from_str("n"));
         boxed.log(LogLevel::Debug, RStr::from_str("x"), RStr::from_str("m"));
         boxed.set_status(RStr::from_str("k"), ROption::RNone);
-        let kinds: Vec<_> = host.effects().iter().map(|e| e["type"].as_str().unwrap().to_string()).collect();
-        assert_eq!(kinds, ["setStatus", "notify", "appendEntry", "setSessionName", "log", "setStatus"]);
-        assert_eq!(host.effects()[2], json!({"type": "appendEntry", "customType": "t", "data": {"a": 1}}));
+        let kinds: Vec<_> = host
+            .effects()
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "setStatus",
+                "notify",
+                "appendEntry",
+                "setSessionName",
+                "log",
+                "setStatus"
+            ]
+        );
+        assert_eq!(
+            host.effects()[2],
+            json!({"type": "appendEntry", "customType": "t", "data": {"a": 1}})
+        );
         assert_eq!(host.effects()[5]["text"], Value::Null);
         assert_eq!(host.take_effects().len(), 6);
         assert!(host.effects().is_empty());
@@ -217,12 +270,21 @@ mod tests {
     #[test]
     fn api_key_effects_never_carry_the_key() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("auth.json"), r#"{"zz-prov": {"type": "api_key", "key": "sk-very-secret"}}"#)
-            .unwrap();
-        let ctx = SessionContext { agent_dir: dir.path().display().to_string(), ..Default::default() };
+        std::fs::write(
+            dir.path().join("auth.json"),
+            r#"{"zz-prov": {"type": "api_key", "key": "sk-very-secret"}}"#,
+        )
+        .unwrap();
+        let ctx = SessionContext {
+            agent_dir: dir.path().display().to_string(),
+            ..Default::default()
+        };
         let host = RecordingHost::with_stderr_level(ctx, None);
         let key = host.to_host_box().api_key(RStr::from_str("zz-prov"));
-        assert_eq!(key.into_option().map(|k| k.into_string()), Some("sk-very-secret".to_string()));
+        assert_eq!(
+            key.into_option().map(|k| k.into_string()),
+            Some("sk-very-secret".to_string())
+        );
         let effects = serde_json::to_string(&host.effects()).unwrap();
         assert!(!effects.contains("sk-very-secret"), "{effects}");
         assert_eq!(

@@ -76,7 +76,12 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(out: Arc<Output>, host: ServeHost, factory: BackendFactory, options: ServerOptions) -> Arc<Self> {
+    pub fn new(
+        out: Arc<Output>,
+        host: ServeHost,
+        factory: BackendFactory,
+        options: ServerOptions,
+    ) -> Arc<Self> {
         Arc::new(Server {
             out,
             host,
@@ -114,13 +119,17 @@ impl Server {
         let message: Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
-                self.out.send(&json!({"id": null, "error": {"message": format!("invalid JSON line: {e}")}}));
+                self.out.send(
+                    &json!({"id": null, "error": {"message": format!("invalid JSON line: {e}")}}),
+                );
                 return;
             }
         };
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         match message.get("method").and_then(Value::as_str) {
-            Some(method) => self.start_request(id, method.to_string(), message.get("params").cloned()),
+            Some(method) => {
+                self.start_request(id, method.to_string(), message.get("params").cloned())
+            }
             None => self.on_reply(&id, &message),
         }
     }
@@ -131,7 +140,11 @@ impl Server {
             return; // not ours: host request ids are strings
         };
         let reply = match message.get("error") {
-            Some(error) => Err(error.get("message").and_then(Value::as_str).unwrap_or("bridge error").to_string()),
+            Some(error) => Err(error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("bridge error")
+                .to_string()),
             None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
         };
         self.host.deliver(id, reply);
@@ -140,7 +153,10 @@ impl Server {
     fn start_request(self: &Arc<Self>, id: Value, method: String, params: Option<Value>) {
         if self.in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
             self.call_done();
-            self.reply(&id, Err(format!("busy: {MAX_IN_FLIGHT} calls already running")));
+            self.reply(
+                &id,
+                Err(format!("busy: {MAX_IN_FLIGHT} calls already running")),
+            );
             return;
         }
         if method == "init" {
@@ -149,14 +165,16 @@ impl Server {
             }
         }
         let server = Arc::clone(self);
-        let spawned = std::thread::Builder::new().name(format!("serve-{method}")).spawn(move || {
-            let result = server.dispatch(&method, params.unwrap_or(Value::Null));
-            server.reply(&id, result);
-            server.call_done();
-            if method == "shutdown" {
-                (server.options.on_shutdown)();
-            }
-        });
+        let spawned = std::thread::Builder::new()
+            .name(format!("serve-{method}"))
+            .spawn(move || {
+                let result = server.dispatch(&method, params.unwrap_or(Value::Null));
+                server.reply(&id, result);
+                server.call_done();
+                if method == "shutdown" {
+                    (server.options.on_shutdown)();
+                }
+            });
         if let Err(e) = spawned {
             self.call_done();
             self.out.send(&json!({"id": null, "error": {"message": format!("cannot start a worker thread: {e}")}}));
@@ -172,13 +190,18 @@ impl Server {
     /// Let calls that were already read finish (their replies still go out), up to `timeout`.
     fn wait_for_calls(&self, timeout: Duration) {
         let deadline = std::time::Instant::now() + timeout;
-        let Ok(mut guard) = self.idle_lock.lock() else { return };
+        let Ok(mut guard) = self.idle_lock.lock() else {
+            return;
+        };
         while self.in_flight.load(Ordering::SeqCst) > 0 {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 return;
             }
-            guard = match self.idle.wait_timeout(guard, left.min(Duration::from_millis(50))) {
+            guard = match self
+                .idle
+                .wait_timeout(guard, left.min(Duration::from_millis(50)))
+            {
                 Ok((g, _)) => g,
                 Err(_) => return,
             };
@@ -199,7 +222,9 @@ impl Server {
         while slot.initializing {
             slot = self.slot_changed.wait(slot).map_err(|_| poisoned())?;
         }
-        slot.backend.clone().ok_or_else(|| "not initialized: send init first".to_string())
+        slot.backend
+            .clone()
+            .ok_or_else(|| "not initialized: send init first".to_string())
     }
 
     fn dispatch(&self, method: &str, params: Value) -> Result<Value, String> {
@@ -221,7 +246,10 @@ impl Server {
                 self.backend()?.command(&call)
             }
             "request" => {
-                let name = params.get("method").and_then(Value::as_str).ok_or("request: params.method is missing")?;
+                let name = params
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .ok_or("request: params.method is missing")?;
                 let payload = params.get("payload").cloned().unwrap_or(Value::Null);
                 self.backend()?.request(name, &payload)
             }
@@ -229,7 +257,9 @@ impl Server {
             "shutdown" => {
                 let timeout = timeout_param(&params, 5_000);
                 let backend = self.backend().ok();
-                Ok(backend.map(|b| b.shutdown(timeout)).unwrap_or_else(|| json!({"pending": 0, "idle": true})))
+                Ok(backend
+                    .map(|b| b.shutdown(timeout))
+                    .unwrap_or_else(|| json!({"pending": 0, "idle": true})))
             }
             other => Err(format!("unknown method '{other}'")),
         }
@@ -250,7 +280,12 @@ impl Server {
             check_session_file(&ctx)?;
             self.host.set_context(&ctx);
         }
-        self.host.set_can_complete(params.get("canComplete").and_then(Value::as_bool).unwrap_or(false));
+        self.host.set_can_complete(
+            params
+                .get("canComplete")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        );
         let backend = self.create_backend()?;
         let mut info = self.options.plugin_info.clone();
         if let Some(obj) = info.as_object_mut() {
@@ -289,9 +324,11 @@ impl Server {
         };
         let timeout = self.options.shutdown_timeout;
         let (tx, rx) = mpsc::channel();
-        let spawned = std::thread::Builder::new().name("serve-shutdown".into()).spawn(move || {
-            let _ = tx.send(backend.shutdown(timeout));
-        });
+        let spawned = std::thread::Builder::new()
+            .name("serve-shutdown".into())
+            .spawn(move || {
+                let _ = tx.send(backend.shutdown(timeout));
+            });
         if spawned.is_ok() {
             let _ = rx.recv_timeout(timeout + Duration::from_secs(1));
         }
@@ -303,13 +340,17 @@ impl Server {
 /// (symlinks resolved). A file that does not exist yet passes: pi writes a
 /// new session's file only after its first reply.
 fn check_session_file(ctx: &SessionContext) -> Result<(), String> {
-    let Some(file) = ctx.session_file.as_deref().map(std::path::Path::new) else { return Ok(()) };
+    let Some(file) = ctx.session_file.as_deref().map(std::path::Path::new) else {
+        return Ok(());
+    };
     if std::fs::symlink_metadata(file).is_err() {
         return Ok(());
     }
     let sessions = std::path::Path::new(&ctx.agent_dir).join("sessions");
     let checked = regular_files::open_inside(&sessions, file);
-    checked.map(drop).map_err(|e| format!("ctx.sessionFile {}: {e}", file.display()))
+    checked
+        .map(drop)
+        .map_err(|e| format!("ctx.sessionFile {}: {e}", file.display()))
 }
 
 fn parse<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, String> {
@@ -317,5 +358,10 @@ fn parse<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, 
 }
 
 fn timeout_param(params: &Value, default_ms: u64) -> Duration {
-    Duration::from_millis(params.get("timeoutMs").and_then(Value::as_u64).unwrap_or(default_ms))
+    Duration::from_millis(
+        params
+            .get("timeoutMs")
+            .and_then(Value::as_u64)
+            .unwrap_or(default_ms),
+    )
 }

@@ -47,14 +47,19 @@ fn copy_tree(from: &Path, to: &Path) {
 /// The workspace's `[workspace.package]` and registry `[workspace.dependencies]`,
 /// so the copied pi-ext-abi resolves its `*.workspace = true` keys as it does at home.
 fn workspace_manifest() -> String {
-    let root: toml::Table =
-        std::fs::read_to_string(common::workspace_root().join("Cargo.toml")).unwrap().parse().unwrap();
+    let root: toml::Table = std::fs::read_to_string(common::workspace_root().join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
     let workspace = root["workspace"].as_table().unwrap();
     let mut deps = workspace["dependencies"].as_table().unwrap().clone();
     deps.retain(|_, spec| spec.get("path").is_none());
     let mut out = toml::Table::new();
     let mut ws = toml::Table::new();
-    ws.insert("members".into(), toml::Value::Array(vec!["pi-ext-abi".into(), "plugin".into()]));
+    ws.insert(
+        "members".into(),
+        toml::Value::Array(vec!["pi-ext-abi".into(), "plugin".into()]),
+    );
     ws.insert("resolver".into(), "2".into());
     ws.insert("package".into(), workspace["package"].clone());
     ws.insert("dependencies".into(), toml::Value::Table(deps));
@@ -71,10 +76,19 @@ fn build_fixture(name: &str, abi_version: &str) -> (PathBuf, PathBuf) {
     let abi_src = common::workspace_root().join("crates/pi-ext-abi");
 
     copy_tree(&abi_src.join("src"), &ws.join("pi-ext-abi/src"));
-    let abi_toml: toml::Table = std::fs::read_to_string(abi_src.join("Cargo.toml")).unwrap().parse().unwrap();
+    let abi_toml: toml::Table = std::fs::read_to_string(abi_src.join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
     let mut abi_toml = abi_toml;
-    abi_toml["package"].as_table_mut().unwrap().insert("version".into(), abi_version.into());
-    write_if_changed(&ws.join("pi-ext-abi/Cargo.toml"), toml::to_string(&abi_toml).unwrap().as_bytes());
+    abi_toml["package"]
+        .as_table_mut()
+        .unwrap()
+        .insert("version".into(), abi_version.into());
+    write_if_changed(
+        &ws.join("pi-ext-abi/Cargo.toml"),
+        toml::to_string(&abi_toml).unwrap().as_bytes(),
+    );
 
     let lib_stem = name.replace('-', "_");
     let fill = |text: String| {
@@ -84,17 +98,34 @@ fn build_fixture(name: &str, abi_version: &str) -> (PathBuf, PathBuf) {
     };
     let template = |file: &str| std::fs::read_to_string(fixture_dir().join(file)).unwrap();
     copy_tree(&fixture_dir().join("src"), &ws.join("plugin/src"));
-    write_if_changed(&ws.join("plugin/Cargo.toml"), fill(template("Cargo.toml.tmpl")).as_bytes());
-    write_if_changed(&ws.join("plugin/plugin.toml"), fill(template("plugin.toml.tmpl")).as_bytes());
+    write_if_changed(
+        &ws.join("plugin/Cargo.toml"),
+        fill(template("Cargo.toml.tmpl")).as_bytes(),
+    );
+    write_if_changed(
+        &ws.join("plugin/plugin.toml"),
+        fill(template("plugin.toml.tmpl")).as_bytes(),
+    );
     write_if_changed(&ws.join("Cargo.toml"), workspace_manifest().as_bytes());
     if !ws.join("Cargo.lock").exists() {
-        std::fs::copy(common::workspace_root().join("Cargo.lock"), ws.join("Cargo.lock")).unwrap();
+        std::fs::copy(
+            common::workspace_root().join("Cargo.lock"),
+            ws.join("Cargo.lock"),
+        )
+        .unwrap();
     }
 
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let target = base.join("target");
     let output = Command::new(cargo)
-        .args(["build", "--offline", "--quiet", "-p", name, "--manifest-path"])
+        .args([
+            "build",
+            "--offline",
+            "--quiet",
+            "-p",
+            name,
+            "--manifest-path",
+        ])
         .arg(ws.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&target)
@@ -107,7 +138,9 @@ fn build_fixture(name: &str, abi_version: &str) -> (PathBuf, PathBuf) {
         "building the fixture plugin failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let lib = target.join("debug").join(pi_ext_host::loader::library_file_name(&lib_stem));
+    let lib = target
+        .join("debug")
+        .join(pi_ext_host::loader::library_file_name(&lib_stem));
     assert!(lib.is_file(), "{} not built", lib.display());
     (ws.join("plugin"), lib)
 }
@@ -120,7 +153,9 @@ fn other_major() -> String {
 fn a_library_built_against_another_abi_major_is_refused_naming_both_versions() {
     let (plugin_dir, lib) = build_fixture("abi-fixture-next", &other_major());
 
-    let Err(err) = pi_ext_host::loader::load_module_from_path(&lib) else { panic!("the v2 library was loaded") };
+    let Err(err) = pi_ext_host::loader::load_module_from_path(&lib) else {
+        panic!("the v2 library was loaded")
+    };
     match &err {
         HostError::AbiMismatch { host, plugin, .. } => {
             assert_eq!(host, pi_ext_abi::ABI_VERSION);
@@ -130,12 +165,23 @@ fn a_library_built_against_another_abi_major_is_refused_naming_both_versions() {
     }
 
     // Through the binary, with the manifest found by directory.
-    let run =
-        common::run(&["--plugin", &plugin_dir.display().to_string(), "--lib", &lib.display().to_string(), "info"]);
+    let run = common::run(&[
+        "--plugin",
+        &plugin_dir.display().to_string(),
+        "--lib",
+        &lib.display().to_string(),
+        "info",
+    ]);
     let line = run.failure();
     assert!(line.contains("ABI version mismatch"), "{line}");
-    assert!(line.contains(&format!("pi-ext-abi {}", pi_ext_abi::ABI_VERSION)), "{line}");
-    assert!(line.contains(&format!("pi-ext-abi {}", other_major())), "{line}");
+    assert!(
+        line.contains(&format!("pi-ext-abi {}", pi_ext_abi::ABI_VERSION)),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("pi-ext-abi {}", other_major())),
+        "{line}"
+    );
 }
 
 #[test]
@@ -143,7 +189,9 @@ fn the_same_plugin_built_against_this_abi_loads() {
     let (plugin_dir, lib) = build_fixture("abi-fixture-same", pi_ext_abi::ABI_VERSION);
     let module = pi_ext_host::loader::load_module_from_path(&lib).unwrap_or_else(|e| panic!("{e}"));
     let host = pi_ext_host::RecordingHost::with_stderr_level(Default::default(), None);
-    let Err(err) = pi_ext_host::PluginInstance::new(module, host.to_host_box(), &plugin_dir, "null") else {
+    let Err(err) =
+        pi_ext_host::PluginInstance::new(module, host.to_host_box(), &plugin_dir, "null")
+    else {
         panic!("the fixture refuses to instantiate")
     };
     assert_eq!(
@@ -157,10 +205,16 @@ fn a_plugin_built_against_abi_1_0_loads_and_calls_the_1_1_host() {
     let (plugin_dir, lib) = build_fixture("abi-fixture-old", "1.0.0");
     let module = pi_ext_host::loader::load_module_from_path(&lib).unwrap_or_else(|e| panic!("{e}"));
     let host = pi_ext_host::RecordingHost::with_stderr_level(Default::default(), None);
-    let Err(err) = pi_ext_host::PluginInstance::new(module, host.to_host_box(), &plugin_dir, "null") else {
+    let Err(err) =
+        pi_ext_host::PluginInstance::new(module, host.to_host_box(), &plugin_dir, "null")
+    else {
         panic!("the fixture refuses to instantiate")
     };
-    assert!(err.to_string().contains("abi-fixture-old is a test fixture"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("abi-fixture-old is a test fixture"),
+        "{err}"
+    );
     let effects = host.effects();
     assert_eq!(effects[0]["type"], "notify", "{effects:?}");
     assert_eq!(effects[0]["text"], "abi-fixture-old loaded");

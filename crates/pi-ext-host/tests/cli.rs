@@ -36,7 +36,11 @@ fn setup() -> Setup {
 
 impl Setup {
     fn args<'a>(&'a self, rest: &[&'a str]) -> Vec<&'a str> {
-        self.base.iter().map(String::as_str).chain(rest.iter().copied()).collect()
+        self.base
+            .iter()
+            .map(String::as_str)
+            .chain(rest.iter().copied())
+            .collect()
     }
 }
 
@@ -48,11 +52,27 @@ fn info_lists_the_manifest_and_registrations() {
     assert_eq!(doc["manifest"]["name"], "session-index");
     assert_eq!(doc["abi"]["host"], pi_ext_abi::ABI_VERSION);
     assert_eq!(doc["abi"]["declared"], "1.1");
-    let events: Vec<&str> =
-        doc["registrations"]["events"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    assert!(events.contains(&"agent_end") && events.contains(&"before_agent_start"), "{events:?}");
-    assert!(doc["registrations"]["commands"].as_array().unwrap().iter().any(|c| c["name"] == "index-session"));
-    let tool = doc["registrations"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "query_session").unwrap();
+    let events: Vec<&str> = doc["registrations"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        events.contains(&"agent_end") && events.contains(&"before_agent_start"),
+        "{events:?}"
+    );
+    assert!(doc["registrations"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["name"] == "index-session"));
+    let tool = doc["registrations"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "query_session")
+        .unwrap();
     assert_eq!(tool["parameters"]["type"], "object");
     assert!(tool["parameters"]["properties"].is_object());
     assert_eq!(doc["effects"], Value::Array(vec![]));
@@ -66,7 +86,9 @@ fn info_finds_the_library_next_to_plugin_toml_without_lib() {
     for file in ["plugin.toml", "session-index.config.json"] {
         std::fs::copy(workspace_root().join(file), dir.path().join(file)).unwrap();
     }
-    let lib = dir.path().join(pi_ext_host::loader::library_file_name("session_index"));
+    let lib = dir
+        .path()
+        .join(pi_ext_host::loader::library_file_name("session_index"));
     std::os::unix::fs::symlink(plugin_library(), &lib).unwrap();
     let doc = run(&["--plugin", &s(&dir.path().join("plugin.toml")), "info"]).json();
     assert_eq!(doc["library"], s(&lib));
@@ -100,12 +122,23 @@ fn an_invalid_config_shows_up_as_a_notify_effect() {
     let t = setup();
     let config = t.dir.path().join("bad.config.json");
     std::fs::write(&config, r#"{"timeoutMs": "soon"}"#).unwrap();
-    let doc = run(&t.args(&["--config", &s(&config), "event", "session_start", "--session", &t.session])).json();
+    let doc = run(&t.args(&[
+        "--config",
+        &s(&config),
+        "event",
+        "session_start",
+        "--session",
+        &t.session,
+    ]))
+    .json();
     let effects = doc["effects"].as_array().unwrap();
     let notify: Vec<&Value> = effects.iter().filter(|e| e["type"] == "notify").collect();
     assert_eq!(notify.len(), 1, "{effects:?}");
     assert_eq!(notify[0]["level"], "warning");
-    assert!(notify[0]["text"].as_str().unwrap().contains("config is invalid"));
+    assert!(notify[0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("config is invalid"));
 }
 
 /// Every config fault leaves the host running: a one-line warning naming the
@@ -123,9 +156,18 @@ fn config_faults_are_warnings_never_exits_or_hangs() {
     let mut faults = vec![
         (dir.join("missing.json"), "not found"),
         (dir.to_path_buf(), "is a directory, not a regular file"),
-        (write("latin1.json", b"{\"commandName\": \"caf\xe9\"}"), "is not UTF-8"),
-        (write("array.json", b"[]"), "holds an array, not a JSON object"),
-        (write("null.json", b"null\n"), "holds null, not a JSON object"),
+        (
+            write("latin1.json", b"{\"commandName\": \"caf\xe9\"}"),
+            "is not UTF-8",
+        ),
+        (
+            write("array.json", b"[]"),
+            "holds an array, not a JSON object",
+        ),
+        (
+            write("null.json", b"null\n"),
+            "holds null, not a JSON object",
+        ),
         (write("empty.json", b""), "is empty"),
         (write("broken.json", b"{\"a\":"), "is not JSON"),
     ];
@@ -138,57 +180,142 @@ fn config_faults_are_warnings_never_exits_or_hangs() {
         faults.push((fifo, "is a FIFO, not a regular file"));
     }
     for (config, problem) in &faults {
-        let r = run(&t.args(&["--config", &s(config), "event", "session_start", "--session", &t.session]));
+        let r = run(&t.args(&[
+            "--config",
+            &s(config),
+            "event",
+            "session_start",
+            "--session",
+            &t.session,
+        ]));
         let doc = r.json();
         let warning = format!("{}: config file (--config) {problem}", s(config));
-        assert!(r.stderr.contains(&warning), "{warning}\nstderr: {}", r.stderr);
-        assert_eq!(r.stderr.lines().filter(|l| l.contains("warning")).count(), 1, "named once: {}", r.stderr);
-        let notify: Vec<&Value> = doc["effects"].as_array().unwrap().iter().filter(|e| e["type"] == "notify").collect();
-        let text = notify.first().and_then(|n| n["text"].as_str()).unwrap_or_default();
-        assert!(text.contains("config is invalid") && text.contains(&warning), "{problem}: {notify:?}");
+        assert!(
+            r.stderr.contains(&warning),
+            "{warning}\nstderr: {}",
+            r.stderr
+        );
+        assert_eq!(
+            r.stderr.lines().filter(|l| l.contains("warning")).count(),
+            1,
+            "named once: {}",
+            r.stderr
+        );
+        let notify: Vec<&Value> = doc["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "notify")
+            .collect();
+        let text = notify
+            .first()
+            .and_then(|n| n["text"].as_str())
+            .unwrap_or_default();
+        assert!(
+            text.contains("config is invalid") && text.contains(&warning),
+            "{problem}: {notify:?}"
+        );
     }
-    let many = write("many.json", br#"{"bogus":1,"other":2,"timeoutMs":"soon","query":{"enabled":"no"}}"#);
-    let r = run(&t.args(&["--config", &s(&many), "event", "session_start", "--session", &t.session]));
+    let many = write(
+        "many.json",
+        br#"{"bogus":1,"other":2,"timeoutMs":"soon","query":{"enabled":"no"}}"#,
+    );
+    let r = run(&t.args(&[
+        "--config",
+        &s(&many),
+        "event",
+        "session_start",
+        "--session",
+        &t.session,
+    ]));
     for key in ["bogus", "other", "timeoutMs", "query.enabled"] {
         let named = format!("pi-ext-host: warning: {}: {key}: ", s(&many));
-        assert!(r.stderr.lines().any(|l| l.starts_with(&named)), "{named}\nstderr: {}", r.stderr);
+        assert!(
+            r.stderr.lines().any(|l| l.starts_with(&named)),
+            "{named}\nstderr: {}",
+            r.stderr
+        );
     }
     let doc = r.json();
     let effects = doc["effects"].as_array().unwrap();
-    let text = effects.iter().find(|e| e["type"] == "notify").and_then(|n| n["text"].as_str()).unwrap_or_default();
-    for want in
-        ["bogus: unknown field", "other: unknown field", "timeoutMs: invalid type", "query.enabled: invalid type"]
-    {
+    let text = effects
+        .iter()
+        .find(|e| e["type"] == "notify")
+        .and_then(|n| n["text"].as_str())
+        .unwrap_or_default();
+    for want in [
+        "bogus: unknown field",
+        "other: unknown field",
+        "timeoutMs: invalid type",
+        "query.enabled: invalid type",
+    ] {
         assert!(text.contains(want), "{want}: {text}");
     }
     // The plugin is up with indexing off: the command says why instead of indexing.
-    let doc = run(&t.args(&["--config", &s(&many), "command", "index-session", "--session", &t.session])).json();
+    let doc = run(&t.args(&[
+        "--config",
+        &s(&many),
+        "command",
+        "index-session",
+        "--session",
+        &t.session,
+    ]))
+    .json();
     assert_eq!(doc["result"]["ok"], false, "{doc}");
-    assert!(doc["result"]["message"].as_str().unwrap_or_default().contains("config is invalid"), "{doc}");
+    assert!(
+        doc["result"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("config is invalid"),
+        "{doc}"
+    );
 }
 
 #[test]
 fn prompt_runs_input_then_before_agent_start() {
     let t = setup();
-    let doc = run(&t.args(&["prompt", "--session", &t.session, "--system-prompt", "SYS", "what did we do?"])).json();
+    let doc = run(&t.args(&[
+        "prompt",
+        "--session",
+        &t.session,
+        "--system-prompt",
+        "SYS",
+        "what did we do?",
+    ]))
+    .json();
     assert_eq!(doc["prompt"], "what did we do?");
     assert_eq!(doc["input"]["action"], "continue");
     assert_eq!(doc["handled"], false);
     assert!(doc.get("message").is_some());
     // Without an injected system prompt, pi keeps its own.
-    let expected = doc["beforeAgentStart"]["systemPrompt"].as_str().unwrap_or("SYS");
+    let expected = doc["beforeAgentStart"]["systemPrompt"]
+        .as_str()
+        .unwrap_or("SYS");
     assert_eq!(doc["systemPrompt"], expected);
 }
 
 #[test]
 fn tools_and_commands_print_their_results() {
     let t = setup();
-    let doc =
-        run(&t.args(&["tool", "query_session", "--session", &t.session, r#"{"session":"abcdef12","question":"q"}"#]))
-            .json();
+    let doc = run(&t.args(&[
+        "tool",
+        "query_session",
+        "--session",
+        &t.session,
+        r#"{"session":"abcdef12","question":"q"}"#,
+    ]))
+    .json();
     assert_eq!(doc["tool"], "query_session");
     assert!(doc["result"]["content"].is_array(), "{doc}");
-    let doc = run(&t.args(&["command", "index-session", "now", "please", "--session", &t.session])).json();
+    let doc = run(&t.args(&[
+        "command",
+        "index-session",
+        "now",
+        "please",
+        "--session",
+        &t.session,
+    ]))
+    .json();
     assert_eq!(doc["command"], "index-session");
     assert_eq!(doc["args"], "now please");
     assert!(doc["result"]["ok"].is_boolean(), "{doc}");
@@ -198,16 +325,26 @@ fn tools_and_commands_print_their_results() {
 fn missing_and_malformed_manifests_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let line = run(&["--plugin", &s(dir.path()), "info"]).failure();
-    assert!(line.contains("plugin.toml") && line.contains("not found"), "{line}");
+    assert!(
+        line.contains("plugin.toml") && line.contains("not found"),
+        "{line}"
+    );
     let line = run(&["--plugin", &s(&dir.path().join("no-such-dir")), "info"]).failure();
-    assert!(line.contains("no-such-dir/plugin.toml: plugin manifest not found"), "{line}");
+    assert!(
+        line.contains("no-such-dir/plugin.toml: plugin manifest not found"),
+        "{line}"
+    );
 
     let toml = dir.path().join("plugin.toml");
     std::fs::write(&toml, "[plugin]\nname = \"x\"\nversion = 0.1.0\n").unwrap();
     let line = run(&["--plugin", &s(&toml), "info"]).failure();
     assert!(line.contains(&format!("{}:3:", s(&toml))), "{line}");
 
-    std::fs::write(&toml, "[plugin]\nname = \"x\"\nversion = \"1\"\nlibrary = \"x\"\n").unwrap();
+    std::fs::write(
+        &toml,
+        "[plugin]\nname = \"x\"\nversion = \"1\"\nlibrary = \"x\"\n",
+    )
+    .unwrap();
     let line = run(&["--plugin", &s(dir.path()), "info"]).failure();
     assert!(line.ends_with("missing key plugin.abi"), "{line}");
 }
@@ -220,10 +357,18 @@ fn a_manifest_declaring_another_abi_major_is_refused_before_loading() {
         .replace("abi = \"1.1\"", "abi = \"2.0\"");
     std::fs::write(dir.path().join("plugin.toml"), text).unwrap();
     // The library does not exist: the refusal must come first.
-    let line = run(&["--plugin", &s(dir.path()), "--lib", "/nonexistent/lib.so", "info"]).failure();
+    let line = run(&[
+        "--plugin",
+        &s(dir.path()),
+        "--lib",
+        "/nonexistent/lib.so",
+        "info",
+    ])
+    .failure();
     assert!(line.contains("ABI version mismatch"), "{line}");
     assert!(
-        line.contains(&format!("pi-ext-abi {}", pi_ext_abi::ABI_VERSION)) && line.contains("pi-ext-abi 2.0"),
+        line.contains(&format!("pi-ext-abi {}", pi_ext_abi::ABI_VERSION))
+            && line.contains("pi-ext-abi 2.0"),
         "{line}"
     );
 }
@@ -237,7 +382,10 @@ fn missing_and_foreign_libraries_are_one_line_errors() {
     )
     .unwrap();
     let line = run(&["--plugin", &s(dir.path()), "info"]).failure();
-    assert!(line.contains("plugin library not found; tried:") && line.contains("target/debug/"), "{line}");
+    assert!(
+        line.contains("plugin library not found; tried:") && line.contains("target/debug/"),
+        "{line}"
+    );
 
     let junk = dir.path().join("junk.so");
     std::fs::write(&junk, "this is not a library").unwrap();
@@ -255,7 +403,11 @@ fn missing_and_foreign_libraries_are_one_line_errors() {
         })
         .unwrap_or_else(|| panic!("no serde_derive dylib in {}", deps.display()));
     let line = run(&["--plugin", &s(dir.path()), "--lib", &s(&proc_macro), "info"]).failure();
-    assert!(line.contains("not a pi-ext-abi plugin library") && line.contains("no abi_stable root module"), "{line}");
+    assert!(
+        line.contains("not a pi-ext-abi plugin library")
+            && line.contains("no abi_stable root module"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -267,11 +419,26 @@ fn unknown_names_bad_arguments_and_missing_sessions_are_one_line_errors() {
     assert!(line.contains("unknown tool 'nope'"), "{line}");
     let line = run(&t.args(&["command", "nope", "--session", &t.session])).failure();
     assert!(line.contains("unknown command 'nope'"), "{line}");
-    let line = run(&t.args(&["tool", "query_session", "--session", &t.session, "{not json"])).failure();
+    let line = run(&t.args(&[
+        "tool",
+        "query_session",
+        "--session",
+        &t.session,
+        "{not json",
+    ]))
+    .failure();
     assert!(line.contains("invalid JSON arguments"), "{line}");
     let line = run(&t.args(&["tool", "query_session", "--session", &t.session, "[1,2]"])).failure();
     assert!(line.contains("must be a JSON object"), "{line}");
-    let line = run(&t.args(&["event", "agent_end", "--session", &t.session, "--payload", "nope"])).failure();
+    let line = run(&t.args(&[
+        "event",
+        "agent_end",
+        "--session",
+        &t.session,
+        "--payload",
+        "nope",
+    ]))
+    .failure();
     assert!(line.contains("--payload: invalid JSON"), "{line}");
     let missing = t.dir.path().join("missing.jsonl");
     let line = run(&t.args(&["event", "agent_end", "--session", &s(&missing)])).failure();
@@ -284,24 +451,47 @@ fn unknown_names_bad_arguments_and_missing_sessions_are_one_line_errors() {
 fn a_panicking_handler_is_a_one_line_error_and_the_next_run_works() {
     let t = setup();
     for (rig, args) in [
-        ("event:agent_end", vec!["event", "agent_end", "--session", &t.session]),
+        (
+            "event:agent_end",
+            vec!["event", "agent_end", "--session", &t.session],
+        ),
         (
             "tool:query_session",
-            vec!["tool", "query_session", "--session", &t.session, r#"{"session":"abcdef12","question":"q"}"#],
+            vec![
+                "tool",
+                "query_session",
+                "--session",
+                &t.session,
+                r#"{"session":"abcdef12","question":"q"}"#,
+            ],
         ),
-        ("command:index-session", vec!["command", "index-session", "--session", &t.session]),
+        (
+            "command:index-session",
+            vec!["command", "index-session", "--session", &t.session],
+        ),
     ] {
         let line = run_with(&t.args(&args), &[("SESSION_INDEX_PANIC_ON", rig)]).failure();
-        assert!(line.contains("panicked") && line.contains(&format!("deliberate panic in {rig}")), "{line}");
+        assert!(
+            line.contains("panicked") && line.contains(&format!("deliberate panic in {rig}")),
+            "{line}"
+        );
         // With plugin logging on, the panic arrives as one forwarded log line, not std's report.
         let noisy = run_with(
             &t.args(&args),
-            &[("SESSION_INDEX_PANIC_ON", rig), ("PI_EXT_LOG", "warn"), ("RUST_BACKTRACE", "1")],
+            &[
+                ("SESSION_INDEX_PANIC_ON", rig),
+                ("PI_EXT_LOG", "warn"),
+                ("RUST_BACKTRACE", "1"),
+            ],
         );
         assert_eq!(noisy.code, Some(1));
         let lines: Vec<&str> = noisy.stderr.lines().collect();
         assert_eq!(lines.len(), 2, "{}", noisy.stderr);
-        assert!(lines[0].starts_with("[plugin error] ") && lines[1] == line, "{}", noisy.stderr);
+        assert!(
+            lines[0].starts_with("[plugin error] ") && lines[1] == line,
+            "{}",
+            noisy.stderr
+        );
         run(&t.args(&args)).json();
     }
 }

@@ -42,7 +42,10 @@ fn open_with(path: &Path, no_follow: bool) -> std::io::Result<File> {
         (.., true) => "a FIFO",
         _ => "a special file",
     };
-    Err(Error::new(ErrorKind::InvalidInput, format!("is {what}, not a regular file")))
+    Err(Error::new(
+        ErrorKind::InvalidInput,
+        format!("is {what}, not a regular file"),
+    ))
 }
 
 /// Read a whole regular file (see [`open_regular`]).
@@ -62,7 +65,10 @@ pub fn inside(root: &Path, path: &Path) -> std::io::Result<PathBuf> {
     if real.starts_with(&root) && real != root {
         return Ok(real);
     }
-    Err(Error::new(ErrorKind::PermissionDenied, format!("leads outside {}", root.display())))
+    Err(Error::new(
+        ErrorKind::PermissionDenied,
+        format!("leads outside {}", root.display()),
+    ))
 }
 
 /// Open `path` only if it is a regular file inside `root` (see [`inside`]).
@@ -103,13 +109,19 @@ mod tests {
         let err = open_regular(&path).unwrap_err();
         assert_eq!(err.to_string(), "is a FIFO, not a regular file");
         assert!(read_regular(&path).is_err());
-        assert!(!listed_inside(&std::fs::canonicalize(dir.path()).unwrap(), &path));
+        assert!(!listed_inside(
+            &std::fs::canonicalize(dir.path()).unwrap(),
+            &path
+        ));
     }
 
     #[test]
     fn directories_are_refused_and_files_read() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(open_regular(dir.path()).unwrap_err().to_string(), "is a directory, not a regular file");
+        assert_eq!(
+            open_regular(dir.path()).unwrap_err().to_string(),
+            "is a directory, not a regular file"
+        );
         let file = dir.path().join("a");
         std::fs::write(&file, "x").unwrap();
         assert_eq!(read_regular(&file).unwrap(), b"x");
@@ -130,7 +142,10 @@ mod tests {
         assert_eq!(err.kind(), ErrorKind::PermissionDenied);
         assert!(err.to_string().contains("outside"), "{err}");
         assert!(open_inside(root.path(), &root.path().join("in.jsonl")).is_ok());
-        assert!(inside(root.path(), root.path()).is_err(), "the root itself is not inside");
+        assert!(
+            inside(root.path(), root.path()).is_err(),
+            "the root itself is not inside"
+        );
         let canon = std::fs::canonicalize(root.path()).unwrap();
         assert!(listed_inside(&canon, &root.path().join("in.jsonl")));
         assert!(!listed_inside(&canon, &root.path().join("out.jsonl")));

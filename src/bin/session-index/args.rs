@@ -31,27 +31,51 @@ pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<(String, Stri
         return Ok(("null".into(), "the built-in config".into()));
     };
     let text = regular_files::read_regular(path)
-        .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
-        .map_err(|e| Failure::Usage(format!("{}: cannot read the config file: {e}", path.display())))?;
+        .and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        })
+        .map_err(|e| {
+            Failure::Usage(format!(
+                "{}: cannot read the config file: {e}",
+                path.display()
+            ))
+        })?;
     Ok((text, path.display().to_string()))
 }
 
 /// The search index of the agent directory `dir` (the one store of what is known about
 /// sessions), keeping out what the config's `privacy.exclude` names, brought
 /// up to date for at most a second unless `wait` ([`stale_note`] says what is left).
-pub fn index(cmd: &'static str, dir: &Path, file: Option<&Path>, wait: bool) -> Result<(Index, UpdateReport), Failure> {
+pub fn index(
+    cmd: &'static str,
+    dir: &Path,
+    file: Option<&Path>,
+    wait: bool,
+) -> Result<(Index, UpdateReport), Failure> {
     // Stored paths are absolute, whichever way the directory was named.
     let agent_dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // The library's warnings (a file skipped, the index rebuilt) go to stderr, as `index` prints them.
-    let host = crate::index::CliHost { agent_dir: agent_dir.to_string_lossy().into_owned(), command: cmd };
+    let host = crate::index::CliHost {
+        agent_dir: agent_dir.to_string_lossy().into_owned(),
+        command: cmd,
+    };
     session_index::logging::forward_to(std::sync::Arc::new(host));
     let (config_json, config_name) = config(file, &agent_dir)?;
-    let config = session_index::config::parse(&config_json)
-        .map_err(|problems| Failure::Usage(format!("{config_name}: invalid config: {}", problems.join("; "))))?;
-    let mut index = Index::open(&agent_dir).map_err(|e| e.to_string())?.excluding(&config.privacy);
+    let config = session_index::config::parse(&config_json).map_err(|problems| {
+        Failure::Usage(format!(
+            "{config_name}: invalid config: {}",
+            problems.join("; ")
+        ))
+    })?;
+    let mut index = Index::open(&agent_dir)
+        .map_err(|e| e.to_string())?
+        .excluding(&config.privacy);
     let budget = (!wait).then(|| std::time::Duration::from_secs(1));
     let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
-    let report = index.update(&sessions, &metas, budget).map_err(|e| e.to_string())?;
+    let report = index
+        .update(&sessions, &metas, budget)
+        .map_err(|e| e.to_string())?;
     Ok((index, report))
 }
 
@@ -77,16 +101,23 @@ pub fn out(text: &str) {
 /// current directory's project, among the sessions of `agent_dir` only.
 pub fn session_files(agent_dir: &Path, refs: &[String]) -> Vec<Result<PathBuf, String>> {
     // The index it updates keeps out what the user's privacy.exclude names.
-    let config = config(None, agent_dir).ok().and_then(|(text, _)| session_index::config::parse(&text).ok());
+    let config = config(None, agent_dir)
+        .ok()
+        .and_then(|(text, _)| session_index::config::parse(&text).ok());
     let catalog = Catalog::new().excluding(&config.unwrap_or_default().privacy);
     let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
-    let cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
+    let cwd = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default();
     refs.iter()
         .map(|r| {
             if Path::new(r).is_file() {
                 return Ok(PathBuf::from(r));
             }
-            catalog.resolve(&sessions, &metas, &cwd, r).map(|e| e.entry.path).map_err(|e| e.to_string())
+            catalog
+                .resolve(&sessions, &metas, &cwd, r)
+                .map(|e| e.entry.path)
+                .map_err(|e| e.to_string())
         })
         .collect()
 }
@@ -94,5 +125,7 @@ pub fn session_files(agent_dir: &Path, refs: &[String]) -> Vec<Result<PathBuf, S
 /// One session argument (see [`session_files`]).
 pub fn session_file(agent_dir: &Path, reference: &str) -> Result<PathBuf, Failure> {
     let found = session_files(agent_dir, std::slice::from_ref(&reference.to_string())).pop();
-    found.unwrap_or_else(|| Err(format!("no session matches \"{reference}\""))).map_err(Failure::Failed)
+    found
+        .unwrap_or_else(|| Err(format!("no session matches \"{reference}\"")))
+        .map_err(Failure::Failed)
 }

@@ -55,24 +55,42 @@ pub struct IndexArgs {
 pub fn run(args: IndexArgs) -> Result<(), Failure> {
     let agent_dir = args.agent.path()?;
     if !args.all && args.sessions.is_empty() {
-        return Err(Failure::Usage("nothing to index: pass --all or sessions (files or references)".into()));
+        return Err(Failure::Usage(
+            "nothing to index: pass --all or sessions (files or references)".into(),
+        ));
     }
     let (config_json, config_name) = shared::config(args.config.as_deref(), &agent_dir)?;
-    let host = Arc::new(CliHost { agent_dir: agent_dir.to_string_lossy().into_owned(), command: "index" });
+    let host = Arc::new(CliHost {
+        agent_dir: agent_dir.to_string_lossy().into_owned(),
+        command: "index",
+    });
     session_index::logging::forward_to(host.clone());
-    let app =
-        App::new(host, agent_dir.clone(), &config_json).map_err(|e| Failure::Usage(format!("{config_name}: {e}")))?;
+    let app = App::new(host, agent_dir.clone(), &config_json)
+        .map_err(|e| Failure::Usage(format!("{config_name}: {e}")))?;
     if !app.config_ok() {
-        return Err(Failure::Usage(format!("{config_name}: invalid config: {}", app.config_problems.join("; "))));
+        return Err(Failure::Usage(format!(
+            "{config_name}: invalid config: {}",
+            app.config_problems.join("; ")
+        )));
     }
     let sessions_dir = agent_dir.join("sessions");
     if args.all && !sessions_dir.is_dir() {
-        return Err(Failure::Usage(format!("{}: no such directory (pass --agent-dir)", sessions_dir.display())));
+        return Err(Failure::Usage(format!(
+            "{}: no such directory (pass --agent-dir)",
+            sessions_dir.display()
+        )));
     }
     let files: Vec<(String, Result<PathBuf, String>)> = if args.all {
-        discovery::session_files(&sessions_dir).into_iter().map(|f| (f.display().to_string(), Ok(f))).collect()
+        discovery::session_files(&sessions_dir)
+            .into_iter()
+            .map(|f| (f.display().to_string(), Ok(f)))
+            .collect()
     } else {
-        args.sessions.iter().cloned().zip(shared::session_files(&agent_dir, &args.sessions)).collect()
+        args.sessions
+            .iter()
+            .cloned()
+            .zip(shared::session_files(&agent_dir, &args.sessions))
+            .collect()
     };
     // Whether this run would write offline metas (the model does not depend on the session).
     let offline = args.offline || model::select_model(&app).is_err();
@@ -83,14 +101,26 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
             // The containment rule of every reader: regular files inside the sessions directory.
             Ok(file) => match regular_files::inside(&sessions_dir, &file) {
                 Ok(_) => index_one(&app, &file, &meta_dir, offline, &args),
-                Err(e) => ("failed", json!({ "sessionFile": given, "error": format!("{}: {e}", file.display()) })),
+                Err(e) => (
+                    "failed",
+                    json!({ "sessionFile": given, "error": format!("{}: {e}", file.display()) }),
+                ),
             },
             Err(error) => ("failed", json!({ "sessionFile": given, "error": error })),
         })
         .collect();
-    let of = |kind: &str| report.iter().filter(|(k, _)| *k == kind).map(|(_, v)| v.clone()).collect::<Vec<_>>();
+    let of = |kind: &str| {
+        report
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, v)| v.clone())
+            .collect::<Vec<_>>()
+    };
     let (indexed, skipped, failed) = (of("indexed"), of("skipped"), of("failed"));
-    let cost = indexed.iter().filter_map(|i| i["usage"]["costUsd"].as_f64()).fold(0.0, |a, b| a + b);
+    let cost = indexed
+        .iter()
+        .filter_map(|i| i["usage"]["costUsd"].as_f64())
+        .fold(0.0, |a, b| a + b);
     if args.json {
         let summary = json!({
             "agentDir": agent_dir.to_string_lossy(),
@@ -100,7 +130,10 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
             "failed": failed,
             "costUsd": cost,
         });
-        println!("{}", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?
+        );
     } else {
         for (kind, v) in &report {
             let text = |key: &str| v[key].as_str().unwrap_or_default().to_string();
@@ -112,16 +145,28 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
             println!("{kind:<8} {}: {what}", text("sessionFile"));
         }
         let (i, s, f) = (indexed.len(), skipped.len(), failed.len());
-        println!("{i} indexed (${cost:.4}), {s} skipped, {f} failed; meta files in {}", meta_dir.display());
+        println!(
+            "{i} indexed (${cost:.4}), {s} skipped, {f} failed; meta files in {}",
+            meta_dir.display()
+        );
     }
     match failed.len() {
         0 => Ok(()),
-        n => Err(Failure::Failed(format!("{n} of {} session(s) could not be indexed", report.len()))),
+        n => Err(Failure::Failed(format!(
+            "{n} of {} session(s) could not be indexed",
+            report.len()
+        ))),
     }
 }
 
 /// Index one session file unless [`skip_reason`] says not to: the outcome and its JSON.
-fn index_one(app: &App, file: &Path, meta_dir: &Path, offline: bool, args: &IndexArgs) -> (&'static str, Value) {
+fn index_one(
+    app: &App,
+    file: &Path,
+    meta_dir: &Path,
+    offline: bool,
+    args: &IndexArgs,
+) -> (&'static str, Value) {
     let shown = file.to_string_lossy();
     match skip_reason(file, meta_dir, offline, args.force) {
         Ok(Some(reason)) => return ("skipped", json!({ "sessionFile": shown, "reason": reason })),
@@ -129,13 +174,20 @@ fn index_one(app: &App, file: &Path, meta_dir: &Path, offline: bool, args: &Inde
         Err(error) => return ("failed", json!({ "sessionFile": shown, "error": error })),
     }
     let session_file = file.to_path_buf();
-    let request =
-        IndexRequest { session_file, meta_dir: meta_dir.into(), leaf_id: None, force: true, offline: args.offline };
+    let request = IndexRequest {
+        session_file,
+        meta_dir: meta_dir.into(),
+        leaf_id: None,
+        force: true,
+        offline: args.offline,
+    };
     match index_session(app, &request, &|| {}) {
         Ok(IndexOutcome::Indexed(done)) => {
             static SAID: std::sync::Once = std::sync::Once::new();
             if let Some(reason) = &done.fallback_reason {
-                SAID.call_once(|| eprintln!("session-index index: using the offline model ({reason})"));
+                SAID.call_once(|| {
+                    eprintln!("session-index index: using the offline model ({reason})")
+                });
             }
             let meta = &done.meta;
             let (name, model, usage) = (&meta.name, &meta.model, &meta.usage);
@@ -143,33 +195,50 @@ fn index_one(app: &App, file: &Path, meta_dir: &Path, offline: bool, args: &Inde
                 "tags": meta.tags, "model": model, "incremental": done.incremental, "usage": usage });
             ("indexed", v)
         }
-        Ok(IndexOutcome::Skipped { .. }) => {
-            ("skipped", json!({ "sessionFile": shown, "reason": "below the threshold" }))
-        }
+        Ok(IndexOutcome::Skipped { .. }) => (
+            "skipped",
+            json!({ "sessionFile": shown, "reason": "below the threshold" }),
+        ),
         Err(failure) => {
             let error = failure.error.to_string();
-            ("failed", json!({ "sessionFile": shown, "model": failure.model, "error": error }))
+            (
+                "failed",
+                json!({ "sessionFile": shown, "model": failure.model, "error": error }),
+            )
         }
     }
 }
 
 /// Why `file` is left alone: not a pi session, its meta is up to date, or a
 /// model wrote its meta and this run would replace it with an offline one.
-fn skip_reason(file: &Path, meta_dir: &Path, offline: bool, force: bool) -> Result<Option<String>, String> {
+fn skip_reason(
+    file: &Path,
+    meta_dir: &Path,
+    offline: bool,
+    force: bool,
+) -> Result<Option<String>, String> {
     let session = match session::open(file) {
         Ok(session) => session,
-        Err(SessionError::NotASession { reason, .. }) => return Ok(Some(format!("not a pi session ({reason})"))),
+        Err(SessionError::NotASession { reason, .. }) => {
+            return Ok(Some(format!("not a pi session ({reason})")))
+        }
         Err(e) => return Err(e.to_string()),
     };
-    let previous = meta::read_or_missing(meta_dir, &session.header.id).map_err(|e| e.to_string())?;
-    let Some(previous) = previous.filter(|_| !force) else { return Ok(None) };
-    if previous.last_indexed_leaf_id.is_some() && previous.last_indexed_leaf_id.as_deref() == session.default_leaf_id()
+    let previous =
+        meta::read_or_missing(meta_dir, &session.header.id).map_err(|e| e.to_string())?;
+    let Some(previous) = previous.filter(|_| !force) else {
+        return Ok(None);
+    };
+    if previous.last_indexed_leaf_id.is_some()
+        && previous.last_indexed_leaf_id.as_deref() == session.default_leaf_id()
     {
         return Ok(Some("up to date".into()));
     }
     if offline && previous.model != extractive::MODEL_KEY {
         let by = previous.model;
-        return Ok(Some(format!("its meta was written by {by}; kept (--force replaces it with an offline one)")));
+        return Ok(Some(format!(
+            "its meta was written by {by}; kept (--force replaces it with an offline one)"
+        )));
     }
     Ok(None)
 }
@@ -183,7 +252,10 @@ pub(crate) struct CliHost {
 
 impl HostApi for CliHost {
     fn context(&self) -> SessionContext {
-        SessionContext { agent_dir: self.agent_dir.clone(), ..Default::default() }
+        SessionContext {
+            agent_dir: self.agent_dir.clone(),
+            ..Default::default()
+        }
     }
     fn notify(&self, text: &str, level: NotifyLevel) {
         if level != NotifyLevel::Info {

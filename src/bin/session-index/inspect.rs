@@ -38,10 +38,16 @@ struct Report {
 pub fn run(args: Args) -> Result<(), Failure> {
     let file = session_file(&args.agent.path()?, &args.session)?;
     let s = session::open(&file).map_err(|e| e.to_string())?;
-    let leaf_id = args.leaf.clone().or_else(|| s.default_leaf_id().map(str::to_string));
+    let leaf_id = args
+        .leaf
+        .clone()
+        .or_else(|| s.default_leaf_id().map(str::to_string));
     let branch = s.branch(leaf_id.as_deref());
     if let (Some(leaf), true) = (&args.leaf, branch.is_empty()) {
-        return Err(Failure::Usage(format!("{}: no entry with id {leaf}", file.display())));
+        return Err(Failure::Usage(format!(
+            "{}: no entry with id {leaf}",
+            file.display()
+        )));
     }
     let context: Vec<_> = s.context_refs(&branch).collect();
     let report = Report {

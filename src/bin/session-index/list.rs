@@ -11,8 +11,10 @@ use crate::args::AgentDir;
 use crate::Failure;
 
 #[derive(clap::Args)]
-#[command(after_help = "Examples:\n  session-index list                the project in the current directory\n  \
-session-index list --all --json   every project, for scripts")]
+#[command(
+    after_help = "Examples:\n  session-index list                the project in the current directory\n  \
+session-index list --all --json   every project, for scripts"
+)]
 pub struct Args {
     #[command(flatten)]
     agent: AgentDir,
@@ -36,31 +38,57 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let (index, report) = crate::args::index("list", &agent_dir, None, args.wait)?;
     let mut rows: Vec<SessionRow> = index.sessions().map_err(|e| e.to_string())?;
     if !args.all {
-        let here = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"));
-        let cwd = args.cwd.map_or_else(|| here.map(|d| d.to_string_lossy().into_owned()), Ok)?;
+        let here =
+            std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"));
+        let cwd = args
+            .cwd
+            .map_or_else(|| here.map(|d| d.to_string_lossy().into_owned()), Ok)?;
         rows.retain(|r| discovery::in_project(&r.path, &cwd));
         if rows.is_empty() && !args.json {
             let sessions = agent_dir.join("sessions");
-            eprintln!("session-index: no sessions for {cwd} in {} (--all lists every project)", sessions.display());
+            eprintln!(
+                "session-index: no sessions for {cwd} in {} (--all lists every project)",
+                sessions.display()
+            );
         }
     }
-    rows.sort_by(|a, b| b.last_activity_ms.cmp(&a.last_activity_ms).then_with(|| a.path.cmp(&b.path)));
+    rows.sort_by(|a, b| {
+        b.last_activity_ms
+            .cmp(&a.last_activity_ms)
+            .then_with(|| a.path.cmp(&b.path))
+    });
     // Known by pi's own name first, as `@@` knows it.
-    rows.iter_mut().for_each(|r| r.name = r.session_name.take().or(r.name.take()));
+    rows.iter_mut()
+        .for_each(|r| r.name = r.session_name.take().or(r.name.take()));
     if args.json {
-        crate::args::out(&format!("{}\n", serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?));
+        crate::args::out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
+        ));
     } else {
-        let mut cells = vec![["ID", "NAME", "PROJECT", "DATE", "MSGS", "MODEL", "COST"].map(String::from).to_vec()];
+        let mut cells = vec![["ID", "NAME", "PROJECT", "DATE", "MSGS", "MODEL", "COST"]
+            .map(String::from)
+            .to_vec()];
         let ids = short_ids(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
         for (s, id) in rows.iter().zip(ids) {
             cells.push(vec![
                 id,
-                clip(&flat(s.name.as_deref().or(s.first_message.as_deref()).unwrap_or("(empty)")), 48, Keep::Head),
+                clip(
+                    &flat(
+                        s.name
+                            .as_deref()
+                            .or(s.first_message.as_deref())
+                            .unwrap_or("(empty)"),
+                    ),
+                    48,
+                    Keep::Head,
+                ),
                 clip(&flat(&home_relative(&s.cwd)), 32, Keep::Tail),
                 date(s.last_activity_ms),
                 s.message_count.to_string(),
                 s.model.clone().unwrap_or_else(|| "-".into()),
-                s.cost_usd.map_or_else(|| "-".into(), |c| format!("${c:.4}")),
+                s.cost_usd
+                    .map_or_else(|| "-".into(), |c| format!("${c:.4}")),
             ]);
         }
         crate::args::out(&table(&cells));
@@ -77,10 +105,18 @@ fn short_ids(ids: &[&str]) -> Vec<String> {
     let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
     let shortest = |id: &str| {
         let i = sorted.binary_search(&id).unwrap_or(0);
-        let near = [i.checked_sub(1), Some(i + 1)].into_iter().flatten().filter_map(|j| sorted.get(j));
-        near.map(|other| common(id, other) + 1).max().unwrap_or(0).max(8)
+        let near = [i.checked_sub(1), Some(i + 1)]
+            .into_iter()
+            .flatten()
+            .filter_map(|j| sorted.get(j));
+        near.map(|other| common(id, other) + 1)
+            .max()
+            .unwrap_or(0)
+            .max(8)
     };
-    ids.iter().map(|id| id.chars().take(shortest(id)).collect()).collect()
+    ids.iter()
+        .map(|id| id.chars().take(shortest(id)).collect())
+        .collect()
 }
 
 /// Rows of cells as aligned columns (two spaces apart), the first row a header.
@@ -94,7 +130,11 @@ pub fn table(rows: &[Vec<String>]) -> String {
     }
     let mut out = String::new();
     for row in rows {
-        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
     }
@@ -103,5 +143,9 @@ pub fn table(rows: &[Vec<String>]) -> String {
 
 /// `YYYY-MM-DD HH:MM` (UTC) of a time in ms since the epoch.
 pub fn date(ms: u64) -> String {
-    session_index::time::iso_from_millis(ms as i64).chars().take(16).collect::<String>().replace('T', " ")
+    session_index::time::iso_from_millis(ms as i64)
+        .chars()
+        .take(16)
+        .collect::<String>()
+        .replace('T', " ")
 }

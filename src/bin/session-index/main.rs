@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-const EXIT_CODES: &str = "Examples:\n  session-index list --all\n  session-index show rate-limiter\n\n\
+const EXIT_CODES: &str =
+    "Examples:\n  session-index list --all\n  session-index show rate-limiter\n\n\
 Exit codes: 0 ok; 1 some items failed (a session that could not be read or indexed, \
 a reference that matches no session); 2 usage (bad arguments, an invalid config file).";
 

@@ -10,10 +10,12 @@ use crate::args::AgentDir;
 use crate::Failure;
 
 #[derive(clap::Args)]
-#[command(after_help = "Query syntax: words (any matches, more rank higher), \"exact phrase\", -exclude, \
+#[command(
+    after_help = "Query syntax: words (any matches, more rank higher), \"exact phrase\", -exclude, \
     file:PATH, tag:TAG.\nExamples:\n  session-index search sqlite wal busy\n  \
     session-index search '\"connection refused\"' file:src/db.rs --since 2w\n  \
-    session-index search deploy -staging --all --json")]
+    session-index search deploy -staging --all --json"
+)]
 pub struct Args {
     /// What to look for.
     #[arg(required = true, num_args = 1..)]
@@ -47,8 +49,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let now = session_index::time::now_ms();
-    let time = |t: &Option<String>, end| t.as_deref().map(|t| search::parse_since(t, now, end)).transpose();
-    let cwd = std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned());
+    let time = |t: &Option<String>, end| {
+        t.as_deref()
+            .map(|t| search::parse_since(t, now, end))
+            .transpose()
+    };
+    let cwd = std::env::current_dir()
+        .ok()
+        .map(|d| d.to_string_lossy().into_owned());
     let query = Query {
         project: args.project,
         current_cwd: cwd.filter(|_| !args.all),
@@ -57,7 +65,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
         limit: args.limit.max(1),
         ..Query::parse(&args.query.join(" ")).map_err(|e| e.to_string())?
     };
-    let (index, report) = crate::args::index("search", &args.agent.path()?, args.config.as_deref(), args.wait)?;
+    let (index, report) = crate::args::index(
+        "search",
+        &args.agent.path()?,
+        args.config.as_deref(),
+        args.wait,
+    )?;
     let hits = index.search(&query).map_err(|e| e.to_string())?;
     if args.json {
         let results: Vec<serde_json::Value> = hits
@@ -69,7 +82,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
             })
             .collect();
         let doc = serde_json::json!({ "results": results, "index": report });
-        crate::args::out(&format!("{}\n", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?));
+        crate::args::out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
+        ));
     } else {
         crate::args::out(&table(&hits, std::io::stdout().is_terminal()));
     }
@@ -92,10 +108,20 @@ fn table(hits: &[SessionHit], colour: bool) -> String {
         return "No session matches.\n".into();
     }
     let mut out = String::new();
-    let paint = |code: &str, text: &str| if colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() };
+    let paint = |code: &str, text: &str| {
+        if colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    };
     for (i, hit) in hits.iter().enumerate() {
         let s = &hit.session;
-        let name = s.name.as_deref().or(s.first_message.as_deref()).unwrap_or("(unnamed)");
+        let name = s
+            .name
+            .as_deref()
+            .or(s.first_message.as_deref())
+            .unwrap_or("(unnamed)");
         let name: String = session_index::text::flat(name).chars().take(70).collect();
         let _ = writeln!(
             out,
@@ -106,9 +132,21 @@ fn table(hits: &[SessionHit], colour: bool) -> String {
             s.cwd
         );
         for snippet in &hit.snippets {
-            let text = if colour { snippet.marked("\x1b[1;33m", "\x1b[0m") } else { snippet.marked("**", "**") };
-            let entry = snippet.entry_id.as_deref().map(|e| format!(" {e}")).unwrap_or_default();
-            let abandoned = if snippet.abandoned { ", abandoned branch" } else { "" };
+            let text = if colour {
+                snippet.marked("\x1b[1;33m", "\x1b[0m")
+            } else {
+                snippet.marked("**", "**")
+            };
+            let entry = snippet
+                .entry_id
+                .as_deref()
+                .map(|e| format!(" {e}"))
+                .unwrap_or_default();
+            let abandoned = if snippet.abandoned {
+                ", abandoned branch"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 out,
                 "    {}{}{}: {}",

@@ -8,8 +8,10 @@ use crate::list::date;
 use crate::Failure;
 
 #[derive(clap::Args)]
-#[command(after_help = "Examples:\n  session-index show rate-limiter      by name slug\n  \
-session-index show 019a3f2b --json   by id prefix; the session and its meta file as JSON")]
+#[command(
+    after_help = "Examples:\n  session-index show rate-limiter      by name slug\n  \
+session-index show 019a3f2b --json   by id prefix; the session and its meta file as JSON"
+)]
 pub struct Args {
     /// A session file, or a reference as after `@@`: id, id prefix, name, slug.
     session: String,
@@ -27,27 +29,54 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let meta = meta::read(&agent_dir.join("sessions-meta"), &s.id).map_err(|e| e.to_string())?;
     if args.json {
         let doc = json!({ "session": s, "meta": meta });
-        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
+        );
         return Ok(());
     }
-    let name = s.name.as_deref().or(meta.as_ref().map(|m| m.name.as_str())).unwrap_or("(unnamed)");
+    let name = s
+        .name
+        .as_deref()
+        .or(meta.as_ref().map(|m| m.name.as_str()))
+        .unwrap_or("(unnamed)");
     let mut out = format!("{name}\n");
-    let field = |out: &mut String, key: &str, value: String| out.push_str(&format!("  {key:<9} {value}\n"));
+    let field =
+        |out: &mut String, key: &str, value: String| out.push_str(&format!("  {key:<9} {value}\n"));
     field(&mut out, "id", s.id.clone());
     field(&mut out, "file", s.path.display().to_string());
     field(&mut out, "project", s.cwd.clone());
     field(&mut out, "created", s.created.clone());
-    field(&mut out, "active", format!("{} UTC, {} messages", date(s.last_activity_ms), s.message_count));
+    field(
+        &mut out,
+        "active",
+        format!(
+            "{} UTC, {} messages",
+            date(s.last_activity_ms),
+            s.message_count
+        ),
+    );
     let Some(m) = meta else {
         let short: String = s.id.chars().take(8).collect();
         println!("{out}\nNot indexed yet: session-index index {short}");
         return Ok(());
     };
     let usage = m.usage.unwrap_or_default();
-    let cost = format!("${:.4} ({} in / {} out tokens)", usage.cost_usd, usage.input_tokens, usage.output_tokens);
-    field(&mut out, "indexed", format!("{} by {}, {cost}", m.updated_at, m.model));
+    let cost = format!(
+        "${:.4} ({} in / {} out tokens)",
+        usage.cost_usd, usage.input_tokens, usage.output_tokens
+    );
+    field(
+        &mut out,
+        "indexed",
+        format!("{} by {}, {cost}", m.updated_at, m.model),
+    );
     field(&mut out, "tags", m.tags.join(", "));
-    out.push_str(&format!("\n{}\n\n{}\n", m.description, m.summary.trim_end()));
+    out.push_str(&format!(
+        "\n{}\n\n{}\n",
+        m.description,
+        m.summary.trim_end()
+    ));
     let files = m.files.unwrap_or_default();
     for (title, items) in [
         ("Decisions", m.decisions),
@@ -57,7 +86,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
     ] {
         if !items.is_empty() {
             out.push_str(&format!("\n{title}\n"));
-            items.iter().for_each(|i| out.push_str(&format!("  - {i}\n")));
+            items
+                .iter()
+                .for_each(|i| out.push_str(&format!("  - {i}\n")));
         }
     }
     print!("{out}");

@@ -52,7 +52,9 @@ pub struct Output {
 
 impl Output {
     pub fn new(sink: Box<dyn Write + Send>) -> Self {
-        Output { sink: Mutex::new(sink) }
+        Output {
+            sink: Mutex::new(sink),
+        }
     }
 
     /// Write one line. A closed stdout (the bridge went away) is not an error
@@ -112,7 +114,12 @@ impl ServeHost {
 
     /// Route the bridge's reply to a host request. Unknown ids (late replies) are dropped.
     pub fn deliver(&self, id: &str, reply: Reply) {
-        let waiter = self.shared.pending.lock().ok().and_then(|mut p| p.remove(id));
+        let waiter = self
+            .shared
+            .pending
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(id));
         if let Some(waiter) = waiter {
             let _ = waiter.send(reply);
         }
@@ -131,7 +138,9 @@ impl ServeHost {
     }
 
     fn notify_bridge(&self, method: &str, params: Value) {
-        self.shared.out.send(&json!({"method": method, "params": params}));
+        self.shared
+            .out
+            .send(&json!({"method": method, "params": params}));
     }
 
     /// Send a request to the bridge and block until its reply or `timeout`.
@@ -145,16 +154,23 @@ impl ServeHost {
             Ok(mut pending) => pending.insert(id.clone(), tx),
             Err(_) => return Err(format!("{method}: host state is poisoned")),
         };
-        self.shared.out.send(&json!({"id": id, "method": method, "params": params}));
+        self.shared
+            .out
+            .send(&json!({"id": id, "method": method, "params": params}));
         match rx.recv_timeout(timeout) {
             Ok(reply) => reply.map_err(|e| format!("{method}: {e}")),
             Err(RecvTimeoutError::Timeout) => {
                 if let Ok(mut pending) = self.shared.pending.lock() {
                     pending.remove(&id);
                 }
-                Err(format!("{method}: the bridge did not answer within {} ms", timeout.as_millis()))
+                Err(format!(
+                    "{method}: the bridge did not answer within {} ms",
+                    timeout.as_millis()
+                ))
             }
-            Err(RecvTimeoutError::Disconnected) => Err(format!("{method}: the bridge closed the connection")),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(format!("{method}: the bridge closed the connection"))
+            }
         }
     }
 }
@@ -168,7 +184,13 @@ impl Host for ServeHost {
         if let Some(ctx) = &fresh {
             self.set_context(ctx);
         }
-        let ctx = fresh.unwrap_or_else(|| self.shared.ctx.lock().map(|c| c.clone()).unwrap_or_default());
+        let ctx = fresh.unwrap_or_else(|| {
+            self.shared
+                .ctx
+                .lock()
+                .map(|c| c.clone())
+                .unwrap_or_default()
+        });
         RString::from(serde_json::to_string(&ctx).unwrap_or_else(|_| "{}".into()))
     }
 
@@ -178,14 +200,20 @@ impl Host for ServeHost {
     }
 
     fn notify(&self, text: RStr<'_>, level: RStr<'_>) {
-        self.notify_bridge("notify", json!({"text": text.as_str(), "level": level.as_str()}));
+        self.notify_bridge(
+            "notify",
+            json!({"text": text.as_str(), "level": level.as_str()}),
+        );
     }
 
     fn append_entry(&self, custom_type: RStr<'_>, data_json: RStr<'_>) {
         // The plugin promises JSON; anything else is kept as a string rather than dropped.
-        let data =
-            serde_json::from_str::<Value>(data_json.as_str()).unwrap_or_else(|_| Value::from(data_json.as_str()));
-        self.notify_bridge("appendEntry", json!({"customType": custom_type.as_str(), "data": data}));
+        let data = serde_json::from_str::<Value>(data_json.as_str())
+            .unwrap_or_else(|_| Value::from(data_json.as_str()));
+        self.notify_bridge(
+            "appendEntry",
+            json!({"customType": custom_type.as_str(), "data": data}),
+        );
     }
 
     fn set_session_name(&self, name: RStr<'_>) {
@@ -193,8 +221,17 @@ impl Host for ServeHost {
     }
 
     fn api_key(&self, provider: RStr<'_>) -> ROption<RString> {
-        let reply = self.request("apiKey", json!({"provider": provider.as_str()}), self.shared.timeouts.api_key);
-        match reply.ok().as_ref().and_then(|v| v.get("key")).and_then(Value::as_str) {
+        let reply = self.request(
+            "apiKey",
+            json!({"provider": provider.as_str()}),
+            self.shared.timeouts.api_key,
+        );
+        match reply
+            .ok()
+            .as_ref()
+            .and_then(|v| v.get("key"))
+            .and_then(Value::as_str)
+        {
             Some(key) if !key.is_empty() => ROption::RSome(RString::from(key)),
             _ => ROption::RNone,
         }
@@ -206,14 +243,21 @@ impl Host for ServeHost {
 
     fn complete(&self, request_json: RStr<'_>) -> RResult<RString, RString> {
         if !self.can_complete() {
-            return RResult::RErr(RString::from("this bridge does not serve model completions"));
+            return RResult::RErr(RString::from(
+                "this bridge does not serve model completions",
+            ));
         }
         let request: Value = match serde_json::from_str(request_json.as_str()) {
             Ok(v) => v,
-            Err(e) => return RResult::RErr(RString::from(format!("invalid completion request: {e}"))),
+            Err(e) => {
+                return RResult::RErr(RString::from(format!("invalid completion request: {e}")))
+            }
         };
         let t = &self.shared.timeouts;
-        let own = request.get("timeoutMs").and_then(Value::as_u64).map(Duration::from_millis);
+        let own = request
+            .get("timeoutMs")
+            .and_then(Value::as_u64)
+            .map(Duration::from_millis);
         let timeout = own.unwrap_or(t.complete_default) + t.complete_margin;
         match self.request("complete", request, timeout) {
             Ok(response) => RResult::ROk(RString::from(response.to_string())),
@@ -232,6 +276,9 @@ impl Host for ServeHost {
     fn wait_for_idle(&self, timeout_ms: u64) -> bool {
         let timeout = Duration::from_millis(timeout_ms) + self.shared.timeouts.idle_margin;
         let reply = self.request("waitForIdle", json!({"timeoutMs": timeout_ms}), timeout);
-        reply.ok().and_then(|v| v.get("idle").and_then(Value::as_bool)).unwrap_or(false)
+        reply
+            .ok()
+            .and_then(|v| v.get("idle").and_then(Value::as_bool))
+            .unwrap_or(false)
     }
 }

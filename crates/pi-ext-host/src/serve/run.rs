@@ -30,7 +30,10 @@ pub struct ServeArgs {
 /// has been written to stdout then); the caller prints them as one line.
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<(), HostError> {
     let log_level = LogLevel::from_name(&args.log_level).ok_or_else(|| {
-        HostError::Usage(format!("--log-level: unknown level '{}' (trace, debug, info, warn, error)", args.log_level))
+        HostError::Usage(format!(
+            "--log-level: unknown level '{}' (trace, debug, info, warn, error)",
+            args.log_level
+        ))
     })?;
     let manifest = Manifest::load(&cli.plugin)?;
     let config = manifest.config_json(cli.config.as_deref());
@@ -48,7 +51,8 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<(), HostError> {
     let config_override = cli.config.clone();
     let factory: BackendFactory = Box::new(move |host: ServeHost| {
         let host: HostBox = Host_TO::from_value(host, TD_Opaque);
-        let instance = PluginInstance::new(module, host, &manifest.dir, &config).map_err(|e| e.to_string())?;
+        let instance =
+            PluginInstance::new(module, host, &manifest.dir, &config).map_err(|e| e.to_string())?;
         manifest.warn_config_problems(config_override.as_deref(), &instance.registrations());
         Ok(Arc::new(instance) as Arc<dyn Backend>)
     });

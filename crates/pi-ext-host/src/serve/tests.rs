@@ -38,7 +38,9 @@ struct LineSink(Sender<Value>);
 impl Write for LineSink {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         for line in String::from_utf8_lossy(bytes).lines() {
-            let _ = self.0.send(serde_json::from_str(line).expect("server wrote a JSON line"));
+            let _ = self
+                .0
+                .send(serde_json::from_str(line).expect("server wrote a JSON line"));
         }
         Ok(bytes.len())
     }
@@ -58,16 +60,26 @@ impl Backend for Scripted {
         Ok(json!({"events": ["agent_end"], "commands": [], "tools": []}))
     }
     fn event(&self, call: &EventCall) -> Result<Value, String> {
-        self.host.set_status(RStr::from_str("k"), abi_stable::std_types::ROption::RSome(RStr::from_str(&call.event)));
-        self.host.log(LogLevel::Debug, RStr::from_str("t"), RStr::from_str("dropped below info"));
-        self.host.log(LogLevel::Warn, RStr::from_str("t"), RStr::from_str("kept"));
+        self.host.set_status(
+            RStr::from_str("k"),
+            abi_stable::std_types::ROption::RSome(RStr::from_str(&call.event)),
+        );
+        self.host.log(
+            LogLevel::Debug,
+            RStr::from_str("t"),
+            RStr::from_str("dropped below info"),
+        );
+        self.host
+            .log(LogLevel::Warn, RStr::from_str("t"), RStr::from_str("kept"));
         Ok(Value::Null)
     }
     fn tool(&self, call: &ToolCall) -> Result<Value, String> {
         let request = json!({"system": "s", "messages": [], "maxTokens": 1, "timeoutMs": call.params["timeoutMs"]});
         let answer = self.host.complete(RStr::from_str(&request.to_string()));
         Ok(match answer {
-            abi_stable::std_types::RResult::ROk(text) => json!({"ok": serde_json::from_str::<Value>(&text).ok()}),
+            abi_stable::std_types::RResult::ROk(text) => {
+                json!({"ok": serde_json::from_str::<Value>(&text).ok()})
+            }
             abi_stable::std_types::RResult::RErr(e) => json!({"err": e.as_str()}),
         })
     }
@@ -76,7 +88,11 @@ impl Backend for Scripted {
     }
     fn request(&self, method: &str, _payload: &Value) -> Result<Value, String> {
         match method {
-            "key" => Ok(json!(self.host.api_key(RStr::from_str("openai")).into_option().map(|k| k.into_string()))),
+            "key" => Ok(json!(self
+                .host
+                .api_key(RStr::from_str("openai"))
+                .into_option()
+                .map(|k| k.into_string()))),
             "ctx" => Ok(serde_json::from_str(self.host.context().as_str()).unwrap_or(Value::Null)),
             other => Err(format!("unknown request '{other}'")),
         }
@@ -106,8 +122,12 @@ impl Harness {
         let out = Arc::new(Output::new(Box::new(LineSink(out_tx))));
         let host = ServeHost::new(Arc::clone(&out), LogLevel::Info, timeouts);
         let counter = Arc::clone(&shutdowns);
-        let factory: BackendFactory =
-            Box::new(move |host| Ok(Arc::new(Scripted { host, shutdowns: Arc::clone(&counter) }) as Arc<dyn Backend>));
+        let factory: BackendFactory = Box::new(move |host| {
+            Ok(Arc::new(Scripted {
+                host,
+                shutdowns: Arc::clone(&counter),
+            }) as Arc<dyn Backend>)
+        });
         let options = ServerOptions {
             plugin_info: json!({"plugin": "scripted@0"}),
             shutdown_timeout: Duration::from_millis(500),
@@ -115,10 +135,18 @@ impl Harness {
         };
         let server = Server::new(out, host, factory, options);
         std::thread::spawn(move || {
-            server.serve(BufReader::new(ChannelReader { rx: in_rx, buf: Vec::new() }));
+            server.serve(BufReader::new(ChannelReader {
+                rx: in_rx,
+                buf: Vec::new(),
+            }));
             let _ = done_tx.send(());
         });
-        Harness { input: Some(in_tx), output: out_rx, done: done_rx, shutdowns }
+        Harness {
+            input: Some(in_tx),
+            output: out_rx,
+            done: done_rx,
+            shutdowns,
+        }
     }
 
     fn send(&self, message: Value) {
@@ -128,7 +156,9 @@ impl Harness {
     }
 
     fn next(&self) -> Value {
-        self.output.recv_timeout(Duration::from_secs(5)).expect("a line from the server within 5 s")
+        self.output
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a line from the server within 5 s")
     }
 
     /// Next line that is not a `log` notification.
@@ -156,30 +186,54 @@ fn init_reports_plugin_protocol_and_registrations() {
     assert_eq!(reply["id"], 1);
     assert_eq!(reply["result"]["plugin"], "scripted@0");
     assert_eq!(reply["result"]["protocol"], SERVE_PROTOCOL_VERSION);
-    assert_eq!(reply["result"]["registrations"]["events"], json!(["agent_end"]));
+    assert_eq!(
+        reply["result"]["registrations"]["events"],
+        json!(["agent_end"])
+    );
 }
 
 #[test]
 fn calls_before_init_and_unknown_methods_get_errors() {
     let h = Harness::start(HostTimeouts::default());
     h.send(json!({"id": "a", "method": "event", "params": {"event": "agent_end"}}));
-    assert_eq!(h.next()["error"]["message"], "not initialized: send init first");
+    assert_eq!(
+        h.next()["error"]["message"],
+        "not initialized: send init first"
+    );
     h.init();
     h.send(json!({"id": 2, "method": "frobnicate"}));
     assert_eq!(h.next()["error"]["message"], "unknown method 'frobnicate'");
     h.send(json!({"id": 3, "method": "tool", "params": {"tool": 5}}));
-    assert!(h.next()["error"]["message"].as_str().unwrap().starts_with("invalid tool call:"));
-    h.input.as_ref().unwrap().send(b"not json\n".to_vec()).unwrap();
-    assert!(h.next()["error"]["message"].as_str().unwrap().starts_with("invalid JSON line"));
+    assert!(h.next()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("invalid tool call:"));
+    h.input
+        .as_ref()
+        .unwrap()
+        .send(b"not json\n".to_vec())
+        .unwrap();
+    assert!(h.next()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("invalid JSON line"));
 }
 
 #[test]
 fn events_emit_notifications_and_filter_logs() {
     let h = Harness::start(HostTimeouts::default());
     h.init();
-    h.send(json!({"id": 2, "method": "event", "params": {"event": "agent_end", "ctx": {"cwd": "/w"}}}));
-    assert_eq!(h.next(), json!({"method": "setStatus", "params": {"key": "k", "text": "agent_end"}}));
-    assert_eq!(h.next(), json!({"method": "log", "params": {"level": "warn", "target": "t", "message": "kept"}}));
+    h.send(
+        json!({"id": 2, "method": "event", "params": {"event": "agent_end", "ctx": {"cwd": "/w"}}}),
+    );
+    assert_eq!(
+        h.next(),
+        json!({"method": "setStatus", "params": {"key": "k", "text": "agent_end"}})
+    );
+    assert_eq!(
+        h.next(),
+        json!({"method": "log", "params": {"level": "warn", "target": "t", "message": "kept"}})
+    );
     assert_eq!(h.next(), json!({"id": 2, "result": null}));
 }
 
@@ -194,25 +248,40 @@ fn a_tool_blocked_on_complete_gets_the_bridges_reply() {
     let id = request["id"].as_str().unwrap().to_string();
     // While the tool waits, the reader still serves other calls.
     h.send(json!({"id": 8, "method": "flush", "params": {"timeoutMs": 10}}));
-    assert_eq!(h.next(), json!({"id": 8, "result": {"pending": 0, "idle": true}}));
-    let response = json!({"text": "{}", "model": "m/x", "usage": {"inputTokens": 1, "outputTokens": 1}});
+    assert_eq!(
+        h.next(),
+        json!({"id": 8, "result": {"pending": 0, "idle": true}})
+    );
+    let response =
+        json!({"text": "{}", "model": "m/x", "usage": {"inputTokens": 1, "outputTokens": 1}});
     h.send(json!({"id": id, "result": response}));
     assert_eq!(h.next(), json!({"id": 7, "result": {"ok": response}}));
 }
 
 #[test]
 fn host_requests_time_out_and_bridge_errors_pass_through() {
-    let timeouts = HostTimeouts { complete_margin: Duration::from_millis(0), ..HostTimeouts::default() };
+    let timeouts = HostTimeouts {
+        complete_margin: Duration::from_millis(0),
+        ..HostTimeouts::default()
+    };
     let h = Harness::start(timeouts);
     h.init();
-    h.send(json!({"id": 1, "method": "tool", "params": {"tool": "ask", "params": {"timeoutMs": 200}}}));
+    h.send(
+        json!({"id": 1, "method": "tool", "params": {"tool": "ask", "params": {"timeoutMs": 200}}}),
+    );
     assert_eq!(h.next()["method"], "complete"); // never answered
     let reply = h.next();
-    assert_eq!(reply["result"]["err"], "complete: the bridge did not answer within 200 ms");
+    assert_eq!(
+        reply["result"]["err"],
+        "complete: the bridge did not answer within 200 ms"
+    );
 
     h.send(json!({"id": 2, "method": "request", "params": {"method": "key"}}));
     let request = h.next();
-    assert_eq!(request, json!({"id": request["id"], "method": "apiKey", "params": {"provider": "openai"}}));
+    assert_eq!(
+        request,
+        json!({"id": request["id"], "method": "apiKey", "params": {"provider": "openai"}})
+    );
     h.send(json!({"id": request["id"], "error": {"message": "no registry"}}));
     assert_eq!(h.next(), json!({"id": 2, "result": null}));
 
@@ -225,14 +294,20 @@ fn host_requests_time_out_and_bridge_errors_pass_through() {
 
 #[test]
 fn context_asks_the_bridge_and_falls_back_to_the_last_call() {
-    let timeouts = HostTimeouts { context: Duration::from_millis(100), ..HostTimeouts::default() };
+    let timeouts = HostTimeouts {
+        context: Duration::from_millis(100),
+        ..HostTimeouts::default()
+    };
     let h = Harness::start(timeouts);
     h.init();
     h.send(json!({"id": 2, "method": "request", "params": {"method": "ctx"}}));
     let request = h.next();
     assert_eq!(request["method"], "context");
     h.send(json!({"id": request["id"], "result": {"cwd": "/fresh", "leafId": "abcd1234"}}));
-    assert_eq!(h.next()["result"], json!({"cwd": "/fresh", "leafId": "abcd1234", "agentDir": "", "hasUi": false}));
+    assert_eq!(
+        h.next()["result"],
+        json!({"cwd": "/fresh", "leafId": "abcd1234", "agentDir": "", "hasUi": false})
+    );
 
     h.send(json!({"id": 3, "method": "event", "params": {"event": "x", "ctx": {"cwd": "/event", "sessionId": "s1"}}}));
     while h.next_non_log()["id"] != 3 {}
@@ -248,11 +323,16 @@ fn eof_fails_waiting_requests_and_shuts_the_plugin_down() {
     h.send(json!({"id": 5, "method": "tool", "params": {"tool": "ask", "params": {"timeoutMs": 60000}}}));
     assert_eq!(h.next()["method"], "complete");
     h.input = None; // EOF
-    h.done.recv_timeout(Duration::from_secs(5)).expect("serve returns after EOF");
+    h.done
+        .recv_timeout(Duration::from_secs(5))
+        .expect("serve returns after EOF");
     assert_eq!(*h.shutdowns.lock().unwrap(), 1);
     let reply = h.next();
     assert_eq!(reply["id"], 5);
-    assert_eq!(reply["result"]["err"], "complete: the bridge closed the connection");
+    assert_eq!(
+        reply["result"]["err"],
+        "complete: the bridge closed the connection"
+    );
 }
 
 #[test]
@@ -261,11 +341,16 @@ fn calls_sent_with_init_wait_for_it_and_eof_lets_them_answer() {
     h.send(json!({"id": 1, "method": "init", "params": {}}));
     h.send(json!({"id": 2, "method": "flush", "params": {"timeoutMs": 1}}));
     h.input = None; // EOF right away: both replies must still go out
-    h.done.recv_timeout(Duration::from_secs(5)).expect("serve returns after EOF");
+    h.done
+        .recv_timeout(Duration::from_secs(5))
+        .expect("serve returns after EOF");
     let mut replies = [h.next(), h.next()];
     replies.sort_by_key(|r| r["id"].as_u64());
     assert_eq!(replies[0]["result"]["plugin"], "scripted@0");
-    assert_eq!(replies[1], json!({"id": 2, "result": {"pending": 0, "idle": true}}));
+    assert_eq!(
+        replies[1],
+        json!({"id": 2, "result": {"pending": 0, "idle": true}})
+    );
 }
 
 #[test]
@@ -312,13 +397,24 @@ fn a_client_session_file_must_be_a_regular_file_inside_the_sessions_dir() {
             }
         }
     };
-    for (id, file, problem) in
-        [(2, secret.clone(), "outside"), (3, project.join("link.jsonl"), "outside"), (4, fifo, "FIFO")]
-    {
+    for (id, file, problem) in [
+        (2, secret.clone(), "outside"),
+        (3, project.join("link.jsonl"), "outside"),
+        (4, fifo, "FIFO"),
+    ] {
         let reply = call(id, &file);
         let message = reply["error"]["message"].as_str().unwrap_or_default();
-        assert!(message.starts_with("ctx.sessionFile ") && message.contains(problem), "{reply}");
+        assert!(
+            message.starts_with("ctx.sessionFile ") && message.contains(problem),
+            "{reply}"
+        );
     }
-    assert_eq!(call(5, &project.join("ok.jsonl")), json!({"id": 5, "result": null}));
-    assert_eq!(call(6, &project.join("not-yet-written.jsonl")), json!({"id": 6, "result": null}));
+    assert_eq!(
+        call(5, &project.join("ok.jsonl")),
+        json!({"id": 5, "result": null})
+    );
+    assert_eq!(
+        call(6, &project.join("not-yet-written.jsonl")),
+        json!({"id": 6, "result": null})
+    );
 }
