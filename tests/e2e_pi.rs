@@ -1,7 +1,7 @@
 //! End-to-end test with the real pi from npm: runs `tests/e2e/run.mjs`, which
 //! installs pi 0.73.1 (once, cached under target/), starts a mock
 //! OpenAI-compatible server and drives pi in RPC mode with the bridge
-//! (examples/pi-bridge) loading this workspace's `pi-ext-host` and plugin
+//! (bridge/) loading this workspace's `pi-ext-host` and plugin
 //! library; then `install.test.mjs` installs this checkout with `pi install`
 //! into a temporary HOME, which builds `target/release` (once: the release
 //! build of the two crates is part of CI, later runs reuse it). Needs

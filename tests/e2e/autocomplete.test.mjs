@@ -1,4 +1,4 @@
-// The bridge's `@@` editor completion (examples/pi-bridge/autocomplete.ts),
+// The bridge's `@@` editor completion (bridge/autocomplete.ts),
 // loaded through jiti exactly as pi loads extension code.
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
@@ -9,7 +9,7 @@ import { nodeDir, REPO } from "./setup.mjs";
 const require = createRequire(join(nodeDir(), "node_modules/@mariozechner/pi-coding-agent/package.json"));
 const { createJiti } = require("jiti");
 const jiti = createJiti(import.meta.url);
-const { referenceProvider, referenceToken } = await jiti.import(join(REPO, "examples/pi-bridge/autocomplete.ts"));
+const { referenceProvider, referenceToken } = await jiti.import(join(REPO, "bridge/autocomplete.ts"));
 
 const pis = {
 	calls: 0,

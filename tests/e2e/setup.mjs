@@ -7,7 +7,8 @@ import { fileURLToPath } from "node:url";
 
 export const PI_VERSION = "0.73.1";
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-export const BRIDGE = join(REPO, "examples/pi-bridge/index.ts");
+/** The package's pi extension entry (package.json `pi.extensions`), which loads bridge/index.ts. */
+export const BRIDGE = join(REPO, "index.ts");
 
 /** Directory holding node_modules/@mariozechner/pi-coding-agent (installed by run.mjs). */
 export function nodeDir() {

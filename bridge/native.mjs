@@ -2,7 +2,7 @@
 // where they are found, and the one-time build that makes them.
 //
 // Plain JavaScript, so the same file serves the bridge (loaded by pi) and the
-// package's npm `install` script (`node examples/pi-bridge/native.mjs build`),
+// package's npm `install` script (`node bridge/native.mjs build`),
 // which `pi install git:…` runs after cloning.
 //
 // Lookup, first hit wins:
@@ -29,9 +29,9 @@ const STAMP = ".session-index-built";
 export const PLATFORM_PACKAGE = `@session-index/${process.platform}-${process.arch}`;
 export const BUILD_ARGS = ["build", "--release", "-p", "session-index", "-p", "pi-ext-host"];
 
-/** The package root (package.json + plugin.toml + Cargo.toml two levels up), if the bridge runs from one. */
+/** The package root (package.json + plugin.toml + Cargo.toml one level up), if the bridge runs from one. */
 export function packageRoot() {
-	const root = resolve(here, "../..");
+	const root = resolve(here, "..");
 	const ok = ["package.json", "plugin.toml", "Cargo.toml"].every((f) => existsSync(join(root, f)));
 	return ok ? root : undefined;
 }

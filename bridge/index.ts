@@ -126,7 +126,7 @@ export default async function piBridge(pi: ExtensionAPI) {
 			statusKeys.clear();
 		},
 		onStart: async (client) => {
-			const params = { ctx: sessionContext(current), canComplete: true, client: `pi-bridge (pi ${VERSION})` };
+			const params = { ctx: sessionContext(current), canComplete: true, client: `session-index bridge (pi ${VERSION})` };
 			const result = await client.send("init", params, TIMEOUTS.init);
 			registrations ??= result?.registrations;
 		},
