@@ -150,7 +150,7 @@ export class HostClient {
 	}
 
 	/** Send a request without restarting (used by `onStart` for `init`). */
-	send(method: string, params: unknown, timeoutMs: number): Promise<any> {
+	send<R = unknown>(method: string, params: unknown, timeoutMs: number): Promise<R> {
 		return new Promise((resolve, reject) => {
 			const id = this.nextId++;
 			const timer = setTimeout(() => {
@@ -167,7 +167,7 @@ export class HostClient {
 	}
 
 	/** Send a request, (re)starting the host first when it is down and restarts remain. */
-	async request(method: string, params: unknown, timeoutMs: number): Promise<any> {
+	async request<R = unknown>(method: string, params: unknown, timeoutMs: number): Promise<R> {
 		if (!this.child && !this.starting) {
 			if (this.restarts >= this.maxRestarts) {
 				throw new HostError(`pi-ext-host is down (gave up after ${this.restarts} restarts)`);
@@ -176,7 +176,7 @@ export class HostClient {
 			this.options.log("info", `starting pi-ext-host (restart ${this.restarts}/${this.maxRestarts})`);
 		}
 		await this.ensureStarted();
-		return this.send(method, params, timeoutMs);
+		return this.send<R>(method, params, timeoutMs);
 	}
 
 	get running(): boolean {

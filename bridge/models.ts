@@ -5,28 +5,9 @@
  */
 import { completeSimple } from "@mariozechner/pi-ai";
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
+import type { CompletionRequest, CompletionResponse, JsonValue } from "./protocol.js";
 
-/** pi-ext-abi `CompletionRequest` (camelCase JSON). */
-export interface CompletionRequest {
-	model?: string;
-	/** Since 1.1: every acceptable `provider/id` in order of preference (the plugin's modelKeys). */
-	candidates?: string[];
-	system: string;
-	messages: { role: string; content: string }[];
-	maxTokens: number;
-	jsonSchema?: Record<string, unknown>;
-	timeoutMs: number;
-}
-
-/** pi-ext-abi `CompletionResponse`. */
-export interface CompletionResponse {
-	text: string;
-	model: string;
-	usage: { inputTokens: number; outputTokens: number; costUsd?: number };
-	/** Since 1.1: why this model: `configured`, `cheapest` (pi's registry) or `session` (fallback). */
-	choice: Choice;
-}
-
+/** Why the bridge picked the model (CompletionResponse.choice). */
 type Choice = "configured" | "cheapest" | "session";
 
 export function modelKey(model: { provider: string; id: string } | undefined): string | undefined {
@@ -136,7 +117,7 @@ export async function complete(ctx: ExtensionContext, request: CompletionRequest
 }
 
 /** Ask OpenAI-style APIs for schema-constrained output; other APIs keep the payload. */
-function withJsonSchema(api: string, payload: unknown, schema: Record<string, unknown>): unknown {
+function withJsonSchema(api: string, payload: unknown, schema: JsonValue): unknown {
 	if (!payload || typeof payload !== "object") return undefined;
 	const format = { name: "result", schema, strict: false };
 	if (api === "openai-completions") {

@@ -53,6 +53,7 @@ const files = process.argv.slice(2);
 const tests = files.length
 	? files
 	: [
+			join(REPO, "tests/e2e/bridge-types.test.mjs"),
 			join(REPO, "tests/e2e/autocomplete.test.mjs"),
 			join(REPO, "tests/e2e/bridge.test.mjs"),
 			join(REPO, "tests/e2e/session-index.test.mjs"),

@@ -36,6 +36,8 @@ use abi_stable::{
 };
 
 pub mod protocol;
+#[cfg(test)]
+mod typescript;
 
 /// Major version of this interface. A host refuses plugins whose major differs.
 pub const ABI_MAJOR: u32 = 1;

@@ -47,6 +47,7 @@ pub const EVENTS: &[&str] = &[
 ];
 
 /// pi's `ExtensionContext`, reduced to plain data.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionContext {
@@ -107,6 +108,7 @@ pub fn agent_dir() -> Option<PathBuf> {
 }
 
 /// An event delivered to [`crate::Plugin::on_event`].
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct EventCall {
@@ -152,6 +154,7 @@ impl EventCall {
 }
 
 /// Result of the `input` event (pi's `{action, text}`).
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "action", rename_all = "camelCase")]
 pub enum InputResult {
@@ -161,6 +164,7 @@ pub enum InputResult {
 }
 
 /// A message injected by `before_agent_start`; pi persists it as a `custom_message` entry.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomMessage {
@@ -173,6 +177,7 @@ pub struct CustomMessage {
 }
 
 /// Result of `before_agent_start` (pi's `{message?, systemPrompt?}`).
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct BeforeAgentStartResult {
@@ -183,6 +188,7 @@ pub struct BeforeAgentStartResult {
 }
 
 /// A command the plugin registers (pi's `pi.registerCommand(name, {description})`).
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CommandSpec {
@@ -191,6 +197,7 @@ pub struct CommandSpec {
 }
 
 /// A tool the plugin registers (pi's `pi.registerTool`).
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolSpec {
@@ -206,6 +213,7 @@ pub struct ToolSpec {
 }
 
 /// Everything a plugin registers, returned by [`crate::Plugin::registrations`].
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Registrations {
@@ -220,6 +228,7 @@ pub struct Registrations {
 }
 
 /// A tool invocation.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall {
@@ -234,6 +243,7 @@ pub struct ToolCall {
 }
 
 /// One content part of a tool result (pi's `{type: "text", text}`).
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum ContentPart {
@@ -241,6 +251,7 @@ pub enum ContentPart {
 }
 
 /// A tool result (pi's `{content, details, isError}`).
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {
@@ -262,6 +273,7 @@ impl ToolResult {
 }
 
 /// A command invocation (`/name args`).
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct CommandCall {
@@ -275,6 +287,7 @@ pub struct CommandCall {
 }
 
 /// Outcome of a command; the plugin also reports through Host callbacks.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CommandResult {
@@ -290,6 +303,7 @@ pub struct CommandResult {
 
 /// Since 1.1: a session control the host performs for a command (pi's
 /// `ctx.ui.select`, `ctx.switchSession`, `ctx.newSession`, `ctx.ui.pasteToEditor`).
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Action {
@@ -326,6 +340,7 @@ pub const ACTIONS: &[&str] = &[
 ];
 
 /// One choice of [`Action::Select`].
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct SelectOption {
@@ -335,6 +350,7 @@ pub struct SelectOption {
 }
 
 /// State of background work after [`crate::Plugin::flush`] or `shutdown`.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct FlushReport {
@@ -345,6 +361,7 @@ pub struct FlushReport {
 }
 
 /// One chat message of a [`CompletionRequest`].
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatMessage {
@@ -354,6 +371,7 @@ pub struct ChatMessage {
 }
 
 /// A model completion the plugin asks the host to run ([`crate::Host::complete`]).
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CompletionRequest {
@@ -370,20 +388,25 @@ pub struct CompletionRequest {
     /// When set, the answer must be a JSON object matching this schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub json_schema: Option<Value>,
+    #[cfg_attr(test, ts(type = "number"))]
     pub timeout_ms: u64,
 }
 
 /// Token usage of a completion.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
+    #[cfg_attr(test, ts(type = "number"))]
     pub input_tokens: u64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub output_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
 }
 
 /// The host's answer to a [`CompletionRequest`].
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CompletionResponse {
