@@ -4,11 +4,11 @@
 //
 //   node tests/e2e/run.mjs [test files...]
 //
-// pi comes from tools/pi-ref/node_modules when CI installed it there, else it is
-// installed once from tools/pi-ref's lockfile into target/e2e-node (reused later).
+// pi (and tsc, for the bridge's type check) come from tools/pi-ref/node_modules when CI installed
+// them there, else from tools/pi-ref's lockfile installed once into target/e2e-node (reused later).
 // PI_E2E_NODE_DIR points at any directory that already holds the pinned pi.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { installedPiVersion, PI_VERSION, REPO } from "./setup.mjs";
 
@@ -23,28 +23,32 @@ if (major < 20) fail(`node >= 20 is required (pi ${PI_VERSION}), found ${process
 const npm = spawnSync("npm", ["--version"], { encoding: "utf8", shell: process.platform === "win32" });
 if (npm.status !== 0) fail("npm is required by the end-to-end test (it installs pi): install Node.js with npm");
 
+/** A directory holding the pinned pi and the TypeScript compiler of tools/pi-ref's lockfile. */
+function ready(dir) {
+	return installedPiVersion(dir) === PI_VERSION && existsSync(join(dir, "node_modules/typescript/bin/tsc"));
+}
+
 function ensurePi() {
 	if (process.env.PI_E2E_NODE_DIR) {
 		const dir = resolve(process.env.PI_E2E_NODE_DIR);
-		const found = installedPiVersion(dir);
-		if (found !== PI_VERSION) fail(`PI_E2E_NODE_DIR has pi ${found ?? "(none)"}, need ${PI_VERSION}`);
+		if (!ready(dir)) fail(`PI_E2E_NODE_DIR has pi ${installedPiVersion(dir) ?? "(none)"}, need ${PI_VERSION} and typescript (npm ci --prefix tools/pi-ref)`);
 		return dir;
 	}
 	const pinned = join(REPO, "tools/pi-ref");
-	if (installedPiVersion(pinned) === PI_VERSION) return pinned;
+	if (ready(pinned)) return pinned;
 	const cache = join(REPO, "target/e2e-node");
-	if (installedPiVersion(cache) === PI_VERSION) return cache;
+	if (ready(cache)) return cache;
 
 	mkdirSync(cache, { recursive: true });
 	copyFileSync(join(pinned, "package.json"), join(cache, "package.json"));
 	copyFileSync(join(pinned, "package-lock.json"), join(cache, "package-lock.json"));
-	console.error(`e2e: installing @mariozechner/pi-coding-agent@${PI_VERSION} into ${cache}`);
+	console.error(`e2e: installing tools/pi-ref's lockfile (pi ${PI_VERSION}, typescript) into ${cache}`);
 	const install = spawnSync("npm", ["ci", "--no-audit", "--no-fund", "--prefix", cache], {
 		stdio: ["ignore", "inherit", "inherit"],
 		shell: process.platform === "win32",
 	});
 	if (install.status !== 0) fail(`npm ci into ${cache} failed (exit ${install.status})`);
-	if (installedPiVersion(cache) !== PI_VERSION) fail(`npm installed no pi ${PI_VERSION} into ${cache}`);
+	if (!ready(cache)) fail(`npm installed no pi ${PI_VERSION} with typescript into ${cache}`);
 	return cache;
 }
 
