@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use session_index::catalog::{slug, Catalog};
+use session_index::resolve::{slug, Catalog};
 
 #[path = "../tests/support/rng.rs"]
 mod rng;

@@ -21,7 +21,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use session_index::search::{Index, Query};
+use session_index::store::{Index, Query};
 
 #[path = "../tests/support/rng.rs"]
 mod rng;
@@ -237,7 +237,7 @@ fn sorted(mut v: Vec<f64>) -> Vec<f64> {
     v
 }
 
-fn update_all(index: &mut Index, agent: &Path) -> session_index::search::UpdateReport {
+fn update_all(index: &mut Index, agent: &Path) -> session_index::store::UpdateReport {
     index
         .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
         .expect("update")

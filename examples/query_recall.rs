@@ -6,8 +6,13 @@
 //! With a question id, prints that question's assembled context and offline
 //! answer instead of the table.
 
+// The QA fixture of the integration tests, with the two modules it uses from its parent.
 #[path = "../tests/support/qa.rs"]
 mod qa;
+#[path = "../tests/support/rng.rs"]
+mod rng;
+#[path = "../tests/support/shared_dir.rs"]
+mod shared_dir;
 
 fn main() {
     let budget: usize = std::env::args()
@@ -15,13 +20,13 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(8000);
     if let Some(id) = std::env::args().nth(2) {
-        let (text, answer, millis) = qa::dump(&id, budget);
+        let (text, answer, millis) = dump(&id, budget);
         println!(
             "{text}\n==== offline answer ({millis:.1} ms to open, assemble and answer)\n{answer}"
         );
         return;
     }
-    let timings = qa::time_sessions(budget, 5);
+    let timings = time_sessions(budget, 5);
     let results = qa::run_all(budget);
     let n = results.len() as f64;
     println!(
@@ -98,4 +103,67 @@ fn main() {
             bytes as f64 / 1024.0
         );
     }
+}
+
+/// The assembled context and offline answer of one question, and the time
+/// to open the session, assemble and answer (ms).
+fn dump(question_id: &str, budget: usize) -> (String, String, f64) {
+    let (questions, specs) = qa::load_fixture();
+    let q = questions
+        .iter()
+        .find(|q| q.id == question_id)
+        .unwrap_or_else(|| panic!("no question {question_id}"));
+    let tmp = std::env::temp_dir().join(format!("session-index-qa-dump-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("tmp dir");
+    let paths = qa::session_paths(&specs, &tmp);
+    let started = std::time::Instant::now();
+    let session = session_index::session::open(&paths[&q.session]).expect("open");
+    let prepared =
+        session_index::features::query::prepare(&session, None, None, &q.question, budget)
+            .expect("prepare");
+    let answer = session_index::features::query::offline_answer(&prepared);
+    let millis = started.elapsed().as_secs_f64() * 1000.0;
+    let _ = std::fs::remove_dir_all(&tmp);
+    (
+        prepared.assembled.text,
+        serde_json::to_string_pretty(&answer).unwrap_or_default(),
+        millis,
+    )
+}
+
+/// Per session of the fixture: (name, file bytes, median ms to open, assemble and answer offline).
+fn time_sessions(budget: usize, runs: usize) -> Vec<(String, u64, f64)> {
+    let (questions, specs) = qa::load_fixture();
+    let tmp = std::env::temp_dir().join(format!("session-index-qa-time-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("tmp dir");
+    let paths = qa::session_paths(&specs, &tmp);
+    let mut names: Vec<&String> = paths.keys().collect();
+    names.sort();
+    let mut out = Vec::new();
+    for name in names {
+        let path = &paths[name];
+        let question = questions
+            .iter()
+            .find(|q| &q.session == name)
+            .map(|q| q.question.clone())
+            .unwrap_or_default();
+        let mut samples: Vec<f64> = (0..runs)
+            .map(|_| {
+                let started = std::time::Instant::now();
+                let session = session_index::session::open(path).expect("open");
+                let prepared = session_index::features::query::prepare(
+                    &session, None, None, &question, budget,
+                )
+                .expect("prepare");
+                std::hint::black_box(session_index::features::query::offline_answer(&prepared));
+                started.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect();
+        samples.sort_by(f64::total_cmp);
+        let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let short = name.rsplit('/').next().unwrap_or(name).to_string();
+        out.push((short, bytes, samples[samples.len() / 2]));
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    out
 }

@@ -15,6 +15,7 @@
 //! (`--turns` user messages, default 200).
 
 #[path = "../tests/support/mock_provider.rs"]
+#[allow(dead_code)] // the example uses part of it
 mod mock_provider;
 
 use std::io::Write;
@@ -24,9 +25,9 @@ use std::sync::Arc;
 use mock_provider::{MockProvider, Reply, Wire};
 use pi_ext_abi::protocol::SessionContext;
 use serde_json::{json, Value};
-use session_index::app::App;
-use session_index::host::RecordingHost;
-use session_index::indexing::{index_session, IndexOutcome, IndexRequest};
+use session_index::features::summarize::{index_session, IndexOutcome, IndexRequest};
+use session_index::plugin::host::RecordingHost;
+use session_index::plugin::state::App;
 
 struct Args {
     session: Option<PathBuf>,

@@ -1,12 +1,29 @@
 //! session-index: session memory for the pi coding agent, as a dynamically
 //! loaded `pi-ext-abi` plugin.
 //!
-//! Data flows one way through the modules:
-//! session file → [`session`] (parsed branch) → [`views`] (index text, query
-//! windows) → [`model`] (cheap model; the offline extractive one is indexing::extractive) → validated result
-//! → [`meta`] (atomic store) → host effects via [`host`].
-//! [`indexing`], [`references`] and [`query`] are the three features built on
-//! that flow; [`plugin`] routes host calls to them and [`ffi`] is the boundary.
+//! The modules are laid out in the order data flows through them, from a pi
+//! session file to what the host shows:
+//!
+//! - [`config`]: the strict `session-index.config.json`, read once.
+//! - [`session`]: the one reader of pi session files (header, summary and
+//!   full-tree tiers, appended lines) and its text [`session::views`].
+//! - [`redact`]: the one redaction pass over session text, before any cut and
+//!   before anything reaches a model, the store or an output.
+//! - [`store`]: what is known about every session: the SQLite file
+//!   (`sessions-index/index.sqlite`, updated from the session files and
+//!   searched), its in-memory rows, and the meta files ([`store::meta`],
+//!   `sessions-meta/<id>.meta.json`).
+//! - [`resolve`]: `@@` references: their syntax in a prompt and their
+//!   resolution to one session over the store's rows.
+//! - [`model`]: the model providers, model selection and the spending ledger
+//!   that caps them.
+//! - [`features`]: what the user sees: summarize (writes metas), `@@`
+//!   references, `query_session`, `search_sessions` and the commands.
+//! - [`plugin`]: the plugin inside a host: the FFI boundary, the router of
+//!   every event, tool and command, the plugin's state, its host, background
+//!   jobs, runtime, logging and status line.
+//!
+//! [`text`], [`time`] and [`error_code`] are leaf helpers every layer uses.
 
 /// Where the shared pi-session fixtures are, for unit tests (the same file
 /// the integration tests include).
@@ -14,30 +31,16 @@
 #[path = "../tests/support/shared_dir.rs"]
 mod shared_dir;
 
-pub mod app;
-pub mod catalog;
-pub mod commands;
 pub mod config;
 pub mod error_code;
-mod ffi;
-pub mod host;
-pub mod indexing;
-pub mod jobs;
-pub mod logging;
-pub mod mentions;
-pub mod meta;
+pub mod features;
 pub mod model;
 pub mod plugin;
-pub mod query;
 pub mod redact;
-pub mod references;
-pub mod runtime;
-pub mod search;
+pub mod resolve;
 pub mod session;
-pub mod spend;
-pub mod status;
+pub mod store;
 pub mod text;
 pub mod time;
-pub mod views;
 
-pub use ffi::get_library;
+pub use plugin::ffi::get_library;

@@ -61,7 +61,7 @@ fn meta_file(agent: &Path, id: &str) -> PathBuf {
 #[test]
 fn list_prints_a_table_newest_first() {
     let agent = agent();
-    let table = stdout(&run(agent.path(), &["list", "--all"]));
+    let table = stdout(&run(agent.path(), &["list", "--all", "--wait"]));
     let expected = "\
 ID          NAME                                              PROJECT          DATE              MSGS  MODEL  COST
 01a200f2-c  The gateway_handles_concurrent_clients test fai…  /home/user/demo  2026-11-22 01:50  22    -      -
@@ -71,7 +71,10 @@ ID          NAME                                              PROJECT          D
     assert_eq!(table, expected);
 
     stdout(&run(agent.path(), &["index", "--all"]));
-    let table = stdout(&run(agent.path(), &["list", "--cwd", "/home/user/demo"]));
+    let table = stdout(&run(
+        agent.path(),
+        &["list", "--cwd", "/home/user/demo", "--wait"],
+    ));
     let rows: Vec<Vec<&str>> = table
         .lines()
         .skip(1)
@@ -94,8 +97,11 @@ ID          NAME                                              PROJECT          D
 #[test]
 fn list_json_is_for_machines() {
     let agent = agent();
-    let list: Value =
-        serde_json::from_str(&stdout(&run(agent.path(), &["list", "--all", "--json"]))).unwrap();
+    let list: Value = serde_json::from_str(&stdout(&run(
+        agent.path(),
+        &["list", "--all", "--json", "--wait"],
+    )))
+    .unwrap();
     let list = list.as_array().unwrap();
     assert_eq!(
         list.len(),
@@ -268,7 +274,7 @@ fn index_all_never_replaces_a_model_written_meta_with_an_offline_one() {
         written,
         "the model-written meta is kept byte for byte"
     );
-    let table = stdout(&run(agent.path(), &["list", "--all"]));
+    let table = stdout(&run(agent.path(), &["list", "--all", "--wait"]));
     let row = table
         .lines()
         .find(|l| l.contains("JWT expiry and refresh tokens"))

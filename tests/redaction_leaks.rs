@@ -5,20 +5,15 @@
 //! text into model text. Nothing planted may reach the logging mock provider
 //! or the injected `@@` message.
 
-#[path = "support/mock_provider.rs"]
-mod mock_provider;
-#[path = "fixtures/references/support.rs"]
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mock_provider::{MockProvider, Reply, Wire};
+use crate::support::mock_provider::{MockProvider, Reply, Wire};
+use crate::support::synth::Agent;
 use pi_ext_abi::protocol::{ContentPart, ToolCall};
 use serde_json::{json, Value};
-use session_index::app::App;
-use session_index::indexing::{index_session, IndexOutcome, IndexRequest};
-use support::Agent;
+use session_index::features::summarize::{index_session, IndexOutcome, IndexRequest};
+use session_index::plugin::state::App;
 
 const ID: &str = "5ec2e75e-0000-4000-8000-000000000013";
 const CWD: &str = "/work/leaky";
@@ -146,7 +141,9 @@ impl Corpus {
 /// The session: planted text in every kind of entry, ending with the two key blocks
 /// right before long filler, so that any tail cut falls inside them.
 fn write_session(agent: &Agent, c: &Corpus) -> PathBuf {
-    let dir = agent.sessions().join(support::encode_cwd(CWD));
+    let dir = agent
+        .sessions()
+        .join(crate::support::synth::encode_cwd(CWD));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("2026-02-20T12-00-00-000Z_{ID}.jsonl"));
     let mut lines = vec![
@@ -276,7 +273,7 @@ fn tool(app: &Arc<App>, agent: &Agent, question: &str) -> String {
         params: json!({"session": ID, "question": question}),
         ctx: agent.ctx("/elsewhere"),
     };
-    let result = session_index::query::call_tool(app, &call);
+    let result = session_index::features::query::call_tool(app, &call);
     let text: String = result
         .content
         .iter()
@@ -286,9 +283,12 @@ fn tool(app: &Arc<App>, agent: &Agent, question: &str) -> String {
 }
 
 fn injected(app: &Arc<App>, agent: &Agent, prompt: &str) -> String {
-    let message =
-        session_index::references::before_agent_start(app, &agent.ctx("/elsewhere"), prompt)
-            .expect("a message");
+    let message = session_index::features::references::before_agent_start(
+        app,
+        &agent.ctx("/elsewhere"),
+        prompt,
+    )
+    .expect("a message");
     format!("{}\n{}", message.content, message.details)
 }
 
@@ -462,7 +462,7 @@ fn excluded_sessions_are_never_indexed_referenced_or_queried() {
     );
     let answer = tool(&app, &agent, QUESTIONS[0]);
     assert!(answer.contains("SESSION_EXCLUDED"), "{answer}");
-    let message = session_index::references::before_agent_start(
+    let message = session_index::features::references::before_agent_start(
         &app,
         &agent.ctx("/elsewhere"),
         &format!("@@{}", &ID[..8]),
@@ -489,7 +489,7 @@ fn real_sessions_stay_readable() {
     let mut changed = Vec::new();
     let mut strings = 0;
     for sub in ["real", "generated"] {
-        for file in std::fs::read_dir(support::fixture(sub)).unwrap() {
+        for file in std::fs::read_dir(crate::support::synth::fixture(sub)).unwrap() {
             let path = file.unwrap().path();
             for line in std::fs::read_to_string(&path).unwrap().lines() {
                 let mut stack: Vec<Value> = serde_json::from_str(line).into_iter().collect();

@@ -2,15 +2,12 @@
 //! and the config switch, ranked results with entry ids from the real file,
 //! the per-run call limit, and the background refresh after `agent_end`.
 
-#[path = "fixtures/references/support.rs"]
-mod support;
-
 use std::time::Duration;
 
+use crate::support::synth::Agent;
 use pi_ext_abi::protocol::{ContentPart, EventCall, ToolCall, ToolResult};
 use serde_json::{json, Value};
-use session_index::plugin::SessionIndexPlugin;
-use support::Agent;
+use session_index::plugin::router::SessionIndexPlugin;
 
 const TOOLS: &str = "generated/tools-compaction-2026-11-22T01-22-31-354Z.jsonl";
 const TOOLS_ID: &str = "01a200d9-013a-7380-b9a2-8976428e929c";
@@ -145,7 +142,7 @@ fn the_switch_turns_it_off_and_agent_end_refreshes_the_index() {
     agent.copy_fixture(TOOLS);
     event(&plugin, &agent, "agent_end", json!({}));
     plugin.flush(Duration::from_secs(30));
-    let index = session_index::search::Index::open(&agent.dir).expect("the index exists");
+    let index = session_index::store::Index::open(&agent.dir).expect("the index exists");
     let ids: Vec<String> = index
         .sessions()
         .expect("sessions")

@@ -92,7 +92,7 @@ pub fn run_ours_child(file: &Path, dump: Option<&Path>) -> i32 {
     let open_secs = t0.elapsed().as_secs_f64();
     let branch = session.branch(None);
     let mut messages = 0;
-    let text = session_index::views::serialize_context_refs(
+    let text = session_index::session::views::serialize_context_refs(
         session.context_refs(&branch).inspect(|_| messages += 1),
     );
     let secs = t0.elapsed().as_secs_f64();

@@ -3,7 +3,7 @@
 use pi_ext_abi::protocol::{ChatMessage, CompletionRequest};
 
 use super::{Answer, JsonTask, ModelError};
-use crate::app::App;
+use crate::plugin::state::App;
 use crate::redact::redact;
 use crate::text::one_line;
 

@@ -21,6 +21,7 @@ mod openai;
 mod prices;
 mod schema;
 mod select;
+pub mod spend;
 
 use std::fmt;
 use std::time::Duration;
@@ -28,8 +29,8 @@ use std::time::Duration;
 use pi_ext_abi::protocol::{ChatMessage, Usage};
 use serde::de::DeserializeOwned;
 
-use crate::app::App;
 use crate::config::ProviderKind;
+use crate::plugin::state::App;
 use crate::redact::redact;
 use crate::text::one_line;
 
@@ -62,7 +63,7 @@ pub struct ModelOutcome<T> {
     pub usage: Usage,
     /// Answers requested (1..=[`MAX_ATTEMPTS`]); a 429/503/529 retry is not an answer.
     pub attempts: u32,
-    /// Why this model (see [`crate::meta::SessionMeta::model_choice`]).
+    /// Why this model (see [`crate::store::meta::SessionMeta::model_choice`]).
     pub choice: String,
 }
 

@@ -2,8 +2,8 @@
 //! host-served when the host can complete, else our own provider when a key
 //! (or `noApiKey`) makes it usable.
 
-use crate::app::App;
 use crate::config::{ProviderConfig, ProviderKind};
+use crate::plugin::state::App;
 
 use super::{ApiKey, Endpoint, ModelError, Route, SelectedModel};
 

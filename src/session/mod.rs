@@ -19,6 +19,7 @@ mod raw;
 mod read;
 mod repair;
 mod summary;
+pub mod views;
 
 use std::path::{Path, PathBuf};
 

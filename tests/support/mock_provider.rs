@@ -3,8 +3,8 @@
 //! completions, Anthropic messages and Gemini generateContent, answers from a
 //! per-test script and records every request.
 //!
-//! Import it from any integration test with
-//! `#[path = "support/mock_provider.rs"] mod mock_provider;`
+//! Used by the integration tests as `crate::support::mock_provider`, and by
+//! `examples/reindex_tokens.rs` through `#[path]`.
 //!
 //! ```ignore
 //! use mock_provider::{MockProvider, Reply, Wire};
@@ -41,8 +41,6 @@
 //! Every connection serves one request (`Connection: close`), in its own
 //! thread, so a delayed reply never blocks other requests. Dropping the
 //! [`MockProvider`] stops the server.
-#![allow(dead_code)]
-
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -54,7 +52,7 @@ use std::time::Duration;
 use pi_ext_abi::protocol::{CompletionRequest, CompletionResponse, SessionContext, Usage};
 use pi_ext_abi::LogLevel;
 use serde_json::{json, Value};
-use session_index::host::{HostApi, NotifyLevel, RecordingHost};
+use session_index::plugin::host::{HostApi, NotifyLevel, RecordingHost};
 
 /// The API a [`MockProvider`] speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,16 +3,16 @@
 //! measuring evidence recall of the assembled context against a plain
 //! newest-bytes tail of the same branch.
 //!
-//! Shared by `tests/query_recall.rs` and `examples/query_recall.rs`
-//! (`#[path = "../tests/support/qa.rs"] mod qa;`).
-#![allow(dead_code)]
+//! Shared by `tests/query/recall.rs` and `examples/query_recall.rs` (which
+//! includes it with `#[path]`, next to `shared_dir.rs` and `rng.rs`, the
+//! two modules it takes from its parent).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use session_index::query::{self, Prepared};
+use session_index::features::query::{self, Prepared};
 use session_index::session::{self, AgentMessage, EntryKind, MessageRef, Session};
 
 /// Bytes of the "plain tail" baseline.
@@ -56,11 +56,7 @@ pub fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-#[path = "shared_dir.rs"]
-#[allow(clippy::duplicate_mod)]
-// stateless; a test may include two support modules that both use it
-mod shared_location;
-pub use shared_location::shared_dir;
+pub use super::shared_dir::shared_dir;
 
 /// All questions and synthetic specs under `tests/fixtures/qa/`.
 pub fn load_fixture() -> (Vec<Question>, Vec<SyntheticSpec>) {
@@ -105,9 +101,7 @@ pub fn resolve_evidence(id: &str) -> String {
     synthetic_id(turn, k)
 }
 
-#[path = "rng.rs"]
-mod rng;
-use rng::Rng;
+use super::rng::Rng;
 
 const FILES: &[&str] = &[
     "src/db/pool.rs",
@@ -311,7 +305,7 @@ pub fn tail_entry_ids(session: &Session, max_bytes: usize) -> (BTreeSet<String>,
         if used >= max_bytes {
             break;
         }
-        let text = session_index::views::serialize_context_refs([MessageRef::Entry(m)]);
+        let text = session_index::session::views::serialize_context_refs([MessageRef::Entry(m)]);
         used += text.len() + 2;
         ids.insert(id.clone());
     }
@@ -341,6 +335,7 @@ pub fn file_tail_entry_ids(path: &Path, max_bytes: usize) -> BTreeSet<String> {
 
 /// Outcome of one question.
 #[derive(Debug, Clone)]
+#[allow(dead_code)] // the tail fields are read by examples/query_recall.rs only
 pub struct Scored {
     pub id: String,
     pub hit: bool,
@@ -426,65 +421,6 @@ pub fn run_all(budget: usize) -> Vec<Scored> {
             (session, tail, file_tail_entry_ids(path, TAIL_BYTES))
         });
         out.push(score(q, session, tail, file_tail, budget).0);
-    }
-    let _ = std::fs::remove_dir_all(&tmp);
-    out
-}
-
-/// The assembled context and offline answer of one question, and the time
-/// to open the session, assemble and answer (ms).
-pub fn dump(question_id: &str, budget: usize) -> (String, String, f64) {
-    let (questions, specs) = load_fixture();
-    let q = questions
-        .iter()
-        .find(|q| q.id == question_id)
-        .unwrap_or_else(|| panic!("no question {question_id}"));
-    let tmp = std::env::temp_dir().join(format!("session-index-qa-dump-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).expect("tmp dir");
-    let paths = session_paths(&specs, &tmp);
-    let started = std::time::Instant::now();
-    let session = session::open(&paths[&q.session]).expect("open");
-    let prepared = query::prepare(&session, None, None, &q.question, budget).expect("prepare");
-    let answer = query::offline_answer(&prepared);
-    let millis = started.elapsed().as_secs_f64() * 1000.0;
-    let _ = std::fs::remove_dir_all(&tmp);
-    (
-        prepared.assembled.text,
-        serde_json::to_string_pretty(&answer).unwrap_or_default(),
-        millis,
-    )
-}
-
-/// Per session of the fixture: (name, file bytes, median ms to open, assemble and answer offline).
-pub fn time_sessions(budget: usize, runs: usize) -> Vec<(String, u64, f64)> {
-    let (questions, specs) = load_fixture();
-    let tmp = std::env::temp_dir().join(format!("session-index-qa-time-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).expect("tmp dir");
-    let paths = session_paths(&specs, &tmp);
-    let mut names: Vec<&String> = paths.keys().collect();
-    names.sort();
-    let mut out = Vec::new();
-    for name in names {
-        let path = &paths[name];
-        let question = questions
-            .iter()
-            .find(|q| &q.session == name)
-            .map(|q| q.question.clone())
-            .unwrap_or_default();
-        let mut samples: Vec<f64> = (0..runs)
-            .map(|_| {
-                let started = std::time::Instant::now();
-                let session = session::open(path).expect("open");
-                let prepared =
-                    query::prepare(&session, None, None, &question, budget).expect("prepare");
-                std::hint::black_box(query::offline_answer(&prepared));
-                started.elapsed().as_secs_f64() * 1000.0
-            })
-            .collect();
-        samples.sort_by(f64::total_cmp);
-        let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        let short = name.rsplit('/').next().unwrap_or(name).to_string();
-        out.push((short, bytes, samples[samples.len() / 2]));
     }
     let _ = std::fs::remove_dir_all(&tmp);
     out

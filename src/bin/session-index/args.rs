@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use session_index::catalog::Catalog;
-use session_index::search::{Index, UpdateReport};
+use session_index::resolve::Catalog;
+use session_index::store::{Index, UpdateReport};
 
 use crate::Failure;
 
@@ -60,7 +60,7 @@ pub fn index(
         agent_dir: agent_dir.to_string_lossy().into_owned(),
         command: cmd,
     };
-    session_index::logging::forward_to(std::sync::Arc::new(host));
+    session_index::plugin::logging::forward_to(std::sync::Arc::new(host));
     let (config_json, config_name) = config(file, &agent_dir)?;
     let config = session_index::config::parse(&config_json).map_err(|problems| {
         Failure::Usage(format!(

@@ -12,12 +12,12 @@ use clap::Args;
 use pi_ext_abi::protocol::SessionContext;
 use pi_ext_abi::LogLevel;
 use serde_json::{json, Value};
-use session_index::app::App;
-use session_index::host::{HostApi, NotifyLevel};
-use session_index::indexing::{extractive, index_session, IndexOutcome, IndexRequest};
-use session_index::meta;
+use session_index::features::summarize::{extractive, index_session, IndexOutcome, IndexRequest};
 use session_index::model;
+use session_index::plugin::host::{HostApi, NotifyLevel};
+use session_index::plugin::state::App;
 use session_index::session::{self, discovery, SessionError};
+use session_index::store::meta;
 
 use crate::args::{self as shared, AgentDir};
 use crate::Failure;
@@ -64,7 +64,7 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
         agent_dir: agent_dir.to_string_lossy().into_owned(),
         command: "index",
     });
-    session_index::logging::forward_to(host.clone());
+    session_index::plugin::logging::forward_to(host.clone());
     let app = App::new(host, agent_dir.clone(), &config_json)
         .map_err(|e| Failure::Usage(format!("{config_name}: {e}")))?;
     if !app.config_ok() {

@@ -1,8 +1,8 @@
 //! `session-index inspect SESSION [--leaf ID]`.
 
 use serde::Serialize;
+use session_index::session::views::{self, FilesTouched};
 use session_index::session::{self, Warnings};
-use session_index::views::{self, FilesTouched};
 
 use crate::args::{session_file, AgentDir};
 use crate::Failure;

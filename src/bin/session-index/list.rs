@@ -3,8 +3,8 @@
 //! (the search index's `sessions` table, brought up to date first for at
 //! most a second, as `search` does), with what their meta says (model, cost).
 
-use session_index::search::SessionRow;
 use session_index::session::discovery;
+use session_index::store::SessionRow;
 use session_index::text::{clip, flat, home_relative, Keep};
 
 use crate::args::AgentDir;

@@ -4,7 +4,7 @@
 
 use std::io::IsTerminal;
 
-use session_index::search::{self, Query, SessionHit};
+use session_index::store::{self, Query, SessionHit};
 
 use crate::args::AgentDir;
 use crate::Failure;
@@ -51,7 +51,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let now = session_index::time::now_ms();
     let time = |t: &Option<String>, end| {
         t.as_deref()
-            .map(|t| search::parse_since(t, now, end))
+            .map(|t| store::parse_since(t, now, end))
             .transpose()
     };
     let cwd = std::env::current_dir()

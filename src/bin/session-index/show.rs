@@ -1,7 +1,7 @@
 //! `session-index show SESSION [--json]`: one session's meta file, for reading.
 
 use serde_json::json;
-use session_index::meta;
+use session_index::store::meta;
 
 use crate::args::{session_file, AgentDir};
 use crate::list::date;

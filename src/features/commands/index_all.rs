@@ -1,0 +1,232 @@
+//! Bulk indexing (`/index-all`): every session of the project (every project
+//! with `--all`) lacking an up-to-date meta, one after another in the
+//! background, with `n/N` in the status line. A second invocation (or
+//! `--cancel`) stops it after the session in progress.
+//!
+//! A meta is up to date when it was written after the session's last message
+//! (pi's "modified" time), so nothing already indexed is indexed again. Other
+//! sessions are pi's: a bulk run writes their meta files only, never entries
+//! or names into them (those effects would land in the current session).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use pi_ext_abi::protocol::{CommandCall, CommandResult};
+
+use super::{ask_over_cap, failed, OVER_CAP};
+use crate::features::summarize::job::{self, index_session, IndexOutcome, IndexRequest};
+use crate::features::summarize::report::SessionGate;
+use crate::plugin::host::NotifyLevel;
+use crate::plugin::state::App;
+use crate::session::discovery;
+use crate::store::{SessionRow, UpdateReport};
+
+/// What the meta directory holds for a set of sessions.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Survey {
+    pub sessions: usize,
+    /// Sessions with a meta file.
+    pub indexed: usize,
+    /// Sessions whose meta is older than their last message.
+    pub stale: usize,
+    /// Sessions lacking an up-to-date meta, newest first.
+    pub todo: Vec<PathBuf>,
+}
+
+/// Survey the index's `rows` of `cwd`'s project, or of every project (`None`).
+pub fn survey(rows: &[SessionRow], meta_dir: &Path, cwd: Option<&str>) -> Survey {
+    let listed: Vec<&SessionRow> = rows
+        .iter()
+        .filter(|r| cwd.is_none_or(|c| discovery::in_project(&r.path, c)))
+        .collect();
+    let mut out = Survey {
+        sessions: listed.len(),
+        ..Survey::default()
+    };
+    for s in listed {
+        let written = crate::store::meta::meta_path(meta_dir, &s.id)
+            .ok()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .and_then(|m| m.modified().ok())
+            .map(|t| {
+                t.duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64)
+            });
+        match written {
+            Some(ms) if ms >= s.last_activity_ms => out.indexed += 1,
+            Some(_) => {
+                out.indexed += 1;
+                out.stale += 1;
+                out.todo.push(s.path.clone());
+            }
+            None => out.todo.push(s.path.clone()),
+        }
+    }
+    out
+}
+
+/// `/index-all [--all] [--cancel]`.
+pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
+    let args: Vec<&str> = call.args.split_whitespace().collect();
+    let running = app.bulk.lock().ok().and_then(|mut b| b.take());
+    if let Some(cancel) = running {
+        cancel.store(true, Ordering::SeqCst);
+        return done(
+            app,
+            "Bulk indexing cancelled (after the session in progress)".into(),
+        );
+    }
+    if args.contains(&"--cancel") {
+        return done(app, "No bulk indexing is running".into());
+    }
+    if let Some(unknown) = args.iter().find(|a| !["--all", OVER_CAP].contains(a)) {
+        return failed(
+            app,
+            format!(
+                "/{}: unknown argument {unknown} (use --all or --cancel)",
+                call.command
+            ),
+        );
+    }
+    if !app.config_ok() {
+        return failed(
+            app,
+            format!(
+                "session-index config is invalid: {}",
+                app.config_problems.join("; ")
+            ),
+        );
+    }
+    if let Some(ask) = ask_over_cap(app, call) {
+        return ask;
+    }
+    let (rows, report) = match crate::features::search_tool::sessions(app, &call.ctx) {
+        Ok(found) => found,
+        Err(e) => return failed(app, format!("/{}: {e}", call.command)),
+    };
+    let (meta_dir, every) = (app.meta_dir(&call.ctx), args.contains(&"--all"));
+    let found = survey(&rows, &meta_dir, (!every).then_some(call.ctx.cwd.as_str()));
+    let scope = if every {
+        "every project"
+    } else {
+        "this project"
+    };
+    if found.todo.is_empty() {
+        let text = format!(
+            "All {} sessions of {scope} have an up-to-date meta{}",
+            found.sessions,
+            left(&report)
+        );
+        return done(app, text);
+    }
+    let cancel = Arc::new(AtomicBool::new(false));
+    if let Ok(mut bulk) = app.bulk.lock() {
+        *bulk = Some(Arc::clone(&cancel));
+    }
+    let total = found.todo.len();
+    let over_cap_ok = args.contains(&OVER_CAP);
+    let weak = Arc::downgrade(app);
+    let todo = found.todo.clone();
+    // A key of its own: a run started while a cancelled one finishes must not be folded into it.
+    let key = format!("bulk-index:{:p}", Arc::as_ptr(&cancel));
+    app.jobs.submit(&app.runtime, &key, move || {
+        if let Some(app) = weak.upgrade() {
+            run(&app, &todo, &meta_dir, &cancel, over_cap_ok);
+        }
+    });
+    let text = format!(
+        "Indexing {total} of {} sessions of {scope} in the background (n/N in the status line; /{} again cancels){}",
+        found.sessions,
+        call.command,
+        left(&report)
+    );
+    done(app, text)
+}
+
+/// What the counts leave out while the index catches up (a first build).
+pub fn left(report: &UpdateReport) -> String {
+    match report.stale {
+        0 => String::new(),
+        n => format!("; {n} changed sessions are not in the index yet (counted once they are)"),
+    }
+}
+
+fn done(app: &App, text: String) -> CommandResult {
+    app.host.notify(&text, NotifyLevel::Info);
+    CommandResult {
+        ok: true,
+        message: Some(text),
+        ..CommandResult::default()
+    }
+}
+
+fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, over_cap_ok: bool) {
+    let total = todo.len();
+    let (mut indexed, mut failures) = (0, 0);
+    let mut stopped = None;
+    for (n, path) in todo.iter().enumerate() {
+        if cancel.load(Ordering::SeqCst) {
+            stopped = Some("cancelled".to_string());
+            break;
+        }
+        if let Some(reached) =
+            crate::model::spend::over_cap(app.config.spending.daily_cap_usd, meta_dir)
+                .filter(|_| !over_cap_ok)
+        {
+            stopped = Some(reached);
+            break;
+        }
+        app.show_status("indexing", &format!("indexing {}/{total}", n + 1), false);
+        let gate = SessionGate::enter(path);
+        let _held = gate.lock();
+        let request = IndexRequest {
+            session_file: path.clone(),
+            meta_dir: meta_dir.to_path_buf(),
+            leaf_id: None,
+            force: true,
+            offline: false,
+        };
+        match index_session(app, &request, &|| {}) {
+            Ok(IndexOutcome::Indexed(done)) => {
+                indexed += 1;
+                let cost = done.meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
+                crate::model::spend::record(
+                    &app.spent,
+                    meta_dir,
+                    crate::model::spend::Kind::Indexing,
+                    cost,
+                );
+            }
+            // Sessions that privacy.exclude keeps out are not failures.
+            Ok(IndexOutcome::Skipped { .. })
+            | Err(job::Failure {
+                error: job::IndexError::Excluded(_),
+                ..
+            }) => {}
+            Err(failure) => {
+                failures += 1;
+                tracing::warn!("bulk indexing {}: {}", path.display(), failure.error);
+            }
+        }
+    }
+    if let Ok(mut bulk) = app.bulk.lock() {
+        // Only this run's flag: a newer run may have started after a cancel.
+        if bulk
+            .as_ref()
+            .is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), cancel))
+        {
+            *bulk = None;
+        }
+    }
+    let mut text = format!("bulk indexing: {indexed}/{total} indexed");
+    if failures > 0 {
+        text.push_str(&format!(", {failures} failed (see the log)"));
+    }
+    if let Some(why) = stopped {
+        text.push_str(&format!("; stopped: {why}"));
+    }
+    app.show_status("indexing", &text, true);
+    app.host
+        .notify(&format!("session-index {text}"), NotifyLevel::Info);
+}

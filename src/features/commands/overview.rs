@@ -1,0 +1,129 @@
+//! The overview command (`/session-index`): one screen with what the plugin
+//! knows, the model it uses and why, what it spent, config problems and the
+//! `@@` syntax.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use pi_ext_abi::protocol::{CommandCall, CommandResult};
+use serde_json::json;
+
+use super::index_all::{left, survey};
+use crate::features::summarize::report::choice_label;
+use crate::plugin::host::NotifyLevel;
+use crate::plugin::state::App;
+use crate::store::meta::SessionMeta;
+
+const SYNTAX: &str = "\
+@@ in a prompt brings an earlier session's summary into the conversation:
+  @@auth-refactor          a session by its name (slug)
+  @@\"Auth refactor\"        by its exact name, quoted
+  @@01a2b3c4               by id or id prefix
+  @@auth-refactor~1        with its parent session (~N: N levels up)
+  @@auth-refactor: which token format did we pick?   asks that session a question";
+
+pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
+    let meta_dir = app.meta_dir(&call.ctx);
+    let config = &app.config;
+    let (rows, report) =
+        crate::features::search_tool::sessions(app, &call.ctx).unwrap_or_else(|e| {
+            tracing::warn!("session overview: {e}");
+            Default::default()
+        });
+    let everywhere = survey(&rows, &meta_dir, None);
+    let here = survey(&rows, &meta_dir, Some(&call.ctx.cwd));
+    let ledger = crate::model::spend::read(&meta_dir);
+    let session = app.spent.lock().map(|s| *s).unwrap_or_default();
+    let over = crate::model::spend::over_cap(app.config.spending.daily_cap_usd, &meta_dir);
+    let health = match (app.config_ok(), over) {
+        (false, _) => "config invalid: indexing is off",
+        (true, Some(_)) => "daily spending cap reached: automatic indexing paused",
+        (true, None) => "ok",
+    };
+    let mut lines = vec![format!(
+        "session-index {} — {health}",
+        env!("CARGO_PKG_VERSION")
+    )];
+    let route = if config.use_host_models && app.host.can_complete() {
+        "through pi's model registry"
+    } else {
+        "own API keys"
+    };
+    lines.push(match newest_meta(&meta_dir) {
+        Some(m) => {
+            let why = m
+                .model_choice
+                .as_deref()
+                .map(choice_label)
+                .filter(|w| !w.is_empty())
+                .unwrap_or("reason not recorded");
+            format!(
+                "Model: {} ({why}; last index {}), {route}",
+                m.model, m.updated_at
+            )
+        }
+        None => format!(
+            "Model: none used yet; modelKeys {} {route}",
+            config.model_keys.join(", ")
+        ),
+    });
+    lines.push(format!(
+        "Sessions: {} in all, {} indexed, {} stale, {} without meta; this project {} ({} to index){}",
+        everywhere.sessions,
+        everywhere.indexed,
+        everywhere.stale,
+        everywhere.sessions - everywhere.indexed,
+        here.sessions,
+        here.todo.len(),
+        left(&report)
+    ));
+    let cap = config
+        .spending
+        .daily_cap_usd
+        .map_or("no daily cap".to_string(), |c| format!("cap ${c:.2}/day"));
+    let today = ledger.today();
+    lines.push(format!(
+        "Spent: this session ${:.4}; today ${:.4} ({cap}); all time ${:.4} (indexing ${:.4}, queries ${:.4})",
+        session.total(),
+        today.total(),
+        ledger.total.total(),
+        ledger.total.indexing,
+        ledger.total.queries
+    ));
+    if !app.config_problems.is_empty() {
+        lines.push(format!(
+            "Config problems: {}",
+            app.config_problems.join("; ")
+        ));
+    }
+    let names = &config.commands;
+    lines.push(format!(
+        "Commands: /{} (this session now), /{} <@@ref> (new session from one), /{} [--all] [--cancel]",
+        config.command_name, names.continue_from, names.index_all
+    ));
+    lines.push(SYNTAX.to_string());
+    let text = lines.join("\n");
+    app.host.notify(&text, NotifyLevel::Info);
+    let details = json!({
+        "sessions": everywhere.sessions, "indexed": everywhere.indexed, "stale": everywhere.stale,
+        "spentUsd": {"session": session.total(), "today": today.total(), "allTime": ledger.total.total()},
+        "configProblems": app.config_problems,
+    });
+    CommandResult {
+        ok: true,
+        message: Some(text),
+        details,
+        ..CommandResult::default()
+    }
+}
+
+/// The meta file written last (by modification time).
+fn newest_meta(meta_dir: &Path) -> Option<SessionMeta> {
+    let newest = std::fs::read_dir(meta_dir)
+        .ok()?
+        .flatten()
+        .filter(|e| crate::store::meta::is_meta_file_name(&e.file_name().to_string_lossy()))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .max_by_key(|(modified, _)| *modified)?;
+    crate::store::meta::read_path(&newest.1).ok().flatten()
+}

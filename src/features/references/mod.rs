@@ -1,0 +1,468 @@
+//! `@@session` references in prompts: parsing, resolution and injection.
+//!
+//! `before_agent_start` returns one `session-reference` message (pi persists
+//! it as a `custom_message`, so it stays in the prompt-cache prefix). A
+//! reference that does not resolve never fails the turn: it is reported by
+//! notify, status, `details.unresolved` and the telemetry entry.
+
+pub mod describe;
+pub mod extract;
+pub mod render;
+
+use crate::text::{clip, home_relative, Keep};
+use std::sync::Arc;
+
+use pi_ext_abi::protocol::{CustomMessage, SessionContext};
+use serde_json::{json, Value};
+
+use crate::error_code::ErrorCode;
+use crate::plugin::host::NotifyLevel;
+use crate::plugin::state::App;
+use crate::resolve::{short_id, Ancestor, CatalogEntry, Rule};
+
+pub use crate::resolve::syntax::{parse, Reference};
+
+pub const CUSTOM_TYPE: &str = "session-reference";
+pub const TELEMETRY_TYPE: &str = "session-reference:inject";
+
+/// A reference that could not be injected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unresolved {
+    /// As written in the prompt, from `@@`.
+    pub reference: String,
+    pub reason: String,
+    pub code: ErrorCode,
+}
+
+/// `session_start`: compile the redaction rules in the background (~0.1-0.3
+/// s), not on the first `@@` prompt. (The session store is refreshed by the
+/// plugin at `session_start` too.)
+pub fn on_session_start(app: &Arc<App>, _ctx: &SessionContext) {
+    if app.config.references.enabled || app.config.query.enabled {
+        app.jobs.submit(&app.runtime, "redact-prewarm", || {
+            drop(crate::redact::redact(""))
+        });
+    }
+}
+
+/// `before_agent_start`: the `session-reference` message to inject, if the prompt has references.
+pub fn before_agent_start(
+    app: &Arc<App>,
+    ctx: &SessionContext,
+    prompt: &str,
+) -> Option<CustomMessage> {
+    let cfg = &app.config.references;
+    if !cfg.enabled {
+        return None;
+    }
+    let refs = parse(prompt);
+    if refs.is_empty() {
+        return None;
+    }
+    let built = build(app, ctx, &refs);
+    let trailer: Vec<String> = built
+        .unresolved
+        .iter()
+        .map(|u| {
+            render::escape(&format!(
+                "Unresolved reference {}: {}",
+                clip(&u.reference, 120, Keep::Head),
+                clip(&u.reason, 400, Keep::Head)
+            ))
+        })
+        .collect();
+    let rendered = render::render(&built.blocks, &trailer, cfg.max_injected_bytes);
+    report(app, &built, &rendered);
+    let resolved: Vec<Value> = built
+        .confirmed
+        .iter()
+        .map(|(reference, entry, rule)| json!({"reference": reference, "sessionId": entry.id, "rule": rule}))
+        .collect();
+    let unresolved: Vec<Value> = built
+        .unresolved
+        .iter()
+        .map(|u| json!({"reference": u.reference, "reason": u.reason, "code": u.code}))
+        .collect();
+    Some(CustomMessage {
+        custom_type: CUSTOM_TYPE.into(),
+        content: rendered.content,
+        display: cfg.display,
+        details: json!({
+            "sessionIds": built.session_ids,
+            "resolved": resolved,
+            "unresolved": unresolved,
+            "truncated": rendered.truncated,
+        }),
+    })
+}
+
+#[derive(Default)]
+struct Built {
+    blocks: Vec<render::Block>,
+    /// Every injected session (references first, then their ancestors), once.
+    session_ids: Vec<String>,
+    /// Each resolved reference (as written), its session and the rule that found it.
+    confirmed: Vec<(String, CatalogEntry, Rule)>,
+    unresolved: Vec<Unresolved>,
+}
+
+fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
+    let cfg = &app.config.references;
+    let sessions_dir = app.sessions_dir(ctx);
+    let meta_dir = app.meta_dir(ctx);
+    let mut out = Built::default();
+    let mut resolved: Vec<(usize, &Reference, CatalogEntry)> = Vec::new();
+    for (group, r) in refs.iter().enumerate() {
+        if group >= cfg.max_refs_per_prompt {
+            out.unresolved.push(Unresolved {
+                reference: r.raw.clone(),
+                reason: format!(
+                    "more than {} references in one prompt",
+                    cfg.max_refs_per_prompt
+                ),
+                code: ErrorCode::TooManyReferences,
+            });
+            continue;
+        }
+        match app.catalog.resolve_in_session(
+            &sessions_dir,
+            &meta_dir,
+            &ctx.cwd,
+            ctx.session_id.as_deref(),
+            &r.target,
+        ) {
+            Ok(found)
+                if app
+                    .config
+                    .privacy
+                    .excludes(&found.entry.cwd, &found.entry.path) =>
+            {
+                out.unresolved.push(Unresolved {
+                    reference: r.raw.clone(),
+                    reason: format!("session {} is excluded by privacy.exclude", found.entry.id),
+                    code: ErrorCode::SessionExcluded,
+                })
+            }
+            Ok(found) => {
+                out.confirmed
+                    .push((r.raw.clone(), found.entry.clone(), found.rule));
+                resolved.push((group, r, found.entry));
+            }
+            Err(e) => out.unresolved.push(Unresolved {
+                reference: r.raw.clone(),
+                reason: e.to_string(),
+                code: e.code(),
+            }),
+        }
+    }
+    // Questions may each wait on a model: answer them side by side, so the
+    // turn waits for the slowest one rather than for their sum.
+    let mut answers: Vec<Option<describe::Answered>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = resolved
+            .iter()
+            .map(|(_, r, entry)| {
+                r.question
+                    .as_ref()
+                    .map(|q| scope.spawn(move || ask(app, ctx, entry, q)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .zip(&resolved)
+            .map(|(h, (_, r, _))| {
+                h.map(|h| {
+                    h.join().unwrap_or_else(|_| describe::Answered {
+                        question: r.question.clone().unwrap_or_default(),
+                        result: Err("the answer failed unexpectedly".into()),
+                    })
+                })
+            })
+            .collect()
+    });
+    for (k, (group, r, entry)) in resolved.iter().enumerate() {
+        let (group, entry) = (*group, entry.clone());
+        let answered = answers.get_mut(k).and_then(Option::take);
+        if out.session_ids.contains(&entry.id) {
+            // Already injected by an earlier reference: only its answer is new.
+            if let (Some(a), Some(b)) = (answered, out.blocks.iter_mut().find(|b| b.id == entry.id))
+            {
+                b.body = format!("{}\n{}", describe::answer_text(&a), b.body);
+            }
+            continue;
+        }
+        let mut body = describe::body(&sessions_dir, &meta_dir, &entry, answered.as_ref());
+        let depth = r.depth.min(cfg.max_depth);
+        if r.depth > cfg.max_depth {
+            body.push_str(&format!(
+                "\nnote: ancestor depth capped at {} (references.maxDepth)",
+                cfg.max_depth
+            ));
+        }
+        out.session_ids.push(entry.id.clone());
+        let child_index = out.blocks.len();
+        out.blocks.push(render::Block {
+            id: entry.id.clone(),
+            name: entry.name.clone(),
+            relation: None,
+            body,
+            group,
+        });
+        if depth > 0 {
+            add_ancestors(
+                app,
+                &sessions_dir,
+                &meta_dir,
+                &entry,
+                depth,
+                group,
+                child_index,
+                &mut out,
+            );
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_ancestors(
+    app: &App,
+    sessions_dir: &std::path::Path,
+    meta_dir: &std::path::Path,
+    entry: &CatalogEntry,
+    depth: u32,
+    group: usize,
+    child_index: usize,
+    out: &mut Built,
+) {
+    let mut child = entry.clone();
+    for (level, a) in app
+        .catalog
+        .ancestors(sessions_dir, meta_dir, entry, depth)
+        .into_iter()
+        .enumerate()
+    {
+        let level = level + 1;
+        // An excluded or missing ancestor ends the chain with a note on its child's block.
+        let note = match a {
+            Ancestor::Found(parent) if app.config.privacy.excludes(&parent.cwd, &parent.path) => {
+                format!(
+                    "\nnote: ancestor level {level} of {} is excluded by privacy.exclude",
+                    entry.id
+                )
+            }
+            Ancestor::Found(parent) => {
+                let relation = format!("ancestor level {level} of {} (parentSession)", entry.id);
+                if !out.session_ids.contains(&parent.id) {
+                    out.session_ids.push(parent.id.clone());
+                    let body = describe::body(sessions_dir, meta_dir, &parent, None);
+                    out.blocks.push(render::Block {
+                        id: parent.id.clone(),
+                        name: parent.name.clone(),
+                        relation: Some(relation),
+                        body,
+                        group,
+                    });
+                }
+                child = *parent;
+                continue;
+            }
+            Ancestor::Missing { path, reason } => {
+                // Only the file name: the path may point outside the sessions directory.
+                let file = std::path::Path::new(&path)
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned());
+                format!(
+                    "\nnote: ancestor level {level} (parent of {}) is not available: {reason} ({})",
+                    child.id,
+                    file.unwrap_or_default()
+                )
+            }
+        };
+        let idx = out
+            .blocks
+            .iter()
+            .rposition(|b| b.id == child.id)
+            .unwrap_or(child_index);
+        if let Some(b) = out.blocks.get_mut(idx) {
+            b.body.push_str(&render::escape(&note));
+        }
+        break;
+    }
+}
+
+/// `/continue <ref>`: the referenced session's context (summary, decisions,
+/// open tasks, files; with `~N` its ancestors, with `: question` an answer)
+/// as the first message of a new session, redacted before it is cut to
+/// `references.maxInjectedBytes`. Returns the session's file and the message.
+pub fn continue_message(
+    app: &App,
+    ctx: &SessionContext,
+    reference: &str,
+) -> Result<(String, CustomMessage), String> {
+    let written = if reference.starts_with("@@") {
+        reference.to_string()
+    } else {
+        format!("@@{reference}")
+    };
+    let Some(r) = parse(&written).into_iter().next() else {
+        return Err(format!(
+            "\"{reference}\" is not a session reference (try @@<name>, @@<id prefix> or @@\"Quoted name\")"
+        ));
+    };
+    let mut built = build(app, ctx, std::slice::from_ref(&r));
+    if let Some(u) = built.unresolved.first() {
+        return Err(u.reason.clone());
+    }
+    let file = built
+        .confirmed
+        .first()
+        .map(|(_, e, _)| e.path.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for block in &mut built.blocks {
+        block.body = crate::redact::redact(&block.body).into_owned();
+    }
+    let rendered = render::render(&built.blocks, &[], app.config.references.max_injected_bytes);
+    let details = json!({"sessionIds": built.session_ids, "continuedFrom": file, "truncated": rendered.truncated});
+    Ok((
+        file,
+        CustomMessage {
+            custom_type: CUSTOM_TYPE.into(),
+            content: rendered.content,
+            display: true,
+            details,
+        },
+    ))
+}
+
+fn ask(
+    app: &App,
+    ctx: &SessionContext,
+    entry: &CatalogEntry,
+    question: &str,
+) -> describe::Answered {
+    let result = crate::features::query::answer(app, ctx, entry, question)
+        .map(|a| {
+            let confidence = crate::text::variant_name(&a.confidence);
+            let citations = a
+                .citations
+                .iter()
+                .map(|c| {
+                    format!(
+                        "[{} {}] {}",
+                        c.entry_id,
+                        c.role,
+                        clip(&c.excerpt, 280, Keep::Head)
+                    )
+                })
+                .collect();
+            (a.answer_markdown.clone(), confidence, citations)
+        })
+        .map_err(|e| e.to_string());
+    describe::Answered {
+        question: question.to_string(),
+        result,
+    }
+}
+
+/// The status line shows unresolved references until a prompt resolves all of its own.
+const STATUS_OWNER: &str = "references";
+
+fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
+    let host = &app.host;
+    // Whatever `display` says, the user sees what each reference became.
+    for (reference, entry, rule) in &built.confirmed {
+        host.notify(&confirmation(reference, entry, *rule), NotifyLevel::Info);
+    }
+    if built.unresolved.is_empty() {
+        // Clear only our own earlier warning, never another feature's status.
+        app.clear_status(STATUS_OWNER);
+    } else {
+        let list: Vec<String> = built
+            .unresolved
+            .iter()
+            .map(|u| {
+                format!(
+                    "{}: {}",
+                    clip(&u.reference, 80, Keep::Head),
+                    clip(&u.reason, 300, Keep::Head)
+                )
+            })
+            .collect();
+        host.notify(
+            &format!("Session reference not resolved — {}", list.join(" | ")),
+            NotifyLevel::Warning,
+        );
+        let status = format!(
+            "@@ {} of {} reference(s) unresolved",
+            built.unresolved.len(),
+            built.unresolved.len() + built.confirmed.len()
+        );
+        app.show_status(STATUS_OWNER, &status, false);
+    }
+    let reasons: Vec<ErrorCode> = built.unresolved.iter().map(|u| u.code).collect();
+    host.append_entry(
+        TELEMETRY_TYPE,
+        &json!({
+            "success": built.unresolved.is_empty(),
+            "resolvedCount": built.confirmed.len(),
+            "unresolvedCount": built.unresolved.len(),
+            "unresolvedReasons": reasons,
+            "injectedBytes": rendered.content.len(),
+            "truncated": rendered.truncated,
+            "timestamp": crate::time::iso_now(),
+        }),
+    );
+}
+
+/// `@@cron → "Cron in gitclaw" (034d1cd7, 2026-02-20, ~/work/gitclaw, via name)`.
+pub fn confirmation(reference: &str, entry: &CatalogEntry, rule: Rule) -> String {
+    let name = entry.name.as_deref().map_or_else(
+        || "(unnamed)".to_string(),
+        |n| format!("\"{}\"", clip(n, 80, Keep::Head)),
+    );
+    let id: String = short_id(&entry.id).trim_end_matches('…').to_string();
+    let mut about = vec![id];
+    about.extend(entry.created.get(..10).map(str::to_string));
+    if !entry.cwd.is_empty() {
+        about.push(home_relative(&entry.cwd));
+    }
+    about.push(format!("via {}", crate::text::variant_name(&rule)));
+    format!(
+        "{} → {name} ({})",
+        clip(reference, 80, Keep::Head),
+        about.join(", ")
+    )
+}
+
+/// Completion candidates for a `@@` prefix (`{"prefix": "..", "limit": n}` →
+/// `{"candidates": [...]}`), for editor autocomplete.
+pub fn complete(app: &Arc<App>, payload: &Value) -> Value {
+    let ctx = app.host.context();
+    let prefix = payload
+        .get("prefix")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let limit = payload
+        .get("limit")
+        .and_then(Value::as_u64)
+        .unwrap_or(10)
+        .clamp(1, 50) as usize;
+    let cwd = payload
+        .get("cwd")
+        .and_then(Value::as_str)
+        .unwrap_or(&ctx.cwd);
+    let mut candidates = app.catalog.complete(
+        &app.sessions_dir(&ctx),
+        &app.meta_dir(&ctx),
+        cwd,
+        prefix,
+        limit,
+    );
+    // Excluded projects are not offered (their files are refused when referenced anyway).
+    candidates.retain(|c| {
+        !app.config
+            .privacy
+            .excludes(&c.cwd, std::path::Path::new(""))
+    });
+    json!({"candidates": candidates})
+}

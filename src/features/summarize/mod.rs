@@ -1,0 +1,158 @@
+//! Auto-indexing: the `agent_end` trigger, the `index-session` command and the
+//! background job that turns a session into its meta file.
+
+pub mod extractive;
+pub mod job;
+pub mod report;
+pub mod summary;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pi_ext_abi::protocol::{CommandCall, CommandResult, SessionContext};
+use serde_json::json;
+
+use crate::plugin::host::NotifyLevel;
+use crate::plugin::state::App;
+
+pub use job::{index_session, IndexError, IndexOutcome, IndexRequest, Indexed};
+pub use report::{run_reported, ENTRY_TYPE};
+pub use summary::IndexSummary;
+
+/// `agent_end`: decide whether to index and queue the background job. Returns at once.
+///
+/// The threshold needs the session file, so it is checked in the job (off the
+/// host's event thread); a run below it has no effects at all.
+pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
+    if !app.config_ok() || !app.config.indexing.auto {
+        return;
+    }
+    let Some(session_file) = ctx.session_file.clone().filter(|f| !f.is_empty()) else {
+        tracing::debug!("not indexing an ephemeral session");
+        return;
+    };
+    if app
+        .config
+        .privacy
+        .excludes(&ctx.cwd, std::path::Path::new(&session_file))
+    {
+        return;
+    }
+    if let Some(reached) =
+        crate::model::spend::over_cap(app.config.spending.daily_cap_usd, &app.meta_dir(ctx))
+    {
+        if !app
+            .cap_noticed
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            let text = format!(
+                "session-index: {reached}; automatic indexing is paused until tomorrow (UTC)"
+            );
+            app.host.notify(&text, NotifyLevel::Warning);
+        }
+        return;
+    }
+    let key = ctx
+        .session_id
+        .clone()
+        .unwrap_or_else(|| session_file.clone());
+    let weak = Arc::downgrade(app);
+    let ctx = ctx.clone();
+    let submitted = app.jobs.submit(&app.runtime, &key, move || {
+        let Some(app) = weak.upgrade() else { return };
+        // Failures are already reported to the host (entry + status).
+        let _ = run_serialized(&app, &ctx, false);
+    });
+    tracing::debug!(session = %key, ?submitted, "agent_end indexing trigger");
+}
+
+/// `/index-session`: wait for idle, index regardless of the threshold, report.
+pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
+    let failed = |message: String| crate::features::commands::failed(app, message);
+    if let Some(ask) = crate::features::commands::ask_over_cap(app, call) {
+        return ask;
+    }
+    if !app.config_ok() {
+        return failed(format!(
+            "session-index config is invalid: {}",
+            app.config_problems.join("; ")
+        ));
+    }
+    if call.ctx.session_file.as_deref().is_none_or(str::is_empty) {
+        return failed(
+            "this session is not saved to a file (ephemeral), so it cannot be indexed".into(),
+        );
+    }
+    let timeout = Duration::from_millis(app.config.timeout_ms.max(30_000));
+    if !app.host.wait_for_idle(timeout) {
+        tracing::warn!("the agent did not become idle within {timeout:?}; indexing anyway");
+    }
+    match run_serialized(app, &call.ctx, true) {
+        Ok(Some(indexed)) => {
+            let meta = &indexed.meta;
+            let message = format!(
+                "Indexed: {} ({}, {})",
+                meta.name,
+                meta.model,
+                report::cost_label(meta)
+            );
+            app.host.notify(&message, NotifyLevel::Success);
+            CommandResult {
+                ok: true,
+                message: Some(message),
+                details: json!({
+                    "metaFile": indexed.path.to_string_lossy(),
+                    "sessionId": meta.session_id,
+                    "name": meta.name,
+                    "model": meta.model,
+                    "incremental": indexed.incremental,
+                    "usage": meta.usage,
+                }),
+                actions: Vec::new(),
+            }
+        }
+        Ok(None) => failed("nothing to index".into()),
+        Err(failure) => failed(format!("Indexing failed: {}", failure.error)),
+    }
+}
+
+/// Index the session of `ctx` once no other run of it is in progress.
+///
+/// `/index-session` runs on the command thread, outside the background job
+/// that `agent_end` started; run side by side, both read the same previous
+/// meta and session name, and both rename and report. The request is built
+/// only once the gate is held: the host's context call is then answered after
+/// the previous run's effects (session name, entries), which a serving host
+/// applies asynchronously, so this run reads the meta and the session name
+/// that run left and continues from its leaf.
+fn run_serialized(
+    app: &Arc<App>,
+    ctx: &SessionContext,
+    force: bool,
+) -> Result<Option<Indexed>, job::Failure> {
+    let gate = report::SessionGate::enter(std::path::Path::new(
+        ctx.session_file.as_deref().unwrap_or_default(),
+    ));
+    let _held = gate.lock();
+    let request = request_for(app, ctx, force);
+    run_reported(app, &request)
+}
+
+/// The request for the session of `ctx`, on its current leaf: the live
+/// context when it is still the same session (the leaf may have moved since
+/// the trigger), else the one captured.
+fn request_for(app: &App, ctx: &SessionContext, force: bool) -> IndexRequest {
+    let live = app.host.context();
+    let leaf_id = if live.session_file == ctx.session_file {
+        live.leaf_id
+    } else {
+        ctx.leaf_id.clone()
+    };
+    IndexRequest {
+        session_file: ctx.session_file.clone().unwrap_or_default().into(),
+        meta_dir: app.meta_dir(ctx),
+        leaf_id,
+        force,
+        offline: false,
+    }
+}

@@ -1,0 +1,183 @@
+//! Host effects of an indexing run: the status line, the session name and a
+//! `session-index:index` entry for every attempt.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde_json::{json, Value};
+
+use super::job::{index_session, Failure, IndexOutcome, IndexRequest, Indexed};
+use crate::model::LOCAL_PROVIDER;
+use crate::plugin::host::NotifyLevel;
+use crate::plugin::state::App;
+use crate::store::meta::SessionMeta;
+use crate::text::one_line;
+use crate::time::iso_now;
+
+pub use super::job::ENTRY_TYPE;
+
+/// Run an index with all host effects. `Ok(None)`: skipped (below threshold).
+/// Callers in the plugin hold the session's [`SessionGate`].
+pub fn run_reported(app: &Arc<App>, request: &IndexRequest) -> Result<Option<Indexed>, Failure> {
+    let started = || app.show_status("indexing", "indexing…", false);
+    match index_session(app, request, &started) {
+        Ok(IndexOutcome::Skipped {
+            session_id,
+            new_user_messages,
+        }) => {
+            tracing::debug!(session = %session_id, new_user_messages, "not indexing: below minNewUserMessages");
+            Ok(None)
+        }
+        Ok(IndexOutcome::Indexed(indexed)) => {
+            let cost = indexed.meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
+            crate::model::spend::record(
+                &app.spent,
+                &request.meta_dir,
+                crate::model::spend::Kind::Indexing,
+                cost,
+            );
+            report_success(app, &indexed);
+            Ok(Some(*indexed))
+        }
+        Err(failure) => {
+            report_failure(app, &failure);
+            Err(failure)
+        }
+    }
+}
+
+fn report_success(app: &Arc<App>, indexed: &Indexed) {
+    let meta = &indexed.meta;
+    if let Some(reason) = &indexed.fallback_reason {
+        warn_offline_once(app, reason);
+    }
+    // The name a user set is never replaced; the meta file took it too.
+    if !indexed.user_named && indexed.previous_session_name.as_deref() != Some(meta.name.as_str()) {
+        app.host.set_session_name(&meta.name);
+    }
+    let usage = meta.usage.clone().unwrap_or_default();
+    app.host.append_entry(
+        ENTRY_TYPE,
+        &json!({
+            "success": true,
+            "sessionId": meta.session_id,
+            "model": meta.model,
+            "timestamp": iso_now(),
+            "usage": usage,
+        }),
+    );
+    tracing::info!(
+        session = %meta.session_id,
+        model = %meta.model,
+        incremental = indexed.incremental,
+        input_tokens = usage.input_tokens,
+        output_tokens = usage.output_tokens,
+        attempts = indexed.attempts,
+        "indexed session"
+    );
+    let text = match meta
+        .model_choice
+        .as_deref()
+        .filter(|c| *c != "offline")
+        .map(choice_label)
+    {
+        Some(why) => format!("indexed ({} by {}: {why})", cost_label(meta), meta.model),
+        None => format!("indexed ({})", cost_label(meta)),
+    };
+    app.show_status("indexing", &text, true);
+}
+
+/// What a `modelChoice` means, for people.
+pub fn choice_label(choice: &str) -> &'static str {
+    match choice {
+        "configured" => "configured key",
+        "cheapest" => "cheapest in pi's registry",
+        "session" => "fallback: the session's model",
+        "offline" => "offline model",
+        _ => "",
+    }
+}
+
+/// `$0.0012` for a priced model; `offline` for the local model, whose zero
+/// cost would read like a free remote call.
+pub fn cost_label(meta: &SessionMeta) -> String {
+    if meta.model.split('/').next() == Some(LOCAL_PROVIDER) {
+        return "offline".to_string();
+    }
+    format!("${:.4}", meta.usage.as_ref().map_or(0.0, |u| u.cost_usd))
+}
+
+fn report_failure(app: &Arc<App>, failure: &Failure) {
+    let reason = failure.error.to_string();
+    let mut data = json!({
+        "success": false,
+        "sessionId": failure.session_id,
+        "model": failure.model,
+        "timestamp": iso_now(),
+        "error": reason,
+    });
+    if let (Value::Object(map), None) = (&mut data, &failure.session_id) {
+        map.remove("sessionId");
+    }
+    app.host.append_entry(ENTRY_TYPE, &data);
+    tracing::warn!(session = ?failure.session_id, model = ?failure.model, "indexing failed: {reason}");
+    app.show_status(
+        "indexing",
+        &format!("index failed: {}", one_line(&reason, 160)),
+        true,
+    );
+}
+
+/// The [`SessionGate`] mutexes, by absolute session file.
+static GATES: Mutex<BTreeMap<PathBuf, Arc<Mutex<()>>>> = Mutex::new(BTreeMap::new());
+
+/// One in-process mutex per session file, dropped from the map when unused:
+/// index runs of one session never overlap (see `super::run_serialized`).
+pub struct SessionGate {
+    key: PathBuf,
+    mutex: Arc<Mutex<()>>,
+}
+
+impl SessionGate {
+    pub fn enter(session_file: &Path) -> SessionGate {
+        let key = std::path::absolute(session_file).unwrap_or_else(|_| session_file.to_path_buf());
+        let mutex = match GATES.lock() {
+            Ok(mut map) => map.entry(key.clone()).or_default().clone(),
+            // A poisoned map only loses the serialization, never the index.
+            Err(_) => Arc::default(),
+        };
+        SessionGate { key, mutex }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, ()> {
+        // A run that panicked left nothing half-done that the gate protects.
+        self.mutex.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for SessionGate {
+    fn drop(&mut self) {
+        if let Ok(mut map) = GATES.lock() {
+            // The map's own reference plus ours: nobody else waits on this session.
+            if Arc::strong_count(&self.mutex) <= 2 {
+                map.remove(&self.key);
+            }
+        }
+    }
+}
+
+fn warn_offline_once(app: &Arc<App>, reason: &str) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::SeqCst) {
+        tracing::warn!("using the offline model local/extractive: {reason}");
+        app.host.notify(
+            &format!(
+                "session-index: no model available, indexing with the offline model ({})",
+                one_line(reason, 200)
+            ),
+            NotifyLevel::Warning,
+        );
+    }
+}

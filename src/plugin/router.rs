@@ -1,0 +1,172 @@
+//! The plugin object: routes host calls to the feature modules.
+//!
+//! Everything here speaks Rust types; [`crate::plugin::ffi`] owns the boundary.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pi_ext_abi::protocol::{
+    check_version, BeforeAgentStartResult, CommandCall, CommandResult, Event, EventCall,
+    FlushReport, InputResult, Registrations, ToolCall, ToolResult, EVENTS,
+};
+use serde_json::Value;
+
+use crate::plugin::host::NotifyLevel;
+use crate::plugin::state::App;
+
+/// Environment variable naming a handler (`event:<name>`, `tool:<name>`,
+/// `command:<name>`) that must panic: used by tests to prove that a panic
+/// never crosses the boundary.
+pub const PANIC_ON_ENV: &str = "SESSION_INDEX_PANIC_ON";
+
+pub struct SessionIndexPlugin {
+    pub app: Arc<App>,
+}
+
+fn panic_if_requested(handler: &str) {
+    if std::env::var(PANIC_ON_ENV).is_ok_and(|v| v == handler) {
+        panic!("deliberate panic in {handler} ({PANIC_ON_ENV})");
+    }
+}
+
+impl SessionIndexPlugin {
+    pub fn new(app: Arc<App>) -> Self {
+        if !app.config_problems.is_empty() {
+            tracing::warn!(
+                "session-index config is invalid, indexing is off: {}",
+                app.config_problems.join("; ")
+            );
+        }
+        SessionIndexPlugin { app }
+    }
+
+    pub fn registrations(&self) -> Registrations {
+        let config = &self.app.config;
+        let mut tools = Vec::new();
+        if config.query.enabled {
+            tools.push(crate::features::query::tool_spec());
+        }
+        let mut commands = vec![pi_ext_abi::protocol::CommandSpec {
+            name: config.command_name.clone(),
+            description:
+                "Index this session now: name, description, summary and tags in sessions-meta"
+                    .into(),
+        }];
+        commands.extend(crate::features::commands::specs(&self.app));
+        if config.search.enabled {
+            tools.push(crate::features::search_tool::tool_spec());
+        }
+        Registrations {
+            events: EVENTS.iter().map(|e| e.to_string()).collect(),
+            commands,
+            tools,
+            config_problems: self.app.config_problems.clone(),
+        }
+    }
+
+    /// Returns the event's result document (`null` when it has none).
+    pub fn on_event(&self, call: EventCall) -> Result<Value, String> {
+        panic_if_requested(&format!("event:{}", call.event));
+        let app = &self.app;
+        match call.typed()? {
+            Event::SessionStart {} => {
+                if !app.config_problems.is_empty() {
+                    let text = format!(
+                        "session-index config is invalid: {}",
+                        app.config_problems.join("; ")
+                    );
+                    app.host.notify(&text, NotifyLevel::Warning);
+                }
+                crate::features::references::on_session_start(app, &call.ctx);
+                refresh_store(app, &call.ctx);
+                Ok(Value::Null)
+            }
+            Event::Input {} => to_value(&InputResult::Continue),
+            Event::BeforeAgentStart { prompt } => {
+                app.query_calls_this_run.store(0, Ordering::SeqCst);
+                app.search_calls_this_run.store(0, Ordering::SeqCst);
+                let message =
+                    crate::features::references::before_agent_start(app, &call.ctx, &prompt);
+                match message {
+                    Some(message) => to_value(&BeforeAgentStartResult {
+                        message: Some(message),
+                        system_prompt: None,
+                    }),
+                    None => Ok(Value::Null),
+                }
+            }
+            Event::AgentEnd {} => {
+                crate::features::summarize::on_agent_end(app, &call.ctx);
+                refresh_store(app, &call.ctx);
+                Ok(Value::Null)
+            }
+            Event::SessionShutdown {} => {
+                // Give in-flight indexing a moment; the host's own shutdown waits longer.
+                app.jobs.flush(Duration::from_millis(200));
+                Ok(Value::Null)
+            }
+        }
+    }
+
+    pub fn call_tool(&self, call: ToolCall) -> Result<ToolResult, String> {
+        panic_if_requested(&format!("tool:{}", call.tool));
+        check_version(call.v)?;
+        match call.tool.as_str() {
+            "query_session" if self.app.config.query.enabled => {
+                Ok(crate::features::query::call_tool(&self.app, &call))
+            }
+            "search_sessions" if self.app.config.search.enabled => {
+                Ok(crate::features::search_tool::call(&self.app, &call))
+            }
+            other => Err(format!("unknown tool '{other}'")),
+        }
+    }
+
+    pub fn run_command(&self, call: CommandCall) -> Result<CommandResult, String> {
+        panic_if_requested(&format!("command:{}", call.command));
+        check_version(call.v)?;
+        if call.command == self.app.config.command_name {
+            return Ok(crate::features::summarize::run_command(&self.app, &call));
+        }
+        crate::features::commands::run(&self.app, &call)
+            .ok_or_else(|| format!("unknown command '{}'", call.command))
+    }
+
+    pub fn request(&self, method: &str, payload: Value) -> Result<Value, String> {
+        panic_if_requested(&format!("request:{method}"));
+        match method {
+            "references.complete" => Ok(crate::features::references::complete(&self.app, &payload)),
+            other => Err(format!("unknown request '{other}'")),
+        }
+    }
+
+    pub fn flush(&self, timeout: Duration) -> FlushReport {
+        self.app.jobs.flush(timeout)
+    }
+
+    pub fn shutdown(&self, timeout: Duration) -> FlushReport {
+        self.app.jobs.shutdown(timeout)
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, String> {
+    serde_json::to_value(value).map_err(|e| e.to_string())
+}
+
+/// Bring the session store (the search index, which resolution, completion
+/// and search read) up to date in the background: one job per agent
+/// directory; a trigger while it runs folds into one re-run.
+fn refresh_store(app: &Arc<App>, ctx: &pi_ext_abi::protocol::SessionContext) {
+    let c = &app.config;
+    if !(c.references.enabled || c.query.enabled || c.search.enabled) {
+        return;
+    }
+    let key = format!("store-refresh:{}", app.agent_dir(ctx).display());
+    app.jobs.submit(
+        &app.runtime,
+        &key,
+        app.catalog
+            .refresh_task(&app.sessions_dir(ctx), &app.meta_dir(ctx)),
+    );
+}

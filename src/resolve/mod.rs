@@ -1,0 +1,549 @@
+//! The sessions the plugin knows of, and the one resolver of `@@`
+//! references over them.
+//!
+//! - `store`: the rows, read from the search index's `sessions` table (the
+//!   one store: search, completion and resolution read the same index), and
+//!   a lookup in the files for what the index does not hold;
+//! - `rows`: a row and the keys it is looked up by;
+//! - `resolve`: id → id prefix → name → slug → fuzzy over a list of rows.
+//!
+//! One [`Catalog`] serves every agent directory it is asked about (tests and
+//! hosts may switch), each behind its own lock, so `&Catalog` works from
+//! [`crate::plugin::state::App`]. Lookups only ever return sessions listed inside the
+//! sessions directory: nothing a user types is used as a path.
+
+pub(crate) mod keys;
+pub(crate) mod rules;
+pub mod syntax;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use serde::Serialize;
+
+use crate::config::PrivacyConfig;
+use crate::error_code::ErrorCode;
+
+pub use keys::slug;
+pub use rules::Rule;
+
+use crate::store::cache::{cold_lookup, Store, MISS_GAP};
+use keys::Row;
+use rules::{id_like, path_like, Outcome, Query};
+
+/// A session as the catalog knows it (header, summary and meta fields): the
+/// row the resolver reads, as the search index's `sessions` table has it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CatalogEntry {
+    pub id: String,
+    /// The session file under the sessions directory (for a meta file whose
+    /// session is gone: the path the meta file recorded).
+    pub path: PathBuf,
+    /// pi's `session_info` name, else the meta name.
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub tags: Vec<String>,
+    pub cwd: String,
+    /// Header timestamp (ISO).
+    pub created: String,
+    /// File modification time, ms since the epoch (0 when the file is missing).
+    pub modified_ms: u64,
+    /// Header `parentSession`: the path of the session this one came from.
+    pub parent_session: Option<String>,
+    pub first_message: Option<String>,
+    pub has_meta: bool,
+}
+
+/// A session offered to the user: for ambiguity errors and completion.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Candidate {
+    pub id: String,
+    pub name: Option<String>,
+    /// Header timestamp (ISO).
+    pub created: String,
+    pub cwd: String,
+    pub modified_ms: u64,
+    /// The reference text, unquoted: a slug, an id prefix, or a name with
+    /// spaces (which must be quoted when typed; see `insert`).
+    pub reference: String,
+    /// Exactly what to type after `@@`: `reference`, quoted when it has spaces.
+    pub insert: String,
+    /// Relevance (higher is better); for completion ordering.
+    pub score: f64,
+}
+
+impl std::fmt::Display for Candidate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The full id: candidates often share a prefix (UUIDv7 ids start with the time).
+        let date: String = self.created.chars().take(10).collect();
+        match &self.name {
+            Some(n) => write!(f, "{} \"{n}\" {date} {}", self.id, self.cwd),
+            None => write!(f, "{} (unnamed) {date} {}", self.id, self.cwd),
+        }
+    }
+}
+
+/// A resolved reference: the session and the rule that found it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub entry: CatalogEntry,
+    pub rule: Rule,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResolveError {
+    #[error("no session matches \"{reference}\"{}", did_you_mean(suggestions))]
+    NotFound {
+        reference: String,
+        suggestions: Vec<String>,
+    },
+    #[error("\"{reference}\" matches {} sessions: {}", candidates.len(), list(candidates))]
+    Ambiguous {
+        reference: String,
+        candidates: Vec<Candidate>,
+    },
+    #[error("session {id}: its file is missing ({})", path.display())]
+    FileMissing { id: String, path: PathBuf },
+    #[error("\"{reference}\" is not a session in the sessions directory")]
+    Outside { reference: String },
+}
+
+impl ResolveError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ResolveError::NotFound { .. } => ErrorCode::SessionNotFound,
+            ResolveError::Ambiguous { .. } => ErrorCode::SessionAmbiguous,
+            ResolveError::FileMissing { .. } => ErrorCode::SessionFileMissing,
+            ResolveError::Outside { .. } => ErrorCode::SessionOutside,
+        }
+    }
+}
+
+/// Candidates listed in an ambiguity message.
+const LISTED: usize = 5;
+
+fn list(c: &[Candidate]) -> String {
+    let mut s = c
+        .iter()
+        .take(LISTED)
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join("; ");
+    if c.len() > LISTED {
+        s.push_str(&format!("; and {} more", c.len() - LISTED));
+    }
+    s
+}
+
+fn did_you_mean(s: &[String]) -> String {
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", s.join(", "))
+    }
+}
+
+/// An ancestor of a session through `parentSession`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ancestor {
+    Found(Box<CatalogEntry>),
+    /// The parent is not (or no longer) a session in the sessions directory.
+    Missing {
+        path: String,
+        reason: String,
+    },
+}
+
+/// One store per (sessions dir, meta dir).
+type Stores = RwLock<HashMap<(PathBuf, PathBuf), Arc<Mutex<Store>>>>;
+
+pub struct Catalog {
+    dirs: Stores,
+    /// Lowest fuzzy score that resolves (`references.fuzzyThreshold`).
+    fuzzy_threshold: f64,
+    /// Sessions the index keeps out (`privacy.exclude`).
+    privacy: PrivacyConfig,
+    /// The search index's ranking as the last rule (`search.enabled`).
+    search: bool,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog::new()
+    }
+}
+
+impl Catalog {
+    pub fn new() -> Self {
+        Catalog::with_fuzzy_threshold(crate::config::ReferencesConfig::default().fuzzy_threshold)
+    }
+
+    pub fn with_fuzzy_threshold(threshold: f64) -> Self {
+        Catalog {
+            dirs: RwLock::new(HashMap::new()),
+            fuzzy_threshold: threshold.clamp(0.0, 1.0),
+            privacy: PrivacyConfig::default(),
+            search: false,
+        }
+    }
+
+    /// Keep the sessions `privacy` excludes out of the index this catalog
+    /// updates (they still resolve from their files, so callers can say why
+    /// they are refused).
+    pub fn excluding(mut self, privacy: &PrivacyConfig) -> Self {
+        self.privacy = privacy.clone();
+        self
+    }
+
+    /// Make the search index's ranking the last resolution rule: a reference
+    /// no other rule resolves names the session whose text holds it, when
+    /// that session is clearly ahead (the fuzzy rule's lead).
+    pub fn with_search(mut self, enabled: bool) -> Self {
+        self.search = enabled;
+        self
+    }
+
+    /// The store of an agent directory (made on first use).
+    fn store(&self, sessions_dir: &Path, meta_dir: &Path) -> Arc<Mutex<Store>> {
+        let key = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
+        if let Some(d) = self
+            .dirs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Arc::clone(d);
+        }
+        let mut all = self.dirs.write().unwrap_or_else(PoisonError::into_inner);
+        let new = || {
+            Arc::new(Mutex::new(Store::new(
+                sessions_dir,
+                meta_dir,
+                &self.privacy,
+            )))
+        };
+        Arc::clone(all.entry(key).or_insert_with(new))
+    }
+
+    /// Run `f` on the directory's rows, brought up to date if stale.
+    fn with_rows<T>(&self, sessions_dir: &Path, meta_dir: &Path, f: impl FnOnce(&Store) -> T) -> T {
+        let store = self.store(sessions_dir, meta_dir);
+        let mut store = store.lock().unwrap_or_else(PoisonError::into_inner);
+        store.fresh();
+        f(&store)
+    }
+
+    /// True once an update of the index found every session in it.
+    pub fn is_warm(&self, sessions_dir: &Path, meta_dir: &Path) -> bool {
+        self.store(sessions_dir, meta_dir)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .complete
+    }
+
+    /// Work that brings the index of an agent directory fully up to date
+    /// (the first time: builds it), for a background job at `session_start`
+    /// and after `agent_end`. It writes through its own connection, so
+    /// lookups meanwhile answer from what is committed (and from the files).
+    pub fn refresh_task(
+        &self,
+        sessions_dir: &Path,
+        meta_dir: &Path,
+    ) -> impl Fn() + Send + Sync + 'static {
+        let store = self.store(sessions_dir, meta_dir);
+        let (s, m) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
+        move || {
+            let (index, stamps) = {
+                let store = store.lock().unwrap_or_else(PoisonError::into_inner);
+                (store.open(), store.stamps())
+            };
+            let Some(mut index) = index else { return };
+            match index.update(&s, &m, None) {
+                Ok(report) => {
+                    tracing::debug!(?report, "search index refreshed");
+                    store
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .built(stamps);
+                }
+                Err(e) => tracing::warn!("search index refresh failed: {e}"),
+            }
+        }
+    }
+
+    /// Number of sessions indexed.
+    pub fn len(&self, sessions_dir: &Path, meta_dir: &Path) -> usize {
+        self.with_rows(sessions_dir, meta_dir, |s| s.rows.len())
+    }
+
+    /// Resolve a reference (id, id prefix ≥ 6, name, slug or fuzzy text)
+    /// typed in project `current_cwd`.
+    pub fn resolve(
+        &self,
+        sessions_dir: &Path,
+        meta_dir: &Path,
+        current_cwd: &str,
+        reference: &str,
+    ) -> Result<Resolved, ResolveError> {
+        self.resolve_in_session(sessions_dir, meta_dir, current_cwd, None, reference)
+    }
+
+    /// As [`Catalog::resolve`], typed in session `current_session` (an id),
+    /// which is never a fuzzy candidate and, for exact rules, only when no
+    /// other session fits.
+    pub fn resolve_in_session(
+        &self,
+        sessions_dir: &Path,
+        meta_dir: &Path,
+        current_cwd: &str,
+        current_session: Option<&str>,
+        reference: &str,
+    ) -> Result<Resolved, ResolveError> {
+        let current = current_session.map(str::to_lowercase);
+        let q = Query {
+            reference,
+            cwd: current_cwd,
+            current: current.as_deref(),
+            threshold: self.fuzzy_threshold,
+        };
+        let store = self.store(sessions_dir, meta_dir);
+        let mut store = store.lock().unwrap_or_else(PoisonError::into_inner);
+        // What the index does not hold (not yet: the first build; or never:
+        // privacy.exclude, meta files whose session is gone) may be in the
+        // files: an id-like reference costs a directory listing, others read
+        // every meta file, only on a miss.
+        let in_files = || cold_lookup(sessions_dir, meta_dir, &q);
+        store.reload();
+        if store.rows.is_empty() {
+            // The index is not built yet: the files answer ids and exact names at once.
+            if let Some((row, rule)) = in_files() {
+                return found(&row, rule);
+            }
+        }
+        store.fresh();
+        let first = self.outcome(&store, &q);
+        if !matches!(first, Err(ResolveError::NotFound { .. })) {
+            return first;
+        }
+        if let Some((row, rule)) = in_files() {
+            return found(&row, rule);
+        }
+        if store.refreshed_within(MISS_GAP) {
+            return first;
+        }
+        store.refresh(MISS_GAP);
+        self.outcome(&store, &q)
+    }
+
+    fn outcome(&self, store: &Store, q: &Query) -> Result<Resolved, ResolveError> {
+        let rows = &store.rows;
+        let mut outcome = rules::resolve(rows, q, true);
+        let words = !id_like(q.reference) && !path_like(q.reference);
+        if matches!(outcome, Outcome::NotFound(_)) && self.search && words {
+            let ranked = store.rank(q.reference.trim(), q.cwd);
+            let at = |id: &str| rows.iter().position(|r| r.entry.id == id);
+            let scored: Vec<(f64, usize)> = ranked
+                .iter()
+                .filter_map(|(id, s)| Some((*s, at(id)?)))
+                .collect();
+            if !scored.is_empty() {
+                outcome = rules::decide(rows, scored, Rule::Search, q);
+            }
+        }
+        let reference = || q.reference.trim().to_string();
+        match outcome {
+            Outcome::Found(i, rule) => found(&rows[i], rule),
+            Outcome::Ambiguous(hits) => Err(ResolveError::Ambiguous {
+                reference: reference(),
+                candidates: candidates(
+                    rows,
+                    &hits
+                        .into_iter()
+                        .take(rules::CANDIDATES)
+                        .map(|i| (0.0, i))
+                        .collect::<Vec<_>>(),
+                    None,
+                ),
+            }),
+            Outcome::NotFound(near) => Err(ResolveError::NotFound {
+                reference: reference(),
+                suggestions: near
+                    .into_iter()
+                    .map(|i| suggestion(&rows[i].entry))
+                    .collect(),
+            }),
+            Outcome::Outside => Err(ResolveError::Outside {
+                reference: reference(),
+            }),
+        }
+    }
+
+    /// Candidates for a `@@` prefix, for editor completion.
+    pub fn complete(
+        &self,
+        sessions_dir: &Path,
+        meta_dir: &Path,
+        current_cwd: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Vec<Candidate> {
+        self.with_rows(sessions_dir, meta_dir, |s| {
+            let rows = &s.rows;
+            let ranked = rules::complete(rows, current_cwd, prefix, limit);
+            candidates(rows, &ranked, Some(current_cwd))
+        })
+    }
+
+    /// Up to `depth` ancestors of `entry` through `parentSession`, nearest
+    /// first. A parent that is missing or outside the sessions directory ends
+    /// the chain with [`Ancestor::Missing`]; a cycle ends it silently.
+    pub fn ancestors(
+        &self,
+        sessions_dir: &Path,
+        meta_dir: &Path,
+        entry: &CatalogEntry,
+        depth: u32,
+    ) -> Vec<Ancestor> {
+        self.with_rows(sessions_dir, meta_dir, |s| {
+            let mut out = Vec::new();
+            let mut seen = vec![entry.id.clone()];
+            let mut next = entry.parent_session.clone();
+            while let Some(parent) = next.take() {
+                if out.len() >= depth as usize {
+                    break;
+                }
+                match s
+                    .row_for_path(Path::new(&parent))
+                    .map(|row| &row.entry)
+                    .filter(|e| e.path.is_file())
+                {
+                    Some(e) if seen.contains(&e.id) => break,
+                    Some(e) => {
+                        seen.push(e.id.clone());
+                        next = e.parent_session.clone();
+                        out.push(Ancestor::Found(Box::new(e.clone())));
+                    }
+                    None => {
+                        let reason = if Path::new(&parent).exists() {
+                            "not a session in the sessions directory"
+                        } else {
+                            "parent session file not found"
+                        };
+                        out.push(Ancestor::Missing {
+                            path: parent,
+                            reason: reason.into(),
+                        });
+                    }
+                }
+            }
+            out
+        })
+    }
+}
+
+/// A session found, unless its file has gone since the index saw it.
+fn found(row: &Row, rule: Rule) -> Result<Resolved, ResolveError> {
+    if row.missing || !row.entry.path.is_file() {
+        return Err(ResolveError::FileMissing {
+            id: row.entry.id.clone(),
+            path: row.entry.path.clone(),
+        });
+    }
+    Ok(Resolved {
+        entry: row.entry.clone(),
+        rule,
+    })
+}
+
+/// How a miss names a session: `034d1cd7… "Cron in gitclaw"`.
+fn suggestion(e: &CatalogEntry) -> String {
+    let mut s = short_id(&e.id);
+    if let Some(n) = &e.name {
+        s.push_str(&format!(" \"{n}\""));
+    }
+    s
+}
+
+/// The first 8 characters of an id, with `…` when there are more.
+pub fn short_id(id: &str) -> String {
+    match id.char_indices().nth(8) {
+        Some((i, _)) => format!("{}…", &id[..i]),
+        None => id.to_string(),
+    }
+}
+
+/// Candidates to offer, in `hits` order; `cwd`: the project they are
+/// offered in, for the shortest reference that resolves back to each, else
+/// the full id (ambiguities list sessions that share names and prefixes).
+fn candidates(rows: &[Row], hits: &[(f64, usize)], cwd: Option<&str>) -> Vec<Candidate> {
+    let mut refs: Vec<Option<String>> = hits.iter().map(|_| None).collect();
+    if let Some(cwd) = cwd {
+        for attempt in 0..5 {
+            let asks: Vec<(usize, usize, String)> = hits
+                .iter()
+                .zip(&refs)
+                .enumerate()
+                .filter(|(_, (_, done))| done.is_none())
+                .filter_map(|(k, ((_, i), _))| Some((k, *i, shortest(&rows[*i].entry, attempt)?)))
+                .collect();
+            let pairs: Vec<(usize, String)> =
+                asks.iter().map(|(_, i, r)| (*i, r.clone())).collect();
+            for ((k, _, r), ok) in asks.into_iter().zip(rules::resolve_back(rows, cwd, &pairs)) {
+                if ok {
+                    refs[k] = Some(r);
+                }
+            }
+        }
+    }
+    hits.iter()
+        .zip(refs)
+        .map(|(&(score, i), reference)| {
+            let e = &rows[i].entry;
+            let reference = reference.unwrap_or_else(|| e.id.clone());
+            Candidate {
+                id: e.id.clone(),
+                name: e.name.clone(),
+                created: e.created.clone(),
+                cwd: e.cwd.clone(),
+                modified_ms: e.modified_ms,
+                insert: if reference.contains(' ') {
+                    format!("\"{reference}\"")
+                } else {
+                    reference.clone()
+                },
+                reference,
+                score,
+            }
+        })
+        .collect()
+}
+
+/// The `attempt`-th way to type a session, shortest first: its slug, its
+/// name quoted (only names with spaces need quotes, and other punctuation
+/// would end an unquoted reference early), id prefixes of 8, 12, 16.
+fn shortest(e: &CatalogEntry, attempt: usize) -> Option<String> {
+    match (attempt, e.name.as_deref()) {
+        (0, Some(name)) => {
+            let s = slug(name);
+            let plain = !s.ends_with('.')
+                && s.chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            (!s.is_empty() && plain).then_some(s)
+        }
+        (1, Some(name)) => {
+            let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
+            (!name.contains('"') && name.contains(' ')).then_some(name)
+        }
+        (2..=4, _) => {
+            let p: String =
+                e.id.to_lowercase()
+                    .chars()
+                    .take(8 + 4 * (attempt - 2))
+                    .collect();
+            (p.len() < e.id.len()).then_some(p)
+        }
+        _ => None,
+    }
+}

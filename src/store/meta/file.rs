@@ -1,0 +1,375 @@
+//! Atomic, locked writes of meta files.
+//!
+//! A write goes to a temp file in the meta directory, is fsynced, renamed over
+//! `<id>.meta.json` and the directory is fsynced, so a reader (or a crash)
+//! only ever sees the old or the new complete document. Writers in different
+//! processes serialize on `.locks/<id>.lock` with an fs4 exclusive lock: the
+//! file renamed over cannot carry the lock (rename swaps the inode), so the
+//! lock lives on a separate file that is never replaced. Lock files stay in
+//! the hidden `.locks` directory, out of the users' listing of meta files.
+//! A file of a newer schemaVersion is never replaced.
+
+use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::{meta_path, read_path, MetaError, SessionMeta, SCHEMA_VERSION};
+
+/// Suffix of temp files: never `.meta.json`, so listings of meta files skip them.
+pub const TEMP_SUFFIX: &str = ".tmp";
+/// Directory in the meta directory holding the lock files.
+pub const LOCK_DIR: &str = ".locks";
+
+/// Read a meta file to write it again: a corrupt one counts as missing (the
+/// write replaces it), one of a newer schema is `Err(Newer)` (never written).
+/// Either is warned about once per file per process.
+pub fn read_or_missing(
+    meta_dir: &Path,
+    session_id: &str,
+) -> Result<Option<SessionMeta>, MetaError> {
+    let path = meta_path(meta_dir, session_id)?;
+    let result = match read_path(&path) {
+        Ok(Some(m)) if m.schema_version > SCHEMA_VERSION => Err(MetaError::Newer {
+            path: path.clone(),
+            version: m.schema_version.into(),
+        }),
+        Err(MetaError::Invalid { reason, .. }) => {
+            warn_once(
+                &path,
+                &format!(
+                    "ignoring corrupt meta file {} ({reason}); it will be replaced",
+                    path.display()
+                ),
+            );
+            Ok(None)
+        }
+        other => other,
+    };
+    if let Err(e @ MetaError::Newer { .. }) = &result {
+        warn_once(&path, &e.to_string());
+    }
+    result
+}
+
+/// Warn about `path`; true the first time it is reported in this process.
+fn warn_once(path: &Path, message: &str) -> bool {
+    static WARNED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    let first = WARNED
+        .lock()
+        .map(|mut set| set.insert(path.to_path_buf()))
+        .unwrap_or(false);
+    if first {
+        tracing::warn!("{message}");
+    }
+    first
+}
+
+/// Holds `.locks/<id>.lock` exclusively until dropped.
+pub struct MetaLock {
+    file: File,
+}
+
+impl MetaLock {
+    /// Block until this process holds the session's meta lock.
+    pub fn acquire(meta_dir: &Path, session_id: &str) -> Result<MetaLock, MetaError> {
+        meta_path(meta_dir, session_id)?;
+        let dir = meta_dir.join(LOCK_DIR);
+        create_dir(&dir)?;
+        let path = dir.join(format!("{session_id}.lock"));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|source| MetaError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        // Fully qualified: std's inherent `File::lock` would shadow the trait method on newer toolchains.
+        fs4::FileExt::lock(&file).map_err(|source| MetaError::Io { path, source })?;
+        Ok(MetaLock { file })
+    }
+}
+
+impl Drop for MetaLock {
+    fn drop(&mut self) {
+        let _ = fs4::FileExt::unlock(&self.file);
+    }
+}
+
+fn create_dir(dir: &Path) -> Result<(), MetaError> {
+    std::fs::create_dir_all(dir).map_err(|source| MetaError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// Read-modify-write under the session's lock: `build` gets the current meta
+/// (corrupt → `None`) and returns the document to write atomically. A
+/// current file of a newer schema is left untouched: `Err(Newer)`, warned once.
+pub fn update<F>(
+    meta_dir: &Path,
+    session_id: &str,
+    build: F,
+) -> Result<(PathBuf, SessionMeta), MetaError>
+where
+    F: FnOnce(Option<SessionMeta>) -> SessionMeta,
+{
+    let _lock = MetaLock::acquire(meta_dir, session_id)?;
+    let meta = build(read_or_missing(meta_dir, session_id)?);
+    let path = write_unlocked(meta_dir, &meta)?;
+    Ok((path, meta))
+}
+
+/// Write `meta` atomically under its lock (never over a newer schema's file).
+pub fn write(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaError> {
+    update(meta_dir, &meta.session_id, |_| meta.clone()).map(|(path, _)| path)
+}
+
+/// The atomic write itself; the caller holds the lock.
+fn write_unlocked(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaError> {
+    meta.check().map_err(|reason| MetaError::Invalid {
+        path: meta_dir.to_path_buf(),
+        reason,
+    })?;
+    let target = meta_path(meta_dir, &meta.session_id)?;
+    create_dir(meta_dir)?;
+    let mut json = serde_json::to_vec_pretty(meta).map_err(|e| MetaError::Invalid {
+        path: target.clone(),
+        reason: e.to_string(),
+    })?;
+    json.push(b'\n');
+    remove_stale_temps(meta_dir, &meta.session_id);
+    let temp = temp_path(meta_dir, &meta.session_id);
+    replace(&temp, &target, &json).map_err(|source| MetaError::Io {
+        path: target.clone(),
+        source,
+    })?;
+    Ok(target)
+}
+
+/// Write `bytes` to the new file `temp` beside `target`, fsync it, rename it
+/// over `target` and fsync the directory: a reader (or a crash) sees the old
+/// or the new document, never a torn one. The temp file goes if a step fails.
+pub fn replace(temp: &Path, target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let result = (|| {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(temp, target)?;
+        sync_dir(target.parent().unwrap_or(Path::new(".")))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(temp);
+    }
+    result
+}
+
+/// `.<id>.meta.json.<pid>.<n>.tmp`: hidden, unique per writer, never a meta file name.
+fn temp_path(meta_dir: &Path, session_id: &str) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    meta_dir.join(format!(
+        ".{session_id}.meta.json.{}.{n}{TEMP_SUFFIX}",
+        std::process::id()
+    ))
+}
+
+/// Temp files of this session left by writers that died mid-write. Writers
+/// only create them while holding the lock, which the caller holds now, so
+/// none of them can belong to a live writer.
+fn remove_stale_temps(meta_dir: &Path, session_id: &str) {
+    let prefix = format!(".{session_id}.meta.json.");
+    let Ok(entries) = std::fs::read_dir(meta_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&prefix) && name.ends_with(TEMP_SUFFIX) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> std::io::Result<()> {
+    // Directories cannot be opened for fsync on Windows; rename there is already durable enough.
+    Ok(())
+}
+
+/// True for a file name the store writes as a meta document (not a temp or lock file).
+pub fn is_meta_file_name(name: &str) -> bool {
+    name.ends_with(".meta.json") && !name.starts_with('.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::meta::SCHEMA_VERSION;
+
+    pub(crate) fn sample(id: &str, name: &str) -> SessionMeta {
+        SessionMeta {
+            schema_version: SCHEMA_VERSION,
+            session_id: id.into(),
+            session_file: format!("/s/{id}.jsonl"),
+            parent_session_file: None,
+            name: name.into(),
+            description: "d".into(),
+            summary: "s".into(),
+            tags: vec!["a".into()],
+            cwd: "/w".into(),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            updated_at: "2026-01-01T00:00:00.000Z".into(),
+            model: "local/extractive".into(),
+            model_choice: None,
+            last_indexed_leaf_id: None,
+            usage: None,
+            files: None,
+            decisions: vec![],
+            open_tasks: vec![],
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn write_then_read_round_trips_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = sample("abc", "First");
+        let path = write(dir.path(), &meta).unwrap();
+        assert_eq!(path, dir.path().join("abc.meta.json"));
+        assert_eq!(
+            crate::store::meta::read(dir.path(), "abc").unwrap(),
+            Some(meta)
+        );
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [LOCK_DIR, "abc.meta.json"],
+            "lock files stay out of the listing"
+        );
+        assert!(dir.path().join(LOCK_DIR).join("abc.lock").is_file());
+    }
+
+    #[test]
+    fn a_newer_schema_is_read_where_readable_and_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("n.meta.json");
+        // Readable: the fields of schema 1 are still there.
+        let mut newer = serde_json::to_value(sample("n", "Kept")).unwrap();
+        newer["schemaVersion"] = 2.into();
+        newer["futureField"] = "x".into();
+        let text = serde_json::to_string(&newer).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(
+            crate::store::meta::read(dir.path(), "n")
+                .unwrap()
+                .unwrap()
+                .name,
+            "Kept"
+        );
+        let refused = update(dir.path(), "n", |_| sample("n", "Overwritten")).unwrap_err();
+        assert!(
+            matches!(refused, MetaError::Newer { version: 2, .. }),
+            "{refused}"
+        );
+        assert!(write(dir.path(), &sample("n", "Overwritten")).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        // Unreadable: a newer schema whose fields changed shape.
+        let text = r#"{"schemaVersion":7,"sessionId":"n","name":{"parts":["a"]}}"#;
+        std::fs::write(&path, text).unwrap();
+        let err = crate::store::meta::read(dir.path(), "n").unwrap_err();
+        assert!(
+            err.to_string().contains("schemaVersion 7 is newer"),
+            "{err}"
+        );
+        assert!(matches!(
+            read_or_missing(dir.path(), "n"),
+            Err(MetaError::Newer { version: 7, .. })
+        ));
+        assert!(update(dir.path(), "n", |_| sample("n", "Overwritten")).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    }
+
+    #[test]
+    fn corrupt_meta_is_missing_warned_once_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.meta.json");
+        std::fs::write(&path, "{\"schemaVersion\":1,\"sessionId\":").unwrap();
+        assert!(matches!(
+            crate::store::meta::read(dir.path(), "bad"),
+            Err(MetaError::Invalid { .. })
+        ));
+        assert_eq!(read_or_missing(dir.path(), "bad").unwrap(), None);
+        assert!(
+            !warn_once(&path, "again"),
+            "a second report of the same file is not warned"
+        );
+        let (_, written) = update(dir.path(), "bad", |prev| {
+            assert!(prev.is_none());
+            sample("bad", "Fixed")
+        })
+        .unwrap();
+        assert_eq!(
+            crate::store::meta::read(dir.path(), "bad").unwrap(),
+            Some(written)
+        );
+    }
+
+    #[test]
+    fn update_sees_the_previous_document() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &sample("k", "One")).unwrap();
+        update(dir.path(), "k", |prev| {
+            let prev = prev.unwrap();
+            SessionMeta {
+                name: format!("{} two", prev.name),
+                ..prev
+            }
+        })
+        .unwrap();
+        assert_eq!(
+            crate::store::meta::read(dir.path(), "k")
+                .unwrap()
+                .unwrap()
+                .name,
+            "One two"
+        );
+    }
+
+    #[test]
+    fn a_write_removes_temp_files_left_by_dead_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(".s.meta.json.999.0.tmp");
+        let other = dir.path().join(".t.meta.json.999.0.tmp");
+        std::fs::write(&stale, "{\"partial").unwrap();
+        std::fs::write(&other, "{\"partial").unwrap();
+        write(dir.path(), &sample("s", "x")).unwrap();
+        assert!(!stale.exists());
+        assert!(
+            other.exists(),
+            "another session's temp file may belong to a live writer"
+        );
+    }
+
+    #[test]
+    fn meta_file_names_exclude_temp_and_lock_files() {
+        assert!(is_meta_file_name("abc.meta.json"));
+        assert!(!is_meta_file_name(".abc.meta.json.12.0.tmp"));
+        assert!(!is_meta_file_name("abc.meta.json.lock"));
+    }
+}

@@ -1,0 +1,5 @@
+//! The `query_session` tool.
+
+mod host;
+mod recall;
+mod tool;

@@ -1,0 +1,4 @@
+//! `@@` references injected into prompts.
+
+mod host;
+mod inject;

@@ -1,0 +1,612 @@
+//! The search index on real SQLite files: ranking of planted facts among real
+//! sessions, query syntax and filters, incremental updates (append,
+//! truncation, rewrite, deletion, meta change, branch change), rebuilds and
+//! redaction.
+
+use std::path::Path;
+
+use crate::support::search::{copy_real_sessions, write_meta, Writer};
+use serde_json::json;
+use session_index::store::{Index, Query, SessionHit};
+use session_index::text::Keep;
+
+fn update(agent: &Path) -> Index {
+    let mut index = Index::open(agent).expect("open the index");
+    index
+        .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
+        .expect("update the index");
+    index
+}
+
+fn search(index: &Index, text: &str) -> Vec<SessionHit> {
+    index
+        .search(&Query {
+            limit: 5,
+            ..Query::parse(text).expect("a valid query")
+        })
+        .expect("search")
+}
+
+fn ids(hits: &[SessionHit]) -> Vec<String> {
+    hits.iter().map(|h| h.session.id.clone()).collect()
+}
+
+/// Sessions with one fact each, among the shared real sessions.
+fn planted(agent: &Path) {
+    assert!(
+        copy_real_sessions(agent) >= 10,
+        "the shared fixtures hold real sessions"
+    );
+    let mut tool = Writer::new(agent, "/p/alpha", "tool-fact");
+    tool.user("why does the build fail on the runner?");
+    tool.tool(
+        "bash",
+        json!({"command": "cargo build"}),
+        "error: linker `cc` not found: the zephyrine toolchain is missing",
+    );
+    tool.assistant("The linker is missing; install it.");
+
+    let mut branch = Writer::new(agent, "/p/alpha", "abandoned-fact");
+    let root = branch.user("let us plan the database work");
+    branch.assistant("sure, two options");
+    branch.user("go with the marmoset sharding plan");
+    branch.assistant("ok, marmoset sharding it is");
+    // The user went back and took the other way: the marmoset entries are abandoned.
+    branch.user_after(Some(&root), "actually keep a single node");
+    branch.assistant("single node then");
+
+    let mut meta = Writer::new(agent, "/p/beta", "meta-fact");
+    meta.user("tidy the persistence layer");
+    meta.assistant("done");
+    write_meta(
+        agent,
+        &meta,
+        "Persistence cleanup",
+        "We chose the quokkadb engine for persistence.",
+        &["storage", "cleanup"],
+    );
+
+    let mut phrase = Writer::new(agent, "/p/beta", "phrase-fact");
+    phrase.user("the error said purple elephant dance when the cache was cold");
+    let mut apart = Writer::new(agent, "/p/beta", "phrase-apart");
+    apart.user("a purple car, an elephant, and a dance class");
+
+    // The same words, said together in one and apart (and in fewer words) in the other.
+    Writer::new(agent, "/p/beta", "words-together")
+        .user("the quasar flaky deploy one two three four five six seven");
+    Writer::new(agent, "/p/beta", "words-apart")
+        .user("the quasar deploy one two three four five six flaky");
+
+    let mut file = Writer::new(agent, "/p/gamma", "file-fact");
+    file.user("look at the path finder");
+    file.tool(
+        "read",
+        json!({"path": "src/weird/path_finder.rs"}),
+        "fn find() {}",
+    );
+}
+
+#[test]
+fn planted_facts_rank_first() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    planted(agent);
+    let index = update(agent);
+
+    let hits = search(&index, "zephyrine toolchain");
+    assert_eq!(
+        ids(&hits).first(),
+        Some(&"tool-fact".to_string()),
+        "a fact only in a tool result"
+    );
+    assert_eq!(hits[0].snippets[0].role, "toolResult");
+    assert!(
+        hits[0].snippets[0].text.contains('\u{2}'),
+        "matches are marked: {:?}",
+        hits[0].snippets[0].text
+    );
+
+    let hits = search(&index, "marmoset sharding");
+    assert_eq!(
+        ids(&hits).first(),
+        Some(&"abandoned-fact".to_string()),
+        "a fact only on an abandoned branch"
+    );
+    assert!(
+        hits[0].snippets.iter().all(|s| s.abandoned),
+        "abandoned entries are marked: {:?}",
+        hits[0].snippets
+    );
+    assert!(hits[0].snippets[0].entry_id.is_some());
+
+    let hits = search(&index, "quokkadb");
+    assert_eq!(
+        ids(&hits),
+        vec!["meta-fact"],
+        "a fact only in the meta summary"
+    );
+    assert_eq!(hits[0].snippets[0].role, "meta");
+    assert_eq!(hits[0].session.name.as_deref(), Some("Persistence cleanup"));
+    assert_eq!(hits[0].session.tags, vec!["storage", "cleanup"]);
+
+    // The phrase finds only the session where the words are together; the words alone find both.
+    assert_eq!(
+        ids(&search(&index, "\"purple elephant dance\"")),
+        vec!["phrase-fact"]
+    );
+    let mut both = ids(&search(&index, "purple elephant dance"));
+    both.sort();
+    assert_eq!(both, vec!["phrase-apart", "phrase-fact"]);
+    assert_eq!(
+        ids(&search(&index, "purple elephant -car")),
+        vec!["phrase-fact"],
+        "exclusion"
+    );
+    // Words said together rank above the same words apart, though bm25() alone prefers the shorter row.
+    assert_eq!(
+        ids(&search(&index, "flaky quasar")),
+        vec!["words-together", "words-apart"],
+        "proximity"
+    );
+
+    assert_eq!(
+        ids(&search(&index, "file:src/weird/path_finder.rs")),
+        vec!["file-fact"]
+    );
+    assert_eq!(ids(&search(&index, "path_finder")), vec!["file-fact"]);
+    assert_eq!(ids(&search(&index, "tag:storage")), vec!["meta-fact"]);
+    assert_eq!(
+        ids(&search(&index, "persistence tag:cleanup")),
+        vec!["meta-fact"]
+    );
+    // Prefix matching of the last word.
+    assert_eq!(ids(&search(&index, "zephyr")), vec!["tool-fact"]);
+
+    // The `@@` fallback: reference words, ranked sessions with scores.
+    let ranked = index
+        .rank_reference("zephyrine-toolchain", "/p/alpha", 3)
+        .expect("rank");
+    assert_eq!(ranked[0].session.id, "tool-fact");
+    assert!(ranked[0].score > 0.0);
+    assert!(index
+        .rank_reference("qqxyzzy-vorpal", "/p", 3)
+        .expect("rank")
+        .is_empty());
+    // Wired into the resolver as its last rule: words that only a tool result
+    // holds resolve, as a search match; words found nowhere stay a miss.
+    let catalog = session_index::resolve::Catalog::new().with_search(true);
+    let (sessions, metas) = (agent.join("sessions"), agent.join("sessions-meta"));
+    let found = catalog
+        .resolve(&sessions, &metas, "/p/alpha", "zephyrine-toolchain")
+        .expect("a search match");
+    assert_eq!(
+        (found.entry.id.as_str(), found.rule),
+        ("tool-fact", session_index::resolve::Rule::Search)
+    );
+    assert!(catalog
+        .resolve(&sessions, &metas, "/p/alpha", "qqxyzzy-vorpal")
+        .is_err());
+
+    // Filters: project and time.
+    let only = |project: &str, text: &str| {
+        let query = Query {
+            project: Some(project.into()),
+            limit: 5,
+            ..Query::parse(text).expect("a valid query")
+        };
+        ids(&index.search(&query).expect("search"))
+    };
+    let mut beta = only("/p/beta", "purple");
+    beta.sort();
+    assert_eq!(beta, vec!["phrase-apart", "phrase-fact"]);
+    assert!(only("/p/alpha", "purple").is_empty());
+    let future = Query {
+        since_ms: Some(u64::MAX / 2),
+        limit: 5,
+        ..Query::parse("zephyrine").expect("a valid query")
+    };
+    assert!(index.search(&future).expect("search").is_empty());
+    let past = Query {
+        until_ms: Some(1000),
+        limit: 5,
+        ..Query::parse("zephyrine").expect("a valid query")
+    };
+    assert!(index.search(&past).expect("search").is_empty());
+
+    // The current project ranks first among equals.
+    let mut other = Writer::new(agent, "/p/delta", "tool-fact-twin");
+    other.user("why does the build fail on the runner?");
+    other.tool(
+        "bash",
+        json!({"command": "cargo build"}),
+        "error: linker `cc` not found: the zephyrine toolchain is missing",
+    );
+    let index = update(agent);
+    for cwd in ["/p/delta", "/p/alpha"] {
+        let query = Query {
+            current_cwd: Some(cwd.into()),
+            limit: 5,
+            ..Query::parse("zephyrine").expect("a valid query")
+        };
+        assert_eq!(index.search(&query).expect("search")[0].session.cwd, cwd);
+    }
+}
+
+#[test]
+fn bad_queries_get_one_line_errors_and_syntax_is_never_passed_raw() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let mut w = Writer::new(agent, "/p", "syntax");
+    w.user("NEAR(a b) AND OR NOT \"quoted\" column:value ^start");
+    let index = update(agent);
+    for text in [
+        "NEAR(a b)",
+        "AND",
+        "col:value",
+        "\"unterminated",
+        "a OR",
+        "^start",
+        "*",
+        "-",
+        "(((",
+        "a -\"\"",
+    ] {
+        match Query::parse(text) {
+            Ok(q) => {
+                index
+                    .search(&Query { limit: 5, ..q })
+                    .unwrap_or_else(|e| panic!("{text:?} failed: {e}"));
+            }
+            Err(e) => assert!(!e.to_string().contains('\n'), "{e}"),
+        }
+    }
+    assert!(Query::parse("!!! ...").is_err());
+    assert_eq!(ids(&search(&index, "NEAR(a b)")), vec!["syntax"]);
+}
+
+#[test]
+fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let mut w = Writer::new(agent, "/p", "grows");
+    let root = w.user("first words about capybaras");
+    w.assistant("capybaras are large rodents");
+    let mut index = update(agent);
+    assert_eq!(ids(&search(&index, "capybaras")), vec!["grows"]);
+
+    // Append: only the new lines are read, nothing is indexed twice, and the
+    // ranking rows are those a fresh build of the file has: how the index was
+    // built (a pass after each agent run in pi) never changes how it ranks.
+    let ranking_rows = |agent: &Path| -> Vec<(i64, Vec<u8>)> {
+        let conn = rusqlite::Connection::open(session_index::store::index_path(agent))
+            .expect("open the file");
+        let mut rows = conn
+            .prepare("SELECT id & 1048575, sz FROM docs_docsize ORDER BY id")
+            .expect("docs sizes");
+        rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(Iterator::collect)
+            .expect("ranking rows")
+    };
+    let len_before = std::fs::metadata(&w.path).expect("stat").len();
+    w.user("now about axolotls");
+    // A half-written line is left for later.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&w.path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"type\":\"message\",\"id\":\"half"))
+        .expect("append half a line");
+    let report = index
+        .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
+        .expect("update");
+    assert_eq!(report.updated, 1);
+    assert_eq!(ids(&search(&index, "axolotls")), vec!["grows"]);
+    let hits = search(&index, "capybaras");
+    assert_eq!(
+        hits[0].snippets.len(),
+        2,
+        "the old entries are there once each: {:?}",
+        hits[0].snippets
+    );
+    assert_eq!(hits[0].session.message_count, 3);
+    assert!(len_before > 0);
+    let fresh = tempfile::tempdir().expect("a temporary directory");
+    let copy = crate::support::search::project_dir(fresh.path(), "/p")
+        .join(w.path.file_name().expect("a file name"));
+    std::fs::copy(&w.path, copy).expect("copy the session");
+    drop(update(fresh.path()));
+    assert_eq!(
+        ranking_rows(agent),
+        ranking_rows(fresh.path()),
+        "ranking rows after an append, and fresh"
+    );
+
+    // The half line completed, then a new branch from the root: the earlier entries are abandoned.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&w.path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"\",\"parentId\":null,\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"finished half line\"}}\n"))
+        .expect("finish the line");
+    w.user_after(Some(&root), "a different direction with okapis");
+    update(agent);
+    let hits = search(&index, "axolotls");
+    assert!(
+        hits[0].snippets[0].abandoned,
+        "moved off the active branch: {:?}",
+        hits[0].snippets
+    );
+    assert!(!search(&index, "okapis")[0].snippets[0].abandoned);
+    assert!(!search(&index, "capybaras")[0]
+        .snippets
+        .iter()
+        .any(|s| s.entry_id.as_deref() == Some(&root) && s.abandoned));
+    assert_eq!(
+        ids(&search(&index, "\"finished half line\"")),
+        vec!["grows"]
+    );
+
+    // Meta written later is picked up.
+    write_meta(
+        agent,
+        &w,
+        "Rodent facts",
+        "All about capybaras.",
+        &["animals"],
+    );
+    update(agent);
+    assert_eq!(
+        search(&index, "rodent")[0].session.name.as_deref(),
+        Some("Rodent facts")
+    );
+
+    // Truncated (shorter) file: read again whole.
+    let text = std::fs::read_to_string(&w.path).expect("read");
+    let first_two: Vec<&str> = text.lines().take(2).collect();
+    std::fs::write(&w.path, format!("{}\n", first_two.join("\n"))).expect("truncate");
+    update(agent);
+    assert!(search(&index, "axolotls").is_empty());
+    assert_eq!(ids(&search(&index, "capybaras")), vec!["grows"]);
+
+    // Rewritten in place, same length and inode, different text: read again whole.
+    let text = std::fs::read_to_string(&w.path).expect("read");
+    let changed = text.replace("capybaras", "wombatses");
+    assert_eq!(changed.len(), text.len());
+    std::fs::write(&w.path, changed).expect("rewrite");
+    // Later than the last write, even on a coarse clock.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
+    std::fs::File::options()
+        .append(true)
+        .open(&w.path)
+        .and_then(|f| f.set_modified(later))
+        .expect("set mtime");
+    update(agent);
+    let stale = search(&index, "capybaras");
+    assert!(
+        stale
+            .iter()
+            .all(|h| h.snippets.iter().all(|s| s.role == "meta")),
+        "stale text after a rewrite: {stale:?}"
+    );
+    assert_eq!(ids(&search(&index, "wombatses")), vec!["grows"]);
+
+    // Deleted: it drops out.
+    std::fs::remove_file(&w.path).expect("delete");
+    let report = index
+        .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
+        .expect("update");
+    assert_eq!(report.removed, 1);
+    assert!(search(&index, "wombatses").is_empty());
+    assert!(index.sessions().expect("sessions").is_empty());
+    assert_eq!(index.integrity_check().expect("check"), "ok");
+}
+
+#[test]
+fn the_sessions_table_holds_the_catalog_fields() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let mut w = Writer::new(agent, "/p/cat", "catalog");
+    w.user("the opening request\nwith two lines");
+    w.assistant("fine");
+    write_meta(agent, &w, "Catalog row", "a summary", &["t1"]);
+    let index = update(agent);
+    let row = index
+        .sessions()
+        .expect("query")
+        .into_iter()
+        .find(|s| s.id == "catalog")
+        .expect("indexed");
+    assert_eq!(row.path, w.path);
+    assert_eq!(row.cwd, "/p/cat");
+    assert_eq!(row.created, "2026-11-01T10:00:00.000Z");
+    assert_eq!(row.name.as_deref(), Some("Catalog row"));
+    assert_eq!(row.slug.as_deref(), Some("catalog-row"));
+    assert_eq!(row.summary.as_deref(), Some("a summary"));
+    assert_eq!(
+        row.first_message.as_deref(),
+        Some("the opening request\nwith two lines")
+    );
+    assert!(row.has_meta);
+    assert_eq!(row.message_count, 2);
+    assert_eq!(row.model.as_deref(), Some("local/extractive"));
+    assert!(row.modified_ms > 0);
+}
+
+/// What pi's `/resume` lists comes out of the index as the summary tier
+/// (checked against pi in session_parity.rs) reads it from the files: the
+/// last activity (pi's "modified": latest user or assistant message, else
+/// the header time) and the first message (redacted, clipped), also after an append.
+#[test]
+fn the_sessions_table_lists_what_pi_lists() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    assert!(
+        copy_real_sessions(agent) >= 10,
+        "the shared fixtures hold real sessions"
+    );
+    let mut w = Writer::new(agent, "/p/list", "listed");
+    w.user("first words");
+    Writer::new(agent, "/p/list", "no-messages");
+    let check = |index: &Index| {
+        let rows = index.sessions().expect("sessions");
+        assert!(rows.len() >= 12, "{}", rows.len());
+        for row in rows {
+            let s = session_index::session::summarize(&row.path).expect("a session");
+            assert_eq!(row.last_activity_ms, s.last_activity_ms, "{}", row.id);
+            let clip = |m: String| {
+                session_index::text::clip(&session_index::redact::redact(&m), 500, Keep::Head)
+            };
+            assert_eq!(row.first_message, s.first_message.map(clip), "{}", row.id);
+        }
+    };
+    let mut index = update(agent);
+    check(&index);
+    let before = index
+        .sessions()
+        .expect("sessions")
+        .into_iter()
+        .find(|r| r.id == "listed")
+        .expect("listed");
+    w.assistant("later words");
+    index
+        .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
+        .expect("update");
+    check(&index);
+    let after = index
+        .sessions()
+        .expect("sessions")
+        .into_iter()
+        .find(|r| r.id == "listed")
+        .expect("listed");
+    assert!(
+        after.last_activity_ms > before.last_activity_ms,
+        "{before:?} {after:?}"
+    );
+}
+
+#[test]
+fn secrets_and_image_data_never_reach_the_index_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let key = "sk-ant-api03-Zq8vLr2Xw9Tb4Nc7Md1Pe6Hf3Jg5Ks0";
+    let image = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkZPhfDwAChwGA60e6kgAAAABJRU5ErkJggg";
+    let mut w = Writer::new(agent, "/p", "secretive");
+    w.user(&format!(
+        "my key is {key} please use it for the walrus service"
+    ));
+    w.tool(
+        "bash",
+        json!({"command": format!("curl -H 'Authorization: Bearer {key}' https://x")}),
+        &format!("ANTHROPIC_API_KEY={key}"),
+    );
+    w.image(image);
+    write_meta(agent, &w, "Walrus", &format!("used {key}"), &[]);
+    let index = update(agent);
+    assert_eq!(ids(&search(&index, "walrus")), vec!["secretive"]);
+    drop(index);
+    let mut bytes = Vec::new();
+    for entry in std::fs::read_dir(agent.join("sessions-index"))
+        .expect("the index dir")
+        .flatten()
+    {
+        bytes.extend(std::fs::read(entry.path()).expect("read an index file"));
+    }
+    assert!(bytes.len() > 10_000);
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    assert!(!has(key.as_bytes()), "the secret is in the index");
+    assert!(
+        !has(&key.as_bytes()[..20]),
+        "part of the secret is in the index"
+    );
+    assert!(!has(&image.as_bytes()[..40]), "image data is in the index");
+    assert!(has(b"walrus"));
+}
+
+#[test]
+fn a_corrupt_or_old_index_is_rebuilt_with_one_warning() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let mut w = Writer::new(agent, "/p", "survivor");
+    w.user("pangolin scales");
+    drop(update(agent));
+    let path = session_index::store::index_path(agent);
+
+    // Old schema: another user_version and other tables.
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.execute_batch(
+            "DROP TABLE sessions; CREATE TABLE old_stuff(x); PRAGMA user_version = 0;",
+        )
+        .expect("age it");
+    }
+    let index = Index::open(agent).expect("reopen");
+    assert!(
+        index
+            .rebuilt
+            .as_deref()
+            .is_some_and(|r| r.contains("schema version 0")),
+        "{:?}",
+        index.rebuilt
+    );
+    drop(index);
+    let index = update(agent);
+    assert!(index.rebuilt.is_none(), "warned once only");
+    assert_eq!(ids(&search(&index, "pangolin")), vec!["survivor"]);
+    drop(index);
+
+    // Garbage: not a database at all.
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    std::fs::write(&path, vec![0x5a; 8192]).expect("corrupt it");
+    let index = Index::open(agent).expect("reopen");
+    assert!(index.rebuilt.is_some());
+    drop(index);
+    let index = update(agent);
+    assert_eq!(ids(&search(&index, "pangolin")), vec!["survivor"]);
+    assert_eq!(index.integrity_check().expect("check"), "ok");
+}
+
+#[test]
+fn sessions_privacy_excludes_are_never_stored_or_returned() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    planted(agent);
+    let privacy: session_index::config::PrivacyConfig =
+        serde_json::from_value(json!({"exclude": ["/p/alpha"]})).expect("a privacy config");
+    // Stored before the rule existed: never returned once it does.
+    let before = update(agent);
+    assert_eq!(
+        ids(&search(&before, "zephyrine toolchain")).first(),
+        Some(&"tool-fact".to_string())
+    );
+    drop(before);
+    let hidden = Index::open(agent).expect("open").excluding(&privacy);
+    assert!(
+        search(&hidden, "zephyrine toolchain").is_empty(),
+        "an excluded project's session is not returned"
+    );
+    assert_eq!(
+        ids(&search(&hidden, "quokkadb")),
+        vec!["meta-fact"],
+        "other projects still are"
+    );
+
+    // A fresh index with the rule never stores the excluded session's text.
+    std::fs::remove_dir_all(agent.join("sessions-index")).expect("remove the index");
+    let mut index = Index::open(agent).expect("open").excluding(&privacy);
+    index
+        .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
+        .expect("update");
+    assert!(search(&index, "zephyrine").is_empty());
+    assert!(
+        search(&index, "marmoset").is_empty(),
+        "both /p/alpha sessions stay out"
+    );
+    drop(index);
+    for file in std::fs::read_dir(agent.join("sessions-index")).expect("the index directory") {
+        let bytes = std::fs::read(file.expect("an entry").path()).expect("read an index file");
+        assert!(
+            !bytes.windows(9).any(|w| w == b"zephyrine"),
+            "excluded text reached the index files"
+        );
+    }
+}

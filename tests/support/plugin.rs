@@ -1,0 +1,79 @@
+//! Shared helpers for the host-level tests of the root package: find the
+//! real cdylib cargo built for this test run and load it through
+//! pi-ext-host, exactly as a host would.
+
+use std::path::{Path, PathBuf};
+
+use pi_ext_abi::protocol::{EventCall, SessionContext, PROTOCOL_VERSION};
+use pi_ext_host::{Manifest, PluginInstance, RecordingHost};
+use serde_json::Value;
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The cdylib cargo builds next to the integration tests
+/// (`target/<profile>/deps/libsession_index.so`), never the rlib.
+pub fn plugin_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("test executable has a directory");
+    let file = pi_ext_host::loader::library_file_name("session_index");
+    for dir in [deps, deps.parent().unwrap_or(deps)] {
+        let candidate = dir.join(&file);
+        if candidate.is_file() {
+            return candidate;
+        }
+    }
+    panic!(
+        "{file} not found next to {} (cargo builds the cdylib there for integration tests)",
+        exe.display()
+    );
+}
+
+pub use super::shared_dir::pi_sessions_dir as fixtures_dir;
+
+/// A real pi session file.
+pub fn real_session() -> PathBuf {
+    super::shared_dir::first_real_session()
+}
+
+pub struct Loaded {
+    pub host: RecordingHost,
+    pub instance: PluginInstance,
+    pub ctx: SessionContext,
+    _agent_dir: tempfile::TempDir,
+}
+
+/// Load the real plugin library through the manifest with `config_json`
+/// (None: the manifest's default config) over `session`, with an empty agent dir.
+pub fn load_plugin(session: &Path, config_json: Option<&str>) -> Loaded {
+    let manifest = Manifest::load(repo_root()).expect("repo plugin.toml loads");
+    let module = pi_ext_host::loader::load_module(&manifest, Some(&plugin_library()))
+        .expect("plugin library loads");
+    let agent_dir = tempfile::tempdir().expect("temp agent dir");
+    let ctx = pi_ext_host::session_context(session, None, agent_dir.path(), None)
+        .expect("session context");
+    let host = RecordingHost::with_stderr_level(ctx.clone(), None);
+    let config = match config_json {
+        Some(text) => text.to_string(),
+        None => manifest.config_json(None),
+    };
+    let instance = PluginInstance::new(module, host.to_host_box(), &manifest.dir, &config)
+        .expect("plugin instantiates");
+    Loaded {
+        host,
+        instance,
+        ctx,
+        _agent_dir: agent_dir,
+    }
+}
+
+pub fn event(loaded: &Loaded, name: &str, payload: Value) -> Result<Value, String> {
+    let call = EventCall {
+        v: PROTOCOL_VERSION,
+        event: name.into(),
+        payload,
+        ctx: loaded.ctx.clone(),
+    };
+    loaded.instance.event(&call)
+}
