@@ -21,7 +21,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use session_index::store::{Index, Query};
+use session_index::store::{Query, Store};
 
 #[path = "../tests/support/rng.rs"]
 mod rng;
@@ -237,7 +237,7 @@ fn sorted(mut v: Vec<f64>) -> Vec<f64> {
     v
 }
 
-fn update_all(index: &mut Index, agent: &Path) -> session_index::store::UpdateReport {
+fn update_all(index: &mut Store, agent: &Path) -> session_index::store::UpdateReport {
     index
         .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
         .expect("update")
@@ -246,7 +246,7 @@ fn update_all(index: &mut Index, agent: &Path) -> session_index::store::UpdateRe
 /// Child processes: `--child build AGENT`, `--child update|query AGENT SECS SEED`.
 fn child(args: &[String]) {
     let agent = Path::new(&args[1]);
-    let mut index = Index::open(agent).expect("open the index");
+    let mut index = Store::open(agent).expect("open the index");
     if args[0] == "build" {
         let t = Instant::now();
         let report = update_all(&mut index, agent);
@@ -387,7 +387,7 @@ fn main() {
         index_bytes as f64 / corpus as f64
     );
     }
-    let mut index = Index::open(&agent).expect("open");
+    let mut index = Store::open(&agent).expect("open");
     if !queries_only {
         // Incremental update after one agent run appended to one session.
         let mut rng = Rng(42);
@@ -536,7 +536,7 @@ fn main() {
                 .fold(0.0, f64::max)
         };
         let wall = t.elapsed().as_secs_f64();
-        let index = Index::open(&agent).expect("open");
+        let index = Store::open(&agent).expect("open");
         println!(
             "concurrent {concurrent_secs} s: 4 updaters {:.0} appends+updates/s (longest {:.0} ms), 4 queriers {:.0} queries/s (longest {:.0} ms); integrity_check: {}",
             sum(&results[..4]) / wall,

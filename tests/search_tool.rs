@@ -142,9 +142,9 @@ fn the_switch_turns_it_off_and_agent_end_refreshes_the_index() {
     agent.copy_fixture(TOOLS);
     event(&plugin, &agent, "agent_end", json!({}));
     plugin.flush(Duration::from_secs(30));
-    let index = session_index::store::Index::open(&agent.dir).expect("the index exists");
+    let index = session_index::store::Store::open(&agent.dir).expect("the index exists");
     let ids: Vec<String> = index
-        .sessions()
+        .records()
         .expect("sessions")
         .into_iter()
         .map(|s| s.id)

@@ -11,7 +11,7 @@ use pi_ext_abi::protocol::{SessionContext, ToolCall, ToolResult, ToolSpec};
 use serde_json::{json, Value};
 
 use crate::plugin::state::App;
-use crate::store::{Index, Query, SearchError, SessionHit, SessionRow, UpdateReport};
+use crate::store::{Query, SessionHit, SessionRecord, Store, StoreError, UpdateReport};
 
 /// How long a tool call or a command waits for the index to catch up before
 /// it searches what is there.
@@ -26,7 +26,7 @@ pub fn search(
     text: &str,
     limit: usize,
     project: Option<String>,
-) -> Result<Vec<SessionHit>, SearchError> {
+) -> Result<Vec<SessionHit>, StoreError> {
     let cwd = if ctx.cwd.is_empty() {
         app.host.context().cwd
     } else {
@@ -46,13 +46,13 @@ pub fn search(
 pub fn sessions(
     app: &App,
     ctx: &SessionContext,
-) -> Result<(Vec<SessionRow>, UpdateReport), SearchError> {
+) -> Result<(Vec<SessionRecord>, UpdateReport), StoreError> {
     let (index, report) = caught_up(app, ctx)?;
-    Ok((index.sessions()?, report))
+    Ok((index.records()?, report))
 }
 
-fn caught_up(app: &App, ctx: &SessionContext) -> Result<(Index, UpdateReport), SearchError> {
-    let mut index = Index::open(&app.agent_dir(ctx))?.excluding(&app.config.privacy);
+fn caught_up(app: &App, ctx: &SessionContext) -> Result<(Store, UpdateReport), StoreError> {
+    let mut index = Store::open(&app.agent_dir(ctx))?.excluding(&app.config.privacy);
     let report = index.update(&app.sessions_dir(ctx), &app.meta_dir(ctx), Some(CATCH_UP))?;
     Ok((index, report))
 }

@@ -1,16 +1,16 @@
 //! The resolver's input: one [`Row`] per session (or per meta file whose
-//! session is missing), a [`CatalogEntry`] with the keys it is looked up by,
+//! session is missing), a [`SessionRecord`] with the keys it is looked up by,
 //! computed once when the row is stored. Everything a row is matched on has
 //! its `@@` references removed first ([`crate::resolve::syntax::without_references`]):
 //! a session that mentions `@@cron-in-gitclaw` is not named by it.
 //!
-//! Rows come from the search index's `sessions` table (`store`), or, for
-//! what the index does not hold, from file names and meta files (`cold`).
+//! Rows come from the store's records ([`crate::store::cache`]), or, for
+//! what the store does not hold, from file names and meta files.
 
 use nucleo_matcher::Utf32String;
 
-use super::CatalogEntry;
 use crate::resolve::syntax::without_references;
+use crate::store::SessionRecord;
 pub use crate::text::slug;
 
 /// A fuzzy-matchable field.
@@ -31,7 +31,7 @@ pub(crate) struct Field {
 pub(crate) struct Row {
     /// A meta file whose session file is not in the sessions directory.
     pub missing: bool,
-    pub entry: CatalogEntry,
+    pub entry: SessionRecord,
     pub id_lower: String,
     /// Name keys ([`name_key`]) of pi's `session_info` name and the meta name.
     pub names: Vec<String>,
@@ -43,11 +43,10 @@ pub(crate) struct Row {
 }
 
 impl Row {
-    /// `other_name`: a second name the session is known by (the meta file's,
-    /// when pi's `session_info` name differs).
-    pub fn new(entry: CatalogEntry, other_name: Option<&str>, missing: bool) -> Row {
+    /// A session is known by pi's own name and by its meta's, when they differ.
+    pub fn new(entry: SessionRecord, missing: bool) -> Row {
         let mut names: Vec<String> = Vec::new();
-        for n in entry.name.iter().map(String::as_str).chain(other_name) {
+        for n in entry.pi_name().into_iter().chain(entry.name.as_deref()) {
             let key = name_key(&without_references(n));
             if !key.is_empty() && !names.contains(&key) {
                 names.push(key);

@@ -24,36 +24,14 @@ use serde::Serialize;
 
 use crate::config::PrivacyConfig;
 use crate::error_code::ErrorCode;
+use crate::store::SessionRecord;
 
 pub use keys::slug;
 pub use rules::Rule;
 
-use crate::store::cache::{cold_lookup, Store, MISS_GAP};
+use crate::store::cache::{cold_lookup, Cache, MISS_GAP};
 use keys::Row;
 use rules::{id_like, path_like, Outcome, Query};
-
-/// A session as the catalog knows it (header, summary and meta fields): the
-/// row the resolver reads, as the search index's `sessions` table has it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CatalogEntry {
-    pub id: String,
-    /// The session file under the sessions directory (for a meta file whose
-    /// session is gone: the path the meta file recorded).
-    pub path: PathBuf,
-    /// pi's `session_info` name, else the meta name.
-    pub name: Option<String>,
-    pub description: Option<String>,
-    pub tags: Vec<String>,
-    pub cwd: String,
-    /// Header timestamp (ISO).
-    pub created: String,
-    /// File modification time, ms since the epoch (0 when the file is missing).
-    pub modified_ms: u64,
-    /// Header `parentSession`: the path of the session this one came from.
-    pub parent_session: Option<String>,
-    pub first_message: Option<String>,
-    pub has_meta: bool,
-}
 
 /// A session offered to the user: for ambiguity errors and completion.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -88,7 +66,7 @@ impl std::fmt::Display for Candidate {
 /// A resolved reference: the session and the rule that found it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
-    pub entry: CatalogEntry,
+    pub entry: SessionRecord,
     pub rule: Rule,
 }
 
@@ -148,7 +126,7 @@ fn did_you_mean(s: &[String]) -> String {
 /// An ancestor of a session through `parentSession`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ancestor {
-    Found(Box<CatalogEntry>),
+    Found(Box<SessionRecord>),
     /// The parent is not (or no longer) a session in the sessions directory.
     Missing {
         path: String,
@@ -157,10 +135,10 @@ pub enum Ancestor {
 }
 
 /// One store per (sessions dir, meta dir).
-type Stores = RwLock<HashMap<(PathBuf, PathBuf), Arc<Mutex<Store>>>>;
+type Caches = RwLock<HashMap<(PathBuf, PathBuf), Arc<Mutex<Cache>>>>;
 
 pub struct Catalog {
-    dirs: Stores,
+    dirs: Caches,
     /// Lowest fuzzy score that resolves (`references.fuzzyThreshold`).
     fuzzy_threshold: f64,
     /// Sessions the index keeps out (`privacy.exclude`).
@@ -206,7 +184,7 @@ impl Catalog {
     }
 
     /// The store of an agent directory (made on first use).
-    fn store(&self, sessions_dir: &Path, meta_dir: &Path) -> Arc<Mutex<Store>> {
+    fn store(&self, sessions_dir: &Path, meta_dir: &Path) -> Arc<Mutex<Cache>> {
         let key = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
         if let Some(d) = self
             .dirs
@@ -218,7 +196,7 @@ impl Catalog {
         }
         let mut all = self.dirs.write().unwrap_or_else(PoisonError::into_inner);
         let new = || {
-            Arc::new(Mutex::new(Store::new(
+            Arc::new(Mutex::new(Cache::new(
                 sessions_dir,
                 meta_dir,
                 &self.privacy,
@@ -228,7 +206,7 @@ impl Catalog {
     }
 
     /// Run `f` on the directory's rows, brought up to date if stale.
-    fn with_rows<T>(&self, sessions_dir: &Path, meta_dir: &Path, f: impl FnOnce(&Store) -> T) -> T {
+    fn with_rows<T>(&self, sessions_dir: &Path, meta_dir: &Path, f: impl FnOnce(&Cache) -> T) -> T {
         let store = self.store(sessions_dir, meta_dir);
         let mut store = store.lock().unwrap_or_else(PoisonError::into_inner);
         store.fresh();
@@ -337,7 +315,7 @@ impl Catalog {
         self.outcome(&store, &q)
     }
 
-    fn outcome(&self, store: &Store, q: &Query) -> Result<Resolved, ResolveError> {
+    fn outcome(&self, store: &Cache, q: &Query) -> Result<Resolved, ResolveError> {
         let rows = &store.rows;
         let mut outcome = rules::resolve(rows, q, true);
         let words = !id_like(q.reference) && !path_like(q.reference);
@@ -403,7 +381,7 @@ impl Catalog {
         &self,
         sessions_dir: &Path,
         meta_dir: &Path,
-        entry: &CatalogEntry,
+        entry: &SessionRecord,
         depth: u32,
     ) -> Vec<Ancestor> {
         self.with_rows(sessions_dir, meta_dir, |s| {
@@ -458,9 +436,9 @@ fn found(row: &Row, rule: Rule) -> Result<Resolved, ResolveError> {
 }
 
 /// How a miss names a session: `034d1cd7… "Cron in gitclaw"`.
-fn suggestion(e: &CatalogEntry) -> String {
+fn suggestion(e: &SessionRecord) -> String {
     let mut s = short_id(&e.id);
-    if let Some(n) = &e.name {
+    if let Some(n) = e.pi_name() {
         s.push_str(&format!(" \"{n}\""));
     }
     s
@@ -504,7 +482,7 @@ fn candidates(rows: &[Row], hits: &[(f64, usize)], cwd: Option<&str>) -> Vec<Can
             let reference = reference.unwrap_or_else(|| e.id.clone());
             Candidate {
                 id: e.id.clone(),
-                name: e.name.clone(),
+                name: e.pi_name().map(String::from),
                 created: e.created.clone(),
                 cwd: e.cwd.clone(),
                 modified_ms: e.modified_ms,
@@ -523,8 +501,8 @@ fn candidates(rows: &[Row], hits: &[(f64, usize)], cwd: Option<&str>) -> Vec<Can
 /// The `attempt`-th way to type a session, shortest first: its slug, its
 /// name quoted (only names with spaces need quotes, and other punctuation
 /// would end an unquoted reference early), id prefixes of 8, 12, 16.
-fn shortest(e: &CatalogEntry, attempt: usize) -> Option<String> {
-    match (attempt, e.name.as_deref()) {
+fn shortest(e: &SessionRecord, attempt: usize) -> Option<String> {
+    match (attempt, e.pi_name()) {
         (0, Some(name)) => {
             let s = slug(name);
             let plain = !s.ends_with('.')

@@ -20,12 +20,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::{SessionRecord, Store};
 use crate::config::PrivacyConfig;
 use crate::resolve::keys::Row;
 use crate::resolve::rules::{id_like, resolve, Outcome, Query, Rule};
-use crate::resolve::CatalogEntry;
 use crate::store::meta::SessionMeta;
-use crate::store::{Index, SessionRow};
 
 /// The most recently modified session files, stat'ed by every lookup (the
 /// ones being appended to: a `/name` shows at once).
@@ -38,12 +37,12 @@ const UPDATE_BUDGET: Duration = Duration::from_secs(1);
 
 /// One agent directory's rows, as the index holds them.
 #[derive(Default)]
-pub(crate) struct Store {
+pub(crate) struct Cache {
     sessions_dir: PathBuf,
     meta_dir: PathBuf,
     privacy: PrivacyConfig,
     /// Kept open: `data_version` tells whether another connection wrote.
-    index: Option<Index>,
+    index: Option<Store>,
     /// `data_version` when the rows were loaded.
     version: Option<i64>,
     pub rows: Vec<Row>,
@@ -51,26 +50,26 @@ pub(crate) struct Store {
     updated: Option<Instant>,
     /// True once an update found every session indexed.
     pub complete: bool,
-    /// The modification times a lookup compares ([`Store::stamps`]).
+    /// The modification times a lookup compares ([`Cache::stamps`]).
     stamps: Vec<Option<SystemTime>>,
 }
 
-impl Store {
-    pub fn new(sessions_dir: &Path, meta_dir: &Path, privacy: &PrivacyConfig) -> Store {
+impl Cache {
+    pub fn new(sessions_dir: &Path, meta_dir: &Path, privacy: &PrivacyConfig) -> Cache {
         let (sessions_dir, meta_dir) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
-        Store {
+        Cache {
             sessions_dir,
             meta_dir,
             privacy: privacy.clone(),
-            ..Store::default()
+            ..Cache::default()
         }
     }
 
     /// An index connection of the agent directory (the index lives beside
     /// the sessions directory), keeping `privacy`'s sessions out.
-    pub fn open(&self) -> Option<Index> {
-        match Index::open(self.sessions_dir.parent().unwrap_or(&self.sessions_dir)) {
-            Ok(index) => Some(index.excluding(&self.privacy)),
+    pub fn open(&self) -> Option<Store> {
+        match Store::open(self.sessions_dir.parent().unwrap_or(&self.sessions_dir)) {
+            Ok(store) => Some(store.excluding(&self.privacy)),
             Err(e) => {
                 tracing::warn!("session catalog: {e}");
                 None
@@ -166,7 +165,7 @@ impl Store {
         if version.is_some() && version == self.version {
             return;
         }
-        match index.sessions() {
+        match index.records() {
             Ok(rows) => {
                 self.rows = rows.into_iter().map(row).collect();
                 self.version = version;
@@ -208,26 +207,18 @@ impl Store {
     }
 }
 
-/// A row of the index: pi's `session_info` name first, the meta name as a
-/// second name it is known by.
-fn row(s: SessionRow) -> Row {
-    let entry = CatalogEntry {
-        name: s.session_name.or_else(|| s.name.clone()),
-        description: s.description,
-        tags: s.tags,
-        cwd: s.cwd,
-        created: s.created,
-        modified_ms: s.modified_ms,
+/// A stored record as lookups read it: the parent link and the first
+/// message only when they say something.
+fn row(s: SessionRecord) -> Row {
+    let record = SessionRecord {
         parent_session: s.parent_session.filter(|p| !p.is_empty()),
         first_message: s
             .first_message
             .map(|m| m.trim().to_string())
             .filter(|m| !m.is_empty()),
-        has_meta: s.has_meta,
-        id: s.id,
-        path: s.path,
+        ..s
     };
-    Row::new(entry, s.name.as_deref(), false)
+    Row::new(record, false)
 }
 
 /// A lookup in the files, for what the index does not hold: the exact rules
@@ -260,17 +251,17 @@ pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Op
         .iter()
         .map(|(id, path)| {
             let meta = metas.get(id);
-            let mut entry =
-                meta.map_or_else(CatalogEntry::default, |m| meta_entry(sessions_dir, m));
-            (entry.id, entry.path, entry.has_meta) = (id.clone(), path.clone(), meta.is_some());
-            Row::new(entry, None, false)
+            let mut record =
+                meta.map_or_else(SessionRecord::default, |m| meta_record(sessions_dir, m));
+            (record.id, record.path, record.has_meta) = (id.clone(), path.clone(), meta.is_some());
+            Row::new(record, false)
         })
         .collect();
     let listed: std::collections::HashSet<&str> = files.iter().map(|(id, _)| id.as_str()).collect();
     let orphans = metas
         .values()
         .filter(|m| !listed.contains(&m.session_id.as_str()));
-    rows.extend(orphans.map(|m| Row::new(meta_entry(sessions_dir, m), None, true)));
+    rows.extend(orphans.map(|m| Row::new(meta_record(sessions_dir, m), true)));
     let Outcome::Found(i, rule) = resolve(&rows, q, false) else {
         return None;
     };
@@ -286,12 +277,13 @@ pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Op
         .or_else(|| crate::store::meta::read(meta_dir, &s.id).ok().flatten());
     let from_meta = meta
         .as_ref()
-        .map(|m| meta_entry(sessions_dir, m))
+        .map(|m| meta_record(sessions_dir, m))
         .unwrap_or_default();
-    let entry = CatalogEntry {
+    let record = SessionRecord {
         id: s.id,
         path: found.entry.path,
-        name: s.name.or_else(|| from_meta.name.clone()),
+        name: from_meta.name.clone().or_else(|| s.name.clone()),
+        session_name: s.name,
         cwd: s.cwd,
         created: s.created,
         modified_ms: s.modified_ms,
@@ -299,21 +291,18 @@ pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Op
         first_message: s.first_message,
         ..from_meta
     };
-    Some((
-        Row::new(entry, meta.as_ref().map(|m| m.name.as_str()), false),
-        rule,
-    ))
+    Some((Row::new(record, false), rule))
 }
 
 /// A session as its meta file describes it.
-fn meta_entry(sessions_dir: &Path, m: &SessionMeta) -> CatalogEntry {
+fn meta_record(sessions_dir: &Path, m: &SessionMeta) -> SessionRecord {
     let path = if m.session_file.is_empty() {
         sessions_dir.join(&m.session_id)
     } else {
         PathBuf::from(&m.session_file)
     };
     let text = |s: &str| (!s.trim().is_empty()).then(|| s.to_string());
-    CatalogEntry {
+    SessionRecord {
         id: m.session_id.clone(),
         path,
         name: text(&m.name),
@@ -322,6 +311,6 @@ fn meta_entry(sessions_dir: &Path, m: &SessionMeta) -> CatalogEntry {
         cwd: m.cwd.clone(),
         created: m.created_at.clone(),
         has_meta: true,
-        ..CatalogEntry::default()
+        ..SessionRecord::default()
     }
 }

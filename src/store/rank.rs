@@ -9,7 +9,8 @@
 
 use rusqlite::types::Value as SqlValue;
 
-use super::{rowids, session_row, Index, SearchError, SessionRow, COLUMNS, ROW_COLUMNS, SPAN};
+use super::schema::{self, record_columns, rowids, COLUMNS, RECORD_COLUMNS, SPAN};
+use super::{SessionRecord, Store, StoreError};
 
 /// Start and end of a highlighted match inside [`Snippet::text`].
 pub const MARK_START: char = '\u{2}';
@@ -18,7 +19,7 @@ pub const MARK_END: char = '\u{3}';
 const CURRENT_PROJECT_BOOST: f64 = 1.5;
 /// A session's rows other than its best one count this much.
 const OTHER_ROWS: f64 = 0.5;
-/// Ranking rows scored per query, at most, unless one term alone is in more (see `Index::run`).
+/// Ranking rows scored per query, at most, unless one term alone is in more (see `Store::run`).
 const MAX_SCORED: i64 = 3_000;
 /// Two words of the query said within this many tokens of each other in a
 /// row add their pair's idf to its score (see [`Query::pairs`]).
@@ -60,7 +61,7 @@ pub struct Query {
 #[serde(rename_all = "camelCase")]
 pub struct SessionHit {
     #[serde(flatten)]
-    pub session: SessionRow,
+    pub session: SessionRecord,
     pub score: f64,
     pub snippets: Vec<Snippet>,
 }
@@ -101,10 +102,10 @@ fn phrase(text: &str) -> Option<String> {
 
 /// `2w`, `3d`, `12h`, `6m` (months), `1y` ago, or a date (`2026-11-01`, an ISO
 /// time), as ms since the epoch; `end_of_day` takes a bare date's last moment.
-pub fn parse_since(text: &str, now_ms: u64, end_of_day: bool) -> Result<u64, SearchError> {
+pub fn parse_since(text: &str, now_ms: u64, end_of_day: bool) -> Result<u64, StoreError> {
     let text = text.trim();
     let bad = || {
-        SearchError::BadQuery(format!(
+        StoreError::BadQuery(format!(
             "{text:?} is not a time (try 2w, 3d, 12h or 2026-11-01)"
         ))
     };
@@ -135,7 +136,7 @@ pub fn parse_since(text: &str, now_ms: u64, end_of_day: bool) -> Result<u64, Sea
 
 impl Query {
     /// Parse the user's text: words, `"phrases"`, `-exclusions`, `file:PATH`, `tag:TAG`.
-    pub fn parse(text: &str) -> Result<Query, SearchError> {
+    pub fn parse(text: &str) -> Result<Query, StoreError> {
         let mut query = Query {
             limit: 10,
             ..Query::default()
@@ -181,7 +182,7 @@ impl Query {
             .chain(&query.files)
             .chain(&query.tags);
         if all.clone().next().is_some() && all.clone().all(|t| phrase(t).is_none()) {
-            return Err(SearchError::BadQuery(format!(
+            return Err(StoreError::BadQuery(format!(
                 "{text:?} has no letters or digits to search for"
             )));
         }
@@ -256,12 +257,12 @@ impl Query {
     }
 }
 
-impl Index {
+impl Store {
     /// Sessions matching `query`, best first, at most `query.limit`.
-    pub fn search(&self, query: &Query) -> Result<Vec<SessionHit>, SearchError> {
+    pub fn search(&self, query: &Query) -> Result<Vec<SessionHit>, StoreError> {
         self.run(query).map_err(|e| match e.sqlite_error_code() {
             // Cannot happen with the expressions built here; said plainly if it does.
-            Some(rusqlite::ErrorCode::Unknown) => SearchError::BadQuery(e.to_string()),
+            Some(rusqlite::ErrorCode::Unknown) => StoreError::BadQuery(e.to_string()),
             _ => self.sql(e),
         })
     }
@@ -271,31 +272,63 @@ impl Index {
         self.privacy.excludes(&hit.session.cwd, &hit.session.path)
     }
 
+    /// The query's phases: count the rows holding each term, choose the
+    /// terms that find rows and those that only score, rank (or list the
+    /// newest), then pick the shown sessions' snippets.
     fn run(&self, query: &Query) -> rusqlite::Result<Vec<SessionHit>> {
-        // bm25() costs per row matched, and a term's idf is small when it is
-        // in many rows: nothing in more than half (clamped), little in more
-        // than a quarter. Such a common term is not ranked on. Rows are found
-        // by the rare terms, rarest first, each in at most an eighth of the
-        // rows and together in at most MAX_SCORED (at least the rarest); the
-        // other rare terms only add to their score. A query with no rare
-        // term, or whose rarest is in more rows than both bounds, lists the
-        // newest sessions holding all its terms instead.
         let mut terms = query.terms();
         terms.sort();
         terms.dedup();
+        let mut counts = self.count_terms(&terms)?;
+        let chosen = Chosen::from(&counts);
+        counts.counted.dedup();
+        let expr = chosen.expression(&counts.counted);
+        if expr.is_empty() && !terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let current_cwd = query.current_cwd.clone();
+        let mut params = vec![
+            SqlValue::Text(expr),
+            current_cwd.map_or(SqlValue::Null, SqlValue::Text),
+        ];
+        let cond = query.conditions(&mut params);
+        let sql = if chosen.newest {
+            newest_sql(holds_all(&counts, query.limit), &cond, query.limit)
+        } else {
+            let near = self.near_pairs(query, &chosen, &counts, &mut params)?;
+            ranked_sql(&near, &cond, query.limit)
+        };
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let hits: Vec<(SessionHit, i64)> = stmt
+            .query_map(rusqlite::params_from_iter(params), hit_and_best_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|(h, _)| !self.excluded(h))
+            .collect();
+        let exprs = snippet_expressions(&counts);
+        hits.into_iter()
+            .map(|(hit, chunk)| {
+                Ok(SessionHit {
+                    snippets: self.snippets(chunk, &exprs)?,
+                    ..hit
+                })
+            })
+            .collect()
+    }
+
+    /// How many ranking rows hold each term (at most `common + 1` are
+    /// counted). The prefix of a common word is common too (not counted).
+    /// That of a found word of 5 letters or more (no prefix index) costs a
+    /// merge of every longer word's rows: the word counts twice instead.
+    fn count_terms<'t>(&self, terms: &'t [String]) -> rusqlite::Result<TermCounts<'t>> {
         let rows: i64 = self
             .conn
-            .query_row("SELECT count(*) FROM docs_docsize", [], |r| r.get(0))?;
-        // A quarter of the rows, but never fewer than MAX_SCORED (small indexes) or more than half.
+            .query_row(schema::COUNT_RANKING_ROWS, [], |r| r.get(0))?;
+        // A quarter of the rows, but never fewer than MAX_SCORED (small stores) or more than half.
         let common = (rows / 4).max(MAX_SCORED).min(rows / 2);
-        let mut count = self.conn.prepare_cached(
-            "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ?1 LIMIT ?2)",
-        )?;
+        let mut count = self.conn.prepare_cached(schema::COUNT_MATCHES)?;
         let mut counted: Vec<(i64, &str)> = Vec::new();
-        for term in &terms {
-            // The prefix of a common word is common too (not counted). That
-            // of a found word of 5 letters or more (no prefix index) costs a
-            // merge of every longer word's rows: the word counts twice instead.
+        for term in terms {
             let whole = term
                 .strip_suffix('*')
                 .and_then(|w| counted.iter().find(|c| c.1 == w))
@@ -310,63 +343,28 @@ impl Index {
             }
         }
         counted.sort();
-        let rare: Vec<&str> = counted
-            .iter()
-            .filter(|(n, _)| *n <= common)
-            .map(|t| t.1)
-            .collect();
-        let within = |k: usize| {
-            counted[k].0 <= rows / 8 && counted[..=k].iter().map(|t| t.0).sum::<i64>() <= MAX_SCORED
-        };
-        let anchors = (0..counted.len())
-            .take_while(|&k| within(k))
-            .count()
-            .max(1)
-            .min(rare.len());
-        let newest = anchors == 0 || counted[0].0 > (rows / 8).max(MAX_SCORED);
-        counted.dedup();
-        let (anchors, others) = (rare[..anchors].join(" OR "), rare[anchors..].join(" OR "));
-        let rank = format!(
-            "-bm25(docs, {})",
-            COLUMNS.map(|(_, w)| w.to_string()).join(", ")
-        );
-        let expr = match (newest, others.is_empty()) {
-            (true, _) => counted
-                .iter()
-                .map(|t| t.1)
-                .collect::<Vec<_>>()
-                .join(" AND "),
-            (false, true) => anchors,
-            (false, false) => format!("({anchors}) AND ({anchors} OR {others})"),
-        };
-        if expr.is_empty() && !terms.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut params = vec![
-            SqlValue::Text(expr),
-            query
-                .current_cwd
-                .clone()
-                .map_or(SqlValue::Null, SqlValue::Text),
-        ];
-        let cond = query.conditions(&mut params);
-        // Sessions ranked by their best row (its meta or a chunk of its text)
-        // plus a share of the others, the current project first; or the
-        // newest sessions that pass the filters and hold all the terms: when
-        // most sessions are likely to (by the terms' shares of the rows),
-        // walked newest first (an index) and each looked up by its rowids,
-        // else their ids collected first (a cost that grows with the rows).
-        let share: f64 = counted.iter().map(|t| t.0 as f64 / rows as f64).product();
-        let range = format!("rowid BETWEEN s.sid * {SPAN} AND s.sid * {SPAN} + {SPAN} - 1");
-        let holds = match share * 200.0 >= query.limit as f64 {
-            true => format!("EXISTS (SELECT 1 FROM docs WHERE docs MATCH ?1 AND {range})"),
-            false => format!("s.sid IN (SELECT rowid / {SPAN} FROM docs WHERE docs MATCH ?1)"),
-        };
-        // Pairs said together: rows holding one add the pair's idf (as
-        // bm25() weighs a term) to their score. Only pairs of rare words:
-        // finding a common word's pairs costs reading its many rows.
+        Ok(TermCounts {
+            rows,
+            common,
+            counted,
+        })
+    }
+
+    /// Pairs said together: rows holding one add the pair's idf (as bm25()
+    /// weighs a term) to their score, as `UNION ALL` arms of the ranked
+    /// query, their expressions appended to `params`. Only pairs of rare
+    /// words: finding a common word's pairs costs reading its many rows.
+    fn near_pairs(
+        &self,
+        query: &Query,
+        chosen: &Chosen<'_>,
+        counts: &TermCounts<'_>,
+        params: &mut Vec<SqlValue>,
+    ) -> rusqlite::Result<String> {
+        let (rows, common) = (counts.rows, counts.common);
+        let mut count = self.conn.prepare_cached(schema::COUNT_MATCHES)?;
         let mut near = String::new();
-        let is_rare = |w: &String| !newest && rare.contains(&w.as_str());
+        let is_rare = |w: &String| chosen.rare.contains(&w.as_str());
         let rare_pairs = query
             .pairs()
             .into_iter()
@@ -384,58 +382,7 @@ impl Index {
                 ));
             }
         }
-        let sql = if newest {
-            format!(
-                "WITH hit AS (SELECT sid FROM sessions s WHERE (?1 = '' OR {holds}) AND ?2 IS ?2 {cond} ORDER BY s.modified_ms \
-                 DESC LIMIT {0}) SELECT {ROW_COLUMNS}, 0.0, s.sid * {SPAN} FROM hit JOIN sessions s USING (sid) ORDER BY s.modified_ms DESC",
-                query.limit
-            )
-        } else {
-            format!(
-                "WITH ranked AS MATERIALIZED (SELECT rowid, {rank} AS r FROM docs WHERE docs MATCH ?1), \
-                 rows AS (SELECT rowid, sum(r) AS r FROM (SELECT rowid, r FROM ranked{near}) GROUP BY rowid), \
-                 per AS (SELECT rowid / {SPAN} AS sid, rowid AS best, max(r) AS top, sum(r) AS total FROM rows GROUP BY 1), \
-                 hit AS (SELECT s.sid, best, s.modified_ms AS m, (top + {OTHER_ROWS} * (total - top)) \
-                 * IIF(s.cwd = ?2, {CURRENT_PROJECT_BOOST}, 1.0) AS score FROM per JOIN sessions s INDEXED BY sessions_rank \
-                 ON s.sid = per.sid WHERE 1 {cond} ORDER BY score DESC, m DESC LIMIT {}) \
-                 SELECT {ROW_COLUMNS}, score, best FROM hit JOIN sessions s USING (sid) ORDER BY score DESC, m DESC",
-                query.limit
-            )
-        };
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let hits: Vec<(SessionHit, i64)> = stmt
-            .query_map(rusqlite::params_from_iter(params), |r| {
-                Ok((hit(r)?, r.get(18)?))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?
-            .into_iter()
-            .filter(|(h, _)| !self.excluded(h))
-            .collect();
-        // Snippets: holding every word ranked on, then any, then the prefix.
-        // A common word costs the most to look up and tells the least: with
-        // no rare term, only the least common is looked up.
-        let looked: Vec<&str> = counted
-            .iter()
-            .enumerate()
-            .take_while(|(i, t)| *i == 0 || t.0 <= common)
-            .map(|t| t.1 .1)
-            .collect();
-        let words: Vec<&str> = looked
-            .iter()
-            .copied()
-            .filter(|t| !t.ends_with('*'))
-            .collect();
-        let mut exprs = vec![words.join(" AND "), words.join(" OR "), looked.join(" OR ")];
-        exprs.retain(|e| !e.is_empty());
-        exprs.dedup();
-        hits.into_iter()
-            .map(|(hit, chunk)| {
-                Ok(SessionHit {
-                    snippets: self.snippets(chunk, &exprs)?,
-                    ..hit
-                })
-            })
-            .collect()
+        Ok(near)
     }
 
     /// Up to two snippets of the session whose best ranking row is `chunk`:
@@ -445,13 +392,8 @@ impl Index {
     /// table). The last, the prefix, only when the others found nothing: it
     /// reads every row of `fts`.
     fn snippets(&self, chunk: i64, exprs: &[String]) -> rusqlite::Result<Vec<Snippet>> {
-        let mut best = self.conn.prepare_cached(
-            "SELECT rowid, snippet(fts, -1, char(2), char(3), '…', 14) FROM fts \
-             WHERE fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT 2",
-        )?;
-        let mut entry = self
-            .conn
-            .prepare_cached("SELECT entry_id, role, active FROM entries WHERE rowid = ?1")?;
+        let mut best = self.conn.prepare_cached(schema::SNIPPETS)?;
+        let mut entry = self.conn.prepare_cached(schema::ENTRY_OF_ROW)?;
         let (first, last) = rowids(chunk / SPAN);
         let (mut seen, mut snippets) = (Vec::new(), Vec::new());
         for (i, expr) in exprs.iter().enumerate() {
@@ -491,11 +433,154 @@ impl Index {
     }
 }
 
-/// A session row followed by its score.
-fn hit(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionHit> {
-    Ok(SessionHit {
-        session: session_row(r)?,
-        score: r.get(17)?,
+/// How many ranking rows hold each term of a query.
+struct TermCounts<'t> {
+    /// Ranking rows in the store.
+    rows: i64,
+    /// A term in more rows than this does not rank (its idf is too small to
+    /// tell sessions apart, and bm25() costs per row matched).
+    common: i64,
+    /// `(rows holding it, term)`, fewest first; a whole word whose prefix
+    /// is also searched counts twice.
+    counted: Vec<(i64, &'t str)>,
+}
+
+/// Which terms find the rows to rank and which only add to their score.
+/// Rows are found by the rare terms, rarest first, each in at most an eighth
+/// of the rows and together in at most [`MAX_SCORED`] (at least the rarest);
+/// the other rare terms only add to their score. A query with no rare term,
+/// or whose rarest is in more rows than both bounds, lists the newest
+/// sessions holding all its terms instead.
+struct Chosen<'t> {
+    /// The terms in at most `common` rows (none when listing the newest).
+    rare: Vec<&'t str>,
+    /// How many of `rare` (the first) find the rows.
+    anchors: usize,
+    /// List the newest sessions holding every term instead of ranking.
+    newest: bool,
+}
+
+impl<'t> Chosen<'t> {
+    fn from(counts: &TermCounts<'t>) -> Chosen<'t> {
+        let (rows, common, counted) = (counts.rows, counts.common, &counts.counted);
+        let rare: Vec<&str> = counted
+            .iter()
+            .filter(|(n, _)| *n <= common)
+            .map(|t| t.1)
+            .collect();
+        let within = |k: usize| {
+            counted[k].0 <= rows / 8 && counted[..=k].iter().map(|t| t.0).sum::<i64>() <= MAX_SCORED
+        };
+        let anchors = (0..counted.len())
+            .take_while(|&k| within(k))
+            .count()
+            .max(1)
+            .min(rare.len());
+        let newest = anchors == 0 || counted[0].0 > (rows / 8).max(MAX_SCORED);
+        Chosen {
+            rare: if newest { Vec::new() } else { rare },
+            anchors,
+            newest,
+        }
+    }
+
+    /// The `MATCH` expression: every term, when listing the newest; else the
+    /// anchors, and the other rare terms as optional.
+    fn expression(&self, counted: &[(i64, &str)]) -> String {
+        if self.newest {
+            let all: Vec<&str> = counted.iter().map(|t| t.1).collect();
+            return all.join(" AND ");
+        }
+        let anchors = self.rare[..self.anchors].join(" OR ");
+        let others = self.rare[self.anchors..].join(" OR ");
+        if others.is_empty() {
+            anchors
+        } else {
+            format!("({anchors}) AND ({anchors} OR {others})")
+        }
+    }
+}
+
+/// A session holds every term: when most sessions are likely to (by the
+/// terms' shares of the rows), walked newest first (an index) and each
+/// looked up by its rowids, else their ids collected first (a cost that
+/// grows with the rows).
+fn holds_all(counts: &TermCounts<'_>, limit: usize) -> String {
+    let rows = counts.rows as f64;
+    let share: f64 = counts.counted.iter().map(|t| t.0 as f64 / rows).product();
+    if share * 200.0 >= limit as f64 {
+        format!(
+            "EXISTS (SELECT 1 FROM docs WHERE docs MATCH ?1 \
+             AND rowid BETWEEN s.sid * {SPAN} AND s.sid * {SPAN} + {SPAN} - 1)"
+        )
+    } else {
+        format!("s.sid IN (SELECT rowid / {SPAN} FROM docs WHERE docs MATCH ?1)")
+    }
+}
+
+/// The newest sessions that pass the filters (`cond`) and hold every term
+/// (`holds`; any session for a query of filters only).
+fn newest_sql(holds: String, cond: &str, limit: usize) -> String {
+    format!(
+        "WITH hit AS (
+           SELECT sid FROM sessions s WHERE (?1 = '' OR {holds}) AND ?2 IS ?2 {cond}
+           ORDER BY s.modified_ms DESC LIMIT {limit})
+         SELECT {}, 0.0, s.sid * {SPAN}
+         FROM hit JOIN sessions s USING (sid) ORDER BY s.modified_ms DESC",
+        record_columns!()
+    )
+}
+
+/// Sessions ranked by their best row (its meta or a chunk of its text) plus
+/// a share of the others, with the `near` pairs' rows added, the current
+/// project (?2) first; with the filters `cond`.
+fn ranked_sql(near: &str, cond: &str, limit: usize) -> String {
+    let weights: Vec<String> = COLUMNS.iter().map(|(_, w)| w.to_string()).collect();
+    let rank = format!("-bm25(docs, {})", weights.join(", "));
+    format!(
+        "WITH ranked AS MATERIALIZED (SELECT rowid, {rank} AS r FROM docs WHERE docs MATCH ?1),
+         rows AS (SELECT rowid, sum(r) AS r FROM (SELECT rowid, r FROM ranked{near}) GROUP BY rowid),
+         per AS (SELECT rowid / {SPAN} AS sid, rowid AS best, max(r) AS top, sum(r) AS total
+                 FROM rows GROUP BY 1),
+         hit AS (SELECT s.sid, best, s.modified_ms AS m,
+                   (top + {OTHER_ROWS} * (total - top))
+                   * IIF(s.cwd = ?2, {CURRENT_PROJECT_BOOST}, 1.0) AS score
+                 FROM per JOIN sessions s INDEXED BY sessions_rank ON s.sid = per.sid
+                 WHERE 1 {cond} ORDER BY score DESC, m DESC LIMIT {limit})
+         SELECT {}, score, best
+         FROM hit JOIN sessions s USING (sid) ORDER BY score DESC, m DESC",
+        record_columns!()
+    )
+}
+
+/// The snippets' expressions: holding every word ranked on, then any, then
+/// the prefix. A common word costs the most to look up and tells the least:
+/// with no rare term, only the least common is looked up.
+fn snippet_expressions(counts: &TermCounts<'_>) -> Vec<String> {
+    let looked: Vec<&str> = counts
+        .counted
+        .iter()
+        .enumerate()
+        .take_while(|(i, t)| *i == 0 || t.0 <= counts.common)
+        .map(|t| t.1 .1)
+        .collect();
+    let words: Vec<&str> = looked
+        .iter()
+        .copied()
+        .filter(|t| !t.ends_with('*'))
+        .collect();
+    let mut exprs = vec![words.join(" AND "), words.join(" OR "), looked.join(" OR ")];
+    exprs.retain(|e| !e.is_empty());
+    exprs.dedup();
+    exprs
+}
+
+/// A record followed by its score, then the rowid of its best ranking row.
+fn hit_and_best_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHit, i64)> {
+    let hit = SessionHit {
+        session: SessionRecord::from_row(r)?,
+        score: r.get(RECORD_COLUMNS)?,
         snippets: Vec::new(),
-    })
+    };
+    Ok((hit, r.get(RECORD_COLUMNS + 1)?))
 }

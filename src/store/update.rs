@@ -1,4 +1,4 @@
-//! Bringing the index up to date with the session and meta files: new lines
+//! Bringing the store up to date with the session and meta files: new lines
 //! of grown files, whole re-reads of replaced ones, dropped deleted ones.
 //! One `BEGIN IMMEDIATE` transaction per session, so several processes can
 //! update at once and each session's state is always one file's state.
@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::{rowids, Index, SearchError, COLUMNS};
+use super::schema::{self, rowids};
+use super::{Store, StoreError};
 use crate::config::PrivacyConfig;
 use crate::session::{text_joined, AgentMessage, CompactString, Entry, EntryKind};
 use crate::store::meta::SessionMeta;
@@ -19,9 +20,6 @@ use crate::store::meta::SessionMeta;
 const TAIL_BYTES: u64 = 64;
 /// Text per ranking row of `docs` (a session's entries are split in chunks of about this size).
 const CHUNK_BYTES: i64 = 16 * 1024;
-/// Merge work done by each update, in pages per table (enough to keep the
-/// number of segments steady under appends; see `Index::update_file`).
-const MERGE: &str = "INSERT INTO fts(fts, rank) VALUES('merge', 64); INSERT INTO docs(docs, rank) VALUES('merge', 64);";
 /// Longest first message kept in the `sessions` table.
 const FIRST_MESSAGE_CHARS: usize = 500;
 
@@ -74,7 +72,7 @@ fn meta_mtime(meta_dir: &Path, id: &str) -> i64 {
         .map_or(0, |s| s.mtime_ns)
 }
 
-impl Index {
+impl Store {
     /// Bring every session under `sessions_dir` up to date, newest first,
     /// until `budget` runs out (the rest is counted as stale).
     pub fn update(
@@ -82,12 +80,12 @@ impl Index {
         sessions_dir: &Path,
         meta_dir: &Path,
         budget: Option<Duration>,
-    ) -> Result<UpdateReport, SearchError> {
+    ) -> Result<UpdateReport, StoreError> {
         let started = Instant::now();
         let files = crate::session::discovery::session_files(sessions_dir);
         let known: HashMap<String, (FileStat, i64, String)> = self
             .conn
-            .prepare("SELECT path, size, mtime_ns, inode, meta_mtime_ns, id FROM sessions")
+            .prepare(schema::KNOWN_FILES)
             .and_then(|mut s| {
                 s.query_map([], |r| {
                     Ok((r.get(0)?, (file_stat(r, 1)?, r.get(4)?, r.get(5)?)))
@@ -131,7 +129,7 @@ impl Index {
     /// The file is read, parsed and redacted before the write lock is taken,
     /// so writers queue only for the short transaction; under the lock the
     /// stored state is checked again, and read anew if another process moved it.
-    pub fn update_file(&mut self, path: &Path, meta_dir: &Path) -> Result<bool, SearchError> {
+    pub fn update_file(&mut self, path: &Path, meta_dir: &Path) -> Result<bool, StoreError> {
         let key = path.to_string_lossy();
         let privacy = &self.privacy;
         let write = |conn: &mut Connection| {
@@ -140,14 +138,14 @@ impl Index {
                 return Ok(false);
             }
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            if stored(&tx, &key)? != todo.stored {
+            if stored_file(&tx, &key)? != todo.stored {
                 todo = plan(&tx, path, meta_dir, privacy)?;
             }
             let changed = apply(&tx, &key, todo)?;
             // FTS5's own merging (automerge, off in SCHEMA) writes ~64 pages
             // per level every 64 pages written: one append in four paid for
             // 17-24 ms of it at 10,000 sessions. A little each time instead.
-            tx.execute_batch(MERGE)?;
+            tx.execute_batch(schema::MERGE)?;
             tx.commit().map(|_| changed)
         };
         write(&mut self.conn).map_err(|e| self.sql(e))
@@ -162,30 +160,49 @@ fn file_stat(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<FileStat> {
     })
 }
 
-/// How far a session file was read, as stored: sid, id, stat, read offset,
-/// the bytes before it, format version, meta mtime.
-type Stored = (i64, String, FileStat, u64, Vec<u8>, u32, i64);
+/// How far a session file was read, as stored.
+#[derive(Debug, Clone, PartialEq)]
+struct StoredFile {
+    sid: i64,
+    id: String,
+    stat: FileStat,
+    /// The offset after the last complete line read.
+    read_to: u64,
+    /// The [`TAIL_BYTES`] before `read_to`, to notice a rewritten file.
+    tail: Vec<u8>,
+    /// The session format version (appends are read only from version 3).
+    version: u32,
+    /// The meta file's mtime when it was read (0: none).
+    meta_mtime_ns: i64,
+}
 
-fn stored(conn: &Connection, key: &str) -> rusqlite::Result<Option<Stored>> {
-    let sql =
-        "SELECT sid, id, size, mtime_ns, inode, read_to, tail, version, meta_mtime_ns FROM sessions WHERE path = ?1";
-    conn.query_row(sql, [key], |r| {
+fn stored_file(conn: &Connection, key: &str) -> rusqlite::Result<Option<StoredFile>> {
+    conn.query_row(schema::STORED_FILE, [key], |r| {
         let (read_to, tail): (i64, Option<Vec<u8>>) = (r.get(5)?, r.get(6)?);
-        Ok((
-            r.get(0)?,
-            r.get(1)?,
-            file_stat(r, 2)?,
-            read_to as u64,
-            tail.unwrap_or_default(),
-            r.get(7)?,
-            r.get(8)?,
-        ))
+        Ok(StoredFile {
+            sid: r.get(0)?,
+            id: r.get(1)?,
+            stat: file_stat(r, 2)?,
+            read_to: read_to as u64,
+            tail: tail.unwrap_or_default(),
+            version: r.get(7)?,
+            meta_mtime_ns: r.get(8)?,
+        })
     })
     .optional()
 }
 
-/// An entry's role, and the FTS column of its text with the text, redacted.
-type EntryText = (&'static str, Option<(&'static str, String)>);
+/// An entry's role, and its text (redacted) with the FTS column it goes to.
+struct EntryText {
+    role: &'static str,
+    text: Option<ColumnText>,
+}
+
+struct ColumnText {
+    /// On the active branch; an abandoned entry's text goes to `abandoned`.
+    column: &'static str,
+    text: String,
+}
 
 /// Lines read from a session file, ready to store.
 struct Lines {
@@ -198,7 +215,7 @@ struct Lines {
 /// One file's update, prepared without the write lock: the state it was
 /// prepared from, and what to write.
 struct Plan {
-    stored: Option<Stored>,
+    stored: Option<StoredFile>,
     /// Drop the stored session first (its file was rewritten or is gone).
     drop: bool,
     lines: Option<Lines>,
@@ -218,7 +235,7 @@ fn plan(
     meta_dir: &Path,
     privacy: &PrivacyConfig,
 ) -> rusqlite::Result<Plan> {
-    let stored = stored(conn, &path.to_string_lossy())?;
+    let stored = stored_file(conn, &path.to_string_lossy())?;
     let st = stat(path);
     let mut plan = Plan {
         stored: stored.clone(),
@@ -228,15 +245,11 @@ fn plan(
     };
     // Where to read from (`None`: the file is as read, only the meta may have changed).
     let mut from = Some(0);
-    if let Some((_, _, old, read_to, tail, version, _)) = &stored {
-        if st == Some(*old) {
+    if let Some(old) = &stored {
+        if st == Some(old.stat) {
             from = None;
-        } else if st.is_some_and(|st| *version >= 3 && st.inode == old.inode && st.size > old.size)
-            && *read_to > 0
-            && tail_at(path, *read_to).is_some_and(|t| t == *tail)
-        {
-            // Appending grows a file; one that did not grow, or whose last read bytes changed, was rewritten.
-            from = Some(*read_to);
+        } else if st.is_some_and(|st| is_append(path, old, st)) {
+            from = Some(old.read_to);
         } else {
             plan.drop = true;
         }
@@ -245,11 +258,11 @@ fn plan(
         plan.drop = stored.is_some();
         return Ok(plan);
     };
-    let mut id = stored.as_ref().filter(|_| !plan.drop).map(|s| s.1.clone());
+    let mut id = stored.as_ref().filter(|_| !plan.drop).map(|s| s.id.clone());
     let mut named = false;
     if let Some(mut from) = from {
         let mut read = crate::session::read_appended(path, from);
-        if let (Ok(appended), Some(sid)) = (&read, stored.as_ref().map(|s| s.0)) {
+        if let (Ok(appended), Some(sid)) = (&read, stored.as_ref().map(|s| s.sid)) {
             if from > 0 && !continues(conn, sid, &appended.entries)? {
                 // Another branch was taken: read whole, so the active branch is found anew.
                 (plan.drop, from) = (true, 0);
@@ -294,7 +307,7 @@ fn plan(
     let Some(id) = id else { return Ok(plan) };
     let mtime = meta_mtime(meta_dir, &id);
     let fresh = stored.is_none() || plan.drop;
-    if fresh || named || stored.is_some_and(|s| s.6 != mtime) {
+    if fresh || named || stored.is_some_and(|s| s.meta_mtime_ns != mtime) {
         plan.meta = Some((
             crate::store::meta::read(meta_dir, &id).ok().flatten(),
             mtime,
@@ -303,10 +316,21 @@ fn plan(
     Ok(plan)
 }
 
+/// Whether the file grew by appends since it was read as `old`: same inode,
+/// larger, and the bytes before the old read offset unchanged (a file that
+/// did not grow, or whose last read bytes changed, was rewritten).
+fn is_append(path: &Path, old: &StoredFile, now: FileStat) -> bool {
+    old.version >= 3
+        && now.inode == old.stat.inode
+        && now.size > old.stat.size
+        && old.read_to > 0
+        && tail_at(path, old.read_to).is_some_and(|t| t == old.tail)
+}
+
 /// Write a prepared update, inside the caller's write transaction.
 fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool> {
     let changed = !plan.is_empty();
-    let mut sid = plan.stored.as_ref().map(|s| s.0);
+    let mut sid = plan.stored.as_ref().map(|s| s.sid);
     // The first `fts` rowid whose ranking rows are to be written.
     let mut from = None;
     if plan.drop {
@@ -317,8 +341,7 @@ fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool>
     if let Some(lines) = &plan.lines {
         if let (None, Some(h)) = (sid, &lines.read.header) {
             tx.execute(
-                "INSERT INTO sessions(path, id, cwd, created, modified_ms, parent_session, version) \
-                 VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6)",
+                schema::INSERT_SESSION,
                 params![path, h.id, h.cwd, h.timestamp, h.parent_session, h.version],
             )?;
             sid = Some(tx.last_insert_rowid());
@@ -327,8 +350,7 @@ fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool>
         from = add_entries(tx, sid, lines)?;
         let st = lines.stat;
         tx.execute(
-            "UPDATE sessions SET size = ?2, mtime_ns = ?3, inode = ?4, read_to = ?5, tail = ?6, modified_ms = ?7 \
-             WHERE sid = ?1",
+            schema::SET_READ_STATE,
             params![
                 sid,
                 st.size as i64,
@@ -362,33 +384,20 @@ fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool>
 /// cheaper, but recall fell from 12/13 and 13/14 to 11/13 and 12/14.)
 fn write_docs(tx: &Transaction<'_>, sid: i64, from: i64) -> rusqlite::Result<()> {
     let (first, last) = rowids(sid);
-    let text = |c: &str| format!("group_concat({c}, char(10))");
-    let insert = format!(
-        "INSERT INTO docs(rowid, {}) SELECT ?1, {} FROM fts WHERE rowid BETWEEN ?1 AND ?2",
-        COLUMNS.map(|c| c.0).join(", "),
-        COLUMNS.map(|c| text(c.0)).join(", ")
-    );
-    let mut insert = tx.prepare_cached(&insert)?;
+    let mut insert = tx.prepare_cached(schema::INSERT_RANKING_ROW)?;
     if from == first {
-        tx.execute("DELETE FROM docs WHERE rowid = ?1", [first])?;
+        tx.execute(schema::DELETE_RANKING_ROW, [first])?;
         return insert.execute([first, first]).map(drop);
     }
-    let open = "SELECT max(rowid) FROM docs WHERE rowid > ?1 AND rowid < ?2";
     let start = tx
-        .query_row(open, [first, from], |r| r.get::<_, Option<i64>>(0))?
+        .query_row(schema::LAST_RANKING_ROW, [first, from], |r| {
+            r.get::<_, Option<i64>>(0)
+        })?
         .unwrap_or(from);
-    tx.execute(
-        "DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2",
-        [start, last],
-    )?;
-    let size = COLUMNS
-        .map(|c| format!("ifnull(length({}), 0)", c.0))
-        .join(" + ");
-    let mut rows = tx.prepare_cached(&format!(
-        "SELECT rowid, {size} FROM fts WHERE rowid BETWEEN ?1 AND ?2"
-    ))?;
+    tx.execute(schema::DELETE_RANKING_ROWS, [start, last])?;
+    let mut sizes = tx.prepare_cached(schema::TEXT_SIZES)?;
     let mut chunk: Option<(i64, i64)> = None;
-    for row in rows.query_map([start, last], |r| {
+    for row in sizes.query_map([start, last], |r| {
         Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
     })? {
         let (rowid, bytes) = row?;
@@ -417,19 +426,10 @@ fn tail_at(path: &Path, offset: u64) -> Option<Vec<u8>> {
 /// Drop a session: its row, entries and text.
 fn drop_session(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
     let (first, last) = rowids(sid);
-    tx.execute(
-        "DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2",
-        [first, last],
-    )?;
-    tx.execute(
-        "DELETE FROM entries WHERE rowid BETWEEN ?1 AND ?2",
-        [first, last],
-    )?;
-    tx.execute(
-        "DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2",
-        [first, last],
-    )?;
-    tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+    tx.execute(schema::DELETE_TEXT, [first, last])?;
+    tx.execute(schema::DELETE_ENTRIES, [first, last])?;
+    tx.execute(schema::DELETE_RANKING_ROWS, [first, last])?;
+    tx.execute(schema::DELETE_SESSION, [sid])?;
     Ok(())
 }
 
@@ -459,10 +459,11 @@ fn entry_text(entry: &Entry) -> EntryText {
         "toolResult" | "bashExecution" => "tool",
         _ => "assistant",
     };
-    (
-        role,
-        (!text.trim().is_empty()).then(|| (column, crate::redact::redact(&text).into_owned())),
-    )
+    let text = (!text.trim().is_empty()).then(|| ColumnText {
+        column,
+        text: crate::redact::redact(&text).into_owned(),
+    });
+    EntryText { role, text }
 }
 
 /// Which of `links` (id, parent id, in file order) are on the branch ending
@@ -483,74 +484,103 @@ fn on_branch(links: &[(CompactString, Option<CompactString>)]) -> Vec<bool> {
 }
 
 /// Index the entries read from the file; returns the first rowid whose
-/// ranking rows must be rewritten (`None`: no entry was read).
+/// ranking rows must be rewritten (`None`: no entry was read). Entries past
+/// the session's rowid range ([`schema::SPAN`]) are not indexed.
 fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Result<Option<i64>> {
     let (entries, (first, last)) = (&lines.read.entries, rowids(sid));
+    let top: i64 = tx
+        .query_row(schema::LAST_ENTRY_ROWID, [first, last], |r| {
+            r.get::<_, Option<i64>>(0)
+        })?
+        .unwrap_or(first);
     let links: Vec<_> = entries
         .iter()
         .map(|e| (e.id.clone(), e.parent_id.clone()))
         .collect();
-    let top: i64 = tx
-        .query_row(
-            "SELECT max(rowid) FROM entries WHERE rowid BETWEEN ?1 AND ?2",
-            [first, last],
-            |r| r.get::<_, Option<i64>>(0),
-        )?
-        .unwrap_or(first);
     // Appended entries continue the branch (see `continues`), so they are all active.
     let active = on_branch(&links);
-    let (mut messages, mut first_message, mut last_activity) = (0i64, None, 0);
-    for (((entry, &active), (role, text)), rowid) in entries
-        .iter()
-        .zip(&active)
-        .zip(&lines.texts)
-        .zip(top + 1..=last)
-    {
-        if let EntryKind::Message(m) = &entry.kind {
-            messages += 1;
-            if let AgentMessage::User { timestamp, .. }
-            | AgentMessage::Assistant { timestamp, .. } = m
-            {
-                // pi's last activity: the message's own time, else the entry's.
-                let t = if *timestamp != 0 {
-                    *timestamp
-                } else {
-                    entry.timestamp
-                };
-                last_activity = last_activity.max(t);
-            }
-            if let (None, AgentMessage::User { content, .. }) = (&first_message, m) {
-                // pi's preview: the text blocks joined with spaces, redacted before the clip.
-                let text = crate::redact::redact(&text_joined(content, " ")).into_owned();
-                let clip =
-                    |t: &str| crate::text::clip(t, FIRST_MESSAGE_CHARS, crate::text::Keep::Head);
-                first_message = (!text.trim().is_empty()).then(|| clip(&text));
-            }
-        }
-        if let EntryKind::SessionInfo { name } = &entry.kind {
-            let name = name.as_deref().map(str::trim).filter(|n| !n.is_empty());
-            tx.execute(
-                "UPDATE sessions SET session_name = ?2 WHERE sid = ?1",
-                params![sid, name],
-            )?;
-        }
-        let column = text.as_ref().map(|(c, _)| *c);
-        tx.prepare_cached(
-            "INSERT INTO entries(rowid, entry_id, role, active, col) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![rowid, entry.id.as_str(), role, active, column])?;
-        if let Some((column, text)) = text {
-            let column = if active { column } else { "abandoned" };
-            tx.prepare_cached(&format!("INSERT INTO fts(rowid, {column}) VALUES (?1, ?2)"))?
-                .execute(params![rowid, text])?;
-        }
+    let room = usize::try_from(last - top).unwrap_or(0);
+    let mut counts = MessageCounts::default();
+    for (i, entry) in entries.iter().enumerate().take(room) {
+        counts.count(entry);
+        let rowid = top + 1 + i as i64;
+        add_entry(tx, sid, rowid, entry, active[i], &lines.texts[i])?;
     }
     tx.execute(
-        "UPDATE sessions SET message_count = message_count + ?2, first_message = COALESCE(first_message, ?3), \
-         last_activity_ms = max(last_activity_ms, ?4) WHERE sid = ?1",
-        params![sid, messages, first_message, last_activity],
+        schema::ADD_MESSAGES,
+        params![
+            sid,
+            counts.messages,
+            counts.first_message,
+            counts.last_activity_ms
+        ],
     )?;
     Ok((!entries.is_empty()).then_some(top + 1))
+}
+
+/// One entry's row in `entries` and its text in `fts` (and pi's name, when
+/// it is a `session_info` entry).
+fn add_entry(
+    tx: &Transaction<'_>,
+    sid: i64,
+    rowid: i64,
+    entry: &Entry,
+    active: bool,
+    text: &EntryText,
+) -> rusqlite::Result<()> {
+    if let EntryKind::SessionInfo { name } = &entry.kind {
+        let name = name.as_deref().map(str::trim).filter(|n| !n.is_empty());
+        tx.execute(schema::SET_SESSION_NAME, params![sid, name])?;
+    }
+    let column = text.text.as_ref().map(|t| t.column);
+    tx.prepare_cached(schema::INSERT_ENTRY)?.execute(params![
+        rowid,
+        entry.id.as_str(),
+        text.role,
+        active,
+        column
+    ])?;
+    if let Some(ColumnText { column, text }) = &text.text {
+        let column = if active { column } else { "abandoned" };
+        tx.prepare_cached(schema::insert_entry_text(column))?
+            .execute(params![rowid, text])?;
+    }
+    Ok(())
+}
+
+/// What the `sessions` row sums up of the messages read.
+#[derive(Default)]
+struct MessageCounts {
+    messages: i64,
+    /// pi's preview of the first user message, redacted, then clipped.
+    first_message: Option<String>,
+    /// pi's last activity: the latest user or assistant message time.
+    last_activity_ms: i64,
+}
+
+impl MessageCounts {
+    fn count(&mut self, entry: &Entry) {
+        let EntryKind::Message(m) = &entry.kind else {
+            return;
+        };
+        self.messages += 1;
+        if let AgentMessage::User { timestamp, .. } | AgentMessage::Assistant { timestamp, .. } = m
+        {
+            // The message's own time, else the entry's.
+            let t = if *timestamp != 0 {
+                *timestamp
+            } else {
+                entry.timestamp
+            };
+            self.last_activity_ms = self.last_activity_ms.max(t);
+        }
+        if let (None, AgentMessage::User { content, .. }) = (&self.first_message, m) {
+            // pi's preview: the text blocks joined with spaces, redacted before the clip.
+            let text = crate::redact::redact(&text_joined(content, " ")).into_owned();
+            self.first_message = (!text.trim().is_empty())
+                .then(|| crate::text::clip(&text, FIRST_MESSAGE_CHARS, crate::text::Keep::Head));
+        }
+    }
 }
 
 /// Whether entries appended to session `sid` continue its last stored entry
@@ -558,11 +588,7 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Resul
 fn continues(conn: &Connection, sid: i64, entries: &[Entry]) -> rusqlite::Result<bool> {
     let (first, last) = rowids(sid);
     let leaf: Option<String> = conn
-        .query_row(
-            "SELECT entry_id FROM entries WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid DESC LIMIT 1",
-            [first, last],
-            |r| r.get(0),
-        )
+        .query_row(schema::LAST_ENTRY_ID, [first, last], |r| r.get(0))
         .optional()?;
     Ok(entries.iter().enumerate().all(|(i, e)| match i {
         0 => e.parent_id.as_deref() == leaf.as_deref(),
@@ -578,11 +604,7 @@ fn set_meta(
     meta: Option<&SessionMeta>,
     mtime_ns: i64,
 ) -> rusqlite::Result<()> {
-    let session_name: Option<String> = tx.query_row(
-        "SELECT session_name FROM sessions WHERE sid = ?1",
-        [sid],
-        |r| r.get(0),
-    )?;
+    let session_name: Option<String> = tx.query_row(schema::SESSION_NAME, [sid], |r| r.get(0))?;
     let name = meta
         .map(|m| m.name.trim().to_string())
         .filter(|n| !n.is_empty())
@@ -592,8 +614,7 @@ fn set_meta(
     let text = |s: &str| Some(red(s)).filter(|s| !s.trim().is_empty());
     let tags = meta.map(|m| m.tags.clone()).unwrap_or_default();
     tx.execute(
-        "UPDATE sessions SET name = ?2, slug = ?3, description = ?4, summary = ?5, tags = ?6, has_meta = ?7, \
-         model = ?8, cost_usd = ?9, meta_mtime_ns = ?10 WHERE sid = ?1",
+        schema::SET_META,
         params![
             sid,
             name.as_deref().map(red),
@@ -608,7 +629,7 @@ fn set_meta(
         ],
     )?;
     let first = rowids(sid).0;
-    tx.execute("DELETE FROM fts WHERE rowid = ?1", [first])?;
+    tx.execute(schema::DELETE_TEXT_ROW, [first])?;
     let join = |parts: &[&[String]]| {
         red(&parts
             .iter()
@@ -637,8 +658,15 @@ fn set_meta(
         .collect::<Vec<_>>()
         .join(" ");
     tx.execute(
-        "INSERT INTO fts(rowid, name, tags, summary, decisions, files) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![first, red(&name_text), red(&tags.join(" ")), summary, decisions, files],
+        schema::INSERT_META_TEXT,
+        params![
+            first,
+            red(&name_text),
+            red(&tags.join(" ")),
+            summary,
+            decisions,
+            files
+        ],
     )?;
     Ok(())
 }

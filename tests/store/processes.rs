@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::support::search::Writer;
 use serde_json::json;
-use session_index::store::{index_path, Index};
+use session_index::store::{store_path, Store};
 
 const BIN: &str = env!("CARGO_BIN_EXE_session-index");
 
@@ -47,9 +47,9 @@ fn corpus(agent: &Path, sessions: usize, turns: usize) -> Vec<Writer> {
 
 /// Every indexed session holds exactly the entries of its file.
 fn assert_consistent(agent: &Path) {
-    let index = Index::open(agent).expect("open the index");
+    let index = Store::open(agent).expect("open the index");
     assert_eq!(index.integrity_check().expect("integrity check"), "ok");
-    let conn = rusqlite::Connection::open(index_path(agent)).expect("open the file");
+    let conn = rusqlite::Connection::open(store_path(agent)).expect("open the file");
     let rows: Vec<(String, i64, i64)> = conn
         .prepare(
             "SELECT s.path, s.read_to, (SELECT COUNT(*) FROM entries e WHERE e.rowid >> 20 = s.sid) FROM sessions s",
@@ -168,6 +168,6 @@ fn sigkill_during_a_build_leaves_a_consistent_index() {
     assert_eq!(doc["results"][0]["id"], "s0007", "{doc}");
     assert_eq!(doc["index"]["stale"], 0);
     assert_consistent(agent);
-    let index = Index::open(agent).expect("open");
-    assert_eq!(index.sessions().expect("sessions").len(), 120);
+    let index = Store::open(agent).expect("open");
+    assert_eq!(index.records().expect("sessions").len(), 120);
 }

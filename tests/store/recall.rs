@@ -13,7 +13,7 @@ use std::path::Path;
 use crate::support::rng::Rng;
 use crate::support::search::{copy_real_sessions, Writer};
 use serde_json::Value;
-use session_index::store::{Index, Query};
+use session_index::store::{Query, Store};
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Half {
@@ -255,7 +255,7 @@ fn recall(halves: &[Half], detail: bool) -> (Vec<f64>, String) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let agent = dir.path();
     corpus(agent);
-    let mut index = Index::open(agent).expect("open the index");
+    let mut index = Store::open(agent).expect("open the index");
     index
         .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
         .expect("build the index");

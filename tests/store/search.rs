@@ -7,18 +7,18 @@ use std::path::Path;
 
 use crate::support::search::{copy_real_sessions, write_meta, Writer};
 use serde_json::json;
-use session_index::store::{Index, Query, SessionHit};
+use session_index::store::{Query, SessionHit, Store};
 use session_index::text::Keep;
 
-fn update(agent: &Path) -> Index {
-    let mut index = Index::open(agent).expect("open the index");
+fn update(agent: &Path) -> Store {
+    let mut index = Store::open(agent).expect("open the index");
     index
         .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
         .expect("update the index");
     index
 }
 
-fn search(index: &Index, text: &str) -> Vec<SessionHit> {
+fn search(index: &Store, text: &str) -> Vec<SessionHit> {
     index
         .search(&Query {
             limit: 5,
@@ -278,7 +278,7 @@ fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
     // ranking rows are those a fresh build of the file has: how the index was
     // built (a pass after each agent run in pi) never changes how it ranks.
     let ranking_rows = |agent: &Path| -> Vec<(i64, Vec<u8>)> {
-        let conn = rusqlite::Connection::open(session_index::store::index_path(agent))
+        let conn = rusqlite::Connection::open(session_index::store::store_path(agent))
             .expect("open the file");
         let mut rows = conn
             .prepare("SELECT id & 1048575, sz FROM docs_docsize ORDER BY id")
@@ -395,7 +395,7 @@ fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
         .expect("update");
     assert_eq!(report.removed, 1);
     assert!(search(&index, "wombatses").is_empty());
-    assert!(index.sessions().expect("sessions").is_empty());
+    assert!(index.records().expect("sessions").is_empty());
     assert_eq!(index.integrity_check().expect("check"), "ok");
 }
 
@@ -409,7 +409,7 @@ fn the_sessions_table_holds_the_catalog_fields() {
     write_meta(agent, &w, "Catalog row", "a summary", &["t1"]);
     let index = update(agent);
     let row = index
-        .sessions()
+        .records()
         .expect("query")
         .into_iter()
         .find(|s| s.id == "catalog")
@@ -445,8 +445,8 @@ fn the_sessions_table_lists_what_pi_lists() {
     let mut w = Writer::new(agent, "/p/list", "listed");
     w.user("first words");
     Writer::new(agent, "/p/list", "no-messages");
-    let check = |index: &Index| {
-        let rows = index.sessions().expect("sessions");
+    let check = |index: &Store| {
+        let rows = index.records().expect("sessions");
         assert!(rows.len() >= 12, "{}", rows.len());
         for row in rows {
             let s = session_index::session::summarize(&row.path).expect("a session");
@@ -460,7 +460,7 @@ fn the_sessions_table_lists_what_pi_lists() {
     let mut index = update(agent);
     check(&index);
     let before = index
-        .sessions()
+        .records()
         .expect("sessions")
         .into_iter()
         .find(|r| r.id == "listed")
@@ -471,7 +471,7 @@ fn the_sessions_table_lists_what_pi_lists() {
         .expect("update");
     check(&index);
     let after = index
-        .sessions()
+        .records()
         .expect("sessions")
         .into_iter()
         .find(|r| r.id == "listed")
@@ -527,7 +527,7 @@ fn a_corrupt_or_old_index_is_rebuilt_with_one_warning() {
     let mut w = Writer::new(agent, "/p", "survivor");
     w.user("pangolin scales");
     drop(update(agent));
-    let path = session_index::store::index_path(agent);
+    let path = session_index::store::store_path(agent);
 
     // Old schema: another user_version and other tables.
     {
@@ -537,7 +537,7 @@ fn a_corrupt_or_old_index_is_rebuilt_with_one_warning() {
         )
         .expect("age it");
     }
-    let index = Index::open(agent).expect("reopen");
+    let index = Store::open(agent).expect("reopen");
     assert!(
         index
             .rebuilt
@@ -557,7 +557,7 @@ fn a_corrupt_or_old_index_is_rebuilt_with_one_warning() {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
     std::fs::write(&path, vec![0x5a; 8192]).expect("corrupt it");
-    let index = Index::open(agent).expect("reopen");
+    let index = Store::open(agent).expect("reopen");
     assert!(index.rebuilt.is_some());
     drop(index);
     let index = update(agent);
@@ -579,7 +579,7 @@ fn sessions_privacy_excludes_are_never_stored_or_returned() {
         Some(&"tool-fact".to_string())
     );
     drop(before);
-    let hidden = Index::open(agent).expect("open").excluding(&privacy);
+    let hidden = Store::open(agent).expect("open").excluding(&privacy);
     assert!(
         search(&hidden, "zephyrine toolchain").is_empty(),
         "an excluded project's session is not returned"
@@ -592,7 +592,7 @@ fn sessions_privacy_excludes_are_never_stored_or_returned() {
 
     // A fresh index with the rule never stores the excluded session's text.
     std::fs::remove_dir_all(agent.join("sessions-index")).expect("remove the index");
-    let mut index = Index::open(agent).expect("open").excluding(&privacy);
+    let mut index = Store::open(agent).expect("open").excluding(&privacy);
     index
         .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
         .expect("update");

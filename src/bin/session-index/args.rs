@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use session_index::resolve::Catalog;
-use session_index::store::{Index, UpdateReport};
+use session_index::store::{Store, UpdateReport};
 
 use crate::Failure;
 
@@ -52,7 +52,7 @@ pub fn index(
     dir: &Path,
     file: Option<&Path>,
     wait: bool,
-) -> Result<(Index, UpdateReport), Failure> {
+) -> Result<(Store, UpdateReport), Failure> {
     // Stored paths are absolute, whichever way the directory was named.
     let agent_dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // The library's warnings (a file skipped, the index rebuilt) go to stderr, as `index` prints them.
@@ -68,7 +68,7 @@ pub fn index(
             problems.join("; ")
         ))
     })?;
-    let mut index = Index::open(&agent_dir)
+    let mut index = Store::open(&agent_dir)
         .map_err(|e| e.to_string())?
         .excluding(&config.privacy);
     let budget = (!wait).then(|| std::time::Duration::from_secs(1));

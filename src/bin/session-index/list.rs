@@ -4,7 +4,7 @@
 //! most a second, as `search` does), with what their meta says (model, cost).
 
 use session_index::session::discovery;
-use session_index::store::SessionRow;
+use session_index::store::SessionRecord;
 use session_index::text::{clip, flat, home_relative, Keep};
 
 use crate::args::AgentDir;
@@ -36,7 +36,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), Failure> {
     let agent_dir = args.agent.path()?;
     let (index, report) = crate::args::index("list", &agent_dir, None, args.wait)?;
-    let mut rows: Vec<SessionRow> = index.sessions().map_err(|e| e.to_string())?;
+    let mut rows: Vec<SessionRecord> = index.records().map_err(|e| e.to_string())?;
     if !args.all {
         let here =
             std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"));

@@ -20,7 +20,7 @@ use crate::features::summarize::report::SessionGate;
 use crate::plugin::host::NotifyLevel;
 use crate::plugin::state::App;
 use crate::session::discovery;
-use crate::store::{SessionRow, UpdateReport};
+use crate::store::{SessionRecord, UpdateReport};
 
 /// What the meta directory holds for a set of sessions.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -35,8 +35,8 @@ pub struct Survey {
 }
 
 /// Survey the index's `rows` of `cwd`'s project, or of every project (`None`).
-pub fn survey(rows: &[SessionRow], meta_dir: &Path, cwd: Option<&str>) -> Survey {
-    let listed: Vec<&SessionRow> = rows
+pub fn survey(rows: &[SessionRecord], meta_dir: &Path, cwd: Option<&str>) -> Survey {
+    let listed: Vec<&SessionRecord> = rows
         .iter()
         .filter(|r| cwd.is_none_or(|c| discovery::in_project(&r.path, c)))
         .collect();

@@ -22,9 +22,10 @@ use serde_json::json;
 
 use crate::error_code::ErrorCode;
 use crate::plugin::state::App;
-use crate::resolve::{Candidate, CatalogEntry};
+use crate::resolve::Candidate;
 use crate::session::{Session, SessionError};
 use crate::store::meta::SessionMeta;
+use crate::store::SessionRecord;
 pub use context::{assemble, estimate_tokens, Assembled, SessionHead};
 
 /// Model name reported for offline answers.
@@ -236,11 +237,11 @@ pub fn prepare(
 pub fn answer(
     app: &App,
     ctx: &SessionContext,
-    entry: &CatalogEntry,
+    entry: &SessionRecord,
     question: &str,
 ) -> Result<QueryAnswer, QueryError> {
     let started = Instant::now();
-    let (path, meta_dir, fallback_name) = (&entry.path, &app.meta_dir(ctx), entry.name.as_deref());
+    let (path, meta_dir, fallback_name) = (&entry.path, &app.meta_dir(ctx), entry.pi_name());
     let session = crate::session::open(path).map_err(|e| match e {
         SessionError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             QueryError::FileMissing(format!("session file {} is missing", path.display()))

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use super::{one_line, QueryAnswer, QueryError};
 use crate::plugin::state::App;
-use crate::resolve::{CatalogEntry, ResolveError};
+use crate::resolve::ResolveError;
+use crate::store::SessionRecord;
 
 /// Custom entry type of the telemetry record.
 pub const TELEMETRY_TYPE: &str = "session-query:query";
@@ -98,7 +99,7 @@ fn run(app: &Arc<App>, call: &ToolCall) -> Result<QueryAnswer, QueryError> {
 }
 
 /// The same resolver as `@@` references: id, id prefix, name, slug, fuzzy.
-fn resolve(app: &App, ctx: &SessionContext, reference: &str) -> Result<CatalogEntry, QueryError> {
+fn resolve(app: &App, ctx: &SessionContext, reference: &str) -> Result<SessionRecord, QueryError> {
     let cwd = if ctx.cwd.is_empty() {
         app.host.context().cwd
     } else {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::resolve::CatalogEntry;
+use crate::store::SessionRecord;
 
 use super::extract;
 use super::render::escape;
@@ -37,7 +37,7 @@ pub fn answer_text(a: &Answered) -> String {
 pub fn body(
     sessions_dir: &Path,
     meta_dir: &Path,
-    entry: &CatalogEntry,
+    entry: &SessionRecord,
     answer: Option<&Answered>,
 ) -> String {
     let mut lines: Vec<String> = Vec::new();
@@ -95,7 +95,7 @@ pub fn body(
     escape(&crate::redact::redact(&lines.join("\n")))
 }
 
-fn describe_unindexed(sessions_dir: &Path, entry: &CatalogEntry, lines: &mut Vec<String>) {
+fn describe_unindexed(sessions_dir: &Path, entry: &SessionRecord, lines: &mut Vec<String>) {
     // A meta file may have vanished between listing and now: keep what the catalog had.
     if let Some(d) = entry.description.as_deref() {
         push_field(lines, "description", d);

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use crate::resolve::CatalogEntry;
 use crate::session::{self, EntryKind};
+use crate::store::SessionRecord;
 use crate::text::{clip, Keep};
 
 const FIRST_REQUEST_CHARS: usize = 800;
@@ -26,7 +26,7 @@ pub struct Extract {
 }
 
 /// Read `entry`'s file (only if it lies inside `sessions_dir`).
-pub fn extract(sessions_dir: &Path, entry: &CatalogEntry) -> std::io::Result<Extract> {
+pub fn extract(sessions_dir: &Path, entry: &SessionRecord) -> std::io::Result<Extract> {
     let file = regular_files::open_inside(sessions_dir, &entry.path)?;
     let session =
         session::read_file(&entry.path, file).map_err(|e| std::io::Error::other(e.to_string()))?;

@@ -18,7 +18,8 @@ use serde_json::{json, Value};
 use crate::error_code::ErrorCode;
 use crate::plugin::host::NotifyLevel;
 use crate::plugin::state::App;
-use crate::resolve::{short_id, Ancestor, CatalogEntry, Rule};
+use crate::resolve::{short_id, Ancestor, Rule};
+use crate::store::SessionRecord;
 
 pub use crate::resolve::syntax::{parse, Reference};
 
@@ -102,7 +103,7 @@ struct Built {
     /// Every injected session (references first, then their ancestors), once.
     session_ids: Vec<String>,
     /// Each resolved reference (as written), its session and the rule that found it.
-    confirmed: Vec<(String, CatalogEntry, Rule)>,
+    confirmed: Vec<(String, SessionRecord, Rule)>,
     unresolved: Vec<Unresolved>,
 }
 
@@ -111,7 +112,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
     let sessions_dir = app.sessions_dir(ctx);
     let meta_dir = app.meta_dir(ctx);
     let mut out = Built::default();
-    let mut resolved: Vec<(usize, &Reference, CatalogEntry)> = Vec::new();
+    let mut resolved: Vec<(usize, &Reference, SessionRecord)> = Vec::new();
     for (group, r) in refs.iter().enumerate() {
         if group >= cfg.max_refs_per_prompt {
             out.unresolved.push(Unresolved {
@@ -202,7 +203,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
         let child_index = out.blocks.len();
         out.blocks.push(render::Block {
             id: entry.id.clone(),
-            name: entry.name.clone(),
+            name: entry.pi_name().map(String::from),
             relation: None,
             body,
             group,
@@ -228,7 +229,7 @@ fn add_ancestors(
     app: &App,
     sessions_dir: &std::path::Path,
     meta_dir: &std::path::Path,
-    entry: &CatalogEntry,
+    entry: &SessionRecord,
     depth: u32,
     group: usize,
     child_index: usize,
@@ -257,7 +258,7 @@ fn add_ancestors(
                     let body = describe::body(sessions_dir, meta_dir, &parent, None);
                     out.blocks.push(render::Block {
                         id: parent.id.clone(),
-                        name: parent.name.clone(),
+                        name: parent.pi_name().map(String::from),
                         relation: Some(relation),
                         body,
                         group,
@@ -337,7 +338,7 @@ pub fn continue_message(
 fn ask(
     app: &App,
     ctx: &SessionContext,
-    entry: &CatalogEntry,
+    entry: &SessionRecord,
     question: &str,
 ) -> describe::Answered {
     let result = crate::features::query::answer(app, ctx, entry, question)
@@ -415,8 +416,8 @@ fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
 }
 
 /// `@@cron → "Cron in gitclaw" (034d1cd7, 2026-02-20, ~/work/gitclaw, via name)`.
-pub fn confirmation(reference: &str, entry: &CatalogEntry, rule: Rule) -> String {
-    let name = entry.name.as_deref().map_or_else(
+pub fn confirmation(reference: &str, entry: &SessionRecord, rule: Rule) -> String {
+    let name = entry.pi_name().map_or_else(
         || "(unnamed)".to_string(),
         |n| format!("\"{}\"", clip(n, 80, Keep::Head)),
     );
