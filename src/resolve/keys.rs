@@ -31,6 +31,8 @@ pub(crate) struct Field {
 pub(crate) struct Row {
     /// A meta file whose session file is not in the sessions directory.
     pub missing: bool,
+    /// Found in the files, where the store's [`crate::store::Gate`] keeps it in.
+    pub refused: Option<crate::store::Refusal>,
     pub entry: SessionRecord,
     pub id_lower: String,
     /// Name keys ([`name_key`]) of pi's `session_info` name and the meta name.
@@ -63,6 +65,7 @@ impl Row {
         Row {
             id_lower: entry.id.to_lowercase(),
             missing,
+            refused: None,
             entry,
             names,
             slugs,

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::config::PrivacyConfig;
 use crate::error_code::ErrorCode;
-use crate::store::SessionRecord;
+use crate::store::{Gate, SessionRecord};
 
 pub use keys::slug;
 pub use rules::Rule;
@@ -86,6 +86,8 @@ pub enum ResolveError {
     FileMissing { id: String, path: PathBuf },
     #[error("\"{reference}\" is not a session in the sessions directory")]
     Outside { reference: String },
+    #[error("session {id} is excluded by privacy.exclude")]
+    Excluded { id: String },
 }
 
 impl ResolveError {
@@ -95,6 +97,7 @@ impl ResolveError {
             ResolveError::Ambiguous { .. } => ErrorCode::SessionAmbiguous,
             ResolveError::FileMissing { .. } => ErrorCode::SessionFileMissing,
             ResolveError::Outside { .. } => ErrorCode::SessionOutside,
+            ResolveError::Excluded { .. } => ErrorCode::SessionExcluded,
         }
     }
 }
@@ -127,6 +130,8 @@ fn did_you_mean(s: &[String]) -> String {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ancestor {
     Found(Box<SessionRecord>),
+    /// The parent is a session `privacy.exclude` names.
+    Excluded,
     /// The parent is not (or no longer) a session in the sessions directory.
     Missing {
         path: String,
@@ -292,11 +297,11 @@ impl Catalog {
         // privacy.exclude, meta files whose session is gone) may be in the
         // files: an id-like reference costs a directory listing, others read
         // every meta file, only on a miss.
-        let in_files = || cold_lookup(sessions_dir, meta_dir, &q);
+        let in_files = |gate: &Gate| cold_lookup(sessions_dir, meta_dir, gate, &q);
         store.reload();
         if store.rows.is_empty() {
             // The index is not built yet: the files answer ids and exact names at once.
-            if let Some((row, rule)) = in_files() {
+            if let Some((row, rule)) = in_files(&store.gate) {
                 return found(&row, rule);
             }
         }
@@ -305,7 +310,7 @@ impl Catalog {
         if !matches!(first, Err(ResolveError::NotFound { .. })) {
             return first;
         }
-        if let Some((row, rule)) = in_files() {
+        if let Some((row, rule)) = in_files(&store.gate) {
             return found(&row, rule);
         }
         if store.refreshed_within(MISS_GAP) {
@@ -403,6 +408,10 @@ impl Catalog {
                         next = e.parent_session.clone();
                         out.push(Ancestor::Found(Box::new(e.clone())));
                     }
+                    None if s.excluded_file(Path::new(&parent)) => {
+                        out.push(Ancestor::Excluded);
+                        break;
+                    }
                     None => {
                         let reason = if Path::new(&parent).exists() {
                             "not a session in the sessions directory"
@@ -421,8 +430,14 @@ impl Catalog {
     }
 }
 
-/// A session found, unless its file has gone since the index saw it.
+/// A session found, unless the store's gate keeps it in or its file has
+/// gone since the store saw it.
 fn found(row: &Row, rule: Rule) -> Result<Resolved, ResolveError> {
+    if row.refused.is_some() {
+        return Err(ResolveError::Excluded {
+            id: row.entry.id.clone(),
+        });
+    }
     if row.missing || !row.entry.path.is_file() {
         return Err(ResolveError::FileMissing {
             id: row.entry.id.clone(),

@@ -11,16 +11,17 @@
 //! brought up to date for at most [`UPDATE_BUDGET`]; the background refresh
 //! at `session_start` and after `agent_end` does the rest.
 //!
-//! What the index does not hold is looked up in the files by [`cold_lookup`]:
-//! a session not indexed yet (the first build is under way), one that
-//! `privacy.exclude` keeps out of the index (so the caller can say so), and
-//! a meta file whose session file is gone.
+//! What the store does not hold is looked up in the files by [`cold_lookup`]:
+//! a session not stored yet (the first build is under way), one that
+//! `privacy.exclude` keeps out of the store (found, then refused by the
+//! [`Gate`], so the caller can say why), and a meta file whose session file
+//! is gone.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{SessionRecord, Store};
+use super::{Gate, Refusal, SessionRecord, Store};
 use crate::config::PrivacyConfig;
 use crate::resolve::keys::Row;
 use crate::resolve::rules::{id_like, resolve, Outcome, Query, Rule};
@@ -41,6 +42,9 @@ pub(crate) struct Cache {
     sessions_dir: PathBuf,
     meta_dir: PathBuf,
     privacy: PrivacyConfig,
+    /// What may leave: the store's records pass it, and so must what a
+    /// lookup finds in the files.
+    pub gate: Gate,
     /// Kept open: `data_version` tells whether another connection wrote.
     index: Option<Store>,
     /// `data_version` when the rows were loaded.
@@ -58,6 +62,7 @@ impl Cache {
     pub fn new(sessions_dir: &Path, meta_dir: &Path, privacy: &PrivacyConfig) -> Cache {
         let (sessions_dir, meta_dir) = (sessions_dir.to_path_buf(), meta_dir.to_path_buf());
         Cache {
+            gate: Gate::new(&sessions_dir, privacy),
             sessions_dir,
             meta_dir,
             privacy: privacy.clone(),
@@ -192,6 +197,14 @@ impl Cache {
             .collect()
     }
 
+    /// Whether the gate keeps in the session file `path`, which the store
+    /// does not hold: inside the sessions directory, of a project (or file)
+    /// `privacy.exclude` names.
+    pub fn excluded_file(&self, path: &Path) -> bool {
+        self.gate.inside(path)
+            && crate::session::read_header(path).is_ok_and(|h| self.gate.excludes(&h.cwd, path))
+    }
+
     /// The row of a session file, looked up by the path as listed or, for
     /// paths spelled differently (symlinked agent dir), by canonical path.
     pub fn row_for_path(&self, path: &Path) -> Option<&Row> {
@@ -226,9 +239,15 @@ fn row(s: SessionRecord) -> Row {
 /// with its meta file's name, tags and cwd, and one per meta file whose
 /// session file is not there (meta files are read only for references that
 /// are not id-like; a file not named the pi way, only by its header, tells
-/// its id). Answers only with a session found (then read in full) or a meta
-/// file whose session is missing.
-pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Option<(Row, Rule)> {
+/// its id). Answers only with a session found (then read in full and
+/// passed through the `gate`: refused ones say why) or a meta file whose
+/// session is missing.
+pub(crate) fn cold_lookup(
+    sessions_dir: &Path,
+    meta_dir: &Path,
+    gate: &Gate,
+    q: &Query,
+) -> Option<(Row, Rule)> {
     let id = |path: &Path| -> Option<String> {
         let name = path.file_name()?.to_str()?.strip_suffix(".jsonl")?;
         match name.rsplit_once('_') {
@@ -291,7 +310,12 @@ pub(crate) fn cold_lookup(sessions_dir: &Path, meta_dir: &Path, q: &Query) -> Op
         first_message: s.first_message,
         ..from_meta
     };
-    Some((Row::new(record, false), rule))
+    let mut row = Row::new(record, false);
+    match gate.check(&row.entry) {
+        Err(Refusal::Outside) => return None,
+        checked => row.refused = checked.err(),
+    }
+    Some((row, rule))
 }
 
 /// A session as its meta file describes it.

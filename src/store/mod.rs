@@ -24,6 +24,7 @@
 //! reaches the reader's model, so it never reaches the store.
 
 pub(crate) mod cache;
+mod gate;
 pub mod meta;
 mod rank;
 mod record;
@@ -34,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, ErrorCode};
 
+pub use gate::{Gate, Refusal};
 pub use rank::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use record::SessionRecord;
 pub use update::UpdateReport;
@@ -62,8 +64,9 @@ pub struct Store {
     path: PathBuf,
     /// Why the store was rebuilt when it was opened, if it was (already logged once).
     pub rebuilt: Option<String>,
-    /// Sessions kept out (`privacy.exclude`): never stored, never returned.
-    privacy: crate::config::PrivacyConfig,
+    /// What may leave it: sessions `privacy.exclude` names are never stored
+    /// or returned, nor files outside the sessions directory.
+    gate: Gate,
 }
 
 /// `<agent dir>/sessions-index/index.sqlite`.
@@ -81,7 +84,9 @@ impl Store {
                 source,
             })?;
         }
-        match Store::open_at(&path) {
+        let gate = Gate::new(&agent_dir.join("sessions"), &Default::default());
+        let opened = Store::open_at(&path).map(|store| Store { gate, ..store });
+        match opened {
             Err(StoreError::Sql { source, .. }) if is_corrupt(&source) => {
                 let reason = format!("it was not a readable database ({source})");
                 tracing::warn!("search index {}: {reason}; rebuilding it", path.display());
@@ -90,9 +95,12 @@ impl Store {
                     file.push(suffix);
                     let _ = std::fs::remove_file(file);
                 }
-                let mut store = Store::open_at(&path)?;
-                store.rebuilt = Some(reason);
-                Ok(store)
+                let store = Store::open_at(&path)?;
+                Ok(Store {
+                    rebuilt: Some(reason),
+                    gate: Gate::new(&agent_dir.join("sessions"), &Default::default()),
+                    ..store
+                })
             }
             other => other,
         }
@@ -100,7 +108,7 @@ impl Store {
 
     /// Keep the sessions `privacy` excludes out of the store and its results.
     pub fn excluding(mut self, privacy: &crate::config::PrivacyConfig) -> Store {
-        self.privacy = privacy.clone();
+        self.gate = self.gate.with_privacy(privacy);
         self
     }
 
@@ -136,7 +144,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             rebuilt: None,
-            privacy: Default::default(),
+            gate: Gate::default(),
         };
         store.rebuilt = store.ensure_schema().map_err(sql)?;
         Ok(store)
@@ -187,12 +195,16 @@ impl Store {
         }
     }
 
-    /// Every stored session, last modified first.
+    /// Every stored session the gate lets out, last modified first.
     pub fn records(&self) -> Result<Vec<SessionRecord>, StoreError> {
         let run = || -> rusqlite::Result<Vec<SessionRecord>> {
             self.conn
                 .prepare_cached(schema::ALL_RECORDS)?
                 .query_map([], SessionRecord::from_row)?
+                .filter(|read| match read {
+                    Ok(record) => self.gate.check(record).is_ok(),
+                    Err(_) => true,
+                })
                 .collect()
         };
         run().map_err(|e| self.sql(e))

@@ -267,9 +267,10 @@ impl Store {
         })
     }
 
-    /// Stored before `privacy.exclude` named it: never shown.
+    /// Kept in by the gate (stored before `privacy.exclude` named it, or
+    /// not in the sessions directory): never shown.
     fn excluded(&self, hit: &SessionHit) -> bool {
-        self.privacy.excludes(&hit.session.cwd, &hit.session.path)
+        self.gate.check(&hit.session).is_err()
     }
 
     /// The query's phases: count the rows holding each term, choose the

@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::schema::{self, rowids};
-use super::{Store, StoreError};
-use crate::config::PrivacyConfig;
+use super::{Gate, Store, StoreError};
 use crate::session::{text_joined, AgentMessage, CompactString, Entry, EntryKind};
 use crate::store::meta::SessionMeta;
 
@@ -131,15 +130,15 @@ impl Store {
     /// stored state is checked again, and read anew if another process moved it.
     pub fn update_file(&mut self, path: &Path, meta_dir: &Path) -> Result<bool, StoreError> {
         let key = path.to_string_lossy();
-        let privacy = &self.privacy;
+        let gate = &self.gate;
         let write = |conn: &mut Connection| {
-            let mut todo = plan(conn, path, meta_dir, privacy)?;
+            let mut todo = plan(conn, path, meta_dir, gate)?;
             if todo.is_empty() {
                 return Ok(false);
             }
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if stored_file(&tx, &key)? != todo.stored {
-                todo = plan(&tx, path, meta_dir, privacy)?;
+                todo = plan(&tx, path, meta_dir, gate)?;
             }
             let changed = apply(&tx, &key, todo)?;
             // FTS5's own merging (automerge, off in SCHEMA) writes ~64 pages
@@ -229,12 +228,7 @@ impl Plan {
     }
 }
 
-fn plan(
-    conn: &Connection,
-    path: &Path,
-    meta_dir: &Path,
-    privacy: &PrivacyConfig,
-) -> rusqlite::Result<Plan> {
+fn plan(conn: &Connection, path: &Path, meta_dir: &Path, gate: &Gate) -> rusqlite::Result<Plan> {
     let stored = stored_file(conn, &path.to_string_lossy())?;
     let st = stat(path);
     let mut plan = Plan {
@@ -277,7 +271,7 @@ fn plan(
                 if read
                     .header
                     .as_ref()
-                    .is_some_and(|h| privacy.excludes(&h.cwd, path)) =>
+                    .is_some_and(|h| gate.excludes(&h.cwd, path)) =>
             {
                 plan.drop = stored.is_some();
                 return Ok(plan);

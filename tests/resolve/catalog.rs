@@ -523,8 +523,9 @@ fn ancestors_follow_parent_session_and_note_missing_parents() {
     let names: Vec<String> = chain
         .iter()
         .map(|x| match x {
-            session_index::resolve::Ancestor::Found(e) => e.name.clone().unwrap_or_default(),
+            session_index::resolve::Ancestor::Found(e) => e.pi_name().unwrap_or_default().into(),
             session_index::resolve::Ancestor::Missing { .. } => "missing".into(),
+            session_index::resolve::Ancestor::Excluded => "excluded".into(),
         })
         .collect();
     assert_eq!(names, vec!["Mid", "Root"]);
@@ -582,7 +583,7 @@ fn before_the_first_build_ids_and_exact_names_resolve_from_file_names_and_meta_f
         assert!(!warm, "{r}: answered without the full build");
         assert_eq!(got.rule, rule, "{r}");
         if r != "zebras" {
-            assert_eq!(got.entry.name.as_deref(), Some("Quick one"));
+            assert_eq!(got.entry.pi_name(), Some("Quick one"));
             assert_eq!(got.entry.first_message.as_deref(), Some("hello there"));
             assert_eq!(got.entry.description.as_deref(), Some("A description"));
         }

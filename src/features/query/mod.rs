@@ -233,7 +233,8 @@ pub fn prepare(
     Ok(Prepared { head, assembled })
 }
 
-/// Answer `question` about a resolved session (also used by `@@name: question?`).
+/// Answer `question` about a resolved session (also used by `@@name: question?`);
+/// `entry` came through the store's gate, which refuses excluded sessions.
 pub fn answer(
     app: &App,
     ctx: &SessionContext,
@@ -248,9 +249,6 @@ pub fn answer(
         }
         other => QueryError::ParseFailed(one_line(&other.to_string())),
     })?;
-    if app.config.privacy.excludes(&session.header.cwd, path) {
-        return Err(QueryError::Excluded(session.header.id.clone()));
-    }
     let meta = match crate::store::meta::read(meta_dir, &session.header.id) {
         Ok(meta) => meta,
         Err(e) => {

@@ -129,6 +129,7 @@ fn resolve(app: &App, ctx: &SessionContext, reference: &str) -> Result<SessionRe
                 candidates,
             },
             ResolveError::FileMissing { .. } => QueryError::FileMissing(message),
+            ResolveError::Excluded { id } => QueryError::Excluded(id),
         }
     })
 }

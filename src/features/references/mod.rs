@@ -132,18 +132,6 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
             ctx.session_id.as_deref(),
             &r.target,
         ) {
-            Ok(found)
-                if app
-                    .config
-                    .privacy
-                    .excludes(&found.entry.cwd, &found.entry.path) =>
-            {
-                out.unresolved.push(Unresolved {
-                    reference: r.raw.clone(),
-                    reason: format!("session {} is excluded by privacy.exclude", found.entry.id),
-                    code: ErrorCode::SessionExcluded,
-                })
-            }
             Ok(found) => {
                 out.confirmed
                     .push((r.raw.clone(), found.entry.clone(), found.rule));
@@ -245,7 +233,7 @@ fn add_ancestors(
         let level = level + 1;
         // An excluded or missing ancestor ends the chain with a note on its child's block.
         let note = match a {
-            Ancestor::Found(parent) if app.config.privacy.excludes(&parent.cwd, &parent.path) => {
+            Ancestor::Excluded => {
                 format!(
                     "\nnote: ancestor level {level} of {} is excluded by privacy.exclude",
                     entry.id
@@ -452,18 +440,12 @@ pub fn complete(app: &Arc<App>, payload: &Value) -> Value {
         .get("cwd")
         .and_then(Value::as_str)
         .unwrap_or(&ctx.cwd);
-    let mut candidates = app.catalog.complete(
+    let candidates = app.catalog.complete(
         &app.sessions_dir(&ctx),
         &app.meta_dir(&ctx),
         cwd,
         prefix,
         limit,
     );
-    // Excluded projects are not offered (their files are refused when referenced anyway).
-    candidates.retain(|c| {
-        !app.config
-            .privacy
-            .excludes(&c.cwd, std::path::Path::new(""))
-    });
     json!({"candidates": candidates})
 }
