@@ -27,7 +27,7 @@ use pi_ext_abi::protocol::SessionContext;
 use serde_json::{json, Value};
 use session_index::features::summarize::{index_session, IndexOutcome, IndexRequest};
 use session_index::plugin::host::RecordingHost;
-use session_index::plugin::state::App;
+use session_index::plugin::state::Services;
 
 struct Args {
     session: Option<PathBuf>,
@@ -130,7 +130,8 @@ fn replay(lines: &[String], every: usize, keep_meta: bool) -> Result<Vec<Measure
         agent_dir: agent_dir.to_string_lossy().into(),
         ..Default::default()
     });
-    let app: Arc<App> = App::new(host, dir.path().to_path_buf(), &config.to_string())?;
+    let services: Arc<Services> =
+        Services::new(host, dir.path().to_path_buf(), &config.to_string())?;
 
     let mut file = std::fs::File::create(&session_file).map_err(|e| e.to_string())?;
     let mut runs = Vec::new();
@@ -149,7 +150,8 @@ fn replay(lines: &[String], every: usize, keep_meta: bool) -> Result<Vec<Measure
             force: true,
             offline: false,
         };
-        let outcome = index_session(&app, &request, &|| {}).map_err(|f| f.error.to_string())?;
+        let outcome = index_session(&services.model_env(), &request, &|| {})
+            .map_err(|f| f.error.to_string())?;
         let IndexOutcome::Indexed(indexed) = outcome else {
             return Err("unexpected skip".into());
         };

@@ -9,19 +9,22 @@
 //!   full-tree tiers, appended lines) and its text [`session::views`].
 //! - [`redact`]: the one redaction pass over session text, before any cut and
 //!   before anything reaches a model, the store or an output.
-//! - [`store`]: what is known about every session: the SQLite file
+//! - [`store`]: what is known about every session, one
+//!   [`store::SessionRecord`] each: the SQLite file
 //!   (`sessions-index/index.sqlite`, updated from the session files and
-//!   searched), its in-memory rows, and the meta files ([`store::meta`],
-//!   `sessions-meta/<id>.meta.json`).
+//!   searched), its records in memory, and the meta files ([`store::meta`],
+//!   `sessions-meta/<id>.meta.json`). Every record leaving it passes the one
+//!   gate ([`store::Gate`]: `privacy.exclude` and the sessions directory).
 //! - [`resolve`]: `@@` references: their syntax in a prompt and their
 //!   resolution to one session over the store's rows.
 //! - [`model`]: the model providers, model selection and the spending ledger
-//!   that caps them.
+//!   that caps them, given a [`model::ModelEnv`] (config, host, runtime).
 //! - [`features`]: what the user sees: summarize (writes metas), `@@`
 //!   references, `query_session`, `search_sessions` and the commands.
 //! - [`plugin`]: the plugin inside a host: the FFI boundary, the router of
-//!   every event, tool and command, the plugin's state, its host, background
-//!   jobs, runtime, logging and status line.
+//!   every event, tool and command, the plugin's state (services for its
+//!   life, a turn's counters), its host, background jobs, runtime, logging
+//!   and status line.
 //!
 //! [`text`], [`time`] and [`error_code`] are leaf helpers every layer uses.
 

@@ -13,7 +13,7 @@ use crate::support::synth::Agent;
 use pi_ext_abi::protocol::{ContentPart, ToolCall};
 use serde_json::{json, Value};
 use session_index::features::summarize::{index_session, IndexOutcome, IndexRequest};
-use session_index::plugin::state::App;
+use session_index::plugin::state::Services;
 
 const ID: &str = "5ec2e75e-0000-4000-8000-000000000013";
 const CWD: &str = "/work/leaky";
@@ -265,7 +265,7 @@ fn request(path: &Path, agent: &Agent, leaf: Option<&str>) -> IndexRequest {
     }
 }
 
-fn tool(app: &Arc<App>, agent: &Agent, question: &str) -> String {
+fn tool(services: &Arc<Services>, agent: &Agent, question: &str) -> String {
     let call = ToolCall {
         v: 1,
         tool: "query_session".into(),
@@ -273,7 +273,7 @@ fn tool(app: &Arc<App>, agent: &Agent, question: &str) -> String {
         params: json!({"session": ID, "question": question}),
         ctx: agent.ctx("/elsewhere"),
     };
-    let result = session_index::features::query::call_tool(app, &call);
+    let result = session_index::features::query::call_tool(services, &call);
     let text: String = result
         .content
         .iter()
@@ -282,9 +282,9 @@ fn tool(app: &Arc<App>, agent: &Agent, question: &str) -> String {
     format!("{text}\n{}", result.details)
 }
 
-fn injected(app: &Arc<App>, agent: &Agent, prompt: &str) -> String {
+fn injected(services: &Arc<Services>, agent: &Agent, prompt: &str) -> String {
     let message = session_index::features::references::before_agent_start(
-        app,
+        services,
         &agent.ctx("/elsewhere"),
         prompt,
     )
@@ -318,7 +318,7 @@ fn no_planted_secret_reaches_a_model_or_an_injection() {
     let path = write_session(&agent, &c);
     let mock = MockProvider::start(Wire::OpenAi);
     // A tail of 2 KiB cuts inside the last user message's key block (its BEGIN line is ~2.6 KiB back).
-    let (app, _) = agent.app(
+    let (services, _) = agent.services(
         "/elsewhere",
         &mock_config(
             &mock,
@@ -330,7 +330,7 @@ fn no_planted_secret_reaches_a_model_or_an_injection() {
     assert_no_leak(
         &c,
         "@@ without meta",
-        &injected(&app, &agent, &format!("see @@{}", &ID[..8])),
+        &injected(&services, &agent, &format!("see @@{}", &ID[..8])),
     );
 
     // Indexing through the model: a first index up to the middle, then an incremental one.
@@ -338,21 +338,33 @@ fn no_planted_secret_reaches_a_model_or_an_injection() {
     mock.push(summary_reply());
     let middle = format!("e{:07}", 12);
     assert!(matches!(
-        index_session(&app, &request(&path, &agent, Some(&middle)), &|| {}),
+        index_session(
+            &services.model_env(),
+            &request(&path, &agent, Some(&middle)),
+            &|| {}
+        ),
         Ok(IndexOutcome::Indexed(_))
     ));
     assert!(matches!(
-        index_session(&app, &request(&path, &agent, None), &|| {}),
+        index_session(&services.model_env(), &request(&path, &agent, None), &|| {}),
         Ok(IndexOutcome::Indexed(_))
     ));
 
     // query_session with the model, and @@name: question answered by the model.
     for q in QUESTIONS {
         mock.push(query_reply());
-        assert_no_leak(&c, "query_session (model) result", &tool(&app, &agent, q));
+        assert_no_leak(
+            &c,
+            "query_session (model) result",
+            &tool(&services, &agent, q),
+        );
     }
     mock.push(query_reply());
-    let asked = injected(&app, &agent, &format!("@@{}: {}", &ID[..8], QUESTIONS[0]));
+    let asked = injected(
+        &services,
+        &agent,
+        &format!("@@{}: {}", &ID[..8], QUESTIONS[0]),
+    );
     assert_no_leak(&c, "@@ question (model)", &asked);
     assert!(
         asked.contains("It was configured."),
@@ -382,11 +394,11 @@ fn no_planted_secret_reaches_a_model_or_an_injection() {
     assert_no_leak(
         &c,
         "@@ with model meta",
-        &injected(&app, &agent, &format!("see @@{}", &ID[..8])),
+        &injected(&services, &agent, &format!("see @@{}", &ID[..8])),
     );
 
     // Offline: query_session and @@ answers quote the session; the extractive index writes a meta file.
-    let (offline, _) = agent.app("/elsewhere", OFFLINE);
+    let (offline, _) = agent.services("/elsewhere", OFFLINE);
     for q in QUESTIONS {
         let answer = tool(&offline, &agent, q);
         assert_no_leak(&c, "query_session (offline)", &answer);
@@ -401,7 +413,7 @@ fn no_planted_secret_reaches_a_model_or_an_injection() {
         ..request(&path, &agent, None)
     };
     assert!(matches!(
-        index_session(&offline, &offline_request, &|| {}),
+        index_session(&offline.model_env(), &offline_request, &|| {}),
         Ok(IndexOutcome::Indexed(_))
     ));
     let meta = std::fs::read_to_string(agent.meta_dir().join(format!("{ID}.meta.json"))).unwrap();
@@ -432,8 +444,8 @@ fn a_meta_file_holding_secrets_is_redacted_when_injected() {
         &c.last_user.text,
         &path,
     );
-    let (app, _) = agent.app("/elsewhere", OFFLINE);
-    let text = injected(&app, &agent, &format!("see @@{}", &ID[..8]));
+    let (services, _) = agent.services("/elsewhere", OFFLINE);
+    let text = injected(&services, &agent, &format!("see @@{}", &ID[..8]));
     assert!(text.contains("source: meta file"), "{text}");
     // `<private>` spans are a prompt convention: a meta file's own text is only redacted.
     let leaks: Vec<String> = c
@@ -450,20 +462,20 @@ fn excluded_sessions_are_never_indexed_referenced_or_queried() {
     let c = corpus();
     let path = write_session(&agent, &c);
     let mock = MockProvider::start(Wire::OpenAi);
-    let (app, _) = agent.app(
+    let (services, _) = agent.services(
         "/elsewhere",
         &mock_config(&mock, json!({"privacy": {"exclude": ["*/leaky"]}})),
     );
-    let indexed = index_session(&app, &request(&path, &agent, None), &|| {});
+    let indexed = index_session(&services.model_env(), &request(&path, &agent, None), &|| {});
     assert!(
         matches!(&indexed, Err(f) if f.error.to_string().contains("privacy.exclude")),
         "{:?}",
         indexed.err().map(|f| f.error)
     );
-    let answer = tool(&app, &agent, QUESTIONS[0]);
+    let answer = tool(&services, &agent, QUESTIONS[0]);
     assert!(answer.contains("SESSION_EXCLUDED"), "{answer}");
     let message = session_index::features::references::before_agent_start(
-        &app,
+        &services,
         &agent.ctx("/elsewhere"),
         &format!("@@{}", &ID[..8]),
     )

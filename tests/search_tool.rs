@@ -51,8 +51,8 @@ fn search_sessions_finds_ranked_sessions_with_entry_ids_within_the_call_limit() 
     ] {
         agent.copy_fixture(rel);
     }
-    let (app, _rec) = agent.app("/elsewhere", r#"{"search":{"maxCallsPerTurn":2}}"#);
-    let plugin = SessionIndexPlugin::new(app);
+    let (services, _rec) = agent.services("/elsewhere", r#"{"search":{"maxCallsPerTurn":2}}"#);
+    let plugin = SessionIndexPlugin::new(services);
     assert!(plugin
         .registrations()
         .tools
@@ -118,11 +118,11 @@ fn search_sessions_finds_ranked_sessions_with_entry_ids_within_the_call_limit() 
 #[test]
 fn the_switch_turns_it_off_and_agent_end_refreshes_the_index() {
     let agent = Agent::new();
-    let (app, _rec) = agent.app(
+    let (services, _rec) = agent.services(
         "/elsewhere",
         r#"{"search":{"enabled":false,"commandName":"find"}}"#,
     );
-    let plugin = SessionIndexPlugin::new(app);
+    let plugin = SessionIndexPlugin::new(services);
     assert!(!plugin
         .registrations()
         .tools
@@ -137,8 +137,8 @@ fn the_switch_turns_it_off_and_agent_end_refreshes_the_index() {
     };
     assert!(plugin.call_tool(call).is_err());
 
-    let (app, _rec) = agent.app("/elsewhere", "{}");
-    let plugin = SessionIndexPlugin::new(app);
+    let (services, _rec) = agent.services("/elsewhere", "{}");
+    let plugin = SessionIndexPlugin::new(services);
     agent.copy_fixture(TOOLS);
     event(&plugin, &agent, "agent_end", json!({}));
     plugin.flush(Duration::from_secs(30));

@@ -3,14 +3,14 @@
 //! `session_start` and `agent_end` as the catalog's store, see
 //! [`crate::resolve::Catalog::refresh_task`].)
 
-use std::sync::atomic::Ordering;
+use crate::plugin::state::Tool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use pi_ext_abi::protocol::{SessionContext, ToolCall, ToolResult, ToolSpec};
 use serde_json::{json, Value};
 
-use crate::plugin::state::App;
+use crate::plugin::state::Services;
 use crate::store::{Query, SessionHit, SessionRecord, Store, StoreError, UpdateReport};
 
 /// How long a tool call or a command waits for the index to catch up before
@@ -21,14 +21,14 @@ const MAX_QUERY_CHARS: usize = 500;
 /// Search from inside pi: the index caught up for at most [`CATCH_UP`], the
 /// current project ranked first. The rows of the `/sessions` command.
 pub fn search(
-    app: &App,
+    services: &Services,
     ctx: &SessionContext,
     text: &str,
     limit: usize,
     project: Option<String>,
 ) -> Result<Vec<SessionHit>, StoreError> {
     let cwd = if ctx.cwd.is_empty() {
-        app.host.context().cwd
+        services.host.context().cwd
     } else {
         ctx.cwd.clone()
     };
@@ -38,22 +38,29 @@ pub fn search(
         limit,
         ..Query::parse(text)?
     };
-    caught_up(app, ctx)?.0.search(&query)
+    caught_up(services, ctx)?.0.search(&query)
 }
 
 /// Every session the index holds (`/index-all`, the overview), caught up for
 /// at most [`CATCH_UP`] first; the report counts the changed sessions left.
 pub fn sessions(
-    app: &App,
+    services: &Services,
     ctx: &SessionContext,
 ) -> Result<(Vec<SessionRecord>, UpdateReport), StoreError> {
-    let (index, report) = caught_up(app, ctx)?;
+    let (index, report) = caught_up(services, ctx)?;
     Ok((index.records()?, report))
 }
 
-fn caught_up(app: &App, ctx: &SessionContext) -> Result<(Store, UpdateReport), StoreError> {
-    let mut index = Store::open(&app.agent_dir(ctx))?.excluding(&app.config.privacy);
-    let report = index.update(&app.sessions_dir(ctx), &app.meta_dir(ctx), Some(CATCH_UP))?;
+fn caught_up(
+    services: &Services,
+    ctx: &SessionContext,
+) -> Result<(Store, UpdateReport), StoreError> {
+    let mut index = Store::open(&services.agent_dir(ctx))?.excluding(&services.config.privacy);
+    let report = index.update(
+        &services.sessions_dir(ctx),
+        &services.meta_dir(ctx),
+        Some(CATCH_UP),
+    )?;
     Ok((index, report))
 }
 
@@ -94,7 +101,7 @@ struct Args {
     project: Option<String>,
 }
 
-pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
+pub fn call(services: &Arc<Services>, call: &ToolCall) -> ToolResult {
     let failed = |message: String| {
         ToolResult::text(
             format!("search_sessions failed: {message}"),
@@ -111,13 +118,13 @@ pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
             "`query` must have 1 to {MAX_QUERY_CHARS} characters"
         ));
     }
-    let limit = app.config.search.max_calls_per_turn;
-    if app.search_calls_this_run.fetch_add(1, Ordering::SeqCst) >= limit {
+    let limit = services.config.search.max_calls_per_turn;
+    if !services.turn.take_call(Tool::SearchSessions, limit) {
         return failed(format!("the limit of {limit} calls per turn is reached"));
     }
-    let max = app.config.search.max_results;
+    let max = services.config.search.max_results;
     match search(
-        app,
+        services,
         &call.ctx,
         &args.query,
         args.limit.unwrap_or(max).clamp(1, max),
@@ -126,7 +133,7 @@ pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
         Ok(hits) => ToolResult::text(result_text(&hits), json!({ "results": hits }), false),
         Err(e) => {
             // A query that could not run costs nothing.
-            app.search_calls_this_run.fetch_sub(1, Ordering::SeqCst);
+            services.turn.give_back(Tool::SearchSessions);
             failed(e.to_string())
         }
     }

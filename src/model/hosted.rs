@@ -2,13 +2,12 @@
 
 use pi_ext_abi::protocol::{ChatMessage, CompletionRequest};
 
-use super::{Answer, JsonTask, ModelError};
-use crate::plugin::state::App;
+use super::{Answer, JsonTask, ModelEnv, ModelError};
 use crate::redact::redact;
 use crate::text::one_line;
 
 pub(super) fn call(
-    app: &App,
+    env: &ModelEnv,
     key: &str,
     system: &str,
     turns: &[ChatMessage],
@@ -16,7 +15,7 @@ pub(super) fn call(
 ) -> Result<Answer, ModelError> {
     let request = CompletionRequest {
         model: Some(key.to_string()),
-        candidates: app
+        candidates: env
             .config
             .model_keys
             .iter()
@@ -27,14 +26,16 @@ pub(super) fn call(
         messages: turns.to_vec(),
         max_tokens: task.max_output_tokens,
         json_schema: Some(task.schema.clone()),
-        timeout_ms: app.config.timeout_ms,
+        timeout_ms: env.config.timeout_ms,
     };
-    let response = app
+    let host = env
         .host
+        .ok_or_else(|| ModelError::Unavailable("no host to serve the completion".into()))?;
+    let response = host
         .complete(&request)
-        .map_err(|e| ModelError::Transport(one_line(&redact(&e), 300)))?;
-    if response.text.len() > app.config.max_response_bytes {
-        return Err(ModelError::ResponseTooLarge(app.config.max_response_bytes));
+        .map_err(|e| ModelError::from_host(one_line(&redact(&e), 300)))?;
+    if response.text.len() > env.config.max_response_bytes {
+        return Err(ModelError::ResponseTooLarge(env.config.max_response_bytes));
     }
     let model = Some(response.model).filter(|m| !m.is_empty());
     Ok(Answer {

@@ -29,13 +29,27 @@ use std::time::Duration;
 use pi_ext_abi::protocol::{ChatMessage, Usage};
 use serde::de::DeserializeOwned;
 
+use crate::config::Config;
 use crate::config::ProviderKind;
-use crate::plugin::state::App;
+use crate::plugin::host::HostApi;
+use crate::plugin::runtime::Runtime;
 use crate::redact::redact;
+use crate::store::meta::ModelChoice;
 use crate::text::one_line;
 
 pub use prices::{cost_usd, price_for};
 pub use select::{select_model, select_model_with_env, LOCAL_PROVIDER};
+
+/// What the model layer works with, and nothing more: the config (model
+/// keys, providers, prices, limits), the host when there is one (the keys it
+/// holds, the completions it serves; the CLI has none) and the runtime the
+/// HTTP calls to providers run on (started only by a caller that may need it).
+#[derive(Clone, Copy)]
+pub struct ModelEnv<'a> {
+    pub config: &'a Config,
+    pub host: Option<&'a dyn HostApi>,
+    pub runtime: Option<&'a Runtime>,
+}
 
 /// Answers requested at most per [`SelectedModel::complete_json`] call (1 + 2 retries).
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -63,8 +77,8 @@ pub struct ModelOutcome<T> {
     pub usage: Usage,
     /// Answers requested (1..=[`MAX_ATTEMPTS`]); a 429/503/529 retry is not an answer.
     pub attempts: u32,
-    /// Why this model (see [`crate::store::meta::SessionMeta::model_choice`]).
-    pub choice: String,
+    /// Why this model (the host may say; else it was configured).
+    pub choice: ModelChoice,
 }
 
 /// Why no validated answer came back. `Display` is one line and never
@@ -75,6 +89,12 @@ pub enum ModelError {
     Unavailable(String),
     #[error("model request failed: {0}")]
     Transport(String),
+    /// The host could not complete; `model` is the one it tried, when it says.
+    #[error("model request failed: {message}")]
+    Host {
+        model: Option<String>,
+        message: String,
+    },
     #[error("model provider returned HTTP {status}: {message}")]
     Http { status: u16, message: String },
     #[error("model request timed out after {0} ms")]
@@ -163,7 +183,7 @@ impl SelectedModel {
     /// from async code.
     pub fn complete_json<T>(
         &self,
-        app: &App,
+        env: &ModelEnv,
         task: &JsonTask,
         ctx: &T::Context,
     ) -> Result<ModelOutcome<T>, ModelError>
@@ -176,20 +196,20 @@ impl SelectedModel {
         let mut output_tokens = 0u64;
         let mut cost = 0.0f64;
         let mut model = self.key.clone();
-        let mut choice = "configured".to_string();
+        let mut choice = ModelChoice::Configured;
         let mut last_error = String::new();
         for attempt in 1..=MAX_ATTEMPTS {
-            let answer = self.call(app, &system, &turns, task)?;
+            let answer = self.call(env, &system, &turns, task)?;
             if let Some(answered_by) = answer.model.filter(|m| m.contains('/')) {
                 model = answered_by;
             }
-            choice = answer.choice.unwrap_or(choice);
+            choice = answer.choice.map_or(choice, ModelChoice::from);
             input_tokens += answer.input_tokens;
             output_tokens += answer.output_tokens;
             // A host may price the call itself; otherwise our price table does.
             cost += answer.cost_usd.unwrap_or_else(|| {
                 cost_usd(
-                    &app.config,
+                    env.config,
                     &model,
                     answer.input_tokens,
                     answer.output_tokens,
@@ -227,13 +247,13 @@ impl SelectedModel {
 
     fn call(
         &self,
-        app: &App,
+        env: &ModelEnv,
         system: &str,
         turns: &[ChatMessage],
         task: &JsonTask,
     ) -> Result<Answer, ModelError> {
         match &self.route {
-            Route::Host => hosted::call(app, &self.key, system, turns, task),
+            Route::Host => hosted::call(env, &self.key, system, turns, task),
             Route::Provider(endpoint) => {
                 type Parse = fn(&[u8], bool) -> Result<Answer, String>;
                 let (request, parse): (_, Parse) = match endpoint.kind {
@@ -253,11 +273,14 @@ impl SelectedModel {
                     }
                 };
                 let (timeout, max_bytes) = (
-                    Duration::from_millis(app.config.timeout_ms),
-                    app.config.max_response_bytes,
+                    Duration::from_millis(env.config.timeout_ms),
+                    env.config.max_response_bytes,
                 );
-                let body = app.runtime.block_on(http::execute(
-                    app.runtime.http(),
+                let runtime = env.runtime.ok_or_else(|| {
+                    ModelError::Unavailable("no runtime to reach the provider on".into())
+                })?;
+                let body = runtime.block_on(http::execute(
+                    runtime.http(),
                     &request,
                     timeout,
                     max_bytes,
@@ -273,9 +296,27 @@ impl SelectedModel {
     }
 }
 
-/// The `provider/id` a failed host call names as the model it tried (the pi
-/// bridge starts its errors with it, after the host's `complete: `).
-pub fn tried_model(message: &str) -> Option<&str> {
+impl ModelError {
+    /// A host's completion error. The host protocol carries it as text: the pi
+    /// bridge starts it with the model it tried, after the host's
+    /// `complete: `, which is read here, where the text arrives, once.
+    pub fn from_host(message: String) -> ModelError {
+        let model = tried_model(&message).map(str::to_string);
+        ModelError::Host { model, message }
+    }
+
+    /// The model a failed request tried, when it is not the one selected
+    /// (the host may pick another).
+    pub fn model_tried(&self) -> Option<&str> {
+        match self {
+            ModelError::Host { model, .. } => model.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// The `provider/id` a host's error message starts with, if any.
+fn tried_model(message: &str) -> Option<&str> {
     let rest = message
         .split_once("complete: ")
         .map_or(message, |(_, rest)| rest);
@@ -363,21 +404,34 @@ fn bounded_echo(text: &str) -> String {
 mod tests {
     #[test]
     fn the_model_a_failed_host_call_tried_is_read_from_its_error() {
+        let tried = |message: &str| {
+            ModelError::from_host(message.into())
+                .model_tried()
+                .map(str::to_string)
+        };
         assert_eq!(
-            tried_model("complete: mock/mock-cheap: HTTP 500: down"),
+            tried("complete: mock/mock-cheap: HTTP 500: down").as_deref(),
             Some("mock/mock-cheap")
         );
-        let error = ModelError::Transport("complete: mock/mock-cheap: 500 status code".into());
-        assert_eq!(tried_model(&error.to_string()), Some("mock/mock-cheap"));
+        let error = ModelError::from_host("complete: mock/mock-cheap: 500 status code".into());
+        assert_eq!(error.model_tried(), Some("mock/mock-cheap"));
         assert_eq!(
-            tried_model("openai/gpt-4o: no credentials: none"),
+            error.to_string(),
+            "model request failed: complete: mock/mock-cheap: 500 status code"
+        );
+        assert_eq!(
+            tried("openai/gpt-4o: no credentials: none").as_deref(),
             Some("openai/gpt-4o")
         );
         assert_eq!(
-            tried_model("complete: the bridge did not answer within 5 ms"),
+            tried("complete: the bridge did not answer within 5 ms"),
             None
         );
-        assert_eq!(tried_model("no model available in pi for x/y"), None);
+        assert_eq!(tried("no model available in pi for x/y"), None);
+        assert_eq!(
+            ModelError::Transport("x/y: down".into()).model_tried(),
+            None
+        );
     }
 
     use super::*;

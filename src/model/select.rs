@@ -3,9 +3,8 @@
 //! (or `noApiKey`) makes it usable.
 
 use crate::config::{ProviderConfig, ProviderKind};
-use crate::plugin::state::App;
 
-use super::{ApiKey, Endpoint, ModelError, Route, SelectedModel};
+use super::{ApiKey, Endpoint, ModelEnv, ModelError, Route, SelectedModel};
 
 /// Provider name of the offline model; selection stops there (callers then use it).
 pub const LOCAL_PROVIDER: &str = "local";
@@ -54,18 +53,18 @@ const BUILT_INS: &[(&str, ProviderKind, &str, Option<&str>)] = &[
 
 /// The first available model of `config.model_keys`, reading API keys from
 /// the host and then from the process environment.
-pub fn select_model(app: &App) -> Result<SelectedModel, ModelError> {
-    select_model_with_env(app, |name| std::env::var(name).ok())
+pub fn select_model(env: &ModelEnv) -> Result<SelectedModel, ModelError> {
+    select_model_with_env(env, |name| std::env::var(name).ok())
 }
 
 /// [`select_model`] with an explicit environment lookup (tests use a map, so
 /// they never mutate the process environment).
 pub fn select_model_with_env(
-    app: &App,
+    model_env: &ModelEnv,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<SelectedModel, ModelError> {
-    let config = &app.config;
-    let host_serves = config.use_host_models && app.host.can_complete();
+    let config = model_env.config;
+    let host_serves = config.use_host_models && model_env.host.is_some_and(|h| h.can_complete());
     let mut skipped = Vec::new();
     for key in &config.model_keys {
         let Some((provider, model)) = key.split_once('/') else {
@@ -82,7 +81,7 @@ pub fn select_model_with_env(
                 route: Route::Host,
             });
         }
-        match endpoint(app, provider, model, &env) {
+        match endpoint(model_env, provider, model, &env) {
             Ok(endpoint) => {
                 return Ok(SelectedModel {
                     key: key.clone(),
@@ -103,12 +102,12 @@ pub fn select_model_with_env(
 }
 
 fn endpoint(
-    app: &App,
+    model_env: &ModelEnv,
     provider: &str,
     model: &str,
     env: &impl Fn(&str) -> Option<String>,
 ) -> Result<Endpoint, String> {
-    let configured: Option<&ProviderConfig> = app.config.providers.get(provider);
+    let configured: Option<&ProviderConfig> = model_env.config.providers.get(provider);
     let built_in = BUILT_INS.iter().find(|(name, ..)| *name == provider);
     if configured.is_none() && built_in.is_none() {
         return Err("unknown provider (define it under providers with a baseUrl)".into());
@@ -132,7 +131,7 @@ fn endpoint(
             .and_then(|c| c.api_key_env.clone())
             .or(built_in.and_then(|(.., env)| env.map(str::to_string)))
             .unwrap_or_else(|| default_env_name(provider));
-        let key = non_empty(app.host.api_key(provider))
+        let key = non_empty(model_env.host.and_then(|h| h.api_key(provider)))
             .or_else(|| non_empty(env(&env_name)))
             .ok_or_else(|| format!("no API key (host or ${env_name})"))?;
         Some(ApiKey(key))

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::plugin::host::FfiHost;
 use crate::plugin::router::SessionIndexPlugin;
-use crate::plugin::state::App;
+use crate::plugin::state::Services;
 
 #[export_root_module]
 pub fn get_library() -> PluginModRef {
@@ -46,13 +46,13 @@ extern "C" fn instantiate(
     catch_panic("instantiate", || {
         let host: crate::plugin::host::Host = Arc::new(FfiHost { inner: host });
         crate::plugin::logging::forward_to(host.clone());
-        let app = App::new(
+        let services = Services::new(
             host,
             PathBuf::from(plugin_dir.as_str()),
             config_json.as_str(),
         )?;
         let plugin = FfiPlugin {
-            inner: SessionIndexPlugin::new(app),
+            inner: SessionIndexPlugin::new(services),
         };
         Ok(Plugin_TO::from_value(plugin, TD_Opaque))
     })

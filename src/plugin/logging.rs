@@ -1,4 +1,5 @@
-//! Forwards the plugin's `tracing` events to the host's log.
+//! Forwards the plugin's `tracing` events to the host's log (or, in the CLI,
+//! which has no host, its warnings to stderr).
 //!
 //! The plugin library carries its own copy of tracing's globals, so a
 //! subscriber installed by the host never sees them. This layer is installed
@@ -16,12 +17,30 @@ use tracing_subscriber::Layer;
 
 use crate::plugin::host::Host;
 
-static SINK: Mutex<Option<Host>> = Mutex::new(None);
+/// Where events go.
+#[derive(Clone)]
+enum Sink {
+    Host(Host),
+    /// Warnings and errors on stderr, one line each after this prefix.
+    Stderr(String),
+}
+
+static SINK: Mutex<Option<Sink>> = Mutex::new(None);
 
 /// Route this library's tracing events to `host` (idempotent).
 pub fn forward_to(host: Host) {
+    install(Sink::Host(host));
+}
+
+/// Print this library's warnings and errors on stderr, one line each after
+/// `prefix` (the CLI).
+pub fn to_stderr(prefix: &str) {
+    install(Sink::Stderr(prefix.to_string()));
+}
+
+fn install(sink: Sink) {
     if let Ok(mut slot) = SINK.lock() {
-        *slot = Some(host);
+        *slot = Some(sink);
     }
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
@@ -49,13 +68,13 @@ impl<S: Subscriber> Layer<S> for HostLayer {
         };
         let mut visitor = MessageVisitor::default();
         event.record(&mut visitor);
-        let host = SINK.lock().ok().and_then(|slot| slot.clone());
-        if let Some(host) = host {
-            host.log(
-                level,
-                event.metadata().target(),
-                &(visitor.message + &visitor.fields),
-            );
+        let message = visitor.message + &visitor.fields;
+        match SINK.lock().ok().and_then(|slot| slot.clone()) {
+            Some(Sink::Host(host)) => host.log(level, event.metadata().target(), &message),
+            Some(Sink::Stderr(prefix)) if matches!(level, LogLevel::Warn | LogLevel::Error) => {
+                eprintln!("{prefix}: {message}")
+            }
+            _ => {}
         }
     }
 }

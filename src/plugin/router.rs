@@ -2,7 +2,6 @@
 //!
 //! Everything here speaks Rust types; [`crate::plugin::ffi`] owns the boundary.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use pi_ext_abi::protocol::{
 use serde_json::Value;
 
 use crate::plugin::host::NotifyLevel;
-use crate::plugin::state::App;
+use crate::plugin::state::Services;
 
 /// Environment variable naming a handler (`event:<name>`, `tool:<name>`,
 /// `command:<name>`) that must panic: used by tests to prove that a panic
@@ -21,7 +20,7 @@ use crate::plugin::state::App;
 pub const PANIC_ON_ENV: &str = "SESSION_INDEX_PANIC_ON";
 
 pub struct SessionIndexPlugin {
-    pub app: Arc<App>,
+    pub services: Arc<Services>,
 }
 
 fn panic_if_requested(handler: &str) {
@@ -31,18 +30,18 @@ fn panic_if_requested(handler: &str) {
 }
 
 impl SessionIndexPlugin {
-    pub fn new(app: Arc<App>) -> Self {
-        if !app.config_problems.is_empty() {
+    pub fn new(services: Arc<Services>) -> Self {
+        if !services.config_problems.is_empty() {
             tracing::warn!(
                 "session-index config is invalid, indexing is off: {}",
-                app.config_problems.join("; ")
+                services.config_problems.join("; ")
             );
         }
-        SessionIndexPlugin { app }
+        SessionIndexPlugin { services }
     }
 
     pub fn registrations(&self) -> Registrations {
-        let config = &self.app.config;
+        let config = &self.services.config;
         let mut tools = Vec::new();
         if config.query.enabled {
             tools.push(crate::features::query::tool_spec());
@@ -53,7 +52,7 @@ impl SessionIndexPlugin {
                 "Index this session now: name, description, summary and tags in sessions-meta"
                     .into(),
         }];
-        commands.extend(crate::features::commands::specs(&self.app));
+        commands.extend(crate::features::commands::specs(&self.services));
         if config.search.enabled {
             tools.push(crate::features::search_tool::tool_spec());
         }
@@ -61,33 +60,32 @@ impl SessionIndexPlugin {
             events: EVENTS.iter().map(|e| e.to_string()).collect(),
             commands,
             tools,
-            config_problems: self.app.config_problems.clone(),
+            config_problems: self.services.config_problems.clone(),
         }
     }
 
     /// Returns the event's result document (`null` when it has none).
     pub fn on_event(&self, call: EventCall) -> Result<Value, String> {
         panic_if_requested(&format!("event:{}", call.event));
-        let app = &self.app;
+        let services = &self.services;
         match call.typed()? {
             Event::SessionStart {} => {
-                if !app.config_problems.is_empty() {
+                if !services.config_problems.is_empty() {
                     let text = format!(
                         "session-index config is invalid: {}",
-                        app.config_problems.join("; ")
+                        services.config_problems.join("; ")
                     );
-                    app.host.notify(&text, NotifyLevel::Warning);
+                    services.host.notify(&text, NotifyLevel::Warning);
                 }
-                crate::features::references::on_session_start(app, &call.ctx);
-                refresh_store(app, &call.ctx);
+                crate::features::references::on_session_start(services, &call.ctx);
+                refresh_store(services, &call.ctx);
                 Ok(Value::Null)
             }
             Event::Input {} => to_value(&InputResult::Continue),
             Event::BeforeAgentStart { prompt } => {
-                app.query_calls_this_run.store(0, Ordering::SeqCst);
-                app.search_calls_this_run.store(0, Ordering::SeqCst);
+                services.turn.start();
                 let message =
-                    crate::features::references::before_agent_start(app, &call.ctx, &prompt);
+                    crate::features::references::before_agent_start(services, &call.ctx, &prompt);
                 match message {
                     Some(message) => to_value(&BeforeAgentStartResult {
                         message: Some(message),
@@ -97,13 +95,13 @@ impl SessionIndexPlugin {
                 }
             }
             Event::AgentEnd {} => {
-                crate::features::summarize::on_agent_end(app, &call.ctx);
-                refresh_store(app, &call.ctx);
+                crate::features::summarize::on_agent_end(services, &call.ctx);
+                refresh_store(services, &call.ctx);
                 Ok(Value::Null)
             }
             Event::SessionShutdown {} => {
                 // Give in-flight indexing a moment; the host's own shutdown waits longer.
-                app.jobs.flush(Duration::from_millis(200));
+                services.jobs.flush(Duration::from_millis(200));
                 Ok(Value::Null)
             }
         }
@@ -113,11 +111,11 @@ impl SessionIndexPlugin {
         panic_if_requested(&format!("tool:{}", call.tool));
         check_version(call.v)?;
         match call.tool.as_str() {
-            "query_session" if self.app.config.query.enabled => {
-                Ok(crate::features::query::call_tool(&self.app, &call))
+            "query_session" if self.services.config.query.enabled => {
+                Ok(crate::features::query::call_tool(&self.services, &call))
             }
-            "search_sessions" if self.app.config.search.enabled => {
-                Ok(crate::features::search_tool::call(&self.app, &call))
+            "search_sessions" if self.services.config.search.enabled => {
+                Ok(crate::features::search_tool::call(&self.services, &call))
             }
             other => Err(format!("unknown tool '{other}'")),
         }
@@ -126,27 +124,33 @@ impl SessionIndexPlugin {
     pub fn run_command(&self, call: CommandCall) -> Result<CommandResult, String> {
         panic_if_requested(&format!("command:{}", call.command));
         check_version(call.v)?;
-        if call.command == self.app.config.command_name {
-            return Ok(crate::features::summarize::run_command(&self.app, &call));
+        if call.command == self.services.config.command_name {
+            return Ok(crate::features::summarize::run_command(
+                &self.services,
+                &call,
+            ));
         }
-        crate::features::commands::run(&self.app, &call)
+        crate::features::commands::run(&self.services, &call)
             .ok_or_else(|| format!("unknown command '{}'", call.command))
     }
 
     pub fn request(&self, method: &str, payload: Value) -> Result<Value, String> {
         panic_if_requested(&format!("request:{method}"));
         match method {
-            "references.complete" => Ok(crate::features::references::complete(&self.app, &payload)),
+            "references.complete" => Ok(crate::features::references::complete(
+                &self.services,
+                &payload,
+            )),
             other => Err(format!("unknown request '{other}'")),
         }
     }
 
     pub fn flush(&self, timeout: Duration) -> FlushReport {
-        self.app.jobs.flush(timeout)
+        self.services.jobs.flush(timeout)
     }
 
     pub fn shutdown(&self, timeout: Duration) -> FlushReport {
-        self.app.jobs.shutdown(timeout)
+        self.services.jobs.shutdown(timeout)
     }
 }
 
@@ -157,16 +161,17 @@ fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, String> {
 /// Bring the session store (the search index, which resolution, completion
 /// and search read) up to date in the background: one job per agent
 /// directory; a trigger while it runs folds into one re-run.
-fn refresh_store(app: &Arc<App>, ctx: &pi_ext_abi::protocol::SessionContext) {
-    let c = &app.config;
+fn refresh_store(services: &Arc<Services>, ctx: &pi_ext_abi::protocol::SessionContext) {
+    let c = &services.config;
     if !(c.references.enabled || c.query.enabled || c.search.enabled) {
         return;
     }
-    let key = format!("store-refresh:{}", app.agent_dir(ctx).display());
-    app.jobs.submit(
-        &app.runtime,
+    let key = format!("store-refresh:{}", services.agent_dir(ctx).display());
+    services.jobs.submit(
+        &services.runtime,
         &key,
-        app.catalog
-            .refresh_task(&app.sessions_dir(ctx), &app.meta_dir(ctx)),
+        services
+            .catalog
+            .refresh_task(&services.sessions_dir(ctx), &services.meta_dir(ctx)),
     );
 }

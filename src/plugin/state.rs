@@ -1,8 +1,10 @@
-//! Plugin-wide state shared by every feature: host handle, config, runtime,
-//! background jobs, the session catalog and per-run counters.
+//! The plugin's state: [`Services`], what lives as long as the plugin
+//! instance (host handle, config, runtime, background jobs, the session
+//! catalog, the status line, money spent), and [`TurnState`], what starts
+//! again with every agent run (the tools' call counters).
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pi_ext_abi::protocol::SessionContext;
@@ -14,7 +16,8 @@ use crate::plugin::runtime::Runtime;
 use crate::plugin::status::StatusLine;
 use crate::resolve::Catalog;
 
-pub struct App {
+/// What every feature may use, for as long as the plugin instance lives.
+pub struct Services {
     pub host: Host,
     /// The effective config (the default when the file was invalid).
     pub config: Config,
@@ -28,20 +31,62 @@ pub struct App {
     pub catalog: Catalog,
     /// The one status-line entry all features share.
     pub status: StatusLine,
-    /// `query_session` calls made in the current agent run.
-    pub query_calls_this_run: AtomicU32,
     /// Money this process spent on models (this pi session).
     pub spent: Mutex<crate::model::spend::Spent>,
     /// The cancel flag of the running bulk index (`/index-all`), if one runs.
     pub bulk: Mutex<Option<Arc<std::sync::atomic::AtomicBool>>>,
     /// Automatic indexing was paused by the daily cap (noticed once).
     pub cap_noticed: std::sync::atomic::AtomicBool,
-    /// `search_sessions` calls made in the current agent run.
-    pub search_calls_this_run: AtomicU32,
+    /// The current agent run's counters.
+    pub turn: TurnState,
 }
 
-impl App {
-    pub fn new(host: Host, plugin_dir: PathBuf, config_json: &str) -> Result<Arc<App>, String> {
+/// The tools whose calls per agent run are limited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    QuerySession,
+    SearchSessions,
+}
+
+/// What starts again with every agent run: the calls each tool has made.
+#[derive(Debug, Default)]
+pub struct TurnState {
+    query_calls: AtomicU32,
+    search_calls: AtomicU32,
+}
+
+impl TurnState {
+    /// A new agent run (`before_agent_start`): no tool has been called.
+    pub fn start(&self) {
+        self.query_calls.store(0, Ordering::SeqCst);
+        self.search_calls.store(0, Ordering::SeqCst);
+    }
+
+    /// Count a call of `tool`: false when `limit` calls were made this run
+    /// already (the refused call counts too).
+    pub fn take_call(&self, tool: Tool, limit: u32) -> bool {
+        self.calls(tool).fetch_add(1, Ordering::SeqCst) < limit
+    }
+
+    /// Give back a call that cost nothing (it could not run).
+    pub fn give_back(&self, tool: Tool) {
+        self.calls(tool).fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn calls(&self, tool: Tool) -> &AtomicU32 {
+        match tool {
+            Tool::QuerySession => &self.query_calls,
+            Tool::SearchSessions => &self.search_calls,
+        }
+    }
+}
+
+impl Services {
+    pub fn new(
+        host: Host,
+        plugin_dir: PathBuf,
+        config_json: &str,
+    ) -> Result<Arc<Services>, String> {
         let (config, config_problems) = match crate::config::parse(config_json) {
             Ok(config) => (config, Vec::new()),
             Err(problems) => (Config::default(), problems),
@@ -49,7 +94,7 @@ impl App {
         let catalog = Catalog::with_fuzzy_threshold(config.references.fuzzy_threshold)
             .excluding(&config.privacy)
             .with_search(config.search.enabled);
-        Ok(Arc::new(App {
+        Ok(Arc::new(Services {
             host,
             config,
             config_problems,
@@ -58,12 +103,20 @@ impl App {
             jobs: Jobs::default(),
             catalog,
             status: StatusLine::default(),
-            query_calls_this_run: AtomicU32::new(0),
             spent: Mutex::default(),
             bulk: Mutex::default(),
             cap_noticed: Default::default(),
-            search_calls_this_run: AtomicU32::new(0),
+            turn: TurnState::default(),
         }))
+    }
+
+    /// What the model layer may use of the services.
+    pub fn model_env(&self) -> crate::model::ModelEnv<'_> {
+        crate::model::ModelEnv {
+            config: &self.config,
+            host: Some(&*self.host),
+            runtime: Some(&self.runtime),
+        }
     }
 
     /// True when the config file was valid (features that write must check this).
@@ -104,13 +157,15 @@ impl App {
         if !auto_clear || delay == 0 {
             return;
         }
-        // A weak handle: the timer must not keep the App alive past shutdown.
+        // A weak handle: the timer must not keep the Services alive past shutdown.
         let weak = Arc::downgrade(self);
         self.runtime.handle().spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
-            let Some(app) = weak.upgrade() else { return };
-            app.status.clear_if_current(generation, || {
-                app.host.set_status(&app.config.status_key, None)
+            let Some(services) = weak.upgrade() else {
+                return;
+            };
+            services.status.clear_if_current(generation, || {
+                services.host.set_status(&services.config.status_key, None)
             });
         });
     }

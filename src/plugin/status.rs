@@ -14,8 +14,8 @@ struct State {
     owner: Option<&'static str>,
 }
 
-/// Owned by `App`, which shows and clears it (`App::show_status`,
-/// `App::clear_status`); each change runs `apply` under the lock, so a
+/// Owned by `Services`, which shows and clears it (`Services::show_status`,
+/// `Services::clear_status`); each change runs `apply` under the lock, so a
 /// pending clear cannot interleave.
 #[derive(Default)]
 pub struct StatusLine {
@@ -60,21 +60,21 @@ mod tests {
     use std::time::Duration;
 
     use crate::plugin::host::{Effect, RecordingHost};
-    use crate::plugin::state::App;
+    use crate::plugin::state::Services;
 
-    fn show(app: &Arc<App>, owner: &'static str, text: &str, auto_clear: bool) {
-        app.show_status(owner, text, auto_clear);
+    fn show(services: &Arc<Services>, owner: &'static str, text: &str, auto_clear: bool) {
+        services.show_status(owner, text, auto_clear);
     }
 
-    fn clear_if_owner(app: &App, owner: &'static str) {
-        app.clear_status(owner);
+    fn clear_if_owner(services: &Services, owner: &'static str) {
+        services.clear_status(owner);
     }
 
-    fn app_with_clear_after(ms: u64) -> (Arc<App>, Arc<RecordingHost>) {
+    fn app_with_clear_after(ms: u64) -> (Arc<Services>, Arc<RecordingHost>) {
         let host = RecordingHost::new(Default::default());
         let config = format!(r#"{{"notificationAutoClearMs": {ms}}}"#);
-        let app = App::new(host.clone(), std::env::temp_dir(), &config).unwrap();
-        (app, host)
+        let services = Services::new(host.clone(), std::env::temp_dir(), &config).unwrap();
+        (services, host)
     }
 
     fn statuses(host: &RecordingHost) -> Vec<Option<String>> {
@@ -89,15 +89,15 @@ mod tests {
 
     #[test]
     fn a_delayed_clear_never_removes_another_features_newer_status() {
-        let (app, host) = app_with_clear_after(100);
-        show(&app, "query", "queried (…)", true);
-        show(&app, "indexing", "indexing…", false);
+        let (services, host) = app_with_clear_after(100);
+        show(&services, "query", "queried (…)", true);
+        show(&services, "indexing", "indexing…", false);
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(
             statuses(&host),
             vec![Some("queried (…)".into()), Some("indexing…".into())]
         );
-        clear_if_owner(&app, "references");
+        clear_if_owner(&services, "references");
         assert_eq!(
             statuses(&host).len(),
             2,
@@ -107,17 +107,17 @@ mod tests {
 
     #[test]
     fn the_latest_status_auto_clears_and_owners_clear_their_own() {
-        let (app, host) = app_with_clear_after(50);
-        show(&app, "indexing", "indexed (offline)", true);
+        let (services, host) = app_with_clear_after(50);
+        show(&services, "indexing", "indexed (offline)", true);
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(statuses(&host).last(), Some(&None));
         show(
-            &app,
+            &services,
             "references",
             "@@ 1 of 1 reference(s) unresolved",
             false,
         );
-        clear_if_owner(&app, "references");
+        clear_if_owner(&services, "references");
         assert_eq!(statuses(&host).last(), Some(&None));
     }
 }

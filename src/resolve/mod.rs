@@ -9,7 +9,7 @@
 //!
 //! One [`Catalog`] serves every agent directory it is asked about (tests and
 //! hosts may switch), each behind its own lock, so `&Catalog` works from
-//! [`crate::plugin::state::App`]. Lookups only ever return sessions listed inside the
+//! [`crate::plugin::state::Services`]. Lookups only ever return sessions listed inside the
 //! sessions directory: nothing a user types is used as a path.
 
 pub(crate) mod keys;

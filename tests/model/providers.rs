@@ -15,7 +15,7 @@ use session_index::model::{
     select_model, select_model_with_env, JsonTask, ModelError, ModelOutcome,
 };
 use session_index::plugin::host::{Host, RecordingHost};
-use session_index::plugin::state::App;
+use session_index::plugin::state::Services;
 
 #[derive(Debug, Deserialize, garde::Validate, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -57,14 +57,14 @@ fn recording_host(keys: &[(&str, &str)]) -> Arc<RecordingHost> {
     host
 }
 
-fn make_app(host: Host, config: Value) -> Arc<App> {
-    let app = App::new(host, PathBuf::from("."), &config.to_string()).unwrap();
-    assert!(app.config_ok(), "{:?}", app.config_problems);
-    app
+fn make_app(host: Host, config: Value) -> Arc<Services> {
+    let services = Services::new(host, PathBuf::from("."), &config.to_string()).unwrap();
+    assert!(services.config_ok(), "{:?}", services.config_problems);
+    services
 }
 
 /// An app whose only model is `key`, served by `mock` under the provider name of `key`.
-fn app_for(mock: &MockProvider, key: &str, extra: Value) -> Arc<App> {
+fn app_for(mock: &MockProvider, key: &str, extra: Value) -> Arc<Services> {
     let provider = key.split_once('/').unwrap().0;
     let mut config = json!({
         "modelKeys": [key],
@@ -81,8 +81,12 @@ fn app_for(mock: &MockProvider, key: &str, extra: Value) -> Arc<App> {
     )
 }
 
-fn run(app: &App, user: &str) -> Result<ModelOutcome<Summary>, ModelError> {
-    select_model(app)?.complete_json::<Summary>(app, &task(user), &())
+fn run(services: &Services, user: &str) -> Result<ModelOutcome<Summary>, ModelError> {
+    select_model(&services.model_env())?.complete_json::<Summary>(
+        &services.model_env(),
+        &task(user),
+        &(),
+    )
 }
 
 fn expected_summary() -> Summary {
@@ -98,8 +102,8 @@ fn expected_summary() -> Summary {
 fn openai_happy_path_uses_strict_json_schema_and_no_tools() {
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::answer(VALID).usage(1000, 50));
-    let app = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
-    let outcome = run(&app, "summarise this").unwrap();
+    let services = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
+    let outcome = run(&services, "summarise this").unwrap();
     assert_eq!(outcome.value, expected_summary());
     assert_eq!(outcome.model, "openai/gpt-4.1-mini");
     assert_eq!(
@@ -158,8 +162,8 @@ fn openai_happy_path_uses_strict_json_schema_and_no_tools() {
 fn anthropic_happy_path_uses_output_config_format() {
     let mock = MockProvider::start(Wire::Anthropic);
     mock.push(Reply::answer(VALID).usage(2000, 100));
-    let app = app_for(&mock, "anthropic/claude-haiku-4-5", json!({}));
-    let outcome = run(&app, "summarise this").unwrap();
+    let services = app_for(&mock, "anthropic/claude-haiku-4-5", json!({}));
+    let outcome = run(&services, "summarise this").unwrap();
     assert_eq!(outcome.value, expected_summary());
     assert_eq!(outcome.model, "anthropic/claude-haiku-4-5");
     let cost = outcome.usage.cost_usd.unwrap();
@@ -198,8 +202,8 @@ fn anthropic_happy_path_uses_output_config_format() {
 fn anthropic_without_structured_outputs_prefills_a_brace() {
     let mock = MockProvider::start(Wire::Anthropic);
     mock.push(Reply::answer(VALID));
-    let app = app_for(&mock, "anthropic/claude-3-5-haiku-latest", json!({}));
-    let outcome = run(&app, "summarise this").unwrap();
+    let services = app_for(&mock, "anthropic/claude-3-5-haiku-latest", json!({}));
+    let outcome = run(&services, "summarise this").unwrap();
     assert_eq!(outcome.value, expected_summary());
     let req = &mock.requests()[0];
     assert!(req.json.get("output_config").is_none());
@@ -218,8 +222,8 @@ fn anthropic_without_structured_outputs_prefills_a_brace() {
 fn gemini_happy_path_uses_response_json_schema_and_header_key() {
     let mock = MockProvider::start(Wire::Gemini);
     mock.push(Reply::answer(VALID).usage(3000, 200));
-    let app = app_for(&mock, "google/gemini-2.5-flash", json!({}));
-    let outcome = run(&app, "summarise this").unwrap();
+    let services = app_for(&mock, "google/gemini-2.5-flash", json!({}));
+    let outcome = run(&services, "summarise this").unwrap();
     assert_eq!(outcome.value, expected_summary());
     assert_eq!(
         (outcome.usage.input_tokens, outcome.usage.output_tokens),
@@ -265,13 +269,13 @@ fn works_from_a_background_job_thread() {
     // Jobs run on the runtime's blocking pool; complete_json blocks on the same runtime there.
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::answer(VALID));
-    let app = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
-    let job_app = app.clone();
-    let job = app
+    let services = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
+    let job_app = services.clone();
+    let job = services
         .runtime
         .spawn_blocking(move || run(&job_app, "from a job").map(|o| o.value));
     assert_eq!(
-        app.runtime.block_on(job).unwrap().unwrap(),
+        services.runtime.block_on(job).unwrap().unwrap(),
         expected_summary()
     );
 }
@@ -283,8 +287,8 @@ fn malformed_json_is_retried_with_the_error_and_usage_is_summed() {
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::answer(r#"{"name": "Fix the parser", "tags": ["#).usage(1000, 10));
     mock.push(Reply::answer(VALID).usage(1100, 20));
-    let app = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
-    let outcome = run(&app, "summarise this").unwrap();
+    let services = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
+    let outcome = run(&services, "summarise this").unwrap();
     assert_eq!(outcome.value, expected_summary());
     assert_eq!(outcome.attempts, 2);
     assert_eq!(
@@ -318,8 +322,8 @@ fn schema_invalid_answer_is_retried_naming_the_field() {
     let too_long = json!({"name": "x".repeat(80), "tags": ["rust"]});
     mock.push(Reply::answer_json(&too_long));
     mock.push(Reply::answer(VALID));
-    let app = app_for(&mock, "anthropic/claude-haiku-4-5", json!({}));
-    let outcome = run(&app, "summarise this").unwrap();
+    let services = app_for(&mock, "anthropic/claude-haiku-4-5", json!({}));
+    let outcome = run(&services, "summarise this").unwrap();
     assert_eq!(outcome.attempts, 2);
     let retry = &mock.requests()[1];
     let messages = retry.messages();
@@ -337,8 +341,8 @@ fn three_invalid_answers_fail_with_invalid_output() {
     mock.push(Reply::answer(r#"{"name": "", "tags": []}"#));
     mock.push(Reply::answer(r#"{"name": "ok"}"#));
     mock.push(Reply::answer(VALID)); // never requested
-    let app = app_for(&mock, "google/gemini-2.5-flash", json!({}));
-    let error = run(&app, "summarise this").unwrap_err();
+    let services = app_for(&mock, "google/gemini-2.5-flash", json!({}));
+    let error = run(&services, "summarise this").unwrap_err();
     match &error {
         ModelError::InvalidOutput {
             attempts,
@@ -364,8 +368,8 @@ fn truncated_answer_asks_for_a_shorter_one() {
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::answer(r#"{"name": "Fix the par"#).truncated());
     mock.push(Reply::answer(VALID));
-    let app = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
-    run(&app, "summarise this").unwrap();
+    let services = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
+    run(&services, "summarise this").unwrap();
     let feedback = &mock.requests()[1].messages()[3].1;
     assert!(feedback.contains("cut off"), "{feedback}");
 }
@@ -377,8 +381,8 @@ fn http_500_is_not_retried() {
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::error(500, "The server had an error"));
     mock.push(Reply::answer(VALID));
-    let app = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
-    let error = run(&app, "summarise this").unwrap_err();
+    let services = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
+    let error = run(&services, "summarise this").unwrap_err();
     assert_eq!(
         error,
         ModelError::Http {
@@ -394,9 +398,9 @@ fn http_429_with_retry_after_is_retried_once() {
     let mock = MockProvider::start(Wire::Anthropic);
     mock.push(Reply::error(429, "rate limited").header("retry-after", "1"));
     mock.push(Reply::answer(VALID));
-    let app = app_for(&mock, "anthropic/claude-haiku-4-5", json!({}));
+    let services = app_for(&mock, "anthropic/claude-haiku-4-5", json!({}));
     let started = Instant::now();
-    let outcome = run(&app, "summarise this").unwrap();
+    let outcome = run(&services, "summarise this").unwrap();
     assert!(
         started.elapsed() >= Duration::from_millis(950),
         "Retry-After was not honoured"
@@ -414,8 +418,8 @@ fn rate_limit_is_retried_only_once() {
     mock.push(Reply::error(503, "overloaded"));
     mock.push(Reply::error(503, "still overloaded"));
     mock.push(Reply::answer(VALID));
-    let app = app_for(&mock, "google/gemini-2.5-flash", json!({}));
-    let error = run(&app, "summarise this").unwrap_err();
+    let services = app_for(&mock, "google/gemini-2.5-flash", json!({}));
+    let error = run(&services, "summarise this").unwrap_err();
     assert_eq!(
         error,
         ModelError::Http {
@@ -431,8 +435,8 @@ fn anthropic_overloaded_529_is_retried_once() {
     let mock = MockProvider::start(Wire::Anthropic);
     mock.push(Reply::error(529, "Overloaded"));
     mock.push(Reply::answer(VALID));
-    let app = app_for(&mock, "anthropic/claude-haiku-4-5", json!({}));
-    assert_eq!(run(&app, "x").unwrap().value, expected_summary());
+    let services = app_for(&mock, "anthropic/claude-haiku-4-5", json!({}));
+    assert_eq!(run(&services, "x").unwrap().value, expected_summary());
     assert_eq!(mock.requests().len(), 2);
 }
 
@@ -441,9 +445,9 @@ fn retry_after_beyond_the_timeout_is_not_waited_for() {
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::error(429, "come back tomorrow").header("retry-after", "86400"));
     mock.push(Reply::answer(VALID));
-    let app = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
+    let services = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
     let started = Instant::now();
-    let error = run(&app, "summarise this").unwrap_err();
+    let error = run(&services, "summarise this").unwrap_err();
     assert!(
         matches!(error, ModelError::Http { status: 429, .. }),
         "{error:?}"
@@ -456,9 +460,9 @@ fn retry_after_beyond_the_timeout_is_not_waited_for() {
 fn slow_provider_times_out() {
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::answer(VALID).delay(Duration::from_secs(10)));
-    let app = app_for(&mock, "openai/gpt-4.1-mini", json!({"timeoutMs": 500}));
+    let services = app_for(&mock, "openai/gpt-4.1-mini", json!({"timeoutMs": 500}));
     let started = Instant::now();
-    let error = run(&app, "summarise this").unwrap_err();
+    let error = run(&services, "summarise this").unwrap_err();
     assert_eq!(error, ModelError::Timeout(500));
     assert!(
         started.elapsed() < Duration::from_secs(8),
@@ -472,12 +476,12 @@ fn oversized_response_is_rejected_while_streaming() {
     // No Content-Length: the size is only discovered while reading; 64 MB
     // exceeds any loopback socket buffer, so the writer sees the hang-up.
     mock.push(Reply::oversized(64 * 1024 * 1024, false));
-    let app = app_for(
+    let services = app_for(
         &mock,
         "openai/gpt-4.1-mini",
         json!({"maxResponseBytes": 65_536}),
     );
-    let error = run(&app, "summarise this").unwrap_err();
+    let error = run(&services, "summarise this").unwrap_err();
     assert_eq!(error, ModelError::ResponseTooLarge(65_536));
     assert_eq!(mock.requests().len(), 1);
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -494,13 +498,13 @@ fn oversized_response_is_rejected_while_streaming() {
 fn oversized_content_length_is_rejected_up_front() {
     let mock = MockProvider::start(Wire::Anthropic);
     mock.push(Reply::oversized(10 * 1024 * 1024, true));
-    let app = app_for(
+    let services = app_for(
         &mock,
         "anthropic/claude-haiku-4-5",
         json!({"maxResponseBytes": 65_536}),
     );
     assert_eq!(
-        run(&app, "x").unwrap_err(),
+        run(&services, "x").unwrap_err(),
         ModelError::ResponseTooLarge(65_536)
     );
 }
@@ -509,8 +513,8 @@ fn oversized_content_length_is_rejected_up_front() {
 fn unexpected_success_body_is_a_transport_error() {
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::raw(200, "<html>captive portal</html>"));
-    let app = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
-    let error = run(&app, "x").unwrap_err();
+    let services = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
+    let error = run(&services, "x").unwrap_err();
     assert!(matches!(error, ModelError::Transport(_)), "{error:?}");
     assert_eq!(mock.requests().len(), 1);
 }
@@ -525,8 +529,8 @@ fn redirects_are_not_followed_so_keys_stay_put() {
     );
     mock.push(Reply::raw(307, "").header("location", &target));
     elsewhere.push(Reply::answer(VALID));
-    let app = app_for(&mock, "google/gemini-2.5-flash", json!({}));
-    let error = run(&app, "x").unwrap_err();
+    let services = app_for(&mock, "google/gemini-2.5-flash", json!({}));
+    let error = run(&services, "x").unwrap_err();
     assert!(
         matches!(error, ModelError::Http { status: 307, .. }),
         "{error:?}"
@@ -540,9 +544,9 @@ fn redirects_are_not_followed_so_keys_stay_put() {
 #[test]
 fn connection_refused_is_a_transport_error() {
     let mock = MockProvider::start(Wire::OpenAi);
-    let app = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
+    let services = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
     drop(mock);
-    let error = run(&app, "x").unwrap_err();
+    let error = run(&services, "x").unwrap_err();
     assert!(matches!(error, ModelError::Transport(_)), "{error:?}");
 }
 
@@ -554,8 +558,8 @@ fn configured_prices_override_the_built_in_table() {
     mock.push(Reply::answer(VALID).usage(1000, 500));
     let prices =
         json!({"prices": {"openai/gpt-4.1-mini": {"inputPerMtok": 2.0, "outputPerMtok": 8.0}}});
-    let app = app_for(&mock, "openai/gpt-4.1-mini", prices);
-    let cost = run(&app, "x").unwrap().usage.cost_usd.unwrap();
+    let services = app_for(&mock, "openai/gpt-4.1-mini", prices);
+    let cost = run(&services, "x").unwrap().usage.cost_usd.unwrap();
     assert!((cost - 0.006).abs() < 1e-12, "{cost}");
 }
 
@@ -563,8 +567,8 @@ fn configured_prices_override_the_built_in_table() {
 fn unknown_model_costs_zero() {
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::answer(VALID).usage(1000, 500));
-    let app = app_for(&mock, "openai/some-unlisted-model", json!({}));
-    assert_eq!(run(&app, "x").unwrap().usage.cost_usd, Some(0.0));
+    let services = app_for(&mock, "openai/some-unlisted-model", json!({}));
+    assert_eq!(run(&services, "x").unwrap().usage.cost_usd, Some(0.0));
 }
 
 // ---------------------------------------------------------------- secret hygiene
@@ -573,16 +577,16 @@ fn unknown_model_costs_zero() {
 fn secrets_are_redacted_before_they_leave_the_process() {
     let mock = MockProvider::start(Wire::Gemini);
     mock.push(Reply::answer(VALID));
-    let app = app_for(&mock, "google/gemini-2.5-flash", json!({}));
+    let services = app_for(&mock, "google/gemini-2.5-flash", json!({}));
     let user = "I ran `export ANTHROPIC_API_KEY=sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz` then \
                 psql postgres://admin:hunter2@db.internal/app and pasted\n\
                 -----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7secretbody\n-----END RSA PRIVATE KEY-----\n\
                 curl -H 'Authorization: Bearer abcdef0123456789abcdef' https://api.example.com";
     let mut task = task(user);
     task.system.push_str(" Never reveal AKIAIOSFODNN7EXAMPLE.");
-    select_model(&app)
+    select_model(&services.model_env())
         .unwrap()
-        .complete_json::<Summary>(&app, &task, &())
+        .complete_json::<Summary>(&services.model_env(), &task, &())
         .unwrap();
     let req = &mock.requests()[0];
     for secret in [
@@ -611,8 +615,8 @@ fn error_messages_never_carry_the_api_key() {
     let mock = MockProvider::start(Wire::OpenAi);
     let echoed = "Incorrect API key provided: sk-test-key-0123456789abcdef. You can find your API key at ...";
     mock.push(Reply::error(401, echoed));
-    let app = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
-    let error = run(&app, "x").unwrap_err();
+    let services = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
+    let error = run(&services, "x").unwrap_err();
     let text = error.to_string();
     assert!(
         matches!(error, ModelError::Http { status: 401, .. }),
@@ -620,7 +624,7 @@ fn error_messages_never_carry_the_api_key() {
     );
     assert!(!text.contains("0123456789abcdef"), "{text}");
     assert!(text.contains("[REDACTED]"), "{text}");
-    let selected = select_model(&app).unwrap();
+    let selected = select_model(&services.model_env()).unwrap();
     assert!(!format!("{selected:?}").contains("0123456789abcdef"));
 }
 
@@ -648,7 +652,7 @@ fn host_key_wins_over_the_environment() {
     let openai = MockProvider::start(Wire::OpenAi);
     let anthropic = MockProvider::start(Wire::Anthropic);
     anthropic.push(Reply::answer(VALID));
-    let app = make_app(
+    let services = make_app(
         recording_host(&[("anthropic", "sk-ant-from-host")]),
         two_provider_config(&openai, &anthropic),
     );
@@ -656,10 +660,10 @@ fn host_key_wins_over_the_environment() {
         ("ANTHROPIC_API_KEY", "sk-ant-from-env"),
         ("OPENAI_API_KEY", "sk-openai-env"),
     ]);
-    let selected = select_model_with_env(&app, env).unwrap();
+    let selected = select_model_with_env(&services.model_env(), env).unwrap();
     assert_eq!(selected.key(), "anthropic/claude-haiku-4-5");
     selected
-        .complete_json::<Summary>(&app, &task("x"), &())
+        .complete_json::<Summary>(&services.model_env(), &task("x"), &())
         .unwrap();
     assert_eq!(
         anthropic.requests()[0].header("x-api-key"),
@@ -673,16 +677,19 @@ fn standard_environment_variables_are_the_fallback() {
     let openai = MockProvider::start(Wire::OpenAi);
     let anthropic = MockProvider::start(Wire::Anthropic);
     openai.push(Reply::answer(VALID));
-    let app = make_app(
+    let services = make_app(
         recording_host(&[]),
         two_provider_config(&openai, &anthropic),
     );
     // No Anthropic key anywhere: the second key is the first available one.
-    let selected =
-        select_model_with_env(&app, env_of(&[("OPENAI_API_KEY", "sk-openai-env")])).unwrap();
+    let selected = select_model_with_env(
+        &services.model_env(),
+        env_of(&[("OPENAI_API_KEY", "sk-openai-env")]),
+    )
+    .unwrap();
     assert_eq!(selected.key(), "openai/gpt-4.1-mini");
     selected
-        .complete_json::<Summary>(&app, &task("x"), &())
+        .complete_json::<Summary>(&services.model_env(), &task("x"), &())
         .unwrap();
     assert_eq!(
         openai.requests()[0].header("authorization"),
@@ -690,14 +697,14 @@ fn standard_environment_variables_are_the_fallback() {
     );
 
     let gemini_only = select_model_with_env(
-        &app_with_keys(&["google/gemini-2.5-flash"]),
+        &app_with_keys(&["google/gemini-2.5-flash"]).model_env(),
         env_of(&[("GEMINI_API_KEY", "AIza-env")]),
     )
     .unwrap();
     assert_eq!(gemini_only.key(), "google/gemini-2.5-flash");
 }
 
-fn app_with_keys(keys: &[&str]) -> Arc<App> {
+fn app_with_keys(keys: &[&str]) -> Arc<Services> {
     make_app(
         recording_host(&[]),
         json!({"modelKeys": keys, "useHostModels": false}),
@@ -706,13 +713,13 @@ fn app_with_keys(keys: &[&str]) -> Arc<App> {
 
 #[test]
 fn no_available_model_is_unavailable_and_names_each_key() {
-    let app = app_with_keys(&[
+    let services = app_with_keys(&[
         "anthropic/claude-haiku-4-5",
         "openai/gpt-4.1-mini",
         "mystery/model-x",
     ]);
     let error = select_model_with_env(
-        &app,
+        &services.model_env(),
         env_of(&[("UNRELATED", "sk-unrelated-0123456789abcdef")]),
     )
     .unwrap_err();
@@ -740,21 +747,28 @@ fn built_in_local_endpoints_need_no_key() {
         "timeoutMs": TIMEOUT_MS,
         "useHostModels": false,
     });
-    let app = make_app(recording_host(&[]), config);
-    let selected = select_model_with_env(&app, env_of(&[])).unwrap();
+    let services = make_app(recording_host(&[]), config);
+    let selected = select_model_with_env(&services.model_env(), env_of(&[])).unwrap();
     selected
-        .complete_json::<Summary>(&app, &task("x"), &())
+        .complete_json::<Summary>(&services.model_env(), &task("x"), &())
         .unwrap();
     assert!(ollama.requests()[0].header("authorization").is_none());
     // Without any config it is known too (default http://localhost:11434/v1).
-    assert!(select_model_with_env(&app_with_keys(&["ollama/llama3.2"]), env_of(&[])).is_ok());
+    assert!(select_model_with_env(
+        &app_with_keys(&["ollama/llama3.2"]).model_env(),
+        env_of(&[])
+    )
+    .is_ok());
 }
 
 #[test]
 fn offline_model_first_stops_selection() {
-    let app = app_with_keys(&["local/extractive", "openai/gpt-4.1-mini"]);
-    let error =
-        select_model_with_env(&app, env_of(&[("OPENAI_API_KEY", "sk-openai-env")])).unwrap_err();
+    let services = app_with_keys(&["local/extractive", "openai/gpt-4.1-mini"]);
+    let error = select_model_with_env(
+        &services.model_env(),
+        env_of(&[("OPENAI_API_KEY", "sk-openai-env")]),
+    )
+    .unwrap_err();
     assert!(matches!(error, ModelError::Unavailable(_)), "{error:?}");
 }
 
@@ -770,10 +784,10 @@ fn custom_api_key_env_and_keyless_local_endpoints() {
         "timeoutMs": TIMEOUT_MS,
         "useHostModels": false,
     });
-    let app = make_app(recording_host(&[]), config);
-    let selected = select_model_with_env(&app, env_of(&[])).unwrap();
+    let services = make_app(recording_host(&[]), config);
+    let selected = select_model_with_env(&services.model_env(), env_of(&[])).unwrap();
     let outcome = selected
-        .complete_json::<Summary>(&app, &task("x"), &())
+        .complete_json::<Summary>(&services.model_env(), &task("x"), &())
         .unwrap();
     assert_eq!(outcome.model, "vllm/qwen2.5-7b-instruct");
     assert_eq!(outcome.usage.cost_usd, Some(0.0));
@@ -795,14 +809,19 @@ fn custom_api_key_env_and_keyless_local_endpoints() {
         "timeoutMs": TIMEOUT_MS,
         "useHostModels": false,
     });
-    let app = make_app(recording_host(&[]), config);
-    assert!(
-        select_model_with_env(&app, env_of(&[("OPENROUTER_API_KEY", "sk-or-default")])).is_err()
-    );
-    let selected =
-        select_model_with_env(&app, env_of(&[("MY_ROUTER_KEY", "sk-or-custom")])).unwrap();
+    let services = make_app(recording_host(&[]), config);
+    assert!(select_model_with_env(
+        &services.model_env(),
+        env_of(&[("OPENROUTER_API_KEY", "sk-or-default")])
+    )
+    .is_err());
+    let selected = select_model_with_env(
+        &services.model_env(),
+        env_of(&[("MY_ROUTER_KEY", "sk-or-custom")]),
+    )
+    .unwrap();
     selected
-        .complete_json::<Summary>(&app, &task("x"), &())
+        .complete_json::<Summary>(&services.model_env(), &task("x"), &())
         .unwrap();
     let req = &router.requests()[0];
     assert_eq!(req.header("authorization"), Some("Bearer sk-or-custom"));
@@ -813,11 +832,11 @@ fn custom_api_key_env_and_keyless_local_endpoints() {
 fn host_served_models_come_first_and_get_the_schema() {
     let host = ServingHost::new(&["{\"name\": 1}", VALID]);
     let config = json!({"modelKeys": ["anthropic/claude-haiku-4-5"], "timeoutMs": 1234});
-    let app = make_app(host.clone(), config);
-    let selected = select_model_with_env(&app, env_of(&[])).unwrap();
+    let services = make_app(host.clone(), config);
+    let selected = select_model_with_env(&services.model_env(), env_of(&[])).unwrap();
     assert!(selected.is_host_served());
     let outcome = selected
-        .complete_json::<Summary>(&app, &task("password=hunter2 please"), &())
+        .complete_json::<Summary>(&services.model_env(), &task("password=hunter2 please"), &())
         .unwrap();
     assert_eq!(outcome.value, expected_summary());
     assert_eq!(outcome.attempts, 2);
@@ -849,8 +868,11 @@ fn host_served_models_come_first_and_get_the_schema() {
     assert_eq!(requests[1].messages.len(), 3);
 
     // With host models turned off, the same host's keys feed our own providers.
-    let app = app_with_keys(&["anthropic/claude-haiku-4-5"]);
-    let selected =
-        select_model_with_env(&app, env_of(&[("ANTHROPIC_API_KEY", "sk-ant-x")])).unwrap();
+    let services = app_with_keys(&["anthropic/claude-haiku-4-5"]);
+    let selected = select_model_with_env(
+        &services.model_env(),
+        env_of(&[("ANTHROPIC_API_KEY", "sk-ant-x")]),
+    )
+    .unwrap();
     assert!(!selected.is_host_served());
 }

@@ -11,7 +11,7 @@ use pi_ext_abi::protocol::{EventCall, ToolCall, ToolResult};
 use serde_json::{json, Value};
 use session_index::plugin::host::Effect;
 use session_index::plugin::router::SessionIndexPlugin;
-use session_index::plugin::state::App;
+use session_index::plugin::state::Services;
 
 const OFFLINE: &str = r#"{"modelKeys":["local/extractive"]}"#;
 const BRANCH: &str = "generated/branch-summary-2026-11-22T01-22-32-496Z.jsonl";
@@ -21,7 +21,7 @@ const TOOLS_ID: &str = "01a200d9-013a-7380-b9a2-8976428e929c";
 /// Entries of branch-summary that exist only on its abandoned branch.
 const ABANDONED: &[&str] = &["68cd183e", "076a9a87", "5044597e", "d7787b63"];
 
-fn call(app: &Arc<App>, agent: &Agent, params: Value) -> ToolResult {
+fn call(services: &Arc<Services>, agent: &Agent, params: Value) -> ToolResult {
     let call = ToolCall {
         v: 1,
         tool: "query_session".into(),
@@ -29,7 +29,7 @@ fn call(app: &Arc<App>, agent: &Agent, params: Value) -> ToolResult {
         params,
         ctx: agent.ctx("/somewhere/else"),
     };
-    session_index::features::query::call_tool(app, &call)
+    session_index::features::query::call_tool(services, &call)
 }
 
 fn text(result: &ToolResult) -> String {
@@ -91,7 +91,7 @@ fn tool_spec_is_strict_and_names_itself() {
 #[test]
 fn invalid_arguments_are_tool_errors() {
     let agent = Agent::new();
-    let (app, _) = agent.app("/p", OFFLINE);
+    let (services, _) = agent.services("/p", OFFLINE);
     for params in [
         json!({"session": "abc"}),
         json!({"question": "q?"}),
@@ -102,21 +102,21 @@ fn invalid_arguments_are_tool_errors() {
         json!("not an object"),
         json!({"session": "abc", "question": "x".repeat(5000)}),
     ] {
-        let result = call(&app, &agent, params.clone());
+        let result = call(&services, &agent, params.clone());
         assert_eq!(code(&result), "INVALID_ARGS", "{params}");
     }
     // Invalid calls do not use up the per-run allowance.
     agent.copy_fixture(TOOLS);
-    assert!(!call(&app, &agent, ask(TOOLS_ID, "What JWT lifetime?")).is_error);
+    assert!(!call(&services, &agent, ask(TOOLS_ID, "What JWT lifetime?")).is_error);
 }
 
 #[test]
 fn offline_answer_cites_the_right_entries_and_reports() {
     let agent = Agent::new();
     agent.copy_fixture(TOOLS);
-    let (app, rec) = agent.app("/p", OFFLINE);
+    let (services, rec) = agent.services("/p", OFFLINE);
     let result = call(
-        &app,
+        &services,
         &agent,
         ask(&TOOLS_ID[..13], "What JWT lifetime did we decide on?"),
     );
@@ -175,15 +175,15 @@ fn offline_answer_cites_the_right_entries_and_reports() {
 fn call_limit_applies_per_agent_run_and_resets() {
     let agent = Agent::new();
     agent.copy_fixture(TOOLS);
-    let (app, rec) = agent.app(
+    let (services, rec) = agent.services(
         "/p",
         r#"{"modelKeys":["local/extractive"],"query":{"maxCallsPerTurn":2}}"#,
     );
-    let plugin = SessionIndexPlugin::new(app.clone());
+    let plugin = SessionIndexPlugin::new(services.clone());
     for _ in 0..2 {
-        assert!(!call(&app, &agent, ask(TOOLS_ID, "limiter?")).is_error);
+        assert!(!call(&services, &agent, ask(TOOLS_ID, "limiter?")).is_error);
     }
-    let third = call(&app, &agent, ask(TOOLS_ID, "limiter?"));
+    let third = call(&services, &agent, ask(TOOLS_ID, "limiter?"));
     assert_eq!(code(&third), "CALL_LIMIT_EXCEEDED");
     assert_eq!(third.details["limit"], 2);
     let failures = appended(&rec, "session-query:query")
@@ -198,7 +198,7 @@ fn call_limit_applies_per_agent_run_and_resets() {
         ctx: agent.ctx("/p"),
     };
     plugin.on_event(event).unwrap();
-    assert!(!call(&app, &agent, ask(TOOLS_ID, "limiter?")).is_error);
+    assert!(!call(&services, &agent, ask(TOOLS_ID, "limiter?")).is_error);
 }
 
 #[test]
@@ -210,19 +210,23 @@ fn resolution_errors_have_their_codes() {
         .sessions()
         .join("--p--/2026-01-01T00-00-00-000Z_gone-0001.jsonl");
     agent.meta("gone-0001", "Vanished work", "d", &["x"], "s", &missing);
-    let (app, _) = agent.app(
+    let (services, _) = agent.services(
         "/p",
         r#"{"modelKeys":["local/extractive"],"query":{"maxCallsPerTurn":10}}"#,
     );
     assert_eq!(
-        code(&call(&app, &agent, ask("no-such-session-anywhere", "q?"))),
+        code(&call(
+            &services,
+            &agent,
+            ask("no-such-session-anywhere", "q?")
+        )),
         "SESSION_NOT_FOUND"
     );
     assert_eq!(
-        code(&call(&app, &agent, ask("../../etc/passwd", "q?"))),
+        code(&call(&services, &agent, ask("../../etc/passwd", "q?"))),
         "SESSION_NOT_FOUND"
     );
-    let ambiguous = call(&app, &agent, ask("01a200d9", "q?"));
+    let ambiguous = call(&services, &agent, ask("01a200d9", "q?"));
     assert_eq!(code(&ambiguous), "SESSION_AMBIGUOUS");
     assert!(
         ambiguous.details["candidates"]
@@ -232,7 +236,7 @@ fn resolution_errors_have_their_codes() {
         ambiguous.details
     );
     assert_eq!(
-        code(&call(&app, &agent, ask("gone-0001", "q?"))),
+        code(&call(&services, &agent, ask("gone-0001", "q?"))),
         "SESSION_FILE_MISSING"
     );
 }
@@ -253,12 +257,12 @@ fn empty_and_unparsable_sessions_have_their_codes() {
         ),
     )
     .unwrap();
-    let (app, _) = agent.app(
+    let (services, _) = agent.services(
         "/p",
         r#"{"modelKeys":["local/extractive"],"query":{"maxCallsPerTurn":10}}"#,
     );
     assert_eq!(
-        code(&call(&app, &agent, ask("empty-000001", "anything?"))),
+        code(&call(&services, &agent, ask("empty-000001", "anything?"))),
         "SESSION_EMPTY"
     );
 
@@ -271,7 +275,7 @@ fn empty_and_unparsable_sessions_have_their_codes() {
         "{\"type\":\"session\",\"version\":3,\"id\":\"bad-000001\",\"cwd\":\"/p\"}\n",
     )
     .unwrap();
-    let entry = app
+    let entry = services
         .catalog
         .resolve(&agent.sessions(), &agent.meta_dir(), "/p", "bad-000001")
         .unwrap()
@@ -281,10 +285,10 @@ fn empty_and_unparsable_sessions_have_their_codes() {
         "<html>not a session</html>\n{\"contact\": \"form\"}\n",
     )
     .unwrap();
-    let err = session_index::features::query::answer(&app, &ctx, &entry, "q?").unwrap_err();
+    let err = session_index::features::query::answer(&services, &ctx, &entry, "q?").unwrap_err();
     assert_eq!(err.code().to_string(), "SESSION_PARSE_FAILED", "{err}");
     std::fs::remove_file(&bad).unwrap();
-    let err = session_index::features::query::answer(&app, &ctx, &entry, "q?").unwrap_err();
+    let err = session_index::features::query::answer(&services, &ctx, &entry, "q?").unwrap_err();
     assert_eq!(err.code().to_string(), "SESSION_FILE_MISSING", "{err}");
 }
 
@@ -298,19 +302,19 @@ fn no_model_without_fallback_is_model_unavailable() {
         "offlineFallback": false,
         "useHostModels": false,
     });
-    let (app, _) = agent.app("/p", &config.to_string());
+    let (services, _) = agent.services("/p", &config.to_string());
     assert_eq!(
-        code(&call(&app, &agent, ask(TOOLS_ID, "q?"))),
+        code(&call(&services, &agent, ask(TOOLS_ID, "q?"))),
         "QUERY_MODEL_UNAVAILABLE"
     );
     // With the fallback on, the same setup answers offline.
-    let (app, _) = agent.app(
+    let (services, _) = agent.services(
         "/p",
         &config
             .to_string()
             .replace("\"offlineFallback\":false", "\"offlineFallback\":true"),
     );
-    let result = call(&app, &agent, ask(TOOLS_ID, "q?"));
+    let result = call(&services, &agent, ask(TOOLS_ID, "q?"));
     assert!(!result.is_error, "{}", text(&result));
     assert_eq!(result.details["offline"], true);
 }
@@ -351,9 +355,9 @@ fn model_answer_through_openai_wire_is_validated_and_priced() {
         "SUMMARY-MARKER-42: sharded",
         &path,
     );
-    let (app, rec) = agent.app("/p", &mock_config(&mock, json!({})));
+    let (services, rec) = agent.services("/p", &mock_config(&mock, json!({})));
     let result = call(
-        &app,
+        &services,
         &agent,
         ask(BRANCH_ID, "Which eviction policy did we settle on?"),
     );
@@ -430,8 +434,8 @@ fn invalid_model_output_after_retries_is_query_invalid_output() {
     }
     let agent = Agent::new();
     agent.copy_fixture(BRANCH);
-    let (app, _) = agent.app("/p", &mock_config(&mock, json!({})));
-    let result = call(&app, &agent, ask(BRANCH_ID, "Which eviction policy?"));
+    let (services, _) = agent.services("/p", &mock_config(&mock, json!({})));
+    let result = call(&services, &agent, ask(BRANCH_ID, "Which eviction policy?"));
     assert_eq!(code(&result), "QUERY_INVALID_OUTPUT");
     assert_eq!(mock.requests().len(), 3);
 }
@@ -442,22 +446,22 @@ fn transport_failures_and_timeouts_are_query_transport_failed() {
     mock.push(Reply::error(500, "upstream exploded"));
     let agent = Agent::new();
     agent.copy_fixture(BRANCH);
-    let (app, _) = agent.app(
+    let (services, _) = agent.services(
         "/p",
         &mock_config(&mock, json!({"query": {"maxCallsPerTurn": 5}})),
     );
-    let result = call(&app, &agent, ask(BRANCH_ID, "Which eviction policy?"));
+    let result = call(&services, &agent, ask(BRANCH_ID, "Which eviction policy?"));
     assert_eq!(code(&result), "QUERY_TRANSPORT_FAILED");
 
     let slow = MockProvider::start(Wire::OpenAi);
     slow.push(Reply::answer_json(&model_answer("83ceaa8d", "x")).delay(Duration::from_secs(3)));
-    let (app, _) = agent.app("/p", &mock_config(&slow, json!({"timeoutMs": 300})));
-    let result = call(&app, &agent, ask(BRANCH_ID, "Which eviction policy?"));
+    let (services, _) = agent.services("/p", &mock_config(&slow, json!({"timeoutMs": 300})));
+    let result = call(&services, &agent, ask(BRANCH_ID, "Which eviction policy?"));
     assert_eq!(code(&result), "QUERY_TRANSPORT_FAILED");
     assert!(text(&result).contains("timed out"), "{}", text(&result));
 
     // Nothing listening at all.
-    let (app, _) = agent.app(
+    let (services, _) = agent.services(
         "/p",
         &json!({
             "modelKeys": ["dead/m"],
@@ -467,7 +471,7 @@ fn transport_failures_and_timeouts_are_query_transport_failed() {
         .to_string(),
     );
     assert_eq!(
-        code(&call(&app, &agent, ask(BRANCH_ID, "q?"))),
+        code(&call(&services, &agent, ask(BRANCH_ID, "q?"))),
         "QUERY_TRANSPORT_FAILED"
     );
 }
@@ -479,15 +483,15 @@ fn at_reference_answers_use_the_same_machinery() {
         "Set up the billing service",
         "We settled on Paddle for payments, not Stripe",
     ]));
-    let (app, _) = agent.app("/p", OFFLINE);
+    let (services, _) = agent.services("/p", OFFLINE);
     let ctx = agent.ctx("/p");
-    let entry = app
+    let entry = services
         .catalog
         .resolve(&agent.sessions(), &agent.meta_dir(), "/p", "Billing work")
         .unwrap()
         .entry;
     let answer = session_index::features::query::answer(
-        &app,
+        &services,
         &ctx,
         &entry,
         "Which payment provider did we pick?",

@@ -431,8 +431,8 @@ fn real_fixture_sessions_without_meta() {
 #[test]
 fn completion_request_through_the_plugin() {
     let a = fixture_agent();
-    let (app, _) = a.app("/proj", "{}");
-    let plugin = SessionIndexPlugin::new(app);
+    let (services, _) = a.services("/proj", "{}");
+    let plugin = SessionIndexPlugin::new(services);
     let out = plugin
         .request("references.complete", json!({"prefix": "ca", "limit": 5}))
         .unwrap();
@@ -446,9 +446,9 @@ fn completion_request_through_the_plugin() {
 #[test]
 fn session_start_builds_the_catalog_in_the_background() {
     let a = fixture_agent();
-    let (app, _) = a.app("/proj", "{}");
-    let plugin = SessionIndexPlugin::new(app.clone());
-    assert!(!app.catalog.is_warm(&a.sessions(), &a.meta_dir()));
+    let (services, _) = a.services("/proj", "{}");
+    let plugin = SessionIndexPlugin::new(services.clone());
+    assert!(!services.catalog.is_warm(&a.sessions(), &a.meta_dir()));
     let call = EventCall {
         v: 1,
         event: "session_start".into(),
@@ -457,6 +457,6 @@ fn session_start_builds_the_catalog_in_the_background() {
     };
     assert_eq!(plugin.on_event(call).unwrap(), Value::Null);
     assert!(plugin.flush(std::time::Duration::from_secs(20)).idle);
-    assert!(app.catalog.is_warm(&a.sessions(), &a.meta_dir()));
-    assert_eq!(app.catalog.len(&a.sessions(), &a.meta_dir()), 3);
+    assert!(services.catalog.is_warm(&a.sessions(), &a.meta_dir()));
+    assert_eq!(services.catalog.len(&a.sessions(), &a.meta_dir()), 3);
 }

@@ -273,7 +273,7 @@ fn index_offline(f: &Fixture, file: &Path) -> SessionMeta {
         force: true,
         offline: true,
     };
-    match index_session(&f.app, &request, &|| {}) {
+    match index_session(&f.services.model_env(), &request, &|| {}) {
         Ok(IndexOutcome::Indexed(done)) => done.meta,
         other => panic!(
             "{other:?}",

@@ -34,7 +34,7 @@ fn fixture(mock: &MockProvider, model_key: &str, extra: Value) -> Fixture {
         config(mock, model_key, extra),
         &[(provider, KEY)],
     );
-    assert!(f.app.config_ok(), "{:?}", f.app.config_problems);
+    assert!(f.services.config_ok(), "{:?}", f.services.config_problems);
     f
 }
 
@@ -105,7 +105,7 @@ fn happy_path(wire: Wire, model_key: &str) {
     let shown = format!("indexed ($0.0014 by {}: configured key)", meta.model);
     assert!(effects.contains(&status(&shown)), "{effects:?}");
     assert_eq!(
-        meta.model_choice.as_deref(),
+        meta.model_choice.clone().map(String::from).as_deref(),
         Some("configured"),
         "why the model, in the meta file"
     );
@@ -337,7 +337,7 @@ fn a_command_during_a_background_index_waits_for_it() {
         json!({"minNewUserMessages": 3}),
     );
 
-    session_index::features::summarize::on_agent_end(&f.app, &f.ctx());
+    session_index::features::summarize::on_agent_end(&f.services, &f.ctx());
     let deadline = Instant::now() + Duration::from_secs(10);
     while mock.requests().is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
@@ -349,7 +349,7 @@ fn a_command_during_a_background_index_waits_for_it() {
     );
     let result = f.command();
     assert!(result.ok, "{result:?}");
-    assert!(f.app.jobs.flush(Duration::from_secs(10)).idle);
+    assert!(f.services.jobs.flush(Duration::from_secs(10)).idle);
 
     // One run after the other: their effects do not interleave.
     let shown: Vec<String> = f.statuses().into_iter().flatten().collect();

@@ -114,15 +114,15 @@ fn ephemeral_sessions_invalid_config_and_auto_off_do_nothing() {
     let f = Fixture::new(RATE_LIMITER, offline(json!({"minNewUserMessages": 1})));
     let mut ctx = f.ctx();
     ctx.session_file = None;
-    session_index::features::summarize::on_agent_end(&f.app, &ctx);
-    assert!(f.app.jobs.flush(Duration::from_secs(10)).idle);
+    session_index::features::summarize::on_agent_end(&f.services, &ctx);
+    assert!(f.services.jobs.flush(Duration::from_secs(10)).idle);
     assert!(f.effects().is_empty());
 
     let f = Fixture::new(
         RATE_LIMITER,
         json!({"minNewUserMessages": 0, "bogus": true}),
     );
-    assert!(!f.app.config_ok());
+    assert!(!f.services.config_ok());
     f.agent_end();
     assert!(
         f.effects()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use pi_ext_abi::protocol::SessionContext;
 use serde_json::{json, Value};
 use session_index::plugin::host::{Effect, Host, RecordingHost};
-use session_index::plugin::state::App;
+use session_index::plugin::state::Services;
 
 pub use super::shared_dir::shared_dir;
 
@@ -138,12 +138,12 @@ impl Agent {
         }
     }
 
-    /// An App over this agent dir with a recording host.
-    pub fn app(&self, cwd: &str, config: &str) -> (Arc<App>, Arc<RecordingHost>) {
+    /// A Services over this agent dir with a recording host.
+    pub fn services(&self, cwd: &str, config: &str) -> (Arc<Services>, Arc<RecordingHost>) {
         let rec = RecordingHost::new(self.ctx(cwd));
         let host: Host = rec.clone();
-        let app = App::new(host, self.dir.clone(), config).expect("app");
-        (app, rec)
+        let services = Services::new(host, self.dir.clone(), config).expect("app");
+        (services, rec)
     }
 }
 
@@ -197,8 +197,8 @@ impl Synth {
 
 /// `before_agent_start` with `text` through the plugin's event dispatch.
 pub fn prompt(agent: &Agent, config: &str, cwd: &str, text: &str) -> (Value, Arc<RecordingHost>) {
-    let (app, rec) = agent.app(cwd, config);
-    let plugin = session_index::plugin::router::SessionIndexPlugin::new(app);
+    let (services, rec) = agent.services(cwd, config);
+    let plugin = session_index::plugin::router::SessionIndexPlugin::new(services);
     let call = pi_ext_abi::protocol::EventCall {
         v: 1,
         event: "before_agent_start".into(),

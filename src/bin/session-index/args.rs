@@ -56,11 +56,7 @@ pub fn index(
     // Stored paths are absolute, whichever way the directory was named.
     let agent_dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // The library's warnings (a file skipped, the index rebuilt) go to stderr, as `index` prints them.
-    let host = crate::index::CliHost {
-        agent_dir: agent_dir.to_string_lossy().into_owned(),
-        command: cmd,
-    };
-    session_index::plugin::logging::forward_to(std::sync::Arc::new(host));
+    session_index::plugin::logging::to_stderr(&format!("session-index {cmd}"));
     let (config_json, config_name) = config(file, &agent_dir)?;
     let config = session_index::config::parse(&config_json).map_err(|problems| {
         Failure::Usage(format!(

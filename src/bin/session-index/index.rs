@@ -6,17 +6,13 @@
 //! a model wrote is never replaced by an offline one, unless `--force`.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use clap::Args;
-use pi_ext_abi::protocol::SessionContext;
-use pi_ext_abi::LogLevel;
 use serde_json::{json, Value};
-use session_index::features::summarize::{extractive, index_session, IndexOutcome, IndexRequest};
-use session_index::model;
-use session_index::plugin::host::{HostApi, NotifyLevel};
-use session_index::plugin::state::App;
-use session_index::session::{self, discovery, SessionError};
+use session_index::features::summarize::{extractive, index_parsed, IndexOutcome, IndexRequest};
+use session_index::model::{self, ModelEnv};
+use session_index::plugin::runtime::Runtime;
+use session_index::session::{self, discovery, Session, SessionError};
 use session_index::store::meta;
 
 use crate::args::{self as shared, AgentDir};
@@ -60,19 +56,13 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
         ));
     }
     let (config_json, config_name) = shared::config(args.config.as_deref(), &agent_dir)?;
-    let host = Arc::new(CliHost {
-        agent_dir: agent_dir.to_string_lossy().into_owned(),
-        command: "index",
-    });
-    session_index::plugin::logging::forward_to(host.clone());
-    let app = App::new(host, agent_dir.clone(), &config_json)
-        .map_err(|e| Failure::Usage(format!("{config_name}: {e}")))?;
-    if !app.config_ok() {
-        return Err(Failure::Usage(format!(
+    session_index::plugin::logging::to_stderr("session-index index");
+    let config = session_index::config::parse(&config_json).map_err(|problems| {
+        Failure::Usage(format!(
             "{config_name}: invalid config: {}",
-            app.config_problems.join("; ")
-        )));
-    }
+            problems.join("; ")
+        ))
+    })?;
     let sessions_dir = agent_dir.join("sessions");
     if args.all && !sessions_dir.is_dir() {
         return Err(Failure::Usage(format!(
@@ -92,15 +82,27 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
             .zip(shared::session_files(&agent_dir, &args.sessions))
             .collect()
     };
-    // Whether this run would write offline metas (the model does not depend on the session).
-    let offline = args.offline || model::select_model(&app).is_err();
+    // No host outside pi: API keys come from the environment. Whether this
+    // run writes offline metas does not depend on the session, and only a
+    // run that may call a provider starts the HTTP runtime.
+    let mut env = ModelEnv {
+        config: &config,
+        host: None,
+        runtime: None,
+    };
+    let offline = args.offline || model::select_model(&env).is_err();
+    let runtime = match offline {
+        true => None,
+        false => Some(Runtime::new().map_err(Failure::Failed)?),
+    };
+    env.runtime = runtime.as_ref();
     let meta_dir = agent_dir.join("sessions-meta");
     let report: Vec<(&str, Value)> = files
         .into_iter()
         .map(|(given, file)| match file {
             // The containment rule of every reader: regular files inside the sessions directory.
             Ok(file) => match regular_files::inside(&sessions_dir, &file) {
-                Ok(_) => index_one(&app, &file, &meta_dir, offline, &args),
+                Ok(_) => index_one(&env, &file, &meta_dir, offline, &args),
                 Err(e) => (
                     "failed",
                     json!({ "sessionFile": given, "error": format!("{}: {e}", file.display()) }),
@@ -161,18 +163,20 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
 
 /// Index one session file unless [`skip_reason`] says not to: the outcome and its JSON.
 fn index_one(
-    app: &App,
+    env: &ModelEnv,
     file: &Path,
     meta_dir: &Path,
     offline: bool,
     args: &IndexArgs,
 ) -> (&'static str, Value) {
     let shown = file.to_string_lossy();
-    match skip_reason(file, meta_dir, offline, args.force) {
-        Ok(Some(reason)) => return ("skipped", json!({ "sessionFile": shown, "reason": reason })),
-        Ok(None) => {}
+    let session = match to_index(file, meta_dir, offline, args.force) {
+        Ok(ToIndex::Yes(session)) => session,
+        Ok(ToIndex::No(reason)) => {
+            return ("skipped", json!({ "sessionFile": shown, "reason": reason }))
+        }
         Err(error) => return ("failed", json!({ "sessionFile": shown, "error": error })),
-    }
+    };
     let session_file = file.to_path_buf();
     let request = IndexRequest {
         session_file,
@@ -181,7 +185,7 @@ fn index_one(
         force: true,
         offline: args.offline,
     };
-    match index_session(app, &request, &|| {}) {
+    match index_parsed(env, &request, &session, &|| {}) {
         Ok(IndexOutcome::Indexed(done)) => {
             static SAID: std::sync::Once = std::sync::Once::new();
             if let Some(reason) = &done.fallback_reason {
@@ -209,62 +213,39 @@ fn index_one(
     }
 }
 
-/// Why `file` is left alone: not a pi session, its meta is up to date, or a
-/// model wrote its meta and this run would replace it with an offline one.
-fn skip_reason(
-    file: &Path,
-    meta_dir: &Path,
-    offline: bool,
-    force: bool,
-) -> Result<Option<String>, String> {
+/// Whether to index a session file: its parsed session (read once, for the
+/// run too), or why it is left alone.
+enum ToIndex {
+    Yes(Box<Session>),
+    No(String),
+}
+
+/// A session file is left alone when it is not a pi session, its meta is up
+/// to date, or a model wrote its meta and this run would replace it with an
+/// offline one.
+fn to_index(file: &Path, meta_dir: &Path, offline: bool, force: bool) -> Result<ToIndex, String> {
     let session = match session::open(file) {
         Ok(session) => session,
         Err(SessionError::NotASession { reason, .. }) => {
-            return Ok(Some(format!("not a pi session ({reason})")))
+            return Ok(ToIndex::No(format!("not a pi session ({reason})")))
         }
         Err(e) => return Err(e.to_string()),
     };
     let previous =
         meta::read_or_missing(meta_dir, &session.header.id).map_err(|e| e.to_string())?;
     let Some(previous) = previous.filter(|_| !force) else {
-        return Ok(None);
+        return Ok(ToIndex::Yes(Box::new(session)));
     };
     if previous.last_indexed_leaf_id.is_some()
         && previous.last_indexed_leaf_id.as_deref() == session.default_leaf_id()
     {
-        return Ok(Some("up to date".into()));
+        return Ok(ToIndex::No("up to date".into()));
     }
     if offline && previous.model != extractive::MODEL_KEY {
         let by = previous.model;
-        return Ok(Some(format!(
+        return Ok(ToIndex::No(format!(
             "its meta was written by {by}; kept (--force replaces it with an offline one)"
         )));
     }
-    Ok(None)
-}
-
-/// The CLI as a host: no UI, no session to write to; warnings go to stderr,
-/// one line each, prefixed with the command.
-pub(crate) struct CliHost {
-    pub agent_dir: String,
-    pub command: &'static str,
-}
-
-impl HostApi for CliHost {
-    fn context(&self) -> SessionContext {
-        SessionContext {
-            agent_dir: self.agent_dir.clone(),
-            ..Default::default()
-        }
-    }
-    fn notify(&self, text: &str, level: NotifyLevel) {
-        if level != NotifyLevel::Info {
-            eprintln!("session-index {}: {text}", self.command);
-        }
-    }
-    fn log(&self, level: LogLevel, _target: &str, message: &str) {
-        if matches!(level, LogLevel::Warn | LogLevel::Error) {
-            eprintln!("session-index {}: {message}", self.command);
-        }
-    }
+    Ok(ToIndex::Yes(Box::new(session)))
 }

@@ -18,7 +18,7 @@ use super::{ask_over_cap, failed, OVER_CAP};
 use crate::features::summarize::job::{self, index_session, IndexOutcome, IndexRequest};
 use crate::features::summarize::report::SessionGate;
 use crate::plugin::host::NotifyLevel;
-use crate::plugin::state::App;
+use crate::plugin::state::Services;
 use crate::session::discovery;
 use crate::store::{SessionRecord, UpdateReport};
 
@@ -67,45 +67,45 @@ pub fn survey(rows: &[SessionRecord], meta_dir: &Path, cwd: Option<&str>) -> Sur
 }
 
 /// `/index-all [--all] [--cancel]`.
-pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
+pub fn run_command(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
     let args: Vec<&str> = call.args.split_whitespace().collect();
-    let running = app.bulk.lock().ok().and_then(|mut b| b.take());
+    let running = services.bulk.lock().ok().and_then(|mut b| b.take());
     if let Some(cancel) = running {
         cancel.store(true, Ordering::SeqCst);
         return done(
-            app,
+            services,
             "Bulk indexing cancelled (after the session in progress)".into(),
         );
     }
     if args.contains(&"--cancel") {
-        return done(app, "No bulk indexing is running".into());
+        return done(services, "No bulk indexing is running".into());
     }
     if let Some(unknown) = args.iter().find(|a| !["--all", OVER_CAP].contains(a)) {
         return failed(
-            app,
+            services,
             format!(
                 "/{}: unknown argument {unknown} (use --all or --cancel)",
                 call.command
             ),
         );
     }
-    if !app.config_ok() {
+    if !services.config_ok() {
         return failed(
-            app,
+            services,
             format!(
                 "session-index config is invalid: {}",
-                app.config_problems.join("; ")
+                services.config_problems.join("; ")
             ),
         );
     }
-    if let Some(ask) = ask_over_cap(app, call) {
+    if let Some(ask) = ask_over_cap(services, call) {
         return ask;
     }
-    let (rows, report) = match crate::features::search_tool::sessions(app, &call.ctx) {
+    let (rows, report) = match crate::features::search_tool::sessions(services, &call.ctx) {
         Ok(found) => found,
-        Err(e) => return failed(app, format!("/{}: {e}", call.command)),
+        Err(e) => return failed(services, format!("/{}: {e}", call.command)),
     };
-    let (meta_dir, every) = (app.meta_dir(&call.ctx), args.contains(&"--all"));
+    let (meta_dir, every) = (services.meta_dir(&call.ctx), args.contains(&"--all"));
     let found = survey(&rows, &meta_dir, (!every).then_some(call.ctx.cwd.as_str()));
     let scope = if every {
         "every project"
@@ -118,21 +118,21 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
             found.sessions,
             left(&report)
         );
-        return done(app, text);
+        return done(services, text);
     }
     let cancel = Arc::new(AtomicBool::new(false));
-    if let Ok(mut bulk) = app.bulk.lock() {
+    if let Ok(mut bulk) = services.bulk.lock() {
         *bulk = Some(Arc::clone(&cancel));
     }
     let total = found.todo.len();
     let over_cap_ok = args.contains(&OVER_CAP);
-    let weak = Arc::downgrade(app);
+    let weak = Arc::downgrade(services);
     let todo = found.todo.clone();
     // A key of its own: a run started while a cancelled one finishes must not be folded into it.
     let key = format!("bulk-index:{:p}", Arc::as_ptr(&cancel));
-    app.jobs.submit(&app.runtime, &key, move || {
-        if let Some(app) = weak.upgrade() {
-            run(&app, &todo, &meta_dir, &cancel, over_cap_ok);
+    services.jobs.submit(&services.runtime, &key, move || {
+        if let Some(services) = weak.upgrade() {
+            run(&services, &todo, &meta_dir, &cancel, over_cap_ok);
         }
     });
     let text = format!(
@@ -141,7 +141,7 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         call.command,
         left(&report)
     );
-    done(app, text)
+    done(services, text)
 }
 
 /// What the counts leave out while the index catches up (a first build).
@@ -152,8 +152,8 @@ pub fn left(report: &UpdateReport) -> String {
     }
 }
 
-fn done(app: &App, text: String) -> CommandResult {
-    app.host.notify(&text, NotifyLevel::Info);
+fn done(services: &Services, text: String) -> CommandResult {
+    services.host.notify(&text, NotifyLevel::Info);
     CommandResult {
         ok: true,
         message: Some(text),
@@ -161,7 +161,13 @@ fn done(app: &App, text: String) -> CommandResult {
     }
 }
 
-fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, over_cap_ok: bool) {
+fn run(
+    services: &Arc<Services>,
+    todo: &[PathBuf],
+    meta_dir: &Path,
+    cancel: &AtomicBool,
+    over_cap_ok: bool,
+) {
     let total = todo.len();
     let (mut indexed, mut failures) = (0, 0);
     let mut stopped = None;
@@ -171,13 +177,13 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
             break;
         }
         if let Some(reached) =
-            crate::model::spend::over_cap(app.config.spending.daily_cap_usd, meta_dir)
+            crate::model::spend::over_cap(services.config.spending.daily_cap_usd, meta_dir)
                 .filter(|_| !over_cap_ok)
         {
             stopped = Some(reached);
             break;
         }
-        app.show_status("indexing", &format!("indexing {}/{total}", n + 1), false);
+        services.show_status("indexing", &format!("indexing {}/{total}", n + 1), false);
         let gate = SessionGate::enter(path);
         let _held = gate.lock();
         let request = IndexRequest {
@@ -187,12 +193,12 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
             force: true,
             offline: false,
         };
-        match index_session(app, &request, &|| {}) {
+        match index_session(&services.model_env(), &request, &|| {}) {
             Ok(IndexOutcome::Indexed(done)) => {
                 indexed += 1;
                 let cost = done.meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
                 crate::model::spend::record(
-                    &app.spent,
+                    &services.spent,
                     meta_dir,
                     crate::model::spend::Kind::Indexing,
                     cost,
@@ -210,7 +216,7 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
             }
         }
     }
-    if let Ok(mut bulk) = app.bulk.lock() {
+    if let Ok(mut bulk) = services.bulk.lock() {
         // Only this run's flag: a newer run may have started after a cancel.
         if bulk
             .as_ref()
@@ -226,7 +232,8 @@ fn run(app: &Arc<App>, todo: &[PathBuf], meta_dir: &Path, cancel: &AtomicBool, o
     if let Some(why) = stopped {
         text.push_str(&format!("; stopped: {why}"));
     }
-    app.show_status("indexing", &text, true);
-    app.host
+    services.show_status("indexing", &text, true);
+    services
+        .host
         .notify(&format!("session-index {text}"), NotifyLevel::Info);
 }

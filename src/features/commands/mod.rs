@@ -13,16 +13,16 @@ use pi_ext_abi::protocol::{Action, CommandCall, CommandResult, CommandSpec, Sele
 use serde_json::json;
 
 use crate::plugin::host::NotifyLevel;
-use crate::plugin::state::App;
+use crate::plugin::state::Services;
 
 /// The commands of this module, with the names the config gives them.
-pub fn specs(app: &App) -> Vec<CommandSpec> {
-    let names = &app.config.commands;
+pub fn specs(services: &Services) -> Vec<CommandSpec> {
+    let names = &services.config.commands;
     let spec = |name: &str, description: &str| CommandSpec {
         name: name.into(),
         description: description.into(),
     };
-    let search = &app.config.search;
+    let search = &services.config.search;
     let search = search.enabled.then(|| {
         spec(
             &search.command_name,
@@ -41,25 +41,25 @@ pub fn specs(app: &App) -> Vec<CommandSpec> {
 }
 
 /// Run `call` if it is one of this module's commands.
-pub fn run(app: &Arc<App>, call: &CommandCall) -> Option<CommandResult> {
-    let names = &app.config.commands;
+pub fn run(services: &Arc<Services>, call: &CommandCall) -> Option<CommandResult> {
+    let names = &services.config.commands;
     let name = call.command.as_str();
     Some(if name == names.overview {
-        overview::run(app, call)
+        overview::run(services, call)
     } else if name == names.continue_from {
-        continue_from(app, call)
+        continue_from(services, call)
     } else if name == names.index_all {
-        index_all::run_command(app, call)
-    } else if app.config.search.enabled && name == app.config.search.command_name {
-        sessions::run(app, call)
+        index_all::run_command(services, call)
+    } else if services.config.search.enabled && name == services.config.search.command_name {
+        sessions::run(services, call)
     } else {
         return None;
     })
 }
 
 /// A failed command, also shown to the user.
-pub fn failed(app: &App, message: String) -> CommandResult {
-    app.host.notify(&message, NotifyLevel::Error);
+pub fn failed(services: &Services, message: String) -> CommandResult {
+    services.host.notify(&message, NotifyLevel::Error);
     CommandResult {
         ok: false,
         message: Some(message),
@@ -72,15 +72,17 @@ pub const OVER_CAP: &str = "--over-cap";
 
 /// Past the daily cap an explicit command asks first: a selector whose first
 /// option runs it again with [`OVER_CAP`]. `None`: go ahead.
-pub fn ask_over_cap(app: &App, call: &CommandCall) -> Option<CommandResult> {
-    let reached =
-        crate::model::spend::over_cap(app.config.spending.daily_cap_usd, &app.meta_dir(&call.ctx))?;
+pub fn ask_over_cap(services: &Services, call: &CommandCall) -> Option<CommandResult> {
+    let reached = crate::model::spend::over_cap(
+        services.config.spending.daily_cap_usd,
+        &services.meta_dir(&call.ctx),
+    )?;
     if call.args.split_whitespace().any(|a| a == OVER_CAP) {
         return None;
     }
     if !call.ctx.can("select") {
         return Some(failed(
-            app,
+            services,
             format!(
                 "{reached}: run /{} {OVER_CAP} to spend anyway",
                 call.command
@@ -112,22 +114,22 @@ pub fn ask_over_cap(app: &App, call: &CommandCall) -> Option<CommandResult> {
 
 /// `/continue <ref>`: a new session whose header names the referenced
 /// session as its parent and whose first entry is that session's context.
-fn continue_from(app: &Arc<App>, call: &CommandCall) -> CommandResult {
+fn continue_from(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
     let reference = call.args.trim();
     let usage = format!(
         "usage: /{} <@@reference> (a name, slug, id prefix or \"quoted name\")",
         call.command
     );
     if reference.is_empty() {
-        return failed(app, usage);
+        return failed(services, usage);
     }
     if !call.ctx.can("newSession") {
         return failed(
-            app,
+            services,
             "this pi bridge cannot start sessions (it needs pi-ext-abi 1.1 actions)".into(),
         );
     }
-    match crate::features::references::continue_message(app, &call.ctx, reference) {
+    match crate::features::references::continue_message(services, &call.ctx, reference) {
         Ok((parent, message)) => {
             let text = format!("Continuing from {reference} in a new session");
             CommandResult {
@@ -140,6 +142,6 @@ fn continue_from(app: &Arc<App>, call: &CommandCall) -> CommandResult {
                 }],
             }
         }
-        Err(reason) => failed(app, format!("/{}: {reason}", call.command)),
+        Err(reason) => failed(services, format!("/{}: {reason}", call.command)),
     }
 }

@@ -9,10 +9,9 @@ use pi_ext_abi::protocol::{CommandCall, CommandResult};
 use serde_json::json;
 
 use super::index_all::{left, survey};
-use crate::features::summarize::report::choice_label;
 use crate::plugin::host::NotifyLevel;
-use crate::plugin::state::App;
-use crate::store::meta::SessionMeta;
+use crate::plugin::state::Services;
+use crate::store::meta::{ModelChoice, SessionMeta};
 
 const SYNTAX: &str = "\
 @@ in a prompt brings an earlier session's summary into the conversation:
@@ -22,20 +21,20 @@ const SYNTAX: &str = "\
   @@auth-refactor~1        with its parent session (~N: N levels up)
   @@auth-refactor: which token format did we pick?   asks that session a question";
 
-pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
-    let meta_dir = app.meta_dir(&call.ctx);
-    let config = &app.config;
-    let (rows, report) =
-        crate::features::search_tool::sessions(app, &call.ctx).unwrap_or_else(|e| {
+pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
+    let meta_dir = services.meta_dir(&call.ctx);
+    let config = &services.config;
+    let (rows, report) = crate::features::search_tool::sessions(services, &call.ctx)
+        .unwrap_or_else(|e| {
             tracing::warn!("session overview: {e}");
             Default::default()
         });
     let everywhere = survey(&rows, &meta_dir, None);
     let here = survey(&rows, &meta_dir, Some(&call.ctx.cwd));
     let ledger = crate::model::spend::read(&meta_dir);
-    let session = app.spent.lock().map(|s| *s).unwrap_or_default();
-    let over = crate::model::spend::over_cap(app.config.spending.daily_cap_usd, &meta_dir);
-    let health = match (app.config_ok(), over) {
+    let session = services.spent.lock().map(|s| *s).unwrap_or_default();
+    let over = crate::model::spend::over_cap(services.config.spending.daily_cap_usd, &meta_dir);
+    let health = match (services.config_ok(), over) {
         (false, _) => "config invalid: indexing is off",
         (true, Some(_)) => "daily spending cap reached: automatic indexing paused",
         (true, None) => "ok",
@@ -44,7 +43,7 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         "session-index {} — {health}",
         env!("CARGO_PKG_VERSION")
     )];
-    let route = if config.use_host_models && app.host.can_complete() {
+    let route = if config.use_host_models && services.host.can_complete() {
         "through pi's model registry"
     } else {
         "own API keys"
@@ -53,8 +52,8 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         Some(m) => {
             let why = m
                 .model_choice
-                .as_deref()
-                .map(choice_label)
+                .as_ref()
+                .map(ModelChoice::label)
                 .filter(|w| !w.is_empty())
                 .unwrap_or("reason not recorded");
             format!(
@@ -90,10 +89,10 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         ledger.total.indexing,
         ledger.total.queries
     ));
-    if !app.config_problems.is_empty() {
+    if !services.config_problems.is_empty() {
         lines.push(format!(
             "Config problems: {}",
-            app.config_problems.join("; ")
+            services.config_problems.join("; ")
         ));
     }
     let names = &config.commands;
@@ -103,11 +102,11 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
     ));
     lines.push(SYNTAX.to_string());
     let text = lines.join("\n");
-    app.host.notify(&text, NotifyLevel::Info);
+    services.host.notify(&text, NotifyLevel::Info);
     let details = json!({
         "sessions": everywhere.sessions, "indexed": everywhere.indexed, "stale": everywhere.stale,
         "spentUsd": {"session": session.total(), "today": today.total(), "allTime": ledger.total.total()},
-        "configProblems": app.config_problems,
+        "configProblems": services.config_problems,
     });
     CommandResult {
         ok: true,

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use pi_ext_abi::protocol::{Action, CommandCall, CommandResult, SelectOption};
 use serde_json::json;
 
-use crate::plugin::state::App;
+use crate::plugin::state::Services;
 use crate::store::SessionHit;
 
-pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
+pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
     let text = call.args.trim();
     if text.is_empty() {
         return super::failed(
-            app,
+            services,
             format!(
                 "usage: /{} <words, \"a phrase\", -word, file:PATH, tag:TAG>",
                 call.command
@@ -23,14 +23,14 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
         );
     }
     let hits = match crate::features::search_tool::search(
-        app,
+        services,
         &call.ctx,
         text,
-        app.config.search.max_results,
+        services.config.search.max_results,
         None,
     ) {
         Ok(hits) => hits,
-        Err(e) => return super::failed(app, format!("/{}: {e}", call.command)),
+        Err(e) => return super::failed(services, format!("/{}: {e}", call.command)),
     };
     let labels: Vec<String> = hits
         .iter()
@@ -67,7 +67,7 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
             label,
             actions: vec![Action::Select {
                 title,
-                options: choices(app, call, hit),
+                options: choices(services, call, hit),
             }],
         }
     });
@@ -82,7 +82,7 @@ pub fn run(app: &Arc<App>, call: &CommandCall) -> CommandResult {
 }
 
 /// What can be done with a session found, as far as the host can.
-fn choices(app: &App, call: &CommandCall, hit: &SessionHit) -> Vec<SelectOption> {
+fn choices(services: &Services, call: &CommandCall, hit: &SessionHit) -> Vec<SelectOption> {
     let s = &hit.session;
     let reference = format!("@@{}", s.slug.as_deref().unwrap_or(&s.id));
     let option = |label: &str, action| SelectOption {
@@ -90,7 +90,7 @@ fn choices(app: &App, call: &CommandCall, hit: &SessionHit) -> Vec<SelectOption>
         actions: vec![action],
     };
     let path = s.path.to_string_lossy().into_owned();
-    let continue_from = app.config.commands.continue_from.clone();
+    let continue_from = services.config.commands.continue_from.clone();
     [
         (
             "switchSession",

@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::error_code::ErrorCode;
-use crate::plugin::state::App;
+use crate::plugin::state::Services;
 use crate::resolve::Candidate;
 use crate::session::{Session, SessionError};
 use crate::store::meta::SessionMeta;
@@ -236,13 +236,13 @@ pub fn prepare(
 /// Answer `question` about a resolved session (also used by `@@name: question?`);
 /// `entry` came through the store's gate, which refuses excluded sessions.
 pub fn answer(
-    app: &App,
+    services: &Services,
     ctx: &SessionContext,
     entry: &SessionRecord,
     question: &str,
 ) -> Result<QueryAnswer, QueryError> {
     let started = Instant::now();
-    let (path, meta_dir, fallback_name) = (&entry.path, &app.meta_dir(ctx), entry.pi_name());
+    let (path, meta_dir, fallback_name) = (&entry.path, &services.meta_dir(ctx), entry.pi_name());
     let session = crate::session::open(path).map_err(|e| match e {
         SessionError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             QueryError::FileMissing(format!("session file {} is missing", path.display()))
@@ -261,22 +261,22 @@ pub fn answer(
         meta.as_ref(),
         fallback_name,
         question,
-        app.config.query.max_context_tokens,
+        services.config.query.max_context_tokens,
     )?;
     drop(session);
     // Past the daily cap, queries are answered offline (no model, no cost).
     let over_cap =
-        crate::model::spend::over_cap(app.config.spending.daily_cap_usd, meta_dir).is_some();
+        crate::model::spend::over_cap(services.config.spending.daily_cap_usd, meta_dir).is_some();
     let mut answer = match if over_cap {
         None
     } else {
-        model_answer::answer(app, &prepared, question)?
+        model_answer::answer(services, &prepared, question)?
     } {
         Some(answer) => answer,
         None => offline_answer(&prepared),
     };
     crate::model::spend::record(
-        &app.spent,
+        &services.spent,
         meta_dir,
         crate::model::spend::Kind::Queries,
         answer.cost_usd,

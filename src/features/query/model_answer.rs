@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::extract::MAX_EXCERPT_CHARS;
 use super::{one_line, Citation, Confidence, Prepared, QueryAnswer, QueryError};
 use crate::model::{select_model, JsonTask, ModelError};
-use crate::plugin::state::App;
+use crate::plugin::state::Services;
 
 pub const MAX_CITATIONS: usize = 8;
 /// Largest entry-id list put into the schema as an `enum` (strict providers
@@ -119,14 +119,14 @@ pub fn user_message(prepared: &Prepared, question: &str) -> String {
 
 /// `Ok(None)`: no model is available and the offline answer should be used.
 pub fn answer(
-    app: &App,
+    services: &Services,
     prepared: &Prepared,
     question: &str,
 ) -> Result<Option<QueryAnswer>, QueryError> {
-    let model = match select_model(app) {
+    let model = match select_model(&services.model_env()) {
         Ok(model) => model,
         Err(ModelError::Unavailable(reason)) => {
-            return if app.config.offline_fallback {
+            return if services.config.offline_fallback {
                 Ok(None)
             } else {
                 Err(QueryError::ModelUnavailable(format!(
@@ -143,10 +143,10 @@ pub fn answer(
         user: user_message(prepared, question),
         schema_name: "session_answer".into(),
         schema: schema(ids),
-        max_output_tokens: app.config.query.max_output_tokens,
+        max_output_tokens: services.config.query.max_output_tokens,
     };
     let outcome = model
-        .complete_json::<ModelAnswer>(app, &task, &KnownIds(ids.clone()))
+        .complete_json::<ModelAnswer>(&services.model_env(), &task, &KnownIds(ids.clone()))
         .map_err(map_error)?;
     let roles = roles_by_id(prepared);
     let mut citations: Vec<Citation> = Vec::new();
@@ -208,9 +208,10 @@ fn map_error(error: ModelError) -> QueryError {
         ModelError::InvalidOutput { .. } | ModelError::ResponseTooLarge(_) => {
             QueryError::InvalidOutput(message)
         }
-        ModelError::Transport(_) | ModelError::Http { .. } | ModelError::Timeout(_) => {
-            QueryError::Transport(message)
-        }
+        ModelError::Transport(_)
+        | ModelError::Host { .. }
+        | ModelError::Http { .. }
+        | ModelError::Timeout(_) => QueryError::Transport(message),
     }
 }
 

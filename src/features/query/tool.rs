@@ -1,8 +1,8 @@
 //! The tool call around [`super::answer`]: arguments, the per-run call
 //! limit, resolution, the result document, telemetry and the status line.
 
+use crate::plugin::state::Tool;
 use crate::text::{clip, Keep};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{one_line, QueryAnswer, QueryError};
-use crate::plugin::state::App;
+use crate::plugin::state::Services;
 use crate::resolve::ResolveError;
 use crate::store::SessionRecord;
 
@@ -50,14 +50,14 @@ fn parse_args(params: &Value) -> Result<Args, QueryError> {
     })
 }
 
-pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
+pub fn call(services: &Arc<Services>, call: &ToolCall) -> ToolResult {
     let started = Instant::now();
-    let outcome = run(app, call);
+    let outcome = run(services, call);
     let latency_ms = started.elapsed().as_millis().min(u128::from(u64::MAX)) as u64;
     match outcome {
         Ok(mut answer) => {
             answer.latency_ms = latency_ms;
-            report_success(app, &answer);
+            report_success(services, &answer);
             ToolResult::text(
                 result_text(&answer),
                 serde_json::to_value(&answer).unwrap_or(Value::Null),
@@ -74,7 +74,7 @@ pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
                 "latencyMs": latency_ms,
                 "timestamp": crate::time::iso_now(),
             });
-            app.host.append_entry(TELEMETRY_TYPE, &telemetry);
+            services.host.append_entry(TELEMETRY_TYPE, &telemetry);
             ToolResult::text(
                 format!("query_session failed ({code}): {message}"),
                 error.details(),
@@ -84,31 +84,34 @@ pub fn call(app: &Arc<App>, call: &ToolCall) -> ToolResult {
     }
 }
 
-fn run(app: &Arc<App>, call: &ToolCall) -> Result<QueryAnswer, QueryError> {
+fn run(services: &Arc<Services>, call: &ToolCall) -> Result<QueryAnswer, QueryError> {
     let args = parse_args(&call.params)?;
-    let limit = app.config.query.max_calls_per_turn;
-    let previous = app.query_calls_this_run.fetch_add(1, Ordering::SeqCst);
-    if previous >= limit {
+    let limit = services.config.query.max_calls_per_turn;
+    if !services.turn.take_call(Tool::QuerySession, limit) {
         return Err(QueryError::CallLimitExceeded { limit });
     }
     // A reference that does not resolve costs nothing, so it does not use up the allowance.
-    let entry = resolve(app, &call.ctx, &args.session).inspect_err(|_| {
-        app.query_calls_this_run.fetch_sub(1, Ordering::SeqCst);
+    let entry = resolve(services, &call.ctx, &args.session).inspect_err(|_| {
+        services.turn.give_back(Tool::QuerySession);
     })?;
-    super::answer(app, &call.ctx, &entry, &args.question)
+    super::answer(services, &call.ctx, &entry, &args.question)
 }
 
 /// The same resolver as `@@` references: id, id prefix, name, slug, fuzzy.
-fn resolve(app: &App, ctx: &SessionContext, reference: &str) -> Result<SessionRecord, QueryError> {
+fn resolve(
+    services: &Services,
+    ctx: &SessionContext,
+    reference: &str,
+) -> Result<SessionRecord, QueryError> {
     let cwd = if ctx.cwd.is_empty() {
-        app.host.context().cwd
+        services.host.context().cwd
     } else {
         ctx.cwd.clone()
     };
     let current = ctx.session_id.as_deref();
-    let found = app.catalog.resolve_in_session(
-        &app.sessions_dir(ctx),
-        &app.meta_dir(ctx),
+    let found = services.catalog.resolve_in_session(
+        &services.sessions_dir(ctx),
+        &services.meta_dir(ctx),
         &cwd,
         current,
         reference,
@@ -161,7 +164,7 @@ fn result_text(answer: &QueryAnswer) -> String {
     text
 }
 
-fn report_success(app: &Arc<App>, answer: &QueryAnswer) {
+fn report_success(services: &Arc<Services>, answer: &QueryAnswer) {
     let telemetry = json!({
         "success": true,
         "sessionId": answer.session_id,
@@ -178,11 +181,11 @@ fn report_success(app: &Arc<App>, answer: &QueryAnswer) {
         "latencyMs": answer.latency_ms,
         "timestamp": crate::time::iso_now(),
     });
-    app.host.append_entry(TELEMETRY_TYPE, &telemetry);
+    services.host.append_entry(TELEMETRY_TYPE, &telemetry);
     let status = format!(
         "queried \"{}\" (${:.4})",
         clip(&answer.name, 40, Keep::Head),
         answer.cost_usd
     );
-    app.show_status("query", &status, true);
+    services.show_status("query", &status, true);
 }

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::error_code::ErrorCode;
 use crate::plugin::host::NotifyLevel;
-use crate::plugin::state::App;
+use crate::plugin::state::Services;
 use crate::resolve::{short_id, Ancestor, Rule};
 use crate::store::SessionRecord;
 
@@ -38,21 +38,23 @@ pub struct Unresolved {
 /// `session_start`: compile the redaction rules in the background (~0.1-0.3
 /// s), not on the first `@@` prompt. (The session store is refreshed by the
 /// plugin at `session_start` too.)
-pub fn on_session_start(app: &Arc<App>, _ctx: &SessionContext) {
-    if app.config.references.enabled || app.config.query.enabled {
-        app.jobs.submit(&app.runtime, "redact-prewarm", || {
-            drop(crate::redact::redact(""))
-        });
+pub fn on_session_start(services: &Arc<Services>, _ctx: &SessionContext) {
+    if services.config.references.enabled || services.config.query.enabled {
+        services
+            .jobs
+            .submit(&services.runtime, "redact-prewarm", || {
+                drop(crate::redact::redact(""))
+            });
     }
 }
 
 /// `before_agent_start`: the `session-reference` message to inject, if the prompt has references.
 pub fn before_agent_start(
-    app: &Arc<App>,
+    services: &Arc<Services>,
     ctx: &SessionContext,
     prompt: &str,
 ) -> Option<CustomMessage> {
-    let cfg = &app.config.references;
+    let cfg = &services.config.references;
     if !cfg.enabled {
         return None;
     }
@@ -60,7 +62,7 @@ pub fn before_agent_start(
     if refs.is_empty() {
         return None;
     }
-    let built = build(app, ctx, &refs);
+    let built = build(services, ctx, &refs);
     let trailer: Vec<String> = built
         .unresolved
         .iter()
@@ -73,7 +75,7 @@ pub fn before_agent_start(
         })
         .collect();
     let rendered = render::render(&built.blocks, &trailer, cfg.max_injected_bytes);
-    report(app, &built, &rendered);
+    report(services, &built, &rendered);
     let resolved: Vec<Value> = built
         .confirmed
         .iter()
@@ -107,10 +109,10 @@ struct Built {
     unresolved: Vec<Unresolved>,
 }
 
-fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
-    let cfg = &app.config.references;
-    let sessions_dir = app.sessions_dir(ctx);
-    let meta_dir = app.meta_dir(ctx);
+fn build(services: &Services, ctx: &SessionContext, refs: &[Reference]) -> Built {
+    let cfg = &services.config.references;
+    let sessions_dir = services.sessions_dir(ctx);
+    let meta_dir = services.meta_dir(ctx);
     let mut out = Built::default();
     let mut resolved: Vec<(usize, &Reference, SessionRecord)> = Vec::new();
     for (group, r) in refs.iter().enumerate() {
@@ -125,7 +127,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
             });
             continue;
         }
-        match app.catalog.resolve_in_session(
+        match services.catalog.resolve_in_session(
             &sessions_dir,
             &meta_dir,
             &ctx.cwd,
@@ -152,7 +154,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
             .map(|(_, r, entry)| {
                 r.question
                     .as_ref()
-                    .map(|q| scope.spawn(move || ask(app, ctx, entry, q)))
+                    .map(|q| scope.spawn(move || ask(services, ctx, entry, q)))
             })
             .collect();
         handles
@@ -198,7 +200,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
         });
         if depth > 0 {
             add_ancestors(
-                app,
+                services,
                 &sessions_dir,
                 &meta_dir,
                 &entry,
@@ -214,7 +216,7 @@ fn build(app: &App, ctx: &SessionContext, refs: &[Reference]) -> Built {
 
 #[allow(clippy::too_many_arguments)]
 fn add_ancestors(
-    app: &App,
+    services: &Services,
     sessions_dir: &std::path::Path,
     meta_dir: &std::path::Path,
     entry: &SessionRecord,
@@ -224,7 +226,7 @@ fn add_ancestors(
     out: &mut Built,
 ) {
     let mut child = entry.clone();
-    for (level, a) in app
+    for (level, a) in services
         .catalog
         .ancestors(sessions_dir, meta_dir, entry, depth)
         .into_iter()
@@ -284,7 +286,7 @@ fn add_ancestors(
 /// as the first message of a new session, redacted before it is cut to
 /// `references.maxInjectedBytes`. Returns the session's file and the message.
 pub fn continue_message(
-    app: &App,
+    services: &Services,
     ctx: &SessionContext,
     reference: &str,
 ) -> Result<(String, CustomMessage), String> {
@@ -298,7 +300,7 @@ pub fn continue_message(
             "\"{reference}\" is not a session reference (try @@<name>, @@<id prefix> or @@\"Quoted name\")"
         ));
     };
-    let mut built = build(app, ctx, std::slice::from_ref(&r));
+    let mut built = build(services, ctx, std::slice::from_ref(&r));
     if let Some(u) = built.unresolved.first() {
         return Err(u.reason.clone());
     }
@@ -310,7 +312,11 @@ pub fn continue_message(
     for block in &mut built.blocks {
         block.body = crate::redact::redact(&block.body).into_owned();
     }
-    let rendered = render::render(&built.blocks, &[], app.config.references.max_injected_bytes);
+    let rendered = render::render(
+        &built.blocks,
+        &[],
+        services.config.references.max_injected_bytes,
+    );
     let details = json!({"sessionIds": built.session_ids, "continuedFrom": file, "truncated": rendered.truncated});
     Ok((
         file,
@@ -324,12 +330,12 @@ pub fn continue_message(
 }
 
 fn ask(
-    app: &App,
+    services: &Services,
     ctx: &SessionContext,
     entry: &SessionRecord,
     question: &str,
 ) -> describe::Answered {
-    let result = crate::features::query::answer(app, ctx, entry, question)
+    let result = crate::features::query::answer(services, ctx, entry, question)
         .map(|a| {
             let confidence = crate::text::variant_name(&a.confidence);
             let citations = a
@@ -356,15 +362,15 @@ fn ask(
 /// The status line shows unresolved references until a prompt resolves all of its own.
 const STATUS_OWNER: &str = "references";
 
-fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
-    let host = &app.host;
+fn report(services: &Arc<Services>, built: &Built, rendered: &render::Rendered) {
+    let host = &services.host;
     // Whatever `display` says, the user sees what each reference became.
     for (reference, entry, rule) in &built.confirmed {
         host.notify(&confirmation(reference, entry, *rule), NotifyLevel::Info);
     }
     if built.unresolved.is_empty() {
         // Clear only our own earlier warning, never another feature's status.
-        app.clear_status(STATUS_OWNER);
+        services.clear_status(STATUS_OWNER);
     } else {
         let list: Vec<String> = built
             .unresolved
@@ -386,7 +392,7 @@ fn report(app: &Arc<App>, built: &Built, rendered: &render::Rendered) {
             built.unresolved.len(),
             built.unresolved.len() + built.confirmed.len()
         );
-        app.show_status(STATUS_OWNER, &status, false);
+        services.show_status(STATUS_OWNER, &status, false);
     }
     let reasons: Vec<ErrorCode> = built.unresolved.iter().map(|u| u.code).collect();
     host.append_entry(
@@ -425,8 +431,8 @@ pub fn confirmation(reference: &str, entry: &SessionRecord, rule: Rule) -> Strin
 
 /// Completion candidates for a `@@` prefix (`{"prefix": "..", "limit": n}` →
 /// `{"candidates": [...]}`), for editor autocomplete.
-pub fn complete(app: &Arc<App>, payload: &Value) -> Value {
-    let ctx = app.host.context();
+pub fn complete(services: &Arc<Services>, payload: &Value) -> Value {
+    let ctx = services.host.context();
     let prefix = payload
         .get("prefix")
         .and_then(Value::as_str)
@@ -440,9 +446,9 @@ pub fn complete(app: &Arc<App>, payload: &Value) -> Value {
         .get("cwd")
         .and_then(Value::as_str)
         .unwrap_or(&ctx.cwd);
-    let candidates = app.catalog.complete(
-        &app.sessions_dir(&ctx),
-        &app.meta_dir(&ctx),
+    let candidates = services.catalog.complete(
+        &services.sessions_dir(&ctx),
+        &services.meta_dir(&ctx),
         cwd,
         prefix,
         limit,

@@ -6,11 +6,10 @@ use std::path::{Path, PathBuf};
 
 use crate::features::summarize::extractive::{self, ExtractiveInput};
 use crate::features::summarize::summary::{self, IndexSummary};
-use crate::model::{self, JsonTask, ModelError, LOCAL_PROVIDER};
-use crate::plugin::state::App;
+use crate::model::{self, JsonTask, ModelEnv, ModelError, LOCAL_PROVIDER};
 use crate::session::views::{self, FilesTouched};
 use crate::session::{self, AgentMessage, Entry, EntryKind, Session, SessionError};
-use crate::store::meta::{self, MetaError, MetaUsage, SessionMeta, SCHEMA_VERSION};
+use crate::store::meta::{self, MetaError, MetaUsage, ModelChoice, SessionMeta, SCHEMA_VERSION};
 
 /// Custom entry type recorded for every attempt (see [`super::report`]).
 pub const ENTRY_TYPE: &str = "session-index:index";
@@ -87,7 +86,7 @@ pub struct Failure {
     pub model: Option<String>,
 }
 
-/// What the model (or the offline model) produced.
+/// What a model (or the offline model) produced.
 struct Generated {
     summary: IndexSummary,
     /// `provider/model` that answered.
@@ -96,7 +95,7 @@ struct Generated {
     attempts: u32,
     incremental: bool,
     fallback_reason: Option<String>,
-    choice: String,
+    choice: ModelChoice,
 }
 
 /// Where the answer comes from.
@@ -105,155 +104,227 @@ enum Chosen {
     Offline { reason: Option<String> },
 }
 
+/// A session read for a run that is going to happen: what every phase after
+/// the threshold needs.
+struct Reading<'s> {
+    session: &'s Session,
+    branch: Vec<&'s Entry>,
+    leaf_id: String,
+    previous: Option<SessionMeta>,
+    /// The first entry of `branch` after the last one indexed (0: all of it).
+    new_start: usize,
+    /// The name the user gave the session, which the meta keeps.
+    user_name: Option<String>,
+    /// Names of the project's other sessions, which the meta's must differ from.
+    taken: Vec<String>,
+    files: FilesTouched,
+}
+
 /// Run one index. `on_start` is called once the run is known to happen (after
-/// the threshold check, before the model call).
+/// the threshold check, before the model call). The phases: read the
+/// session and decide whether to run, generate the summary (a model, or the
+/// offline one), name it and write the meta file.
 pub fn index_session(
-    app: &App,
+    env: &ModelEnv,
     request: &IndexRequest,
     on_start: &dyn Fn(),
 ) -> Result<IndexOutcome, Failure> {
-    let fail = |error: IndexError, session_id: Option<&str>, model: Option<&str>| Failure {
+    let session = session::open(&request.session_file).map_err(|e| fail(e.into(), None, None))?;
+    index_parsed(env, request, &session, on_start)
+}
+
+/// [`index_session`] of a session already read from `request.session_file`
+/// (a caller that read it to decide whether to index it reads it once).
+pub fn index_parsed(
+    env: &ModelEnv,
+    request: &IndexRequest,
+    session: &Session,
+    on_start: &dyn Fn(),
+) -> Result<IndexOutcome, Failure> {
+    let sid = Some(session.header.id.as_str());
+    let reading = match read(env, request, session).map_err(|e| fail(e, sid, None))? {
+        Ok(reading) => reading,
+        Err(skipped) => return Ok(skipped),
+    };
+    on_start();
+    let chosen = choose_model(env, request.offline).map_err(|e| fail(e, sid, None))?;
+    let generated =
+        generate(env, &reading, chosen).map_err(|(e, tried)| fail(e, sid, tried.as_deref()))?;
+    let model = generated.model.clone();
+    write(request, reading, generated).map_err(|e| fail(e, sid, Some(&model)))
+}
+
+fn fail(error: IndexError, session_id: Option<&str>, model: Option<&str>) -> Failure {
+    Failure {
         error,
         session_id: session_id.map(str::to_string),
         model: model.map(str::to_string),
-    };
-    let session = session::open(&request.session_file).map_err(|e| fail(e.into(), None, None))?;
+    }
+}
+
+/// The session's branch and previous meta, unless the run is refused
+/// (excluded, no such leaf) or skipped (below the threshold, a newer meta).
+fn read<'s>(
+    env: &ModelEnv,
+    request: &IndexRequest,
+    session: &'s Session,
+) -> Result<Result<Reading<'s>, IndexOutcome>, IndexError> {
+    let file = &request.session_file;
     let session_id = session.header.id.clone();
-    let sid = Some(session_id.as_str());
-    if app
-        .config
-        .privacy
-        .excludes(&session.header.cwd, &request.session_file)
-    {
-        return Err(fail(
-            IndexError::Excluded(request.session_file.clone()),
-            sid,
-            None,
-        ));
+    if env.config.privacy.excludes(&session.header.cwd, file) {
+        return Err(IndexError::Excluded(file.clone()));
     }
     let branch = session.branch(request.leaf_id.as_deref());
     let Some(leaf) = branch.last() else {
-        let error = match &request.leaf_id {
-            Some(leaf) => IndexError::UnknownLeaf(request.session_file.clone(), leaf.clone()),
-            None => IndexError::Empty(request.session_file.clone()),
-        };
-        return Err(fail(error, sid, None));
+        return Err(match &request.leaf_id {
+            Some(leaf) => IndexError::UnknownLeaf(file.clone(), leaf.clone()),
+            None => IndexError::Empty(file.clone()),
+        });
     };
-    let leaf_id = leaf.id.clone();
+    let leaf_id = leaf.id.to_string();
     let previous = match meta::read_or_missing(&request.meta_dir, &session_id) {
         // A newer session-index owns this meta file: only an explicit index reports it.
         Err(meta::MetaError::Newer { .. }) if !request.force => {
-            return Ok(IndexOutcome::Skipped {
-                session_id: session_id.clone(),
+            return Ok(Err(IndexOutcome::Skipped {
+                session_id,
                 new_user_messages: 0,
-            })
+            }))
         }
-        previous => previous.map_err(|e| fail(e.into(), sid, None))?,
+        previous => previous?,
     };
     let last_indexed = previous
         .as_ref()
         .and_then(|m| m.last_indexed_leaf_id.as_deref());
-    // The first entry after the last one indexed (0, the whole branch, when it is not on it).
     let new_start = last_indexed
         .and_then(|id| branch.iter().position(|e| e.id == id))
         .map_or(0, |p| p + 1);
     if !request.force {
         let is_user = |e: &&&Entry| matches!(e.kind, EntryKind::Message(AgentMessage::User { .. }));
         let new_user_messages = branch[new_start..].iter().filter(is_user).count();
-        if new_user_messages < app.config.min_new_user_messages as usize {
-            return Ok(IndexOutcome::Skipped {
+        if new_user_messages < env.config.min_new_user_messages as usize {
+            return Ok(Err(IndexOutcome::Skipped {
                 session_id,
                 new_user_messages,
-            });
+            }));
         }
     }
-    on_start();
+    let taken = project_names(&request.meta_dir, &session.header.cwd, &session_id);
+    Ok(Ok(Reading {
+        files: views::files_touched(&branch),
+        user_name: user_set_name(session),
+        session,
+        branch,
+        leaf_id,
+        previous,
+        new_start,
+        taken,
+    }))
+}
 
-    let chosen = choose_model(app, request.offline).map_err(|e| fail(e, sid, None))?;
-    let files = views::files_touched(&branch);
-    let session_name = session.session_name(&branch);
-    let user_name = user_set_name(&session);
-    let cwd = session.header.cwd.clone();
-    let taken = project_names(&request.meta_dir, &cwd, &session_id);
-    let generated = match chosen {
-        Chosen::Offline { reason } => {
-            let input = ExtractiveInput {
-                branch: &branch,
-                session_name: user_name.as_deref(),
-                cwd: &cwd,
-                files: &files,
-            };
-            Generated {
-                summary: extractive::summarize(&input),
-                model: extractive::MODEL_KEY.to_string(),
-                usage: MetaUsage::default(),
-                attempts: 1,
-                incremental: false,
-                fallback_reason: reason,
-                choice: "offline".into(),
-            }
+/// The summary, from the chosen model; a failure names the model tried.
+fn generate(
+    env: &ModelEnv,
+    reading: &Reading<'_>,
+    chosen: Chosen,
+) -> Result<Generated, (IndexError, Option<String>)> {
+    let selected = match chosen {
+        Chosen::Offline { reason } => return Ok(generate_offline(reading, reason)),
+        Chosen::Remote(selected) => selected,
+    };
+    let (branch, new_start) = (&reading.branch, reading.new_start);
+    let incremental = reading
+        .previous
+        .as_ref()
+        .filter(|_| new_start > 0 && new_start < branch.len());
+    let task = JsonTask {
+        system: summary::SYSTEM_PROMPT.to_string(),
+        user: prompt(env, reading, incremental),
+        schema_name: summary::SCHEMA_NAME.to_string(),
+        schema: summary::json_schema(),
+        max_output_tokens: env.config.indexing.max_output_tokens,
+    };
+    let outcome = selected
+        .complete_json::<IndexSummary>(env, &task, &())
+        .map_err(|e| {
+            let tried = e.model_tried().unwrap_or(selected.key()).to_string();
+            (e.into(), Some(tried))
+        })?;
+    Ok(Generated {
+        summary: outcome.value,
+        model: outcome.model,
+        usage: MetaUsage {
+            input_tokens: outcome.usage.input_tokens,
+            output_tokens: outcome.usage.output_tokens,
+            cost_usd: outcome.usage.cost_usd.unwrap_or(0.0),
+        },
+        attempts: outcome.attempts,
+        incremental: incremental.is_some(),
+        fallback_reason: None,
+        choice: outcome.choice,
+    })
+}
+
+/// The offline model's summary; `reason`: why it serves instead of a configured model.
+fn generate_offline(reading: &Reading<'_>, reason: Option<String>) -> Generated {
+    let session = reading.session;
+    let input = ExtractiveInput {
+        branch: &reading.branch,
+        session_name: reading.user_name.as_deref(),
+        cwd: &session.header.cwd,
+        files: &reading.files,
+    };
+    Generated {
+        summary: extractive::summarize(&input),
+        model: extractive::MODEL_KEY.to_string(),
+        usage: MetaUsage::default(),
+        attempts: 1,
+        incremental: false,
+        fallback_reason: reason,
+        choice: ModelChoice::Offline,
+    }
+}
+
+/// The model's prompt: the new entries and the previous summary (`incremental`),
+/// else the session within `maxInputBytes`; with the names already taken.
+fn prompt(env: &ModelEnv, reading: &Reading<'_>, incremental: Option<&SessionMeta>) -> String {
+    let (branch, indexing) = (&reading.branch, &env.config.indexing);
+    let files = files_text(&reading.files);
+    let prompt = match incremental {
+        Some(previous) => {
+            let text = views::index_text(&branch[reading.new_start..], false);
+            let cut = views::truncate_tail(&text, indexing.incremental_max_bytes, NO_LINE_LIMIT);
+            summary::incremental_prompt(previous, &files, &cut.text, cut.truncated)
         }
-        Chosen::Remote(selected) => {
-            let key = selected.key().to_string();
-            let incremental = previous
-                .as_ref()
-                .filter(|_| new_start > 0 && new_start < branch.len());
-            let prompt = match incremental {
-                Some(prev) => {
-                    let text = views::index_text(&branch[new_start..], false);
-                    let cut = views::truncate_tail(
-                        &text,
-                        app.config.indexing.incremental_max_bytes,
-                        NO_LINE_LIMIT,
-                    );
-                    summary::incremental_prompt(prev, &files_text(&files), &cut.text, cut.truncated)
-                }
-                None => {
-                    let (text, cut) =
-                        first_index_text(&branch, app.config.indexing.max_input_bytes);
-                    summary::full_prompt(
-                        user_name.as_deref(),
-                        &cwd,
-                        &files_text(&files),
-                        &text,
-                        cut,
-                    )
-                }
-            };
-            // A user's name is kept whatever the model proposes, so only the indexer's must be distinct.
-            let prompt =
-                summary::with_taken_names(prompt, if user_name.is_some() { &[] } else { &taken });
-            let task = JsonTask {
-                system: summary::SYSTEM_PROMPT.to_string(),
-                user: prompt,
-                schema_name: summary::SCHEMA_NAME.to_string(),
-                schema: summary::json_schema(),
-                max_output_tokens: app.config.indexing.max_output_tokens,
-            };
-            let outcome = selected
-                .complete_json::<IndexSummary>(app, &task, &())
-                .map_err(|e| {
-                    let tried = model::tried_model(&e.to_string())
-                        .unwrap_or(&key)
-                        .to_string();
-                    fail(e.into(), sid, Some(&tried))
-                })?;
-            let usage = MetaUsage {
-                input_tokens: outcome.usage.input_tokens,
-                output_tokens: outcome.usage.output_tokens,
-                cost_usd: outcome.usage.cost_usd.unwrap_or(0.0),
-            };
-            Generated {
-                summary: outcome.value,
-                model: outcome.model,
-                usage,
-                attempts: outcome.attempts,
-                incremental: incremental.is_some(),
-                fallback_reason: None,
-                choice: outcome.choice,
-            }
+        None => {
+            let (text, cut) = first_index_text(branch, indexing.max_input_bytes);
+            let cwd = &reading.session.header.cwd;
+            summary::full_prompt(reading.user_name.as_deref(), cwd, &files, &text, cut)
         }
     };
+    // A user's name is kept whatever the model proposes, so only the indexer's must be distinct.
+    let taken: &[String] = match reading.user_name {
+        Some(_) => &[],
+        None => &reading.taken,
+    };
+    summary::with_taken_names(prompt, taken)
+}
+
+/// Name the summary and write the meta file (atomically, under its lock,
+/// keeping what other tools added and when it was first written).
+fn write(
+    request: &IndexRequest,
+    reading: Reading<'_>,
+    generated: Generated,
+) -> Result<IndexOutcome, IndexError> {
+    let Reading {
+        session,
+        branch,
+        leaf_id,
+        user_name,
+        taken,
+        files,
+        ..
+    } = reading;
     let Generated {
         summary: mut result,
         model: model_key,
@@ -263,22 +334,15 @@ pub fn index_session(
         fallback_reason,
         choice,
     } = generated;
-    match &user_name {
-        Some(name) => result.name = name.clone(),
+    result.name = match &user_name {
+        Some(name) => name.clone(),
         // Offline, or a model that proposed a taken name anyway: the topic or the date is added.
-        None => {
-            let date = session.header.timestamp.get(..10).unwrap_or_default();
-            let own =
-                |t: &&String| !t.contains(':') && !extractive::FALLBACK_TAGS.contains(&t.as_str());
-            let topics: Vec<String> = result.tags.iter().filter(own).cloned().collect();
-            result.name = extractive::distinct_name(&result.name, &taken, &topics, date);
-        }
-    }
-
+        None => distinct_name(&result, &taken, &session.header.timestamp),
+    };
+    let session_id = session.header.id.clone();
     let session_file =
         std::path::absolute(&request.session_file).unwrap_or_else(|_| request.session_file.clone());
     let session_file = session_file.to_string_lossy().into_owned();
-    let parent = session.header.parent_session.clone();
     let (path, meta) = meta::update(&request.meta_dir, &session_id, |current| {
         let now = crate::time::iso_now();
         let created_at = current
@@ -289,34 +353,42 @@ pub fn index_session(
             schema_version: SCHEMA_VERSION,
             session_id: session_id.clone(),
             session_file,
-            parent_session_file: parent,
+            parent_session_file: session.header.parent_session.clone(),
             name: result.name,
             description: result.description,
             summary: result.summary,
             tags: summary::normalize_tags(result.tags),
-            cwd,
+            cwd: session.header.cwd.clone(),
             created_at: created_at.unwrap_or_else(|| now.clone()),
             updated_at: now,
-            model: model_key.clone(),
-            model_choice: Some(choice.clone()),
-            last_indexed_leaf_id: Some(leaf_id.into()),
+            model: model_key,
+            model_choice: Some(choice),
+            last_indexed_leaf_id: Some(leaf_id),
             usage: Some(usage),
             files: Some(files),
             decisions: result.decisions,
             open_tasks: result.open_tasks,
             extra: current.map(|m| m.extra).unwrap_or_default(),
         }
-    })
-    .map_err(|e| fail(e.into(), sid, Some(&model_key)))?;
+    })?;
     Ok(IndexOutcome::Indexed(Box::new(Indexed {
         meta,
         path,
-        previous_session_name: session_name,
+        previous_session_name: session.session_name(&branch),
         user_named: user_name.is_some(),
         incremental,
         attempts,
         fallback_reason,
     })))
+}
+
+/// The summary's name made distinct from the project's `taken` ones by its
+/// own topics (its tags, not the offline model's fallback ones), else the date.
+fn distinct_name(result: &IndexSummary, taken: &[String], timestamp: &str) -> String {
+    let date = timestamp.get(..10).unwrap_or_default();
+    let own = |t: &&String| !t.contains(':') && !extractive::FALLBACK_TAGS.contains(&t.as_str());
+    let topics: Vec<String> = result.tags.iter().filter(own).cloned().collect();
+    extractive::distinct_name(&result.name, taken, &topics, date)
 }
 
 /// The name the user gave the session: the latest `session_info` unless the
@@ -387,19 +459,19 @@ fn first_index_text(branch: &[&Entry], max_bytes: usize) -> (String, bool) {
     (out, true)
 }
 
-fn choose_model(app: &App, offline: bool) -> Result<Chosen, IndexError> {
+fn choose_model(env: &ModelEnv, offline: bool) -> Result<Chosen, IndexError> {
     if offline {
         return Ok(Chosen::Offline { reason: None });
     }
-    match model::select_model(app) {
+    match model::select_model(env) {
         Ok(selected) => Ok(Chosen::Remote(selected)),
         Err(ModelError::Unavailable(reason)) => {
-            let listed = app
+            let listed = env
                 .config
                 .model_keys
                 .iter()
                 .any(|k| k.split('/').next() == Some(LOCAL_PROVIDER));
-            if app.config.offline_fallback || listed {
+            if env.config.offline_fallback || listed {
                 Ok(Chosen::Offline {
                     reason: Some(reason),
                 })

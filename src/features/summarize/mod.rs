@@ -13,9 +13,9 @@ use pi_ext_abi::protocol::{CommandCall, CommandResult, SessionContext};
 use serde_json::json;
 
 use crate::plugin::host::NotifyLevel;
-use crate::plugin::state::App;
+use crate::plugin::state::Services;
 
-pub use job::{index_session, IndexError, IndexOutcome, IndexRequest, Indexed};
+pub use job::{index_parsed, index_session, IndexError, IndexOutcome, IndexRequest, Indexed};
 pub use report::{run_reported, ENTRY_TYPE};
 pub use summary::IndexSummary;
 
@@ -23,32 +23,33 @@ pub use summary::IndexSummary;
 ///
 /// The threshold needs the session file, so it is checked in the job (off the
 /// host's event thread); a run below it has no effects at all.
-pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
-    if !app.config_ok() || !app.config.indexing.auto {
+pub fn on_agent_end(services: &Arc<Services>, ctx: &SessionContext) {
+    if !services.config_ok() || !services.config.indexing.auto {
         return;
     }
     let Some(session_file) = ctx.session_file.clone().filter(|f| !f.is_empty()) else {
         tracing::debug!("not indexing an ephemeral session");
         return;
     };
-    if app
+    if services
         .config
         .privacy
         .excludes(&ctx.cwd, std::path::Path::new(&session_file))
     {
         return;
     }
-    if let Some(reached) =
-        crate::model::spend::over_cap(app.config.spending.daily_cap_usd, &app.meta_dir(ctx))
-    {
-        if !app
+    if let Some(reached) = crate::model::spend::over_cap(
+        services.config.spending.daily_cap_usd,
+        &services.meta_dir(ctx),
+    ) {
+        if !services
             .cap_noticed
             .swap(true, std::sync::atomic::Ordering::SeqCst)
         {
             let text = format!(
                 "session-index: {reached}; automatic indexing is paused until tomorrow (UTC)"
             );
-            app.host.notify(&text, NotifyLevel::Warning);
+            services.host.notify(&text, NotifyLevel::Warning);
         }
         return;
     }
@@ -56,26 +57,28 @@ pub fn on_agent_end(app: &Arc<App>, ctx: &SessionContext) {
         .session_id
         .clone()
         .unwrap_or_else(|| session_file.clone());
-    let weak = Arc::downgrade(app);
+    let weak = Arc::downgrade(services);
     let ctx = ctx.clone();
-    let submitted = app.jobs.submit(&app.runtime, &key, move || {
-        let Some(app) = weak.upgrade() else { return };
+    let submitted = services.jobs.submit(&services.runtime, &key, move || {
+        let Some(services) = weak.upgrade() else {
+            return;
+        };
         // Failures are already reported to the host (entry + status).
-        let _ = run_serialized(&app, &ctx, false);
+        let _ = run_serialized(&services, &ctx, false);
     });
     tracing::debug!(session = %key, ?submitted, "agent_end indexing trigger");
 }
 
 /// `/index-session`: wait for idle, index regardless of the threshold, report.
-pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
-    let failed = |message: String| crate::features::commands::failed(app, message);
-    if let Some(ask) = crate::features::commands::ask_over_cap(app, call) {
+pub fn run_command(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
+    let failed = |message: String| crate::features::commands::failed(services, message);
+    if let Some(ask) = crate::features::commands::ask_over_cap(services, call) {
         return ask;
     }
-    if !app.config_ok() {
+    if !services.config_ok() {
         return failed(format!(
             "session-index config is invalid: {}",
-            app.config_problems.join("; ")
+            services.config_problems.join("; ")
         ));
     }
     if call.ctx.session_file.as_deref().is_none_or(str::is_empty) {
@@ -83,11 +86,11 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
             "this session is not saved to a file (ephemeral), so it cannot be indexed".into(),
         );
     }
-    let timeout = Duration::from_millis(app.config.timeout_ms.max(30_000));
-    if !app.host.wait_for_idle(timeout) {
+    let timeout = Duration::from_millis(services.config.timeout_ms.max(30_000));
+    if !services.host.wait_for_idle(timeout) {
         tracing::warn!("the agent did not become idle within {timeout:?}; indexing anyway");
     }
-    match run_serialized(app, &call.ctx, true) {
+    match run_serialized(services, &call.ctx, true) {
         Ok(Some(indexed)) => {
             let meta = &indexed.meta;
             let message = format!(
@@ -96,7 +99,7 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
                 meta.model,
                 report::cost_label(meta)
             );
-            app.host.notify(&message, NotifyLevel::Success);
+            services.host.notify(&message, NotifyLevel::Success);
             CommandResult {
                 ok: true,
                 message: Some(message),
@@ -126,7 +129,7 @@ pub fn run_command(app: &Arc<App>, call: &CommandCall) -> CommandResult {
 /// applies asynchronously, so this run reads the meta and the session name
 /// that run left and continues from its leaf.
 fn run_serialized(
-    app: &Arc<App>,
+    services: &Arc<Services>,
     ctx: &SessionContext,
     force: bool,
 ) -> Result<Option<Indexed>, job::Failure> {
@@ -134,15 +137,15 @@ fn run_serialized(
         ctx.session_file.as_deref().unwrap_or_default(),
     ));
     let _held = gate.lock();
-    let request = request_for(app, ctx, force);
-    run_reported(app, &request)
+    let request = request_for(services, ctx, force);
+    run_reported(services, &request)
 }
 
 /// The request for the session of `ctx`, on its current leaf: the live
 /// context when it is still the same session (the leaf may have moved since
 /// the trigger), else the one captured.
-fn request_for(app: &App, ctx: &SessionContext, force: bool) -> IndexRequest {
-    let live = app.host.context();
+fn request_for(services: &Services, ctx: &SessionContext, force: bool) -> IndexRequest {
+    let live = services.host.context();
     let leaf_id = if live.session_file == ctx.session_file {
         live.leaf_id
     } else {
@@ -150,7 +153,7 @@ fn request_for(app: &App, ctx: &SessionContext, force: bool) -> IndexRequest {
     };
     IndexRequest {
         session_file: ctx.session_file.clone().unwrap_or_default().into(),
-        meta_dir: app.meta_dir(ctx),
+        meta_dir: services.meta_dir(ctx),
         leaf_id,
         force,
         offline: false,

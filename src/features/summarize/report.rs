@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use super::job::{index_session, Failure, IndexOutcome, IndexRequest, Indexed};
 use crate::model::LOCAL_PROVIDER;
 use crate::plugin::host::NotifyLevel;
-use crate::plugin::state::App;
-use crate::store::meta::SessionMeta;
+use crate::plugin::state::Services;
+use crate::store::meta::{ModelChoice, SessionMeta};
 use crate::text::one_line;
 use crate::time::iso_now;
 
@@ -20,9 +20,12 @@ pub use super::job::ENTRY_TYPE;
 
 /// Run an index with all host effects. `Ok(None)`: skipped (below threshold).
 /// Callers in the plugin hold the session's [`SessionGate`].
-pub fn run_reported(app: &Arc<App>, request: &IndexRequest) -> Result<Option<Indexed>, Failure> {
-    let started = || app.show_status("indexing", "indexing…", false);
-    match index_session(app, request, &started) {
+pub fn run_reported(
+    services: &Arc<Services>,
+    request: &IndexRequest,
+) -> Result<Option<Indexed>, Failure> {
+    let started = || services.show_status("indexing", "indexing…", false);
+    match index_session(&services.model_env(), request, &started) {
         Ok(IndexOutcome::Skipped {
             session_id,
             new_user_messages,
@@ -33,32 +36,32 @@ pub fn run_reported(app: &Arc<App>, request: &IndexRequest) -> Result<Option<Ind
         Ok(IndexOutcome::Indexed(indexed)) => {
             let cost = indexed.meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
             crate::model::spend::record(
-                &app.spent,
+                &services.spent,
                 &request.meta_dir,
                 crate::model::spend::Kind::Indexing,
                 cost,
             );
-            report_success(app, &indexed);
+            report_success(services, &indexed);
             Ok(Some(*indexed))
         }
         Err(failure) => {
-            report_failure(app, &failure);
+            report_failure(services, &failure);
             Err(failure)
         }
     }
 }
 
-fn report_success(app: &Arc<App>, indexed: &Indexed) {
+fn report_success(services: &Arc<Services>, indexed: &Indexed) {
     let meta = &indexed.meta;
     if let Some(reason) = &indexed.fallback_reason {
-        warn_offline_once(app, reason);
+        warn_offline_once(services, reason);
     }
     // The name a user set is never replaced; the meta file took it too.
     if !indexed.user_named && indexed.previous_session_name.as_deref() != Some(meta.name.as_str()) {
-        app.host.set_session_name(&meta.name);
+        services.host.set_session_name(&meta.name);
     }
     let usage = meta.usage.clone().unwrap_or_default();
-    app.host.append_entry(
+    services.host.append_entry(
         ENTRY_TYPE,
         &json!({
             "success": true,
@@ -79,25 +82,14 @@ fn report_success(app: &Arc<App>, indexed: &Indexed) {
     );
     let text = match meta
         .model_choice
-        .as_deref()
-        .filter(|c| *c != "offline")
-        .map(choice_label)
+        .as_ref()
+        .filter(|c| **c != ModelChoice::Offline)
+        .map(ModelChoice::label)
     {
         Some(why) => format!("indexed ({} by {}: {why})", cost_label(meta), meta.model),
         None => format!("indexed ({})", cost_label(meta)),
     };
-    app.show_status("indexing", &text, true);
-}
-
-/// What a `modelChoice` means, for people.
-pub fn choice_label(choice: &str) -> &'static str {
-    match choice {
-        "configured" => "configured key",
-        "cheapest" => "cheapest in pi's registry",
-        "session" => "fallback: the session's model",
-        "offline" => "offline model",
-        _ => "",
-    }
+    services.show_status("indexing", &text, true);
 }
 
 /// `$0.0012` for a priced model; `offline` for the local model, whose zero
@@ -109,7 +101,7 @@ pub fn cost_label(meta: &SessionMeta) -> String {
     format!("${:.4}", meta.usage.as_ref().map_or(0.0, |u| u.cost_usd))
 }
 
-fn report_failure(app: &Arc<App>, failure: &Failure) {
+fn report_failure(services: &Arc<Services>, failure: &Failure) {
     let reason = failure.error.to_string();
     let mut data = json!({
         "success": false,
@@ -121,9 +113,9 @@ fn report_failure(app: &Arc<App>, failure: &Failure) {
     if let (Value::Object(map), None) = (&mut data, &failure.session_id) {
         map.remove("sessionId");
     }
-    app.host.append_entry(ENTRY_TYPE, &data);
+    services.host.append_entry(ENTRY_TYPE, &data);
     tracing::warn!(session = ?failure.session_id, model = ?failure.model, "indexing failed: {reason}");
-    app.show_status(
+    services.show_status(
         "indexing",
         &format!("index failed: {}", one_line(&reason, 160)),
         true,
@@ -168,11 +160,11 @@ impl Drop for SessionGate {
     }
 }
 
-fn warn_offline_once(app: &Arc<App>, reason: &str) {
+fn warn_offline_once(services: &Arc<Services>, reason: &str) {
     static WARNED: AtomicBool = AtomicBool::new(false);
     if !WARNED.swap(true, Ordering::SeqCst) {
         tracing::warn!("using the offline model local/extractive: {reason}");
-        app.host.notify(
+        services.host.notify(
             &format!(
                 "session-index: no model available, indexing with the offline model ({})",
                 one_line(reason, 200)

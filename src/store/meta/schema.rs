@@ -28,10 +28,9 @@ pub struct SessionMeta {
     /// `provider/id` of the model that wrote it (`local/extractive` offline).
     #[serde(default)]
     pub model: String,
-    /// Why that model: `configured` (a modelKeys entry), `cheapest` (pi's registry),
-    /// `session` (the session's model, as a last resort) or `offline`.
+    /// Why that model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model_choice: Option<String>,
+    pub model_choice: Option<ModelChoice>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_indexed_leaf_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -46,6 +45,59 @@ pub struct SessionMeta {
     pub open_tasks: Vec<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Why a model wrote a meta (`modelChoice`). Written as its name; a name
+/// this version does not know (a newer writer's) is kept as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum ModelChoice {
+    /// A `modelKeys` entry.
+    Configured,
+    /// The cheapest capable model in pi's registry.
+    Cheapest,
+    /// The session's own model, as a last resort.
+    Session,
+    /// The offline extractive model.
+    Offline,
+    Other(String),
+}
+
+impl ModelChoice {
+    /// What it means, for people.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ModelChoice::Configured => "configured key",
+            ModelChoice::Cheapest => "cheapest in pi's registry",
+            ModelChoice::Session => "fallback: the session's model",
+            ModelChoice::Offline => "offline model",
+            ModelChoice::Other(_) => "",
+        }
+    }
+}
+
+impl From<String> for ModelChoice {
+    fn from(name: String) -> ModelChoice {
+        match name.as_str() {
+            "configured" => ModelChoice::Configured,
+            "cheapest" => ModelChoice::Cheapest,
+            "session" => ModelChoice::Session,
+            "offline" => ModelChoice::Offline,
+            _ => ModelChoice::Other(name),
+        }
+    }
+}
+
+impl From<ModelChoice> for String {
+    fn from(choice: ModelChoice) -> String {
+        match choice {
+            ModelChoice::Configured => "configured".into(),
+            ModelChoice::Cheapest => "cheapest".into(),
+            ModelChoice::Session => "session".into(),
+            ModelChoice::Offline => "offline".into(),
+            ModelChoice::Other(name) => name,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
