@@ -2,12 +2,15 @@
 //! with garde. A broken config never stops the plugin from loading: the
 //! problems are reported once and the features that need a config do nothing.
 
+mod privacy;
+
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use garde::Validate;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+pub use privacy::PrivacyConfig;
 
 /// The whole config file. Every field has a default, so `{}` is valid.
 #[derive(Debug, Clone, Serialize, Deserialize, Validate, PartialEq)]
@@ -289,69 +292,6 @@ impl Default for SearchConfig {
     }
 }
 
-/// Sessions kept away from every model and index: never indexed, injected by `@@`,
-/// queried or searched.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Validate, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct PrivacyConfig {
-    /// Globs matched against a session's project directory (cwd) and its file path.
-    /// `*` and `?` stay within a path segment, `**` crosses segments, `~/` is the home
-    /// directory; a glob that does not start with `/` or `~/` may match from any segment
-    /// (`*-private`, `clients/acme`), and a directory that matches covers what is under it.
-    #[garde(length(max = 256), inner(length(chars, min = 1, max = 512)))]
-    pub exclude: Vec<String>,
-}
-
-impl PrivacyConfig {
-    /// Whether the session of project `cwd` stored at `path` is excluded.
-    pub fn excludes(&self, cwd: &str, path: &Path) -> bool {
-        let home = std::env::var("HOME").unwrap_or_default();
-        let path = path.to_string_lossy();
-        self.exclude.iter().any(|g| {
-            [cwd, &path]
-                .iter()
-                .any(|s| !s.is_empty() && glob_covers(g, s, &home))
-        })
-    }
-}
-
-/// Whether `glob` matches `path`, a directory above it, or (unanchored) a part of it
-/// that starts after a `/`.
-fn glob_covers(glob: &str, path: &str, home: &str) -> bool {
-    let glob = glob.trim_end_matches('/');
-    let (glob, anchored) = match glob.strip_prefix("~/") {
-        Some(rest) => (format!("{}/{rest}", home.trim_end_matches('/')), true),
-        None => (glob.to_string(), glob.starts_with('/')),
-    };
-    let glob: Vec<char> = glob.chars().collect();
-    let cuts = |s: &str| s.match_indices('/').map(|(i, _)| i).collect::<Vec<_>>();
-    let starts =
-        std::iter::once(0).chain(cuts(path).into_iter().map(|i| i + 1).filter(|_| !anchored));
-    starts.into_iter().any(|start| {
-        let rest = &path[start..];
-        cuts(rest)
-            .into_iter()
-            .chain([rest.len()])
-            .any(|end| glob_match(&glob, &rest[..end].chars().collect::<Vec<_>>()))
-    })
-}
-
-fn glob_match(p: &[char], s: &[char]) -> bool {
-    match p {
-        [] => s.is_empty(),
-        ['*', '*', '/', rest @ ..] => {
-            glob_match(rest, s)
-                || (0..s.len()).any(|i| s[i] == '/' && glob_match(rest, &s[i + 1..]))
-        }
-        ['*', '*', rest @ ..] => (0..=s.len()).any(|i| glob_match(rest, &s[i..])),
-        ['*', rest @ ..] => (0..=s.len())
-            .take_while(|&i| i == 0 || s[i - 1] != '/')
-            .any(|i| glob_match(rest, &s[i..])),
-        ['?', rest @ ..] => matches!(s, [c, tail @ ..] if *c != '/' && glob_match(rest, tail)),
-        [c, rest @ ..] => matches!(s, [d, tail @ ..] if d == c && glob_match(rest, tail)),
-    }
-}
-
 /// Parse and validate a config document as the host hands it over: `null`
 /// (no config file: the defaults), a JSON string (the host could not use the
 /// file: the string says why), or the file's object. On failure, returns
@@ -455,6 +395,7 @@ fn file_spelling(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn only_an_empty_object_or_no_config_is_the_default() {
