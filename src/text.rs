@@ -1,6 +1,6 @@
 //! Small text helpers shared by every module that cuts or shows text: the
 //! one `clip`, the UTF-8 boundary rules, and text on one line (`flat`,
-//! `one_line`) or with the home directory as `~` (`home_relative`).
+//! `one_line`, `first_line`) or with the home directory as `~` (`home_relative`).
 
 /// Which part of a text [`clip`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +59,16 @@ pub fn flat(text: &str) -> String {
 /// in one-line status messages and log lines.
 pub fn one_line(text: &str, max: usize) -> String {
     clip(&flat(text), max, Keep::Head)
+}
+
+/// The first line of `text`, trimmed, at most `max` UTF-16 units ([`clip`]):
+/// what an error says before its details (tool results quote it).
+pub fn first_line(text: &str, max: usize) -> String {
+    clip(
+        text.lines().next().unwrap_or_default().trim(),
+        max,
+        Keep::Head,
+    )
 }
 
 /// `/home/me/work/x` as `~/work/x` for the user whose home it is.

@@ -85,12 +85,12 @@ impl Row {
                 ));
             }
             if let Some(d) = entry.description.as_deref() {
-                fields.push(field(&clip(d, 160), 0.85, true));
+                fields.push(field(&prose_head(d, 160), 0.85, true));
             }
             // Sessions never indexed and never named are still found by what they started with.
             if let Some(m) = entry.first_message.as_deref() {
                 fields.push(field(
-                    &clip(m, 120),
+                    &prose_head(m, 120),
                     if names.is_empty() { 0.9 } else { 0.75 },
                     true,
                 ));
@@ -100,7 +100,9 @@ impl Row {
     }
 }
 
-fn clip(text: &str, chars: usize) -> String {
+/// The first `chars` characters of a prose field, its references removed
+/// (no ellipsis: the text is matched, never shown).
+fn prose_head(text: &str, chars: usize) -> String {
     without_references(text).chars().take(chars).collect()
 }
 

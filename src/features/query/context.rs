@@ -61,7 +61,10 @@ pub struct Assembled {
     pub total_windows: usize,
 }
 
-/// Assemble the context for `question` within `max_tokens`.
+/// Assemble the context for `question` within `max_tokens`: the header, the
+/// meta's index and the branch's summaries each within their share, then the
+/// windows chosen for relevance and recency in what is left, rendered in
+/// order.
 pub fn assemble(
     head: &SessionHead,
     meta: Option<&SessionMeta>,
@@ -70,8 +73,36 @@ pub fn assemble(
     max_tokens: usize,
 ) -> Assembled {
     let budget = max_tokens.saturating_mul(4);
-    let mut entry_ids = BTreeSet::new();
+    let header = header(head, budget);
+    let meta_text = meta
+        .map(|m| render_meta(m, share(budget, META_SHARE)))
+        .unwrap_or_default();
+    let (summaries, summaries_len) = fit_summaries(doc, share(budget, SUMMARY_SHARE));
+    let used = utf16_len(&header) + utf16_len(&meta_text) + summaries_len;
+    let query_tokens = tokenize(question);
+    let docs: Vec<&[String]> = doc.windows.iter().map(|w| w.tokens.as_slice()).collect();
+    let scores = with_turn_neighbours(&doc.windows, &bm25::scores(&docs, &query_tokens));
+    let room = budget.saturating_sub(used + 200);
+    let chosen = choose_windows(doc, &scores, room, share(budget, RECENT_SHARE));
+    let (text, entry_ids) = render(header, &meta_text, &summaries, &chosen, doc.windows.len());
+    Assembled {
+        tokens: estimate_tokens(&text),
+        text,
+        entry_ids,
+        chosen,
+        summaries,
+        query_tokens,
+        total_windows: doc.windows.len(),
+    }
+}
 
+/// `fraction` of `budget`.
+fn share(budget: usize, fraction: f64) -> usize {
+    ((budget as f64) * fraction) as usize
+}
+
+/// Who the session is, within a tenth of the budget.
+fn header(head: &SessionHead, budget: usize) -> String {
     let mut header = format!("Session \"{}\" (id {})", head.name, head.id);
     if !head.cwd.is_empty() {
         header.push_str(&format!("\nProject: {}", head.cwd));
@@ -82,107 +113,75 @@ pub fn assemble(
     header.push_str(
         "\nOnly the session's active branch is shown. Lines start with [entryId] role.\n",
     );
-    let header = clip(&header, budget / 10, Keep::Head);
-    let mut used = utf16_len(&header);
+    clip(&header, budget / 10, Keep::Head)
+}
 
-    let meta_text = meta
-        .map(|m| render_meta(m, ((budget as f64) * META_SHARE) as usize))
-        .unwrap_or_default();
-    used += utf16_len(&meta_text);
-
-    // The newest summary first: compaction summaries are cumulative.
-    let summary_budget = ((budget as f64) * SUMMARY_SHARE) as usize;
+/// The branch's summaries that fit `room`, newest first (compaction summaries
+/// are cumulative), each cut to what is left; in branch order, with the room
+/// they take.
+fn fit_summaries(doc: &BranchDoc, room: usize) -> (Vec<Item>, usize) {
     let mut summaries: Vec<Item> = Vec::new();
-    let mut summary_used = 0;
+    let mut used = 0;
     for s in doc.summaries.iter().rev() {
-        let room = summary_budget.saturating_sub(summary_used);
+        let left = room.saturating_sub(used);
         let overhead = s.render_len() - utf16_len(&s.text) + 1;
-        if room < MIN_SUMMARY_CHARS + overhead {
+        if left < MIN_SUMMARY_CHARS + overhead {
             break;
         }
-        let text = clip(&s.text, room - overhead, Keep::Head);
-        let it = Item {
+        let item = Item {
             entry_id: s.entry_id.clone(),
             role: s.role.clone(),
-            text,
+            text: clip(&s.text, left - overhead, Keep::Head),
         };
-        summary_used += it.render_len() + 1;
-        summaries.push(it);
+        used += item.render_len() + 1;
+        summaries.push(item);
     }
     summaries.reverse();
-    used += summary_used;
+    (summaries, used)
+}
 
-    let query_tokens = tokenize(question);
-    let docs: Vec<&[String]> = doc.windows.iter().map(|w| w.tokens.as_slice()).collect();
-    let scores = with_turn_neighbours(&doc.windows, &bm25::scores(&docs, &query_tokens));
-
-    let mut remaining = budget.saturating_sub(used + 200);
-    let mut picked: Vec<Option<(f64, bool)>> = vec![None; doc.windows.len()];
-    let recent_reserve = (((budget as f64) * RECENT_SHARE) as usize).min(remaining);
-
-    // Relevant windows, best first, leaving the reserve for the newest turns.
-    let mut ranked: Vec<usize> = (0..doc.windows.len())
-        .filter(|&i| scores[i] > 0.0)
-        .collect();
+/// The windows to show, in branch order: the relevant ones, best first,
+/// leaving `recent` of `room` for the newest turns; then the newest turns in
+/// the reserve and whatever relevance left over. When nothing fits, the
+/// newest window's first items.
+fn choose_windows(doc: &BranchDoc, scores: &[f64], room: usize, recent: usize) -> Vec<Chosen> {
+    let windows = &doc.windows;
+    let mut remaining = room;
+    let mut picked: Vec<Option<(f64, bool)>> = vec![None; windows.len()];
+    let recent_reserve = recent.min(remaining);
+    let mut ranked: Vec<usize> = (0..windows.len()).filter(|&i| scores[i] > 0.0).collect();
     ranked.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(b.cmp(&a)));
     let mut relevant_room = remaining.saturating_sub(recent_reserve);
     for &i in &ranked {
-        let len = doc.windows[i].render_len() + 2;
+        let len = windows[i].render_len() + 2;
         if len <= relevant_room {
             relevant_room -= len;
             remaining -= len;
             picked[i] = Some((scores[i], false));
         }
     }
-    // Newest turns into the reserve and whatever relevance left over, then
-    // any remaining room goes to the next-best windows.
-    for i in (0..doc.windows.len()).rev() {
+    for i in (0..windows.len()).rev() {
         if picked[i].is_some() {
             continue;
         }
-        let len = doc.windows[i].render_len() + 2;
+        let len = windows[i].render_len() + 2;
         if len > remaining {
             break;
         }
         remaining -= len;
         picked[i] = Some((scores[i], true));
     }
-    // A single oversized newest window still shows its first items.
-    let mut partial: Option<Window> = None;
-    if picked.iter().all(Option::is_none) {
-        if let Some(last) = doc.windows.last() {
-            let mut items = Vec::new();
-            let mut room = remaining;
-            for it in &last.items {
-                let len = it.render_len() + 1;
-                if len > room {
-                    let overhead = len - utf16_len(&it.text);
-                    if room > overhead + 40 {
-                        let text = clip(&it.text, room - overhead, Keep::Head);
-                        items.push(Item { text, ..it.clone() });
-                    }
-                    break;
-                }
-                room -= len;
-                items.push(it.clone());
-            }
-            if !items.is_empty() {
-                partial = Some(Window {
-                    index: last.index,
-                    turn: last.turn,
-                    items,
-                    tokens: last.tokens.clone(),
-                });
-            }
-        }
-    }
-
+    let nothing_fits = picked.iter().all(Option::is_none);
+    let partial = windows
+        .last()
+        .filter(|_| nothing_fits)
+        .and_then(|last| first_items(last, remaining));
     let mut chosen: Vec<Chosen> = picked
         .iter()
         .enumerate()
         .filter_map(|(i, p)| {
             p.map(|(score, recent)| Chosen {
-                window: doc.windows[i].clone(),
+                window: windows[i].clone(),
                 score,
                 recent,
             })
@@ -196,29 +195,65 @@ pub fn assemble(
             recent: true,
         });
     }
+    chosen
+}
 
+/// The first items of an oversized `window` that fit `room` (the last one
+/// cut, when enough of it fits), if any.
+fn first_items(window: &Window, room: usize) -> Option<Window> {
+    let mut items = Vec::new();
+    let mut room = room;
+    for it in &window.items {
+        let len = it.render_len() + 1;
+        if len > room {
+            let overhead = len - utf16_len(&it.text);
+            if room > overhead + 40 {
+                let text = clip(&it.text, room - overhead, Keep::Head);
+                items.push(Item { text, ..it.clone() });
+            }
+            break;
+        }
+        room -= len;
+        items.push(it.clone());
+    }
+    (!items.is_empty()).then(|| Window {
+        index: window.index,
+        turn: window.turn,
+        items,
+        tokens: window.tokens.clone(),
+    })
+}
+
+/// The context text, and every entry id it shows.
+fn render(
+    header: String,
+    meta_text: &str,
+    summaries: &[Item],
+    chosen: &[Chosen],
+    total_windows: usize,
+) -> (String, BTreeSet<String>) {
+    let mut entry_ids = BTreeSet::new();
     let mut text = header;
     if !meta_text.is_empty() {
         text.push_str("\n## Index of the session\n");
-        text.push_str(&meta_text);
+        text.push_str(meta_text);
     }
     if !summaries.is_empty() {
         text.push_str("\n## Summaries on the branch\n");
-        for s in &summaries {
+        for s in summaries {
             text.push_str(&s.render());
             text.push('\n');
             entry_ids.insert(s.entry_id.clone());
         }
     }
     if !chosen.is_empty() {
-        let all = chosen.len() == doc.windows.len();
-        text.push_str(if all {
+        text.push_str(if chosen.len() == total_windows {
             "\n## Conversation (whole branch)\n"
         } else {
             "\n## Conversation excerpts (chronological; … marks omitted turns)\n"
         });
         let mut next_index = 0;
-        for c in &chosen {
+        for c in chosen {
             if c.window.index > next_index {
                 text.push_str("…\n");
             }
@@ -229,20 +264,11 @@ pub fn assemble(
             }
             next_index = c.window.index + 1;
         }
-        if next_index < doc.windows.len() {
+        if next_index < total_windows {
             text.push_str("…\n");
         }
     }
-    let tokens = estimate_tokens(&text);
-    Assembled {
-        text,
-        tokens,
-        entry_ids,
-        chosen,
-        summaries,
-        query_tokens,
-        total_windows: doc.windows.len(),
-    }
+    (text, entry_ids)
 }
 
 /// A turn split into several windows often asks in one and answers in the

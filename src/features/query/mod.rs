@@ -13,7 +13,7 @@ pub mod tokenize;
 mod tool;
 pub mod windows;
 
-use crate::text::{clip, Keep};
+use crate::text::{clip, first_line, Keep};
 use std::time::Instant;
 
 use pi_ext_abi::protocol::{SessionContext, ToolSpec, Usage};
@@ -247,7 +247,7 @@ pub fn answer(
         SessionError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             QueryError::FileMissing(format!("session file {} is missing", path.display()))
         }
-        other => QueryError::ParseFailed(one_line(&other.to_string())),
+        other => QueryError::ParseFailed(first_line(&other.to_string(), 300)),
     })?;
     let meta = match crate::store::meta::read(meta_dir, &session.header.id) {
         Ok(meta) => meta,
@@ -267,14 +267,11 @@ pub fn answer(
     // Past the daily cap, queries are answered offline (no model, no cost).
     let over_cap =
         crate::model::spend::over_cap(services.config.spending.daily_cap_usd, meta_dir).is_some();
-    let mut answer = match if over_cap {
-        None
-    } else {
-        model_answer::answer(services, &prepared, question)?
-    } {
-        Some(answer) => answer,
-        None => offline_answer(&prepared),
+    let by_model = match over_cap {
+        true => None,
+        false => model_answer::answer(services, &prepared, question)?,
     };
+    let mut answer = by_model.unwrap_or_else(|| offline_answer(&prepared));
     crate::model::spend::record(
         &services.spent,
         meta_dir,
@@ -308,13 +305,4 @@ pub fn offline_answer(prepared: &Prepared) -> QueryAnswer {
         context_entry_ids: prepared.assembled.entry_ids.iter().cloned().collect(),
         attempts: 0,
     }
-}
-
-/// First line, bounded: error texts end up in tool results and status lines.
-pub(crate) fn one_line(text: &str) -> String {
-    clip(
-        text.lines().next().unwrap_or_default().trim(),
-        300,
-        Keep::Head,
-    )
 }

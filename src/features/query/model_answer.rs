@@ -2,7 +2,7 @@
 //! object validated with garde (citations must name entries shown in the
 //! context) and retried by the model layer when invalid.
 
-use crate::text::{clip, Keep};
+use crate::text::{clip, first_line, Keep};
 use std::collections::{BTreeSet, HashMap};
 
 use garde::Validate;
@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::extract::MAX_EXCERPT_CHARS;
-use super::{one_line, Citation, Confidence, Prepared, QueryAnswer, QueryError};
+use super::{Citation, Confidence, Prepared, QueryAnswer, QueryError};
 use crate::model::{select_model, JsonTask, ModelError};
 use crate::plugin::state::Services;
 
@@ -131,7 +131,7 @@ pub fn answer(
             } else {
                 Err(QueryError::ModelUnavailable(format!(
                     "{} and offlineFallback is off",
-                    one_line(&reason)
+                    first_line(&reason, 300)
                 )))
             };
         }
@@ -202,7 +202,7 @@ fn roles_by_id(prepared: &Prepared) -> HashMap<&str, String> {
 }
 
 fn map_error(error: ModelError) -> QueryError {
-    let message = one_line(&error.to_string());
+    let message = first_line(&error.to_string(), 300);
     match error {
         ModelError::Unavailable(_) => QueryError::ModelUnavailable(message),
         ModelError::InvalidOutput { .. } | ModelError::ResponseTooLarge(_) => {

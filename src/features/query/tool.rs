@@ -2,7 +2,7 @@
 //! limit, resolution, the result document, telemetry and the status line.
 
 use crate::plugin::state::Tool;
-use crate::text::{clip, Keep};
+use crate::text::{clip, first_line, Keep};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,7 +10,7 @@ use pi_ext_abi::protocol::{SessionContext, ToolCall, ToolResult};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{one_line, QueryAnswer, QueryError};
+use super::{QueryAnswer, QueryError};
 use crate::plugin::state::Services;
 use crate::resolve::ResolveError;
 use crate::store::SessionRecord;
@@ -29,7 +29,7 @@ struct Args {
 
 fn parse_args(params: &Value) -> Result<Args, QueryError> {
     let args: Args = serde_json::from_value(params.clone())
-        .map_err(|e| QueryError::InvalidArgs(one_line(&e.to_string())))?;
+        .map_err(|e| QueryError::InvalidArgs(first_line(&e.to_string(), 300)))?;
     let (session, question) = (args.session.trim(), args.question.trim());
     for (name, value, max) in [
         ("session", session, MAX_REF_CHARS),
@@ -117,7 +117,7 @@ fn resolve(
         reference,
     );
     found.map(|r| r.entry).map_err(|e| {
-        let message = one_line(&e.to_string());
+        let message = first_line(&e.to_string(), 300);
         match e {
             ResolveError::NotFound { suggestions, .. } => QueryError::NotFound {
                 message,

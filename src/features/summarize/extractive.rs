@@ -69,36 +69,40 @@ const STOPWORDS: &str = "\
     were what when where which while will with within without work works would write yeah your you're \
     yours https http www left back else what's can't ahead hello here's i'll i'm you'll into also ";
 
+/// The texts of one role's messages, in order.
+fn said_by(messages: &[(Role, String)], role: Role) -> Vec<&str> {
+    messages
+        .iter()
+        .filter(|(r, _)| *r == role)
+        .map(|(_, t)| t.as_str())
+        .collect()
+}
+
+/// The project: the last directory of the cwd.
+fn project_name(cwd: &str) -> String {
+    let cwd = cwd.trim_end_matches(['/', '\\']);
+    cwd.rsplit(['/', '\\'])
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The opening request: the first user message that asks for something
+/// ("Hello?" does not), else the first one.
+fn opening_request(user: &[&str]) -> String {
+    let requests: Vec<String> = user.iter().map(|t| request_text(t)).collect();
+    let asks = |r: &&String| strip_fillers(r).split_whitespace().count() >= 3;
+    let request = requests.iter().find(asks).or(requests.first());
+    request.cloned().unwrap_or_default()
+}
+
 /// Build the index document for a session.
 pub fn summarize(input: &ExtractiveInput<'_>) -> IndexSummary {
     let messages = texts(input.branch);
-    let user: Vec<&str> = messages
-        .iter()
-        .filter(|(role, _)| *role == Role::User)
-        .map(|(_, t)| t.as_str())
-        .collect();
-    let assistant: Vec<&str> = messages
-        .iter()
-        .filter(|(role, _)| *role == Role::Assistant)
-        .map(|(_, t)| t.as_str())
-        .collect();
-    // The project: the last directory of the cwd.
-    let project = input
-        .cwd
-        .trim_end_matches(['/', '\\'])
-        .rsplit(['/', '\\'])
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    // The opening request: the first user message that asks for something ("Hello?" does not).
-    let requests: Vec<String> = user.iter().map(|t| request_text(t)).collect();
-    let asks = |r: &&String| strip_fillers(r).split_whitespace().count() >= 3;
-    let first_request = requests
-        .iter()
-        .find(asks)
-        .or(requests.first())
-        .cloned()
-        .unwrap_or_default();
+    let user = said_by(&messages, Role::User);
+    let assistant = said_by(&messages, Role::Assistant);
+    let project = project_name(input.cwd);
+    let first_request = opening_request(&user);
     let terms = terms(&messages, &project);
     let entities: Vec<String> = messages.iter().flat_map(|(_, t)| entities(t)).collect();
 
@@ -143,10 +147,10 @@ pub fn summarize(input: &ExtractiveInput<'_>) -> IndexSummary {
     }
 }
 
-/// `name` made distinct from the `taken` names (compared by [`name_key`]):
+/// `name` made distinct from the `taken` names (compared by [`words_key`]):
 /// the first of the session's `topics` it does not contain yet, else `date`.
 pub fn distinct_name(name: &str, taken: &[String], topics: &[String], date: &str) -> String {
-    let taken: HashSet<String> = taken.iter().map(|n| name_key(n)).collect();
+    let taken: HashSet<String> = taken.iter().map(|n| words_key(n)).collect();
     let lower = name.to_lowercase();
     let topics = topics
         .iter()
@@ -160,12 +164,13 @@ pub fn distinct_name(name: &str, taken: &[String], topics: &[String], date: &str
         .chain(topics)
         .chain(dated)
         .map(|candidate| clip(&candidate, MAX_NAME_CHARS, Keep::Head))
-        .find(|candidate| !taken.contains(&name_key(candidate)))
+        .find(|candidate| !taken.contains(&words_key(candidate)))
         .unwrap_or_else(|| name.to_string())
 }
 
-/// What two names are compared by: their lower-case words.
-pub fn name_key(name: &str) -> String {
+/// What two names are compared by for distinctness: their lower-case words
+/// (punctuation aside; the resolver's `name_key` keeps it, as a name is typed).
+pub fn words_key(name: &str) -> String {
     name.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()

@@ -189,7 +189,7 @@ fn taken_names_get_the_distinguishing_topic_then_the_date() {
         distinct_name("Other", &taken, &topics, "2026-02-20"),
         "Other"
     );
-    assert_eq!(name_key("Fix  login: in SHOP"), "fix login in shop");
+    assert_eq!(words_key("Fix  login: in SHOP"), "fix login in shop");
 }
 
 #[test]
