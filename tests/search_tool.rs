@@ -58,6 +58,10 @@ fn search_sessions_finds_ranked_sessions_with_entry_ids_within_the_call_limit() 
         .tools
         .iter()
         .any(|t| t.name == "search_sessions"));
+    // The index complete first, as pi's session_start refresh leaves it: the
+    // call's own catch-up (300 ms) may not finish the three on a loaded machine.
+    event(&plugin, &agent, "session_start", json!({}));
+    plugin.flush(Duration::from_secs(60));
 
     let result = call(
         &plugin,

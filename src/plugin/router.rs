@@ -46,13 +46,7 @@ impl SessionIndexPlugin {
         if config.query.enabled {
             tools.push(crate::features::query::tool_spec());
         }
-        let mut commands = vec![pi_ext_abi::protocol::CommandSpec {
-            name: config.command_name.clone(),
-            description:
-                "Index this session now: name, description, summary and tags in sessions-meta"
-                    .into(),
-        }];
-        commands.extend(crate::features::commands::specs(&self.services));
+        let commands = crate::features::commands::specs(&self.services);
         if config.search.enabled {
             tools.push(crate::features::search_tool::tool_spec());
         }
@@ -124,12 +118,6 @@ impl SessionIndexPlugin {
     pub fn run_command(&self, call: CommandCall) -> Result<CommandResult, String> {
         panic_if_requested(&format!("command:{}", call.command));
         check_version(call.v)?;
-        if call.command == self.services.config.command_name {
-            return Ok(crate::features::summarize::run_command(
-                &self.services,
-                &call,
-            ));
-        }
         crate::features::commands::run(&self.services, &call)
             .ok_or_else(|| format!("unknown command '{}'", call.command))
     }

@@ -136,7 +136,7 @@ impl Fixture {
             json!({"command": "index-session", "args": "", "ctx": self.ctx()}),
         )
         .unwrap();
-        session_index::features::summarize::run_command(&self.services, &call)
+        session_index::features::commands::index_session::run(&self.services, &call)
     }
 
     /// `agent_end`, then wait for the background job.

@@ -16,7 +16,7 @@ use pi_ext_abi::protocol::{CommandCall, CommandResult};
 
 use super::{ask_over_cap, failed, OVER_CAP};
 use crate::features::summarize::job::{self, index_session, IndexOutcome, IndexRequest};
-use crate::features::summarize::report::SessionGate;
+use crate::features::summarize::report::RunLock;
 use crate::plugin::host::NotifyLevel;
 use crate::plugin::state::Services;
 use crate::session::discovery;
@@ -184,8 +184,8 @@ fn run(
             break;
         }
         services.show_status("indexing", &format!("indexing {}/{total}", n + 1), false);
-        let gate = SessionGate::enter(path);
-        let _held = gate.lock();
+        let lock = RunLock::enter(path);
+        let _held = lock.lock();
         let request = IndexRequest {
             session_file: path.clone(),
             meta_dir: meta_dir.to_path_buf(),

@@ -1,9 +1,10 @@
-//! The plugin's commands in pi besides `/index-session`: the overview,
-//! `/continue`, bulk indexing and `/sessions` (search). Session controls (a new session, the
+//! The plugin's commands in pi: `/index-session`, the overview, `/continue`,
+//! bulk indexing and `/sessions` (search). Session controls (a new session, the
 //! selector) are returned as pi-ext-abi 1.1 actions for the host to perform
 //! once the command has returned.
 
 pub mod index_all;
+pub mod index_session;
 pub mod overview;
 pub mod sessions;
 
@@ -30,6 +31,10 @@ pub fn specs(services: &Services) -> Vec<CommandSpec> {
         )
     });
     let commands = vec![
+        spec(
+            &services.config.command_name,
+            "Index this session now: name, description, summary and tags in sessions-meta",
+        ),
         spec(&names.overview, "session-index: what it knows, the model in use, money spent, @@ syntax"),
         spec(&names.continue_from, "Start a new session carrying a session's summary: /continue <@@reference>"),
         spec(
@@ -44,7 +49,9 @@ pub fn specs(services: &Services) -> Vec<CommandSpec> {
 pub fn run(services: &Arc<Services>, call: &CommandCall) -> Option<CommandResult> {
     let names = &services.config.commands;
     let name = call.command.as_str();
-    Some(if name == names.overview {
+    Some(if name == services.config.command_name {
+        index_session::run(services, call)
+    } else if name == names.overview {
         overview::run(services, call)
     } else if name == names.continue_from {
         continue_from(services, call)

@@ -1,5 +1,7 @@
-//! Auto-indexing: the `agent_end` trigger, the `index-session` command and the
-//! background job that turns a session into its meta file.
+//! Summarize: what turns a session into its meta file (the job, its prompts
+//! and the offline model), the `agent_end` trigger, and the reporting of a
+//! run to the host. `/index-session` and `/index-all` are commands
+//! ([`crate::features::commands`]) built on it.
 
 pub mod extractive;
 pub mod job;
@@ -7,10 +9,8 @@ pub mod report;
 pub mod summary;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use pi_ext_abi::protocol::{CommandCall, CommandResult, SessionContext};
-use serde_json::json;
+use pi_ext_abi::protocol::SessionContext;
 
 use crate::plugin::host::NotifyLevel;
 use crate::plugin::state::Services;
@@ -69,74 +69,24 @@ pub fn on_agent_end(services: &Arc<Services>, ctx: &SessionContext) {
     tracing::debug!(session = %key, ?submitted, "agent_end indexing trigger");
 }
 
-/// `/index-session`: wait for idle, index regardless of the threshold, report.
-pub fn run_command(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
-    let failed = |message: String| crate::features::commands::failed(services, message);
-    if let Some(ask) = crate::features::commands::ask_over_cap(services, call) {
-        return ask;
-    }
-    if !services.config_ok() {
-        return failed(format!(
-            "session-index config is invalid: {}",
-            services.config_problems.join("; ")
-        ));
-    }
-    if call.ctx.session_file.as_deref().is_none_or(str::is_empty) {
-        return failed(
-            "this session is not saved to a file (ephemeral), so it cannot be indexed".into(),
-        );
-    }
-    let timeout = Duration::from_millis(services.config.timeout_ms.max(30_000));
-    if !services.host.wait_for_idle(timeout) {
-        tracing::warn!("the agent did not become idle within {timeout:?}; indexing anyway");
-    }
-    match run_serialized(services, &call.ctx, true) {
-        Ok(Some(indexed)) => {
-            let meta = &indexed.meta;
-            let message = format!(
-                "Indexed: {} ({}, {})",
-                meta.name,
-                meta.model,
-                report::cost_label(meta)
-            );
-            services.host.notify(&message, NotifyLevel::Success);
-            CommandResult {
-                ok: true,
-                message: Some(message),
-                details: json!({
-                    "metaFile": indexed.path.to_string_lossy(),
-                    "sessionId": meta.session_id,
-                    "name": meta.name,
-                    "model": meta.model,
-                    "incremental": indexed.incremental,
-                    "usage": meta.usage,
-                }),
-                actions: Vec::new(),
-            }
-        }
-        Ok(None) => failed("nothing to index".into()),
-        Err(failure) => failed(format!("Indexing failed: {}", failure.error)),
-    }
-}
-
 /// Index the session of `ctx` once no other run of it is in progress.
 ///
 /// `/index-session` runs on the command thread, outside the background job
 /// that `agent_end` started; run side by side, both read the same previous
 /// meta and session name, and both rename and report. The request is built
-/// only once the gate is held: the host's context call is then answered after
+/// only once the lock is held: the host's context call is then answered after
 /// the previous run's effects (session name, entries), which a serving host
 /// applies asynchronously, so this run reads the meta and the session name
 /// that run left and continues from its leaf.
-fn run_serialized(
+pub(crate) fn run_serialized(
     services: &Arc<Services>,
     ctx: &SessionContext,
     force: bool,
 ) -> Result<Option<Indexed>, job::Failure> {
-    let gate = report::SessionGate::enter(std::path::Path::new(
+    let lock = report::RunLock::enter(std::path::Path::new(
         ctx.session_file.as_deref().unwrap_or_default(),
     ));
-    let _held = gate.lock();
+    let _held = lock.lock();
     let request = request_for(services, ctx, force);
     run_reported(services, &request)
 }

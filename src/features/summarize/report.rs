@@ -19,7 +19,7 @@ use crate::time::iso_now;
 pub use super::job::ENTRY_TYPE;
 
 /// Run an index with all host effects. `Ok(None)`: skipped (below threshold).
-/// Callers in the plugin hold the session's [`SessionGate`].
+/// Callers in the plugin hold the session's [`RunLock`].
 pub fn run_reported(
     services: &Arc<Services>,
     request: &IndexRequest,
@@ -122,36 +122,36 @@ fn report_failure(services: &Arc<Services>, failure: &Failure) {
     );
 }
 
-/// The [`SessionGate`] mutexes, by absolute session file.
-static GATES: Mutex<BTreeMap<PathBuf, Arc<Mutex<()>>>> = Mutex::new(BTreeMap::new());
+/// The [`RunLock`] mutexes, by absolute session file.
+static RUN_LOCKS: Mutex<BTreeMap<PathBuf, Arc<Mutex<()>>>> = Mutex::new(BTreeMap::new());
 
 /// One in-process mutex per session file, dropped from the map when unused:
 /// index runs of one session never overlap (see `super::run_serialized`).
-pub struct SessionGate {
+pub struct RunLock {
     key: PathBuf,
     mutex: Arc<Mutex<()>>,
 }
 
-impl SessionGate {
-    pub fn enter(session_file: &Path) -> SessionGate {
+impl RunLock {
+    pub fn enter(session_file: &Path) -> RunLock {
         let key = std::path::absolute(session_file).unwrap_or_else(|_| session_file.to_path_buf());
-        let mutex = match GATES.lock() {
+        let mutex = match RUN_LOCKS.lock() {
             Ok(mut map) => map.entry(key.clone()).or_default().clone(),
             // A poisoned map only loses the serialization, never the index.
             Err(_) => Arc::default(),
         };
-        SessionGate { key, mutex }
+        RunLock { key, mutex }
     }
 
     pub fn lock(&self) -> MutexGuard<'_, ()> {
-        // A run that panicked left nothing half-done that the gate protects.
+        // A run that panicked left nothing half-done that the lock protects.
         self.mutex.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-impl Drop for SessionGate {
+impl Drop for RunLock {
     fn drop(&mut self) {
-        if let Ok(mut map) = GATES.lock() {
+        if let Ok(mut map) = RUN_LOCKS.lock() {
             // The map's own reference plus ours: nobody else waits on this session.
             if Arc::strong_count(&self.mutex) <= 2 {
                 map.remove(&self.key);
