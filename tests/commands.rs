@@ -10,25 +10,18 @@ use crate::support::synth::{Agent, Synth};
 use pi_ext_abi::protocol::{
     Action, CommandCall, CommandResult, EventCall, SessionContext, PROTOCOL_VERSION,
 };
-use pi_ext_host::{Manifest, PluginInstance, RecordingHost};
+use pi_ext_host::{PluginInstance, RecordingHost};
 use serde_json::{json, Value};
 
 const CWD: &str = "/proj/a";
 
 fn load(agent: &Agent, config: &str) -> (PluginInstance, RecordingHost, SessionContext) {
-    let manifest = Manifest::load(crate::support::plugin::repo_root()).unwrap();
-    let module = pi_ext_host::loader::load_module(
-        &manifest,
-        Some(&crate::support::plugin::plugin_library()),
-    )
-    .unwrap();
     let ctx = pi_ext_host::context::bare_context(&agent.dir);
     let ctx = SessionContext {
         cwd: CWD.into(),
         ..ctx
     };
-    let host = RecordingHost::with_stderr_level(ctx.clone(), None);
-    let instance = PluginInstance::new(module, host.to_host_box(), &manifest.dir, config).unwrap();
+    let (instance, host) = crate::support::plugin::instance(&ctx, config);
     (instance, host, ctx)
 }
 

@@ -11,9 +11,10 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::support::plugin::{event_on, tool_on};
 use crate::support::synth::{Agent, Synth};
-use pi_ext_abi::protocol::{EventCall, SessionContext, ToolCall, PROTOCOL_VERSION};
-use pi_ext_host::{Manifest, PluginInstance, RecordingHost};
+use pi_ext_abi::protocol::SessionContext;
+use pi_ext_host::PluginInstance;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_session-index");
@@ -113,32 +114,13 @@ fn run_cli(args: &[&str], agent: &Path) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn event(instance: &PluginInstance, ctx: &SessionContext, name: &str, payload: Value) -> Value {
-    let call = EventCall {
-        v: PROTOCOL_VERSION,
-        event: name.into(),
-        payload,
-        ctx: ctx.clone(),
-    };
-    instance.event(&call).expect("event")
-}
-
 fn query(
     instance: &PluginInstance,
     ctx: &SessionContext,
     session: &str,
 ) -> pi_ext_abi::protocol::ToolResult {
     let params = json!({"session": session, "question": "What was decided?"});
-    let call = ToolCall {
-        v: PROTOCOL_VERSION,
-        tool: "query_session".into(),
-        tool_call_id: "c".into(),
-        params,
-        ctx: ctx.clone(),
-    };
-    instance
-        .tool(&call)
-        .expect("the tool call itself never fails")
+    tool_on(instance, ctx, "query_session", params)
 }
 
 #[test]
@@ -148,19 +130,11 @@ fn the_plugin_reads_only_regular_files_inside_its_directories() {
     let (effects, refs, by_name, fifo_query, outside_query) = within_deadline(
         "the plugin scenario",
         move || {
-            let manifest = Manifest::load(crate::support::plugin::repo_root()).unwrap();
-            let module = pi_ext_host::loader::load_module(
-                &manifest,
-                Some(&crate::support::plugin::plugin_library()),
-            )
-            .unwrap();
             let ctx = pi_ext_host::session_context(&current, None, &agent_dir, None).unwrap();
-            let host = RecordingHost::with_stderr_level(ctx.clone(), None);
             let config = r#"{"modelKeys":["local/extractive"],"minNewUserMessages":1,"query":{"maxCallsPerTurn":10},"references":{"maxRefsPerPrompt":5}}"#;
-            let instance =
-                PluginInstance::new(module, host.to_host_box(), &manifest.dir, config).unwrap();
+            let (instance, host) = crate::support::plugin::instance(&ctx, config);
             assert_eq!(
-                event(
+                event_on(
                     &instance,
                     &ctx,
                     "session_start",
@@ -174,7 +148,7 @@ fn the_plugin_reads_only_regular_files_inside_its_directories() {
             );
             let prompt =
                 format!("See @@0f1f0000 and @@0e000000 and @@\"{OUTSIDE_NAME}\" and @@01a200d9");
-            let refs = event(
+            let refs = event_on(
                 &instance,
                 &ctx,
                 "before_agent_start",
@@ -183,7 +157,7 @@ fn the_plugin_reads_only_regular_files_inside_its_directories() {
             let by_name = query(&instance, &ctx, "Cache layer design");
             let fifo_query = query(&instance, &ctx, FIFO_ID);
             let outside_query = query(&instance, &ctx, OUTSIDE_ID);
-            event(&instance, &ctx, "agent_end", json!({"messages": []}));
+            event_on(&instance, &ctx, "agent_end", json!({"messages": []}));
             assert!(
                 instance.flush(Duration::from_secs(60)).idle,
                 "indexing finished"

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use pi_ext_abi::protocol::{EventCall, ToolCall, ToolResult, PROTOCOL_VERSION};
-use pi_ext_host::{Manifest, PluginInstance, RecordingHost};
+use crate::support::plugin::tool_on;
+use pi_ext_abi::protocol::{EventCall, PROTOCOL_VERSION};
 use serde_json::{json, Value};
 
 const BRANCH: &str = "generated/branch-summary-2026-11-22T01-22-32-496Z.jsonl";
@@ -21,23 +21,6 @@ fn copy_into(agent: &Path, rel: &str) -> PathBuf {
     dest
 }
 
-fn tool(
-    instance: &PluginInstance,
-    ctx: &pi_ext_abi::protocol::SessionContext,
-    params: Value,
-) -> ToolResult {
-    let call = ToolCall {
-        v: PROTOCOL_VERSION,
-        tool: "query_session".into(),
-        tool_call_id: "c1".into(),
-        params,
-        ctx: ctx.clone(),
-    };
-    instance
-        .tool(&call)
-        .expect("the tool call itself never fails")
-}
-
 #[test]
 fn query_session_through_the_abi() {
     let agent = tempfile::tempdir().unwrap();
@@ -46,25 +29,19 @@ fn query_session_through_the_abi() {
         agent.path(),
         "real/2026-02-19T13-30-29-055Z_64ddb985-5b6b-4d0c-854b-e8300d86dee4.jsonl",
     );
-    let manifest = Manifest::load(crate::support::plugin::repo_root()).unwrap();
-    let module = pi_ext_host::loader::load_module(
-        &manifest,
-        Some(&crate::support::plugin::plugin_library()),
-    )
-    .unwrap();
     let ctx = pi_ext_host::session_context(&current, None, agent.path(), None).unwrap();
-    let host = RecordingHost::with_stderr_level(ctx.clone(), None);
     let config = r#"{"modelKeys":["local/extractive"]}"#;
-    let instance = PluginInstance::new(module, host.to_host_box(), &manifest.dir, config).unwrap();
+    let (instance, host) = crate::support::plugin::instance(&ctx, config);
     assert!(instance
         .registrations()
         .tools
         .iter()
         .any(|t| t.name == "query_session"));
 
-    let result = tool(
+    let result = tool_on(
         &instance,
         &ctx,
+        "query_session",
         json!({"session": "Cache layer design", "question": "Which eviction policy did we settle on?"}),
     );
     assert!(!result.is_error, "{result:?}");
@@ -91,9 +68,10 @@ fn query_session_through_the_abi() {
         );
     }
 
-    let limited = tool(
+    let limited = tool_on(
         &instance,
         &ctx,
+        "query_session",
         json!({"session": "Cache layer design", "question": "again?"}),
     );
     assert!(limited.is_error);
@@ -106,20 +84,22 @@ fn query_session_through_the_abi() {
         ctx: ctx.clone(),
     };
     instance.event(&event).unwrap();
-    let missing = tool(
+    let missing = tool_on(
         &instance,
         &ctx,
+        "query_session",
         json!({"session": "no-such-thing-at-all", "question": "q?"}),
     );
     assert_eq!(missing.details["code"], "SESSION_NOT_FOUND", "{missing:?}");
     // An unresolved reference does not use up the allowance.
-    let again = tool(
+    let again = tool_on(
         &instance,
         &ctx,
+        "query_session",
         json!({"session": "01a200d9-05af", "question": "Which eviction policy?"}),
     );
     assert!(!again.is_error, "{again:?}");
-    let bad = tool(&instance, &ctx, json!({"session": "x"}));
+    let bad = tool_on(&instance, &ctx, "query_session", json!({"session": "x"}));
     assert_eq!(bad.details["code"], "INVALID_ARGS");
 
     let telemetry: Vec<Value> = host

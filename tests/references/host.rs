@@ -3,25 +3,9 @@
 //! catalog, before_agent_start returns the persisted message, completion is
 //! a plugin request.
 
+use crate::support::plugin::event_on;
 use crate::support::synth::{Agent, Synth};
-use pi_ext_abi::protocol::{EventCall, PROTOCOL_VERSION};
-use pi_ext_host::{Manifest, PluginInstance, RecordingHost};
 use serde_json::{json, Value};
-
-fn event(
-    instance: &PluginInstance,
-    ctx: &pi_ext_abi::protocol::SessionContext,
-    name: &str,
-    payload: Value,
-) -> Value {
-    let call = EventCall {
-        v: PROTOCOL_VERSION,
-        event: name.into(),
-        payload,
-        ctx: ctx.clone(),
-    };
-    instance.event(&call).expect("event")
-}
 
 #[test]
 fn references_through_the_abi() {
@@ -37,19 +21,12 @@ fn references_through_the_abi() {
     a.session(&Synth::new("0b000000-0000-4000-8000-000000000002", "/y").name("Twin"));
     a.session(&Synth::new("0b000000-0000-4000-8000-000000000003", "/z").name("Twin"));
 
-    let manifest = Manifest::load(crate::support::plugin::repo_root()).unwrap();
-    let module = pi_ext_host::loader::load_module(
-        &manifest,
-        Some(&crate::support::plugin::plugin_library()),
-    )
-    .unwrap();
     let ctx = pi_ext_host::session_context(&current, None, &a.dir, None).unwrap();
-    let host = RecordingHost::with_stderr_level(ctx.clone(), None);
     let config = r#"{"references":{"maxRefsPerPrompt":5}}"#;
-    let instance = PluginInstance::new(module, host.to_host_box(), &manifest.dir, config).unwrap();
+    let (instance, host) = crate::support::plugin::instance(&ctx, config);
 
     assert_eq!(
-        event(
+        event_on(
             &instance,
             &ctx,
             "session_start",
@@ -62,7 +39,7 @@ fn references_through_the_abi() {
     let text = "Compare @@fd67ceb3 with @@cache-layer-design~1 and @@\"ünïcode — naïve café ✓\"; \
                 not `@@twin` nor me@@twin.com, but @@twin and @@../../../etc/passwd";
     let payload = json!({"type": "before_agent_start", "prompt": text, "systemPrompt": "sys"});
-    let result = event(&instance, &ctx, "before_agent_start", payload);
+    let result = event_on(&instance, &ctx, "before_agent_start", payload);
     let m = &result["message"];
     assert_eq!(m["customType"], "session-reference");
     assert_eq!(m["display"], false);
@@ -129,7 +106,7 @@ fn references_through_the_abi() {
 
     // No references: no message, no telemetry.
     host.take_effects();
-    let plain = event(
+    let plain = event_on(
         &instance,
         &ctx,
         "before_agent_start",

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::support::mock_provider::{MockProvider, Reply, Wire};
 use crate::support::summarize::*;
 use pi_ext_abi::protocol::{CommandCall, EventCall, PROTOCOL_VERSION};
-use pi_ext_host::{Manifest, PluginInstance, RecordingHost};
+use pi_ext_host::{PluginInstance, RecordingHost};
 use serde_json::{json, Value};
 use session_index::store::meta;
 
@@ -26,21 +26,8 @@ fn hosted(example: &str, config: Value) -> Hosted {
         agent_dir,
         session_file: session,
     } = Scratch::new(example);
-    let manifest = Manifest::load(crate::support::plugin::repo_root()).unwrap();
-    let module = pi_ext_host::loader::load_module(
-        &manifest,
-        Some(&crate::support::plugin::plugin_library()),
-    )
-    .unwrap();
     let ctx = pi_ext_host::session_context(&session, None, &agent_dir, None).unwrap();
-    let host = RecordingHost::with_stderr_level(ctx.clone(), None);
-    let instance = PluginInstance::new(
-        module,
-        host.to_host_box(),
-        &manifest.dir,
-        &config.to_string(),
-    )
-    .unwrap();
+    let (instance, host) = crate::support::plugin::instance(&ctx, &config.to_string());
     Hosted {
         _dir: dir,
         agent_dir,

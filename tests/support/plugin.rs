@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pi_ext_abi::protocol::{EventCall, SessionContext, PROTOCOL_VERSION};
+use pi_ext_abi::protocol::{EventCall, SessionContext, ToolCall, ToolResult, PROTOCOL_VERSION};
 use pi_ext_host::{Manifest, PluginInstance, RecordingHost};
 use serde_json::Value;
 
@@ -42,6 +42,55 @@ pub struct Loaded {
     pub instance: PluginInstance,
     pub ctx: SessionContext,
     _agent_dir: tempfile::TempDir,
+}
+
+/// The real plugin library, loaded through the repository's manifest as a
+/// host loads it, instantiated over `ctx` with `config_json`, and the
+/// recording host it talks to.
+pub fn instance(ctx: &SessionContext, config_json: &str) -> (PluginInstance, RecordingHost) {
+    let manifest = Manifest::load(repo_root()).expect("repo plugin.toml loads");
+    let module = pi_ext_host::loader::load_module(&manifest, Some(&plugin_library()))
+        .expect("plugin library loads");
+    let host = RecordingHost::with_stderr_level(ctx.clone(), None);
+    let instance = PluginInstance::new(module, host.to_host_box(), &manifest.dir, config_json)
+        .expect("plugin instantiates");
+    (instance, host)
+}
+
+/// Deliver the event `name` to `instance`; its result document.
+pub fn event_on(
+    instance: &PluginInstance,
+    ctx: &SessionContext,
+    name: &str,
+    payload: Value,
+) -> Value {
+    let call = EventCall {
+        v: PROTOCOL_VERSION,
+        event: name.into(),
+        payload,
+        ctx: ctx.clone(),
+    };
+    instance.event(&call).expect("event")
+}
+
+/// Call the tool `tool` of `instance` (the call itself never fails; its
+/// result may be an error).
+pub fn tool_on(
+    instance: &PluginInstance,
+    ctx: &SessionContext,
+    tool: &str,
+    params: Value,
+) -> ToolResult {
+    let call = ToolCall {
+        v: PROTOCOL_VERSION,
+        tool: tool.into(),
+        tool_call_id: "c1".into(),
+        params,
+        ctx: ctx.clone(),
+    };
+    instance
+        .tool(&call)
+        .expect("the tool call itself never fails")
 }
 
 /// Load the real plugin library through the manifest with `config_json`
