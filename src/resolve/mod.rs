@@ -1,16 +1,20 @@
-//! The sessions the plugin knows of, and the one resolver of `@@`
-//! references over them.
+//! `@@` references: their syntax ([`syntax`]: finding them in a prompt,
+//! removing them from session text) and their resolution to one session.
 //!
-//! - `store`: the rows, read from the search index's `sessions` table (the
-//!   one store: search, completion and resolution read the same index), and
-//!   a lookup in the files for what the index does not hold;
-//! - `rows`: a row and the keys it is looked up by;
-//! - `resolve`: id → id prefix → name → slug → fuzzy over a list of rows.
+//! - [`rules`]: the resolver itself, a pure function of the store's records
+//!   (with their lookup keys, [`keys`]) and a query: id → id prefix → name →
+//!   slug → fuzzy, each rule plainly scanning the records;
+//! - this module: the [`Catalog`], which asks the store ([`crate::store::cache`])
+//!   for the records of an agent directory, falls back to a lookup in the
+//!   files on a miss, adds the store's search ranking as the last rule, and
+//!   turns the outcome into what callers show (candidates, suggestions,
+//!   errors with codes).
 //!
 //! One [`Catalog`] serves every agent directory it is asked about (tests and
 //! hosts may switch), each behind its own lock, so `&Catalog` works from
-//! [`crate::plugin::state::Services`]. Lookups only ever return sessions listed inside the
-//! sessions directory: nothing a user types is used as a path.
+//! [`crate::plugin::state::Services`]. Every record it returns has passed the
+//! store's gate ([`crate::store::Gate`]): nothing a user types is used as a
+//! path, and nothing `privacy.exclude` names is returned.
 
 pub(crate) mod keys;
 pub(crate) mod rules;
