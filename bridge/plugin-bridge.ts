@@ -11,6 +11,7 @@ import { appendFileSync } from "node:fs";
 import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { getAgentDir, VERSION } from "@mariozechner/pi-coding-agent";
 import { referenceProvider } from "./autocomplete.js";
+import { buildState } from "./native.mjs";
 import { errorText, HostClient } from "./host-client.js";
 import { apiKey, complete, modelKey } from "./models.js";
 import {
@@ -92,6 +93,9 @@ function notifyLevel(level: unknown): "info" | "warning" | "error" {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The status-line key of the build's progress (the plugin's own key, so its status replaces it). */
+const STATUS_KEY = "session-index";
+
 export class PluginBridge {
 	/** The context of the latest pi callback: effects and model calls go through it. */
 	private current: ExtensionContext | undefined;
@@ -103,22 +107,14 @@ export class PluginBridge {
 	/** Status keys the plugin set: cleared when its process stops, so no stale text stays. */
 	private readonly statusKeys = new Set<string>();
 	private registrations: Registrations | undefined;
-	private readonly host: HostClient;
+	/** The host process, from `start` on. */
+	private host: HostClient | undefined;
+	/** A source checkout's build runs in the background: its percentage, while it runs. */
+	private buildPercent: number | undefined;
+	/** pi ended this runtime (session_shutdown): a build that finishes later starts nothing here. */
+	private closed = false;
 
-	constructor(
-		private readonly pi: ExtensionAPI,
-		start: HostCommand,
-	) {
-		this.host = new HostClient({
-			command: start.command,
-			args: start.args,
-			log,
-			onExit: () => this.clearStatus(),
-			onStart: (client) => this.init(client),
-			onNotification: (method, params) => this.apply(method, params),
-			onRequest: (method, params) => this.answer(method, params),
-		});
-	}
+	constructor(private readonly pi: ExtensionAPI) {}
 
 	/** Whether the plugin runs (it started and registered itself). */
 	get on(): boolean {
@@ -134,7 +130,16 @@ export class PluginBridge {
 	 * Start the host and register the plugin's tools and commands with pi. A failure keeps the
 	 * plugin off for this runtime (pi works normally) and is remembered as the reason.
 	 */
-	async start(): Promise<boolean> {
+	async start(start: HostCommand): Promise<boolean> {
+		this.host = new HostClient({
+			command: start.command,
+			args: start.args,
+			log,
+			onExit: () => this.clearStatus(),
+			onStart: (client) => this.init(client),
+			onNotification: (method, params) => this.apply(method, params),
+			onRequest: (method, params) => this.answer(method, params),
+		});
 		try {
 			await this.host.ensureStarted();
 			this.registerWithPi();
@@ -151,6 +156,52 @@ export class PluginBridge {
 		log("error", `session-index is off: ${reason}`);
 	}
 
+	/**
+	 * A source checkout's build runs in the background (native.mjs `startBuild`): show its
+	 * progress in the status line, then start the plugin with what `located` finds once it is
+	 * done, or say in one line why it failed. pi is usable all along.
+	 */
+	followBuild(root: string, located: () => HostCommand | string): void {
+		const started = Date.now();
+		this.buildPercent = 0;
+		const timer = setInterval(() => {
+			const state = buildState(root);
+			if (this.closed) return clearInterval(timer);
+			if (state.running) {
+				this.buildPercent = state.percent;
+				return this.showBuild();
+			}
+			clearInterval(timer);
+			this.buildPercent = undefined;
+			this.current?.ui.setStatus(STATUS_KEY, undefined);
+			const parts = state.ok ? located() : (state.error ?? "the build stopped without an outcome");
+			if (typeof parts === "string") {
+				this.fail(parts);
+				this.current?.ui.notify(`session-index is off: ${parts}`, "error");
+			} else {
+				void this.turnOn(parts, Math.round((Date.now() - started) / 1000));
+			}
+		}, 500);
+		timer.unref();
+	}
+
+	private showBuild(): void {
+		if (this.buildPercent !== undefined) this.current?.ui.setStatus(STATUS_KEY, `session-index: building ${this.buildPercent}%…`);
+	}
+
+	/** The build is done: start the plugin in this runtime, as if it had been there at pi's start. */
+	private async turnOn(parts: HostCommand, seconds: number): Promise<void> {
+		const ctx = this.current;
+		if (!(await this.start(parts))) {
+			ctx?.ui.notify(`session-index is off: ${this.startupError}`, "error");
+			return;
+		}
+		if (!ctx || this.closed) return;
+		ctx.ui.notify(`session-index is on (its native parts were built in ${seconds} s)`, "info");
+		await this.event("session_start", { reason: "startup" }, ctx);
+		if (ctx.hasUI) this.completeReferences(ctx);
+	}
+
 	private async init(client: HostClient): Promise<void> {
 		const params = { ctx: sessionContext(this.current), canComplete: true, client: `session-index bridge (pi ${VERSION})` };
 		const result = await client.send<{ registrations?: Registrations }>("init", params, TIMEOUTS.init);
@@ -162,6 +213,7 @@ export class PluginBridge {
 	async sessionStart(event: { reason: string; previousSessionFile?: string }, ctx: ExtensionContext): Promise<void> {
 		this.current = ctx;
 		if (this.startupError && ctx.hasUI) ctx.ui.notify(`session-index is off: ${this.startupError}`, "warning");
+		this.showBuild();
 		await this.event("session_start", { reason: event.reason, previousSessionFile: event.previousSessionFile }, ctx);
 		if (ctx.hasUI && this.on) this.completeReferences(ctx);
 	}
@@ -178,8 +230,12 @@ export class PluginBridge {
 		const payload = { prompt: event.prompt, systemPrompt: event.systemPrompt };
 		const result = await this.event<BeforeAgentStartResult>("before_agent_start", payload, ctx, TIMEOUTS.beforeAgentStart);
 		const down = this.startupError ?? this.lastFailure;
-		if (down && event.prompt.includes("@@")) {
-			ctx.ui.notify(`session-index is off, @@ references are not resolved: ${down}`, "warning");
+		if (event.prompt.includes("@@")) {
+			if (this.buildPercent !== undefined) {
+				ctx.ui.notify(`session-index is still being built (${this.buildPercent}%): @@ references are not resolved yet`, "warning");
+			} else if (down) {
+				ctx.ui.notify(`session-index is off, @@ references are not resolved: ${down}`, "warning");
+			}
 		}
 		if (!result || (!result.message && !result.systemPrompt)) return undefined;
 		const message = result.message;
@@ -199,13 +255,14 @@ export class PluginBridge {
 	/** Gives background work (e.g. indexing) its deadline, then stops the process. */
 	async sessionShutdown(event: { reason: string }, ctx: ExtensionContext): Promise<void> {
 		await this.event("session_shutdown", { reason: event.reason }, ctx);
-		await this.host.close(TIMEOUTS.shutdown);
+		this.closed = true;
+		await this.host?.close(TIMEOUTS.shutdown);
 	}
 
 	/** One event to the plugin, when it subscribed; a failure is logged and remembered, never thrown. */
 	private async event<R>(event: string, payload: JsonValue, ctx: ExtensionContext, timeoutMs = TIMEOUTS.event): Promise<R | null> {
 		this.current = ctx;
-		if (!this.registrations?.events.includes(event)) return null;
+		if (!this.host || !this.registrations?.events.includes(event)) return null;
 		try {
 			const call: EventCall = { v: PROTOCOL_VERSION, event, payload, ctx: sessionContext(ctx) };
 			const result = await this.host.request<R>("event", call, timeoutMs);
@@ -220,9 +277,11 @@ export class PluginBridge {
 
 	/** `@@` completion in the editor (a no-op outside the interactive TUI). */
 	private completeReferences(ctx: ExtensionContext): void {
+		const host = this.host;
+		if (!host) return;
 		ctx.ui.addAutocompleteProvider((current) =>
 			referenceProvider(current, (prefix) =>
-				this.host.request("request", { method: "references.complete", payload: { prefix, limit: 20, cwd: ctx.cwd } }, TIMEOUTS.completion),
+				host.request("request", { method: "references.complete", payload: { prefix, limit: 20, cwd: ctx.cwd } }, TIMEOUTS.completion),
 			),
 		);
 	}
@@ -252,7 +311,7 @@ export class PluginBridge {
 	private async runTool(name: string, toolCallId: string, params: unknown, signal: AbortSignal | undefined, ctx: ExtensionContext) {
 		this.current = ctx;
 		const call: ToolCall = { v: PROTOCOL_VERSION, tool: name, toolCallId, params: params as JsonValue, ctx: sessionContext(ctx) };
-		const pending = this.host.request<ToolResult | null>("tool", call, TIMEOUTS.tool);
+		const pending = this.connected().request<ToolResult | null>("tool", call, TIMEOUTS.tool);
 		const aborted = new Promise<never>((_, reject) => {
 			signal?.addEventListener("abort", () => reject(new Error(`${name} aborted`)), { once: true });
 		});
@@ -271,7 +330,7 @@ export class PluginBridge {
 		let actions: Action[] = [];
 		try {
 			const call: CommandCall = { v: PROTOCOL_VERSION, command: name, args, ctx: sessionContext(ctx) };
-			const result = await this.host.request<CommandResult | null>("command", call, TIMEOUTS.command);
+			const result = await this.connected().request<CommandResult | null>("command", call, TIMEOUTS.command);
 			// Plugins may report the outcome themselves (session-index does); show it once.
 			const message = result?.message ?? "";
 			if (message && !running.notices.has(message)) ctx.ui.notify(message, result?.ok ? "info" : "error");
@@ -375,6 +434,12 @@ export class PluginBridge {
 			await sleep(100);
 		}
 		return true;
+	}
+
+	/** The host of a started plugin (tools and commands exist only once it started). */
+	private connected(): HostClient {
+		if (!this.host) throw new Error("session-index has not started");
+		return this.host;
 	}
 
 	private clearStatus(): void {

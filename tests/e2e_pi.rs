@@ -3,17 +3,19 @@
 //! OpenAI-compatible server and drives pi in RPC mode with the bridge
 //! (bridge/) loading this workspace's `pi-ext-host` and plugin
 //! library; then `install.test.mjs` installs this checkout with `pi install`
-//! into a temporary HOME, which builds `target/release` (once: the release
-//! build of the two crates is part of CI, later runs reuse it). Needs
-//! node >= 20 and, for the first install, npm.
+//! into a temporary HOME, whose first pi start builds `target/release` in the
+//! background (once: later runs reuse it), and `npm-install.test.mjs`
+//! installs the packed npm packages from a registry on loopback. Needs
+//! node >= 20 and npm.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Generous: a first run builds the release profile (install.test.mjs) on a possibly busy machine.
-const DEADLINE: Duration = Duration::from_secs(1800);
+/// Generous: a first run builds the release profile (install.test.mjs) and, without packs, the
+/// dist profile (npm-install.test.mjs) on a possibly busy machine.
+const DEADLINE: Duration = Duration::from_secs(3600);
 
 /// `target/<profile>`: this test binary lives in its `deps/` directory.
 fn profile_dir() -> PathBuf {

@@ -1,8 +1,9 @@
-// session-index installed as a user installs it: `pi install <checkout>` into a
-// fresh HOME, then plain `pi` (no -e, no PI_EXT_* variables: the bridge finds
-// its host, library and the user's config itself, building the native parts
-// in the checkout's target/release when they are missing or older than the
-// sources), then `pi remove`.
+// session-index installed from source as a user installs it: `pi install <checkout>`
+// into a fresh HOME, then plain `pi` (no -e, no PI_EXT_* variables: the bridge finds
+// its host, library and the user's config itself), then `pi remove`. When the
+// checkout's target/release is missing or older than the sources (always on a clean
+// CI clone), the first start is usable at once while cargo builds in the background,
+// with its progress in the status line, and session-index turns on when it is done.
 //
 // The temporary HOME isolates pi (~/.pi/agent: settings, models.json with the
 // mock provider, sessions); CARGO_HOME and RUSTUP_HOME keep pointing at the
@@ -15,6 +16,7 @@ import { join, resolve } from "node:path";
 import { after, before, test } from "node:test";
 import { startMockServer } from "./mock-llm.mjs";
 import { PiRpc } from "./pi-rpc.mjs";
+import { buildFiles, locate } from "../../bridge/native.mjs";
 import { eventually, makeWorld, piCli, REPO } from "./setup.mjs";
 
 const THRESHOLD = 3;
@@ -22,8 +24,10 @@ const HOST = join(REPO, "target/release", `pi-ext-host${process.platform === "wi
 const SO = process.platform === "darwin" ? "libsession_index.dylib" : process.platform === "win32" ? "session_index.dll" : "libsession_index.so";
 const LIB = join(REPO, "target/release", SO);
 const PROC = existsSync("/proc/self/stat");
-/** The first start may build the native parts (release profile). */
-const FIRST_START_MS = 20 * 60_000;
+/** "Usable at once": pi answers within this while the build runs. */
+const FIRST_START_MS = 10_000;
+/** The background build of the release profile on a busy 2-core machine. */
+const BUILD_MS = 40 * 60_000;
 
 let mock;
 let world;
@@ -79,6 +83,16 @@ function hostProcesses() {
 	return found;
 }
 
+/** A background build still running when the test ends (it failed early) is stopped with its process group. */
+function stopBuild() {
+	try {
+		const pid = Number(readFileSync(buildFiles(REPO).lock, "utf8"));
+		if (pid > 0) process.kill(-pid, "SIGTERM");
+	} catch {
+		// no build running
+	}
+}
+
 before(async () => {
 	mock = await startMockServer();
 	world = makeWorld(mock.url, "install");
@@ -93,6 +107,7 @@ before(async () => {
 
 after(async () => {
 	await pi?.stop();
+	stopBuild();
 	await mock?.close();
 	if (world && !process.env.PI_E2E_KEEP) rmSync(world.root, { recursive: true, force: true });
 	else if (world) console.error(`kept ${world.root}`);
@@ -107,16 +122,28 @@ test("pi install <checkout> records the package in the user's settings", () => {
 	assert.equal(resolve(agentDir, packages[0]), REPO, "a local package is referenced, not copied");
 });
 
-test("plain pi loads the package, builds what is missing once, and indexes after the threshold", async () => {
-	const built = existsSync(HOST) && existsSync(LIB);
+test("the first pi start is usable at once; the build runs in the background and session-index turns on", async () => {
+	const building = locate(agentDir, {}).needsBuild;
 	const started = Date.now();
 	pi = new PiRpc({ cli: piCli(), args: ["--provider", "mock", "--model", "mock-main"], cwd: world.project, env });
-	const { commands } = await pi.command({ type: "get_commands" }, FIRST_START_MS);
+	const { commands } = await pi.command({ type: "get_commands" }, building ? FIRST_START_MS : 60_000);
 	const seconds = ((Date.now() - started) / 1000).toFixed(1);
-	const rebuilt = /session-index: building the native parts once/.test(pi.stderr);
-	console.error(`install e2e: first pi start took ${seconds} s (${rebuilt ? "with the native build" : "target/release was up to date"})`);
-	if (!built) assert.match(pi.stderr, /session-index: building the native parts once \(cargo build --release -p session-index -p pi-ext-host\)/);
-	assert.ok(commands.some((c) => c.name === "index-session"), `index-session missing: ${commands.map((c) => c.name)}\n${pi.stderr.slice(-3000)}`);
+	console.error(`install e2e: first pi start answered in ${seconds} s (${building ? "while the native parts build in the background" : "target/release was up to date"})`);
+	if (building) {
+		assert.ok(!commands.some((c) => c.name === "index-session"), "session-index is not on before its build is done");
+		const status = await pi.waitFor((e) => e.method === "setStatus" && e.statusKey === "session-index" && /building/.test(e.statusText ?? ""), "the build's progress in the status line");
+		assert.match(status.statusText, /^session-index: building \d{1,3}%…$/);
+		// pi is usable meanwhile: a prompt gets its answer.
+		await pi.prompt("TOPIC:install While the native parts build, pi answers.");
+		await pi.waitFor((e) => e.method === "notify" && /^session-index is (on|off)/.test(e.message ?? ""), `session-index turning on\n${pi.stderr.slice(-3000)}`, BUILD_MS);
+		const outcome = JSON.parse(readFileSync(buildFiles(REPO).outcome, "utf8"));
+		assert.equal(outcome.ok, true, `the build failed: ${outcome.error}`);
+		const on = pi.events.find((e) => e.method === "notify" && /^session-index is on/.test(e.message ?? ""));
+		assert.ok(on, `session-index turned on: ${JSON.stringify(pi.uiRequests("notify").map((e) => e.message))}`);
+		console.error(`install e2e: ${on.message}`);
+	}
+	const after = building ? (await pi.command({ type: "get_commands" })).commands : commands;
+	assert.ok(after.some((c) => c.name === "index-session"), `index-session missing: ${after.map((c) => c.name)}\n${pi.stderr.slice(-3000)}`);
 	assert.ok(existsSync(HOST) && existsSync(LIB), "the host and the library are in the checkout's target/release");
 	if (PROC) {
 		const hosts = hostProcesses();
@@ -128,7 +155,7 @@ test("plain pi loads the package, builds what is missing once, and indexes after
 	const metaFile = join(agentDir, "sessions-meta", `${sessionId}.meta.json`);
 	for (let i = 1; i <= THRESHOLD; i++) {
 		await pi.prompt(`TOPIC:install Step ${i}: we install session-index with pi install.`);
-		if (i < THRESHOLD) assert.ok(!existsSync(metaFile), `meta written before the threshold (after ${i} prompts)`);
+		if (i < THRESHOLD && !building) assert.ok(!existsSync(metaFile), `meta written before the threshold (after ${i} prompts)`);
 	}
 	const meta = await eventually(() => existsSync(metaFile) && JSON.parse(readFileSync(metaFile, "utf8")), `meta file ${metaFile}\n${pi.stderr.slice(-3000)}`, 60_000);
 	assert.equal(meta.sessionId, sessionId);

@@ -58,11 +58,13 @@ const tests = files.length
 	? files
 	: [
 			join(REPO, "tests/e2e/bridge-types.test.mjs"),
+			join(REPO, "tests/e2e/native.test.mjs"),
 			join(REPO, "tests/e2e/autocomplete.test.mjs"),
 			join(REPO, "tests/e2e/bridge.test.mjs"),
 			join(REPO, "tests/e2e/session-index.test.mjs"),
 			join(REPO, "tests/e2e/in-pi.test.mjs"),
 			join(REPO, "tests/e2e/install.test.mjs"),
+			join(REPO, "tests/e2e/npm-install.test.mjs"),
 		];
 const run = spawnSync(process.execPath, ["--test", "--test-concurrency=1", ...tests], {
 	stdio: "inherit",

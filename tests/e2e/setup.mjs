@@ -38,6 +38,12 @@ export function makeWorld(mockUrl, name) {
 	const project = join(root, "project");
 	mkdirSync(agentDir, { recursive: true });
 	mkdirSync(project, { recursive: true });
+	writeMockModels(agentDir, mockUrl);
+	return { root, agentDir, project };
+}
+
+/** pi's models.json in `agentDir`: the mock server is pi's only provider (models mock-main, mock-cheap). */
+export function writeMockModels(agentDir, mockUrl) {
 	const models = {
 		providers: {
 			mock: {
@@ -53,7 +59,6 @@ export function makeWorld(mockUrl, name) {
 		},
 	};
 	writeFileSync(join(agentDir, "models.json"), JSON.stringify(models, null, 2));
-	return { root, agentDir, project };
 }
 
 /** Environment for pi: isolated agent dir, no network at start-up, no telemetry. */
