@@ -7,13 +7,14 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { StringDecoder } from "node:string_decoder";
+import type { HostRequest, Notification } from "./serve-protocol.js";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /** Answers the host's blocking requests (`apiKey`, `complete`, `waitForIdle`, `context`). */
-export type HostRequestHandler = (method: string, params: any) => Promise<unknown>;
+export type HostRequestHandler = (request: HostRequest) => Promise<unknown>;
 /** Receives the host's fire-and-forget notifications (`setStatus`, `notify`, `appendEntry`, `setSessionName`, `log`). */
-export type HostNotificationHandler = (method: string, params: any) => void;
+export type HostNotificationHandler = (notification: Notification) => void;
 
 export interface HostClientOptions {
 	command: string;
@@ -115,12 +116,12 @@ export class HostClient {
 		if (typeof msg?.method === "string") {
 			if (msg.id === undefined || msg.id === null) {
 				try {
-					this.options.onNotification(msg.method, msg.params ?? {});
+					this.options.onNotification({ ...msg, params: msg.params ?? {} } as Notification);
 				} catch (err) {
 					this.options.log("warn", `applying ${msg.method} failed: ${errorText(err)}`);
 				}
 			} else {
-				void this.answer(msg.id, msg.method, msg.params ?? {});
+				void this.answer(msg.id, { method: msg.method, params: msg.params ?? {} } as HostRequest);
 			}
 			return;
 		}
@@ -132,10 +133,10 @@ export class HostClient {
 		else pending.resolve(msg.result ?? null);
 	}
 
-	private async answer(id: Json, method: string, params: unknown): Promise<void> {
+	private async answer(id: Json, request: HostRequest): Promise<void> {
 		let reply: Record<string, unknown>;
 		try {
-			reply = { id, result: (await this.options.onRequest(method, params)) ?? null };
+			reply = { id, result: (await this.options.onRequest(request)) ?? null };
 		} catch (err) {
 			reply = { id, error: { message: errorText(err) } };
 		}

@@ -18,7 +18,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { createRequire } from "node:module";
-import { homedir } from "node:os";
+import { homedir, setPriority } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -307,6 +307,14 @@ function install() {
 	say(`session-index stays off: ${found.missing ?? "no native parts found"}`);
 }
 
+function lowerPriority() {
+	try {
+		setPriority(10);
+	} catch {
+		// not permitted here: build at the normal priority
+	}
+}
+
 function say(line) {
 	console.error(`session-index: ${line}`);
 }
@@ -322,7 +330,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
 			say(`${err.message}`);
 		}
 	} else if (command === "build" && isCheckout(root)) {
-		// `--background`: started by startBuild, which took the lock for this process.
+		// `--background`: started by startBuild, which took the lock for this process. It runs at a
+		// lower priority (cargo and rustc inherit it), so the pi the user works in stays responsive.
+		if (flag === "--background") lowerPriority();
 		if (flag !== "--background" && !takeLock(root, process.pid)) {
 			say(`a build is already running (pid ${lockHolder(root)}); its log: ${buildFiles(root).log}`);
 			process.exit(1);

@@ -31,6 +31,7 @@ import {
 	type ToolCall,
 	type ToolResult,
 } from "./protocol.js";
+import type { ApiKeyReply, HostRequest, IdleReply, Notification } from "./serve-protocol.js";
 
 /** PI_EXT_CALL_TIMEOUT_MS caps every call deadline below (tests use it to prove pi never hangs). */
 const cap = (ms: number) => Math.min(ms, Number(process.env.PI_EXT_CALL_TIMEOUT_MS) || ms);
@@ -137,8 +138,8 @@ export class PluginBridge {
 			log,
 			onExit: () => this.clearStatus(),
 			onStart: (client) => this.init(client),
-			onNotification: (method, params) => this.apply(method, params),
-			onRequest: (method, params) => this.answer(method, params),
+			onNotification: (notification) => this.apply(notification),
+			onRequest: (request) => this.answer(request),
 		});
 		try {
 			await this.host.ensureStarted();
@@ -378,43 +379,51 @@ export class PluginBridge {
 
 	// ---- the host's notifications and requests --------------------------------------------------
 
-	private apply(method: string, params: Record<string, any>): void {
-		switch (method) {
-			case "setStatus":
-				this.statusKeys.add(String(params.key));
-				this.current?.ui.setStatus(String(params.key), params.text ?? undefined);
+	private apply(notification: Notification): void {
+		switch (notification.method) {
+			case "setStatus": {
+				const { key, text } = notification.params;
+				this.statusKeys.add(key);
+				this.current?.ui.setStatus(key, text ?? undefined);
 				break;
-			case "notify":
-				this.command?.notices.add(String(params.text));
-				this.current?.ui.notify(String(params.text), notifyLevel(params.level));
+			}
+			case "notify": {
+				const { text, level } = notification.params;
+				this.command?.notices.add(text);
+				this.current?.ui.notify(text, notifyLevel(level));
 				break;
+			}
 			case "appendEntry":
-				this.pi.appendEntry(String(params.customType), params.data);
+				this.pi.appendEntry(notification.params.customType, notification.params.data);
 				break;
 			case "setSessionName":
-				this.pi.setSessionName(String(params.name));
+				this.pi.setSessionName(notification.params.name);
 				break;
-			case "log":
-				log(String(params.level), `[${params.target}] ${params.message}`);
+			case "log": {
+				const { level, target, message } = notification.params;
+				log(level, `[${target}] ${message}`);
 				break;
+			}
 			default:
-				log("warn", `unknown notification from pi-ext-host: ${method}`);
+				log("warn", `unknown notification from pi-ext-host: ${(notification as { method?: unknown }).method}`);
 		}
 	}
 
-	private async answer(method: string, params: Record<string, any>): Promise<unknown> {
-		switch (method) {
+	private async answer(request: HostRequest): Promise<unknown> {
+		switch (request.method) {
 			case "context":
 				return sessionContext(this.current);
-			case "apiKey":
-				return { key: this.current ? await apiKey(this.current, String(params.provider)) : null };
+			case "apiKey": {
+				const key = this.current ? await apiKey(this.current, request.params.provider) : null;
+				return { key } satisfies ApiKeyReply;
+			}
 			case "complete":
 				if (!this.current) throw new Error("pi has no session context yet");
-				return complete(this.current, params as CompletionRequest);
+				return complete(this.current, request.params);
 			case "waitForIdle":
-				return { idle: await this.waitForIdle(Number(params.timeoutMs ?? 0)) };
+				return { idle: await this.waitForIdle(request.params.timeoutMs ?? 0) } satisfies IdleReply;
 			default:
-				throw new Error(`unknown host request '${method}'`);
+				throw new Error(`unknown host request '${(request as { method?: unknown }).method}'`);
 		}
 	}
 

@@ -2,8 +2,8 @@
 //!
 //! Generated from the Rust types (ts-rs derives them in test builds only), so the bridge cannot
 //! drift from what the plugin reads and writes. The test fails when the checked-in file differs;
-//! `npm run protocol` (which runs `UPDATE_PROTOCOL_TS=1 cargo test -p pi-ext-abi typescript`)
-//! writes it again.
+//! `npm run protocol` (`UPDATE_PROTOCOL_TS=1 cargo test -p pi-ext-abi -p pi-ext-host --lib
+//! typescript`) writes it again, with pi-ext-host's `bridge/serve-protocol.ts`.
 
 use std::path::PathBuf;
 

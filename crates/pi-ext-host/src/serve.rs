@@ -8,6 +8,7 @@
 //! from delivering that request's reply.
 
 mod host;
+pub mod messages;
 mod run;
 #[cfg(test)]
 mod tests;

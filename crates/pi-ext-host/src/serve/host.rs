@@ -16,7 +16,9 @@ use std::time::Duration;
 use abi_stable::std_types::{ROption, RResult, RStr, RString};
 use pi_ext_abi::protocol::SessionContext;
 use pi_ext_abi::{Host, LogLevel};
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use super::messages::{ApiKeyReply, HostRequest, IdleReply, Notification};
 
 /// Deadlines for the host's blocking requests to the bridge.
 #[derive(Debug, Clone, Copy)]
@@ -137,14 +139,15 @@ impl ServeHost {
         }
     }
 
-    fn notify_bridge(&self, method: &str, params: Value) {
-        self.shared
-            .out
-            .send(&json!({"method": method, "params": params}));
+    fn notify_bridge(&self, notification: Notification) {
+        if let Ok(line) = serde_json::to_value(&notification) {
+            self.shared.out.send(&line);
+        }
     }
 
     /// Send a request to the bridge and block until its reply or `timeout`.
-    pub fn request(&self, method: &str, params: Value, timeout: Duration) -> Reply {
+    pub fn request(&self, request: HostRequest, timeout: Duration) -> Reply {
+        let method = request.method();
         if self.shared.closed.load(Ordering::SeqCst) {
             return Err(format!("{method}: the bridge closed the connection"));
         }
@@ -154,9 +157,12 @@ impl ServeHost {
             Ok(mut pending) => pending.insert(id.clone(), tx),
             Err(_) => return Err(format!("{method}: host state is poisoned")),
         };
-        self.shared
-            .out
-            .send(&json!({"id": id, "method": method, "params": params}));
+        let mut line = match serde_json::to_value(&request) {
+            Ok(Value::Object(line)) => line,
+            _ => return Err(format!("{method}: the request is not a JSON object")),
+        };
+        line.insert("id".into(), Value::from(id.clone()));
+        self.shared.out.send(&Value::Object(line));
         match rx.recv_timeout(timeout) {
             Ok(reply) => reply.map_err(|e| format!("{method}: {e}")),
             Err(RecvTimeoutError::Timeout) => {
@@ -178,7 +184,7 @@ impl ServeHost {
 impl Host for ServeHost {
     fn context(&self) -> RString {
         let fresh = self
-            .request("context", json!({}), self.shared.timeouts.context)
+            .request(HostRequest::Context {}, self.shared.timeouts.context)
             .ok()
             .and_then(|v| serde_json::from_value::<SessionContext>(v).ok());
         if let Some(ctx) = &fresh {
@@ -195,43 +201,45 @@ impl Host for ServeHost {
     }
 
     fn set_status(&self, key: RStr<'_>, text: ROption<RStr<'_>>) {
-        let text = text.map(|t| Value::from(t.as_str())).unwrap_or(Value::Null);
-        self.notify_bridge("setStatus", json!({"key": key.as_str(), "text": text}));
+        self.notify_bridge(Notification::SetStatus {
+            key: key.as_str().into(),
+            text: text.map(|t| t.as_str().to_string()).into_option(),
+        });
     }
 
     fn notify(&self, text: RStr<'_>, level: RStr<'_>) {
-        self.notify_bridge(
-            "notify",
-            json!({"text": text.as_str(), "level": level.as_str()}),
-        );
+        self.notify_bridge(Notification::Notify {
+            text: text.as_str().into(),
+            level: level.as_str().into(),
+        });
     }
 
     fn append_entry(&self, custom_type: RStr<'_>, data_json: RStr<'_>) {
         // The plugin promises JSON; anything else is kept as a string rather than dropped.
         let data = serde_json::from_str::<Value>(data_json.as_str())
             .unwrap_or_else(|_| Value::from(data_json.as_str()));
-        self.notify_bridge(
-            "appendEntry",
-            json!({"customType": custom_type.as_str(), "data": data}),
-        );
+        self.notify_bridge(Notification::AppendEntry {
+            custom_type: custom_type.as_str().into(),
+            data,
+        });
     }
 
     fn set_session_name(&self, name: RStr<'_>) {
-        self.notify_bridge("setSessionName", json!({"name": name.as_str()}));
+        self.notify_bridge(Notification::SetSessionName {
+            name: name.as_str().into(),
+        });
     }
 
     fn api_key(&self, provider: RStr<'_>) -> ROption<RString> {
-        let reply = self.request(
-            "apiKey",
-            json!({"provider": provider.as_str()}),
-            self.shared.timeouts.api_key,
-        );
-        match reply
+        let request = HostRequest::ApiKey {
+            provider: provider.as_str().into(),
+        };
+        let reply = self.request(request, self.shared.timeouts.api_key);
+        let key = reply
             .ok()
-            .as_ref()
-            .and_then(|v| v.get("key"))
-            .and_then(Value::as_str)
-        {
+            .and_then(|v| serde_json::from_value::<ApiKeyReply>(v).ok())
+            .and_then(|reply| reply.key);
+        match key {
             Some(key) if !key.is_empty() => ROption::RSome(RString::from(key)),
             _ => ROption::RNone,
         }
@@ -259,7 +267,7 @@ impl Host for ServeHost {
             .and_then(Value::as_u64)
             .map(Duration::from_millis);
         let timeout = own.unwrap_or(t.complete_default) + t.complete_margin;
-        match self.request("complete", request, timeout) {
+        match self.request(HostRequest::Complete(request), timeout) {
             Ok(response) => RResult::ROk(RString::from(response.to_string())),
             Err(e) => RResult::RErr(RString::from(e)),
         }
@@ -269,16 +277,19 @@ impl Host for ServeHost {
         if level < self.shared.min_log_level {
             return;
         }
-        let params = json!({"level": level.as_str(), "target": target.as_str(), "message": message.as_str()});
-        self.notify_bridge("log", params);
+        self.notify_bridge(Notification::Log {
+            level: level.as_str().into(),
+            target: target.as_str().into(),
+            message: message.as_str().into(),
+        });
     }
 
     fn wait_for_idle(&self, timeout_ms: u64) -> bool {
         let timeout = Duration::from_millis(timeout_ms) + self.shared.timeouts.idle_margin;
-        let reply = self.request("waitForIdle", json!({"timeoutMs": timeout_ms}), timeout);
+        let reply = self.request(HostRequest::WaitForIdle { timeout_ms }, timeout);
         reply
             .ok()
-            .and_then(|v| v.get("idle").and_then(Value::as_bool))
-            .unwrap_or(false)
+            .and_then(|v| serde_json::from_value::<IdleReply>(v).ok())
+            .is_some_and(|reply| reply.idle)
     }
 }
