@@ -5,10 +5,11 @@
 // meta file is written; `session-index list` works from the PATH; `pi remove` leaves no process.
 //
 // The packs come from PI_E2E_PACKS (a folder holding packs.json), else target/npm, packed here
-// first when missing (a release build of the dist profile; .ci/run packs before the tests).
+// first when missing or older than a source (the dist profile's build; .ci/run packs before the
+// tests).
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
@@ -81,11 +82,25 @@ async function startRegistry(dir) {
 	};
 }
 
-/** The packs of npm/pack.mjs, packing them first when there are none. */
+/** Newest modification time (ms) of what the packs are made from. */
+function sourcesTime() {
+	let newest = 0;
+	const walk = (path) => {
+		const st = statSync(path, { throwIfNoEntry: false });
+		if (st?.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
+		else if (st) newest = Math.max(newest, st.mtimeMs);
+	};
+	const sources = ["Cargo.toml", "Cargo.lock", "src", "crates", "bridge", "bin", "index.ts", "package.json", "plugin.toml", "session-index.config.json"];
+	for (const path of sources) walk(join(REPO, path));
+	return newest;
+}
+
+/** The packs of npm/pack.mjs, packing them first when there are none or a source is newer. */
 function ensurePacks() {
 	const report = join(PACKS, "packs.json");
-	if (!existsSync(report)) {
-		console.error(`npm e2e: no packs in ${PACKS}: running npm/pack.mjs (a release build of the dist profile)`);
+	const packed = statSync(report, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+	if (!process.env.PI_E2E_PACKS && packed < sourcesTime()) {
+		console.error(`npm e2e: ${packed ? "the packs are older than the sources" : `no packs in ${PACKS}`}: running npm/pack.mjs (a release build of the dist profile)`);
 		const pack = spawnSync(process.execPath, [join(REPO, "npm/pack.mjs"), "--out", PACKS], { stdio: ["ignore", "inherit", "inherit"] });
 		assert.equal(pack.status, 0, "npm/pack.mjs failed");
 	}
