@@ -90,15 +90,17 @@ test("the build's progress is cargo's own progress bar, as a percentage", async 
 	rmSync(files.lock);
 });
 
-test("in real pi, a checkout whose build fails: pi answers at once, then says once why session-index is off", async () => {
+test("in real pi, a checkout whose build fails: pi starts, then says once why session-index is off", async () => {
 	const root = packageCopy(BROKEN_CHECKOUT);
 	const world = makeWorld("http://127.0.0.1:9", "native");
 	roots.push(world.root);
 	const started = Date.now();
 	const pi = new PiRpc({ cli: piCli(), args: ["--no-session", "-e", join(root, "index.ts")], cwd: world.project, env: piEnv(world) });
 	try {
-		await pi.command({ type: "get_state" }, 10_000);
-		console.error(`native e2e: pi answered ${((Date.now() - started) / 1000).toFixed(1)} s after its start, the build running`);
+		// How soon pi answers while a build runs is install.test.mjs's check; here jiti also compiles
+		// this copy of the bridge afresh, which a loaded machine makes slow.
+		await pi.command({ type: "get_state" });
+		console.error(`native e2e: pi answered ${((Date.now() - started) / 1000).toFixed(1)} s after its start`);
 		const notice = await pi.waitFor((e) => e.method === "notify" && /^session-index is off/.test(e.message ?? ""), "the failed build's notice", 60_000);
 		assert.equal(notice.message, `session-index is off: cargo build failed (exit code 101); to see why: cd ${root} && cargo build --release -p session-index -p pi-ext-host`);
 		assert.equal(notice.notifyType, "error");
