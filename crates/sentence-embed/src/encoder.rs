@@ -1,0 +1,281 @@
+//! The sentence encoder: word pieces in, one unit vector per text out, on CPU.
+//!
+//! all-MiniLM-L6-v2 as sentence-transformers runs it: BERT word pieces (uncased,
+//! `[CLS] … [SEP]`, at most 256 of them), a 6-layer BERT (candle's), the mean of
+//! the last layer over the real (unpadded) pieces, then L2 normalization.
+//!
+//! Texts are encoded in batches sorted by length, so a batch pads little; a batch
+//! holds at most [`EncoderOptions::batch_pieces`] word pieces (padding included),
+//! which bounds the attention matrices (batch × 12 heads × len²) and so the memory.
+//! The work runs on the encoder's own thread pool of [`EncoderOptions::threads`]
+//! threads, so a background backfill can use one core while a query uses another.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::Tokenizer;
+
+use crate::model::ModelFiles;
+use crate::vector::Embedding;
+
+/// How many word pieces a text keeps, `[CLS]` and `[SEP]` included
+/// (sentence-transformers' `max_seq_length` for this model).
+pub const MAX_PIECES: usize = 256;
+
+/// How an [`Encoder`] runs.
+#[derive(Clone, Debug)]
+pub struct EncoderOptions {
+    /// Threads of the encoder's pool (matrix products and the rest).
+    pub threads: usize,
+    /// The most word pieces one batch holds, padding included.
+    pub batch_pieces: usize,
+}
+
+impl Default for EncoderOptions {
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self {
+            threads,
+            batch_pieces: 4096,
+        }
+    }
+}
+
+/// Why a model could not be loaded or a text not encoded. Each names the problem in
+/// one line.
+#[derive(Debug, thiserror::Error)]
+pub enum EncoderError {
+    #[error("model file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("model file {path} is not valid: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("tokenizing failed: {0}")]
+    Tokenize(String),
+    #[error("the encoder failed: {0}")]
+    Inference(#[from] candle_core::Error),
+    #[error("cannot start the encoder's {threads} threads: {message}")]
+    Threads { threads: usize, message: String },
+}
+
+/// A text as word pieces, ready for the model.
+struct Pieces {
+    ids: Vec<u32>,
+}
+
+/// all-MiniLM-L6-v2, loaded. `Send + Sync`: one can serve queries from several
+/// threads (each call runs on the encoder's pool).
+pub struct Encoder {
+    tokenizer: Tokenizer,
+    model: BertModel,
+    cls: u32,
+    sep: u32,
+    pool: rayon::ThreadPool,
+    batch_pieces: usize,
+    dims: usize,
+}
+
+impl Encoder {
+    /// Loads the model from `dir` (as installed by [`crate::install`]: the files of
+    /// [`crate::MINILM_L6_V2`]). Sizes are checked, not checksums (those were checked
+    /// at install, and hashing 90 MB would cost more than the load itself).
+    pub fn load(dir: &Path, options: &EncoderOptions) -> Result<Self, EncoderError> {
+        let files = ModelFiles::open(dir)?;
+        let config: Config =
+            serde_json::from_slice(&files.config_bytes).map_err(|e| invalid(&files.config, e))?;
+        let mut tokenizer = Tokenizer::from_bytes(&files.tokenizer_bytes)
+            .map_err(|e| invalid(&files.tokenizer, e))?;
+        // The file pads and truncates to 128 for another use; batches pad themselves.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| invalid(&files.tokenizer, e))?;
+        let special = |token: &str| {
+            tokenizer
+                .token_to_id(token)
+                .ok_or_else(|| EncoderError::Invalid {
+                    path: files.tokenizer.clone(),
+                    message: format!("no {token} in the vocabulary"),
+                })
+        };
+        let (cls, sep) = (special("[CLS]")?, special("[SEP]")?);
+        // SAFETY: the model directory is written once by `install` (into a fresh
+        // directory renamed into place) and never modified in place, so the mapped
+        // bytes do not change under the mapping.
+        let weights = unsafe {
+            VarBuilder::from_mmaped_safetensors(&[&files.weights], DType::F32, &Device::Cpu)
+        }
+        .map_err(|e| invalid(&files.weights, e))?;
+        let model = BertModel::load(weights, &config).map_err(|e| invalid(&files.weights, e))?;
+        let threads = options.threads.max(1);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("sentence-embed-{i}"))
+            .build()
+            .map_err(|e| EncoderError::Threads {
+                threads,
+                message: e.to_string(),
+            })?;
+        Ok(Self {
+            tokenizer,
+            model,
+            cls,
+            sep,
+            pool,
+            batch_pieces: options.batch_pieces.max(MAX_PIECES),
+            dims: config.hidden_size,
+        })
+    }
+
+    /// Width of the vectors (384).
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// One unit vector per text, in order. Texts longer than [`MAX_PIECES`] word
+    /// pieces are truncated (split them first with [`Encoder::passages`] to embed
+    /// all of a long text).
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>, EncoderError> {
+        let pieces = texts
+            .iter()
+            .map(|t| self.pieces(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.pool.install(|| self.embed_pieces(&pieces))
+    }
+
+    /// The vector of one text (a search query).
+    pub fn embed_query(&self, text: &str) -> Result<Embedding, EncoderError> {
+        let mut vectors = self.embed(&[text])?;
+        Ok(vectors.pop().expect("one vector per text"))
+    }
+
+    /// The model's input for `text`: `[CLS]`, its word pieces (truncated to
+    /// [`MAX_PIECES`] in all), `[SEP]`.
+    pub fn word_pieces(&self, text: &str) -> Result<Vec<u32>, EncoderError> {
+        Ok(self.pieces(text)?.ids)
+    }
+
+    /// How many word pieces `text` becomes (without `[CLS]` and `[SEP]`, untruncated).
+    pub fn count_pieces(&self, text: &str) -> Result<usize, EncoderError> {
+        Ok(self.encode_plain(text)?.get_ids().len())
+    }
+
+    /// Splits `text` into consecutive passages of at most `max_pieces` word pieces
+    /// each, `[CLS]` and `[SEP]` included (so `max_pieces` ≤ [`MAX_PIECES`] embeds
+    /// each passage whole), cut between words. Returns byte ranges of `text`,
+    /// covering every word once; whitespace-only text has no passage.
+    pub fn passages(
+        &self,
+        text: &str,
+        max_pieces: usize,
+    ) -> Result<Vec<Range<usize>>, EncoderError> {
+        let encoding = self.encode_plain(text)?;
+        let budget = max_pieces.clamp(3, MAX_PIECES) - 2;
+        let offsets = encoding.get_offsets();
+        let words = encoding.get_word_ids();
+        let mut ranges = Vec::new();
+        let mut start = 0;
+        while start < offsets.len() {
+            let mut end = (start + budget).min(offsets.len());
+            if end < offsets.len() {
+                // Back off to the start of the word the cut would split.
+                let word_start = (start + 1..=end).rev().find(|&i| words[i] != words[i - 1]);
+                end = word_start.unwrap_or(end);
+            }
+            ranges.push(offsets[start].0..offsets[end - 1].1);
+            start = end;
+        }
+        Ok(ranges)
+    }
+
+    fn encode_plain(&self, text: &str) -> Result<tokenizers::Encoding, EncoderError> {
+        self.tokenizer
+            .encode(text, false)
+            .map_err(|e| EncoderError::Tokenize(e.to_string()))
+    }
+
+    fn pieces(&self, text: &str) -> Result<Pieces, EncoderError> {
+        let encoding = self
+            .tokenizer
+            .encode_fast(text, false)
+            .map_err(|e| EncoderError::Tokenize(e.to_string()))?;
+        let body = &encoding.get_ids()[..encoding.get_ids().len().min(MAX_PIECES - 2)];
+        let mut ids = Vec::with_capacity(body.len() + 2);
+        ids.push(self.cls);
+        ids.extend_from_slice(body);
+        ids.push(self.sep);
+        Ok(Pieces { ids })
+    }
+
+    fn embed_pieces(&self, texts: &[Pieces]) -> Result<Vec<Embedding>, EncoderError> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].ids.len());
+        let mut vectors: Vec<Option<Embedding>> = vec![None; texts.len()];
+        let mut rest = &order[..];
+        while !rest.is_empty() {
+            let batch = self.next_batch(texts, rest);
+            let (now, later) = rest.split_at(batch);
+            let batch: Vec<&Pieces> = now.iter().map(|&i| &texts[i]).collect();
+            for (&i, vector) in now.iter().zip(self.forward(&batch)?) {
+                vectors[i] = Some(vector);
+            }
+            rest = later;
+        }
+        Ok(vectors
+            .into_iter()
+            .map(|v| v.expect("every text was in a batch"))
+            .collect())
+    }
+
+    /// How many of `rest` (sorted by length) fit in one batch.
+    fn next_batch(&self, texts: &[Pieces], rest: &[usize]) -> usize {
+        let fits = rest
+            .iter()
+            .enumerate()
+            .take_while(|(n, &i)| (n + 1) * texts[i].ids.len() <= self.batch_pieces)
+            .count();
+        fits.max(1)
+    }
+
+    fn forward(&self, batch: &[&Pieces]) -> Result<Vec<Embedding>, EncoderError> {
+        let len = batch.iter().map(|p| p.ids.len()).max().unwrap_or(0);
+        let mut ids = Vec::with_capacity(batch.len() * len);
+        let mut mask = Vec::with_capacity(batch.len() * len);
+        for pieces in batch {
+            let padding = len - pieces.ids.len();
+            ids.extend_from_slice(&pieces.ids);
+            ids.extend(std::iter::repeat_n(0u32, padding));
+            mask.extend(std::iter::repeat_n(1u32, pieces.ids.len()));
+            mask.extend(std::iter::repeat_n(0u32, padding));
+        }
+        let device = Device::Cpu;
+        let shape = (batch.len(), len);
+        let ids = Tensor::from_vec(ids, shape, &device)?;
+        let mask = Tensor::from_vec(mask, shape, &device)?;
+        let token_types = ids.zeros_like()?;
+        let hidden = self.model.forward(&ids, &token_types, Some(&mask))?;
+        // Mean over the real pieces: padded positions are zeroed, then the sum is
+        // divided by each text's piece count.
+        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+        let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
+        let counts = mask.sum(1)?;
+        let means = summed.broadcast_div(&counts)?;
+        Ok(means
+            .to_vec2::<f32>()?
+            .into_iter()
+            .map(Embedding::normalized)
+            .collect())
+    }
+}
+
+fn invalid(path: &Path, error: impl std::fmt::Display) -> EncoderError {
+    EncoderError::Invalid {
+        path: path.to_path_buf(),
+        message: error.to_string(),
+    }
+}
