@@ -66,7 +66,13 @@ const tests = files.length
 			join(REPO, "tests/e2e/install.test.mjs"),
 			join(REPO, "tests/e2e/npm-install.test.mjs"),
 		];
-const run = spawnSync(process.execPath, ["--test", "--test-concurrency=1", ...tests], {
+// SESSION_INDEX_E2E_QUICK=1 (a developer's pre-landing run, never CI) leaves out the two packaging tests,
+// whose release and cross builds cost more CPU than the rest of the suite together.
+const PACKAGING = ["install.test.mjs", "npm-install.test.mjs"];
+const quick = process.env.SESSION_INDEX_E2E_QUICK === "1" && process.env.CI !== "true" && !files.length;
+const selected = quick ? tests.filter((t) => !PACKAGING.some((p) => t.endsWith(`/${p}`))) : tests;
+if (quick) console.error(`e2e: SESSION_INDEX_E2E_QUICK=1: skipping ${PACKAGING.join(", ")} (CI runs them)`);
+const run = spawnSync(process.execPath, ["--test", "--test-concurrency=1", ...selected], {
 	stdio: "inherit",
 	env: { ...process.env, PI_E2E_NODE_DIR: nodeDir },
 });
