@@ -8,7 +8,7 @@
 //! A file that is not (yet) a record, such as the session being summarized or
 //! one being read into the store, is asked about with [`Gate::excludes`].
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::SessionRecord;
@@ -71,8 +71,7 @@ impl Gate {
     /// `..`) or with symlinks resolved (an agent directory reached through
     /// a symlink stores the paths of the spelling that updated it).
     pub fn inside(&self, path: &Path) -> bool {
-        let climbs = path.components().any(|c| c == Component::ParentDir);
-        if path.starts_with(&self.sessions_dir) && !climbs {
+        if self.lexically_inside(path) {
             return true;
         }
         let real_dir = self
@@ -87,6 +86,20 @@ impl Gate {
             std::fs::canonicalize(dir).map(|d| d.join(name.unwrap_or_default()))
         });
         real.is_ok_and(|real| real.starts_with(real_dir))
+    }
+
+    /// `path` spelled under the sessions directory, with no `..` segment:
+    /// compared as bytes, since every record leaving the store is checked
+    /// (10,000 of them when the cache loads) and the paths the store wrote
+    /// are spelled so.
+    fn lexically_inside(&self, path: &Path) -> bool {
+        let dir = self.sessions_dir.as_os_str().as_encoded_bytes();
+        let dir = dir.strip_suffix(b"/").unwrap_or(dir);
+        let path = path.as_os_str().as_encoded_bytes();
+        let Some(rest) = path.strip_prefix(dir) else {
+            return false;
+        };
+        rest.first() == Some(&b'/') && !rest.split(|b| *b == b'/').any(|segment| segment == b"..")
     }
 }
 
