@@ -151,11 +151,7 @@ fn result_text(hits: &[SessionHit]) -> String {
     );
     for (i, hit) in hits.iter().enumerate() {
         let s = &hit.session;
-        let name = s
-            .name
-            .as_deref()
-            .or(s.first_message.as_deref())
-            .unwrap_or("");
+        let name = s.title().unwrap_or("");
         let date = crate::time::iso_from_millis(s.last_activity_ms as i64);
         text.push_str(&format!(
             "\n{}. id {} name {} modified {} project {}",

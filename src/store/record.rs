@@ -49,6 +49,12 @@ impl SessionRecord {
         self.session_name.as_deref().or(self.name.as_deref())
     }
 
+    /// What a person reads the session by: its name (the meta's, else pi's),
+    /// else how it began (the first message).
+    pub fn title(&self) -> Option<&str> {
+        self.name.as_deref().or(self.first_message.as_deref())
+    }
+
     /// A record from the columns [`super::schema::record_columns`] lists.
     pub(super) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
         let tags: String = r.get(9)?;

@@ -73,16 +73,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         for (s, id) in rows.iter().zip(ids) {
             cells.push(vec![
                 id,
-                clip(
-                    &flat(
-                        s.name
-                            .as_deref()
-                            .or(s.first_message.as_deref())
-                            .unwrap_or("(empty)"),
-                    ),
-                    48,
-                    Keep::Head,
-                ),
+                clip(&flat(s.title().unwrap_or("(empty)")), 48, Keep::Head),
                 clip(&flat(&home_relative(&s.cwd)), 32, Keep::Tail),
                 date(s.last_activity_ms),
                 s.message_count.to_string(),
