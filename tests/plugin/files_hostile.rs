@@ -218,18 +218,8 @@ fn the_plugin_reads_only_regular_files_inside_its_directories() {
 fn the_cli_reads_only_regular_files_inside_the_sessions_directory() {
     let (a, outside, _current) = hostile_agent();
     let listed = run_cli(&["list", "--all", "--json"], &a.dir);
-    assert!(
-        listed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&listed.stderr)
-    );
-    let list: Value = serde_json::from_slice(&listed.stdout).unwrap();
-    let ids: Vec<&str> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["id"].as_str())
-        .collect();
+    let list = crate::support::json_output(&listed);
+    let ids = crate::support::ids(&list);
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(
         !ids.contains(&OUTSIDE_ID) && !ids.contains(&FIFO_ID),

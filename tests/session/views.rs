@@ -98,12 +98,7 @@ fn inspect_prints_one_json_document() {
         .arg(fixture("branches-nosummary.jsonl"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = crate::support::json_output(&out);
     for key in [
         "id",
         "name",
@@ -168,18 +163,8 @@ fn list_reads_the_project_directory_pi_uses() {
         .arg(agent.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<&str> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["id"].as_str())
-        .collect();
+    let list = crate::support::json_output(&out);
+    let ids = crate::support::ids(&list);
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(ids.contains(&"compaction-session") && ids.contains(&"custom-session"));
     let custom = list

@@ -11,7 +11,9 @@ pub mod shared_dir;
 pub mod summarize;
 pub mod synth;
 
-use std::process::Command;
+use std::process::{Command, Output};
+
+use serde_json::Value;
 
 /// Set in a child process that runs one test of this binary alone.
 const ALONE_ENV: &str = "SESSION_INDEX_TEST_ALONE";
@@ -55,4 +57,24 @@ pub fn run_alone(name: &str) {
         "{name} failed when run alone ({})\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
         output.status
     );
+}
+
+/// The JSON document a command printed; fails with its stderr when the
+/// command failed.
+pub fn json_output(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document on stdout")
+}
+
+/// The `id` of every session of a `list --json` document.
+pub fn ids(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .expect("a JSON array")
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect()
 }
