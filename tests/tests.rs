@@ -16,6 +16,7 @@ mod readme_config;
 mod redaction_leaks;
 mod references;
 mod resolve;
+mod search_eval;
 mod search_tool;
 mod session;
 mod store;

@@ -2,6 +2,7 @@
 //! agent directories, the real plugin library loaded through the host, a
 //! mock model provider over loopback, and the QA fixture.
 
+pub mod corpus;
 pub mod mock_provider;
 pub mod plugin;
 pub mod qa;
