@@ -130,23 +130,40 @@ impl Rule {
     }
 
     /// The secret of one match: gitleaks' rule (the `secretGroup`, else the first
-    /// non-empty group, else the match) and its checks.
-    fn secret<'t>(&self, caps: &Captures<'t>, engine: &Engine) -> Option<Match<'t>> {
-        let whole = caps.get(0)?;
-        let secret = match self.data.secret_group {
+    /// non-empty group, else the match) and its checks; and where the next search
+    /// starts. That is the secret's start, not the match's end: what one match took
+    /// for a value may be the name of the next one, as in
+    /// `secret: aws_secret_access_key = <key>`, where the label's match consumes
+    /// `aws_secret_access_key` and a search from its end would never see the key.
+    fn secret<'t>(&self, caps: &Captures<'t>, engine: &Engine) -> (Option<Match<'t>>, usize) {
+        let Some(whole) = caps.get(0) else {
+            return (None, usize::MAX);
+        };
+        let candidate = match self.data.secret_group {
             0 => caps
                 .iter()
                 .skip(1)
                 .flatten()
                 .find(|m| !m.is_empty())
-                .unwrap_or(whole),
-            n => caps.get(n)?,
+                .or(Some(whole)),
+            n => caps.get(n),
         };
+        let resume = candidate
+            .map(|c| c.start())
+            .filter(|&at| at > whole.start())
+            .unwrap_or(whole.end().max(whole.start() + 1));
+        let secret = candidate.filter(|secret| !self.kept(secret, &whole, engine));
+        (secret, resume)
+    }
+
+    /// Whether the secret `secret` of the match `whole` is kept by the rule's checks
+    /// (entropy, allowlists, stopwords).
+    fn kept(&self, secret: &Match<'_>, whole: &Match<'_>, engine: &Engine) -> bool {
         let s = String::from_utf8_lossy(secret.as_bytes());
         let lower = s.to_lowercase();
         let (file_allow, file_stopwords) = &engine.files[self.file];
         let (_, allow, allow_match) = self.compiled();
-        let kept = s.contains(REDACTED)
+        s.contains(REDACTED)
             || (self.data.entropy > 0.0 && entropy(&s) <= self.data.entropy)
             || allow
                 .iter()
@@ -158,8 +175,7 @@ impl Rule {
                 .stopwords
                 .iter()
                 .chain(file_stopwords)
-                .any(|w| lower.contains(w.as_str()));
-        (!kept).then_some(secret)
+                .any(|w| lower.contains(w.as_str()))
     }
 }
 
@@ -186,14 +202,21 @@ fn secrets(text: &str) -> Vec<(usize, usize)> {
     }
     let mut spans = Vec::new();
     for (rule, _) in engine.rules.iter().zip(&enabled).filter(|(_, on)| **on) {
-        for caps in rule.compiled().0.captures_iter(text.as_bytes()) {
-            if let Some(s) = rule.secret(&caps, engine) {
+        let regex = &rule.compiled().0;
+        let mut from = 0;
+        while let Some(caps) = regex.captures_at(text.as_bytes(), from) {
+            let (secret, resume) = rule.secret(&caps, engine);
+            if let Some(s) = secret {
                 // A byte class may end a match inside a character: widen it to whole ones.
                 let end = (s.end()..=text.len())
                     .find(|&i| text.is_char_boundary(i))
                     .unwrap_or(text.len());
                 spans.push((crate::text::floor_char_boundary(text, s.start()), end));
             }
+            if resume > text.len() {
+                break;
+            }
+            from = resume;
         }
     }
     spans.sort_unstable();
@@ -209,31 +232,65 @@ fn secrets(text: &str) -> Vec<(usize, usize)> {
 
 /// `text` with every secret replaced by [`REDACTED`]. Borrows when nothing matched.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let spans = secrets(text);
+    replace_spans(text, &secrets(text), REDACTED)
+}
+
+#[allow(clippy::expect_used)]
+static PRIVATE_TAGS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(["<private>", "</private>"])
+        .expect("private tags build")
+});
+
+/// Byte ranges of the `<private>` spans of `text`, outermost only: a span
+/// runs from an opening tag to the closing tag that balances it, so a nested
+/// `<private>a <private>b</private> c</private>` is one span (`c` is as
+/// private as `a`); an unclosed one runs to the end. A closing tag with no
+/// opening one is text.
+fn private_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for tag in PRIVATE_TAGS.find_iter(text) {
+        match (tag.pattern().as_usize(), depth) {
+            (0, 0) => (depth, start) = (1, tag.start()),
+            (0, _) => depth += 1,
+            (_, 0) => {}
+            (_, 1) => {
+                depth = 0;
+                spans.push((start, tag.end()));
+            }
+            (_, _) => depth -= 1,
+        }
+    }
+    if depth > 0 {
+        spans.push((start, text.len()));
+    }
+    spans
+}
+
+/// `text` with the byte ranges `spans` (sorted, disjoint) replaced by `with`.
+fn replace_spans<'t>(text: &'t str, spans: &[(usize, usize)], with: &str) -> Cow<'t, str> {
     if spans.is_empty() {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    for (start, end) in spans {
+    for &(start, end) in spans {
         out.push_str(&text[at..start]);
-        out.push_str(REDACTED);
+        out.push_str(with);
         at = end;
     }
     out.push_str(&text[at..]);
     Cow::Owned(out)
 }
 
-#[allow(clippy::expect_used)]
-static PRIVATE_SPAN: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"(?is)<private>.*?(?:</private>|\z)").expect("private span pattern compiles")
-});
-
 /// Text taken from a session, made fit for a model or an index: `<private>` …
-/// `</private>` spans (an unclosed one runs to the end) become [`PRIVATE`], secrets
-/// become [`REDACTED`]. Call it on whole texts before any cut to a budget.
+/// `</private>` spans (nested ones count as one; an unclosed one runs to the
+/// end) become [`PRIVATE`], secrets become [`REDACTED`]. Call it on whole
+/// texts before any cut to a budget.
 pub fn session_text(text: &str) -> Cow<'_, str> {
-    match PRIVATE_SPAN.replace_all(text, PRIVATE) {
+    match replace_spans(text, &private_spans(text), PRIVATE) {
         Cow::Borrowed(_) => redact(text),
         Cow::Owned(s) => Cow::Owned(redact(&s).into_owned()),
     }

@@ -6,7 +6,7 @@ fn found_by(rule: &Rule, text: &str) -> Vec<String> {
         .compiled()
         .0
         .captures_iter(text.as_bytes())
-        .filter_map(|c| rule.secret(&c, &ENGINE).map(|m| m.as_bytes().to_vec()));
+        .filter_map(|c| rule.secret(&c, &ENGINE).0.map(|m| m.as_bytes().to_vec()));
     found
         .map(|s| String::from_utf8_lossy(&s).into_owned())
         .collect()
@@ -158,6 +158,84 @@ fn readable_text_is_borrowed_and_unchanged() {
         let out = redact(text);
         assert!(matches!(out, Cow::Borrowed(_)), "{text:?} became {out:?}");
     }
+}
+
+/// One half of the planted-secrets corpus (`tests/fixtures/secrets/`).
+#[derive(Deserialize)]
+struct Corpus {
+    secret: Vec<Planted>,
+    #[serde(default)]
+    kept: Kept,
+}
+
+#[derive(Deserialize)]
+struct Planted {
+    format: String,
+    text: String,
+    fragments: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Kept {
+    texts: Vec<String>,
+}
+
+fn corpus(text: &str) -> Corpus {
+    toml::from_str(text).unwrap()
+}
+
+/// The formats of the corpus whose fragments survive [`session_text`].
+fn leaking_formats(corpus: &Corpus) -> Vec<String> {
+    let leaks = corpus.secret.iter().filter(|p| {
+        let out = session_text(&p.text);
+        p.fragments.iter().any(|f| out.contains(f.as_str()))
+    });
+    leaks
+        .map(|p| format!("{}: {}", p.format, session_text(&p.text)))
+        .collect()
+}
+
+/// The tuned part of the corpus (tuned.toml, and held-out round 1 since it was
+/// measured): every planted secret goes, every kept text stays. Held-out round 2
+/// is measured by the integration test `trust::secrets`.
+#[test]
+fn tuned_corpus_loses_every_secret_and_keeps_prose() {
+    for text in [
+        include_str!("../../tests/fixtures/secrets/tuned.toml"),
+        include_str!("../../tests/fixtures/secrets/held-out-1.toml"),
+    ] {
+        let tuned = corpus(text);
+        assert!(tuned.secret.len() >= 19);
+        assert_eq!(leaking_formats(&tuned), Vec::<String>::new());
+        for text in &tuned.kept.texts {
+            assert_eq!(session_text(text), text.as_str());
+        }
+    }
+}
+
+#[test]
+fn a_label_consumed_as_a_value_still_names_the_next_one() {
+    assert_eq!(
+        redact("secret: aws_secret_access_key = ANZi8UPGx3RFVeh5O45lekP0W+0YCKMVLsRicHb1"),
+        "secret: [REDACTED] = [REDACTED]"
+    );
+    assert_eq!(redact("token: api_key=Zx81kQm2Lp"), "token: [REDACTED]");
+}
+
+#[test]
+fn nested_private_spans_are_one_span() {
+    assert_eq!(
+        session_text("x <private>a <private>X</private> Y</private> z"),
+        "x [private] z"
+    );
+    assert_eq!(
+        session_text("x <private>a <private>X</private> Y"),
+        "x [private]"
+    );
+    assert_eq!(
+        session_text("x </private> y <private>a</private>"),
+        "x </private> y [private]"
+    );
 }
 
 #[test]
