@@ -33,16 +33,39 @@ const STOP: &[char] = &[
 /// an unquoted reference; an apostrophe inside one (`bob's-notes`) stays.
 const TRAILING: &[char] = &['.', '!', '?', '\''];
 
-/// Every reference in `prompt`, deduplicated (case-insensitively on the
-/// target and question; the largest depth wins), in first-seen order.
-pub fn parse(prompt: &str) -> Vec<Reference> {
-    let code = code_ranges(prompt);
+/// `@@` read in one prompt at most, references or not: past them the rest
+/// of a prompt is not read. A person writes a handful; a pasted diff has one
+/// per hunk (`@@ -1,3 +1,4 @@`); a hostile prompt has millions.
+pub const MAX_AT_SIGNS_READ: usize = 10_000;
+
+/// The references of `prompt`, deduplicated (case-insensitively on the
+/// target and question; the largest depth wins), in first-seen order, at
+/// most `max` of them: reading stops at the `max`-th distinct one, or after
+/// [`MAX_AT_SIGNS_READ`] `@@`, so a prompt of a million `@@` costs what its
+/// first ones cost. A caller that honours `n` asks for `n + 1` to learn
+/// that there were more.
+///
+/// Linear in the prompt: code ranges are found in one pass, each `@@` looks
+/// them up from where the previous one stopped, and each line's end is found
+/// once ([`LineEnds`]).
+pub fn parse(prompt: &str, max: usize) -> Vec<Reference> {
+    let finder = memchr::memmem::Finder::new("@@");
+    if finder.find(prompt.as_bytes()).is_none() {
+        return Vec::new();
+    }
+    let mut code = InCode::new(code_ranges(prompt));
+    let mut lines = LineEnds::new(prompt);
     let mut out: Vec<Reference> = Vec::new();
     let mut pos = 0;
-    while let Some(found) = prompt[pos..].find("@@") {
+    let mut read = 0;
+    while out.len() < max && read < MAX_AT_SIGNS_READ {
+        let Some(found) = finder.find(&prompt.as_bytes()[pos..]) else {
+            break;
+        };
+        read += 1;
         let at = pos + found;
         pos = at + 2;
-        if code.iter().any(|r| r.contains(&at)) {
+        if code.at(at).is_some() {
             continue;
         }
         let before = prompt[..at].chars().next_back();
@@ -55,12 +78,63 @@ pub fn parse(prompt: &str) -> Vec<Reference> {
             pos += prompt[pos..].len() - prompt[pos..].trim_start_matches('@').len();
             continue;
         }
-        if let Some((reference, end)) = parse_one(prompt, at) {
+        if let Some((reference, end)) = parse_one(prompt, at, &mut lines) {
             pos = end;
             merge(&mut out, reference);
         }
     }
     out
+}
+
+/// Which code range, if any, holds an offset: ranges sorted by start, asked
+/// about offsets that only grow (one pass over both).
+struct InCode {
+    ranges: Vec<Range<usize>>,
+    next: usize,
+}
+
+impl InCode {
+    fn new(mut ranges: Vec<Range<usize>>) -> InCode {
+        ranges.sort_by_key(|r| r.start);
+        InCode { ranges, next: 0 }
+    }
+
+    /// The range holding `at` (offsets asked never decrease).
+    fn at(&mut self, at: usize) -> Option<Range<usize>> {
+        while self.ranges.get(self.next).is_some_and(|r| r.end <= at) {
+            self.next += 1;
+        }
+        // Ranges may nest (a span inside a block): any holding `at` will do.
+        self.ranges[self.next..]
+            .iter()
+            .take_while(|r| r.start <= at)
+            .find(|r| r.contains(&at))
+            .cloned()
+    }
+}
+
+/// The end of the line holding an offset, each line's found once: offsets
+/// asked about only grow, so the last answer is reused within its line.
+struct LineEnds<'t> {
+    text: &'t str,
+    /// The line last asked about: from its start (inclusive) to its end.
+    line: Range<usize>,
+}
+
+impl<'t> LineEnds<'t> {
+    fn new(text: &'t str) -> Self {
+        LineEnds { text, line: 0..0 }
+    }
+
+    /// Offset of the `\n` ending the line that holds `at` (the text's length on the last line).
+    fn end(&mut self, at: usize) -> usize {
+        if !(self.line.start <= at && at < self.line.end) {
+            let end = memchr::memchr(b'\n', &self.text.as_bytes()[at..])
+                .map_or(self.text.len(), |i| at + i);
+            self.line = at..end;
+        }
+        self.line.end
+    }
 }
 
 /// `text` with every `@@` reference (with its depth and question), the
@@ -74,14 +148,18 @@ pub fn without_references(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains("@@") {
         return std::borrow::Cow::Borrowed(text);
     }
-    let mut cut: Vec<Range<usize>> = code_ranges(text)
-        .into_iter()
-        .filter(|r| text[r.clone()].contains("@@"))
-        .collect();
+    let mut code = InCode::new(
+        code_ranges(text)
+            .into_iter()
+            .filter(|r| text[r.clone()].contains("@@"))
+            .collect(),
+    );
+    let mut lines = LineEnds::new(text);
+    let mut cut: Vec<Range<usize>> = Vec::new();
     let mut pos = 0;
     while let Some(found) = text[pos..].find("@@") {
         let at = pos + found;
-        if let Some(r) = cut.iter().find(|r| r.contains(&at)) {
+        if let Some(r) = code.at(at) {
             pos = r.end;
             continue;
         }
@@ -91,15 +169,14 @@ pub fn without_references(text: &str) -> std::borrow::Cow<'_, str> {
                 .find(char::is_whitespace)
                 .map_or(text.len(), |i| at + i)
         };
-        let end = parse_one(text, at)
+        let end = parse_one(text, at, &mut lines)
             .map_or_else(token, |(_, end)| end)
             .max(at + 2);
         let before = text[..at].trim_end_matches([' ', '\t']);
-        let word = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
-        let lead = LEADS.contains(&before[word..].to_lowercase().as_str());
-        cut.push(if lead { word } else { at }..end);
+        cut.push(lead_word(before, &LEADS).unwrap_or(at)..end);
         pos = end;
     }
+    cut.extend(code.ranges);
     cut.sort_by_key(|r| r.start);
     let mut out = String::with_capacity(text.len());
     let mut from = 0;
@@ -113,6 +190,20 @@ pub fn without_references(text: &str) -> std::borrow::Cow<'_, str> {
     out.push_str(&text[from..]);
     let lines = out.lines().map(crate::text::flat).filter(|l| !l.is_empty());
     std::borrow::Cow::Owned(lines.collect::<Vec<_>>().join("\n"))
+}
+
+/// Where the last word of `before` starts, when it is one of `leads` (any
+/// case) standing alone: looked up from the end, never scanning the text.
+fn lead_word(before: &str, leads: &[&str]) -> Option<usize> {
+    leads.iter().find_map(|lead| {
+        let start = before.len().checked_sub(lead.len())?;
+        let word = before.get(start..)?;
+        let alone = before[..start]
+            .chars()
+            .next_back()
+            .is_none_or(char::is_whitespace);
+        (alone && word.eq_ignore_ascii_case(lead)).then_some(start)
+    })
 }
 
 fn merge(out: &mut Vec<Reference>, r: Reference) {
@@ -129,10 +220,10 @@ fn merge(out: &mut Vec<Reference>, r: Reference) {
 
 /// Parse the reference starting at `at` (the first `@`). Returns it and the
 /// byte offset where scanning resumes.
-fn parse_one(text: &str, at: usize) -> Option<(Reference, usize)> {
+fn parse_one(text: &str, at: usize, lines: &mut LineEnds<'_>) -> Option<(Reference, usize)> {
     let start = at + 2;
     let rest = &text[start..];
-    let line_end = rest.find('\n').map_or(text.len(), |i| start + i);
+    let line_end = lines.end(start);
     let (target, quoted, mut end, mut depth) = if let Some(inner) = rest.strip_prefix('"') {
         let close = inner[..line_end - start - 1].find('"')?;
         let target = inner[..close].trim();
@@ -259,35 +350,43 @@ fn code_ranges(text: &str) -> Vec<Range<usize>> {
     out
 }
 
+/// The code spans of a paragraph: a run of n backticks opens one that the
+/// next run of exactly n backticks closes; a run with no closer is text.
+/// Linear: the runs are listed once, and the closer of each is found from a
+/// cursor per run length that only moves forward.
 fn inline_spans(paragraph: &str, base: usize, out: &mut Vec<Range<usize>>) {
     let bytes = paragraph.as_bytes();
+    // Every maximal run of backticks: (start, length).
+    let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'`' {
-            i += 1;
-            continue;
-        }
-        let n = bytes[i..].iter().take_while(|&&b| b == b'`').count();
-        let mut j = i + n;
-        let mut closed = None;
-        while j < bytes.len() {
-            if bytes[j] == b'`' {
-                let m = bytes[j..].iter().take_while(|&&b| b == b'`').count();
-                if m == n {
-                    closed = Some(j + m);
-                    break;
-                }
-                j += m;
-            } else {
-                j += 1;
+    while let Some(k) = memchr::memchr(b'`', &bytes[i..]) {
+        let start = i + k;
+        let n = bytes[start..].iter().take_while(|&&b| b == b'`').count();
+        runs.push((start, n));
+        i = start + n;
+    }
+    // Per run length, the indexes of its runs in order, and how far each was read.
+    let mut by_len: std::collections::HashMap<usize, (Vec<usize>, usize)> =
+        std::collections::HashMap::new();
+    for (index, &(_, n)) in runs.iter().enumerate() {
+        by_len.entry(n).or_default().0.push(index);
+    }
+    let mut r = 0;
+    while r < runs.len() {
+        let (start, n) = runs[r];
+        let closer = by_len.get_mut(&n).and_then(|(same, read)| {
+            while same.get(*read).is_some_and(|&other| other <= r) {
+                *read += 1;
             }
-        }
-        match closed {
-            Some(end) => {
-                out.push(base + i..base + end);
-                i = end;
+            same.get(*read).copied()
+        });
+        match closer {
+            Some(c) => {
+                let (close, m) = runs[c];
+                out.push(base + start..base + close + m);
+                r = c + 1;
             }
-            None => i += n,
+            None => r += 1,
         }
     }
 }
@@ -297,7 +396,7 @@ mod tests {
     use super::*;
 
     fn targets(p: &str) -> Vec<(String, u32, Option<String>)> {
-        parse(p)
+        parse(p, usize::MAX)
             .into_iter()
             .map(|r| (r.target, r.depth, r.question))
             .collect()
@@ -336,14 +435,14 @@ mod tests {
 
     #[test]
     fn not_references() {
-        assert!(parse("mail me at bob@@example.com").is_empty());
-        assert!(parse("`@@auth` and ``x @@y``").is_empty());
-        assert!(parse("```\n@@auth\n```\n").is_empty());
-        assert!(parse("~~~md\n@@auth\n~~~").is_empty());
-        assert!(parse("@@ alone, @@\"\" and @@@triple").is_empty());
+        assert!(parse("mail me at bob@@example.com", usize::MAX).is_empty());
+        assert!(parse("`@@auth` and ``x @@y``", usize::MAX).is_empty());
+        assert!(parse("```\n@@auth\n```\n", usize::MAX).is_empty());
+        assert!(parse("~~~md\n@@auth\n~~~", usize::MAX).is_empty());
+        assert!(parse("@@ alone, @@\"\" and @@@triple", usize::MAX).is_empty());
         // A code span may run over lines within a paragraph.
-        assert!(parse("see ``a\n@@auth b`` done").is_empty());
-        assert!(parse("code:\n\n    @@auth x\n\tfoo(@@y)\n").is_empty());
+        assert!(parse("see ``a\n@@auth b`` done", usize::MAX).is_empty());
+        assert!(parse("code:\n\n    @@auth x\n\tfoo(@@y)\n", usize::MAX).is_empty());
     }
 
     #[test]
@@ -373,7 +472,7 @@ mod tests {
             .collect();
         for &a in &bounds {
             for &b in bounds.iter().filter(|&&b| b >= a) {
-                let _ = parse(&text[a..b]);
+                let _ = parse(&text[a..b], usize::MAX);
             }
         }
     }
@@ -397,6 +496,31 @@ mod tests {
         assert_eq!(strip("@@\"Cron in gitclaw\" vs cron"), "vs cron");
         assert_eq!(strip("no refs, `code` kept"), "no refs, `code` kept");
         assert_eq!(strip("mail bob@@example.com @@ x"), "mail bob x");
+    }
+
+    /// Reading stops at the limit: after `max` distinct references, and after
+    /// [`MAX_AT_SIGNS_READ`] `@@` of any kind (what makes a hostile prompt cost
+    /// what its head costs: the hostile bench times 10 MB prompts).
+    #[test]
+    fn reading_stops_at_the_limits() {
+        let names =
+            |refs: Vec<Reference>| -> Vec<String> { refs.into_iter().map(|r| r.target).collect() };
+        assert_eq!(names(parse("@@a @@b @@a~2 @@c @@d", 2)), ["a", "b"]);
+        assert_eq!(names(parse("@@a @@b @@a~2 @@c @@d", 3)), ["a", "b", "c"]);
+        let under = format!("{}@@late", "@@ ".repeat(MAX_AT_SIGNS_READ - 1));
+        assert_eq!(names(parse(&under, 4)), ["late"]);
+        let over = format!("{}@@late", "@@ ".repeat(MAX_AT_SIGNS_READ));
+        assert!(parse(&over, 4).is_empty());
+    }
+
+    #[test]
+    fn code_spans_pair_runs_of_equal_length() {
+        assert!(parse("``a ` @@x ` b``", 4).is_empty());
+        assert_eq!(targets("``` @@x ``"), vec![("x".into(), 0, None)]);
+        assert_eq!(
+            targets("`a` @@x `b`` c` `` @@y"),
+            vec![("x".into(), 0, None), ("y".into(), 0, None)]
+        );
     }
 
     #[test]

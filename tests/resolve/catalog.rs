@@ -482,7 +482,7 @@ fn completion_ranks_prefixes_and_current_project_first_and_round_trips() {
             .unwrap();
         assert_eq!(back.entry.id, cand.id, "{cand:?}");
         let typed =
-            session_index::features::references::parse(&format!("see @@{} now", cand.insert));
+            session_index::features::references::parse(&format!("see @@{} now", cand.insert), 1);
         assert_eq!(typed.len(), 1, "{cand:?}");
         assert_eq!(
             c.resolve(&a.sessions(), &a.meta_dir(), "/p", &typed[0].target)

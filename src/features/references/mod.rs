@@ -58,7 +58,8 @@ pub fn before_agent_start(
     if !cfg.enabled {
         return None;
     }
-    let refs = parse(prompt);
+    // One more than honoured: enough to say that there were more.
+    let refs = parse(prompt, cfg.max_refs_per_prompt.saturating_add(1));
     if refs.is_empty() {
         return None;
     }
@@ -120,7 +121,7 @@ fn build(services: &Services, ctx: &SessionContext, refs: &[Reference]) -> Built
             out.unresolved.push(Unresolved {
                 reference: r.raw.clone(),
                 reason: format!(
-                    "more than {} references in one prompt",
+                    "more than {} references in one prompt (the rest are not read)",
                     cfg.max_refs_per_prompt
                 ),
                 code: ErrorCode::TooManyReferences,
@@ -295,7 +296,7 @@ pub fn continue_message(
     } else {
         format!("@@{reference}")
     };
-    let Some(r) = parse(&written).into_iter().next() else {
+    let Some(r) = parse(&written, 1).into_iter().next() else {
         return Err(format!(
             "\"{reference}\" is not a session reference (try @@<name>, @@<id prefix> or @@\"Quoted name\")"
         ));
