@@ -51,6 +51,13 @@ fn search_sessions_finds_ranked_sessions_with_entry_ids_within_the_call_limit() 
     ] {
         agent.copy_fixture(rel);
     }
+    // The tool waits for the index for 300 ms at most and then searches what is
+    // there: a debug build on a loaded machine may not get through three files
+    // in that time, so the index is brought up to date first (this test is
+    // about ranking, entry ids and the call limit, not the catch-up).
+    session_index::store::Store::open(&agent.dir)
+        .and_then(|mut store| store.update(&agent.sessions(), &agent.meta_dir(), None))
+        .expect("the index is built");
     let (services, _rec) = agent.services("/elsewhere", r#"{"search":{"maxCallsPerTurn":2}}"#);
     let plugin = SessionIndexPlugin::new(services);
     assert!(plugin
