@@ -1,8 +1,13 @@
 //! From the lenient line shapes to the model, applying pi's v2→v3 role
-//! migration and bounding tool-result text.
+//! migration and bounding every text kept: a tool result's text keeps the
+//! head pi's serialization uses, a message's text a head no view needs more
+//! of ([`MESSAGE_TEXT_HEAD_BYTES`]), each with its full length; any other
+//! string (thinking, summaries, names, ids, tool-call arguments) keeps at
+//! most [`STRING_HEAD_BYTES`]. So an entry costs what its heads cost, however
+//! long the line it was read from.
 
 use super::entries::*;
-use super::raw::{RawBlock, RawContent, RawLine, RawMessage};
+use super::raw::{RawBlock, RawContent, RawLine, RawMessage, Str};
 use serde_json::Value;
 
 /// Tool-result text kept per block: at most this many UTF-16 units, and at
@@ -13,6 +18,41 @@ use serde_json::Value;
 pub const TOOL_TEXT_HEAD_UNITS: usize = 2048;
 /// Byte cap of a kept tool-result head (2048 units are at most 6 KiB of UTF-8).
 pub const TOOL_TEXT_HEAD_BYTES: usize = 8 * 1024;
+/// Text kept of a user's, an assistant's or a custom message's text block:
+/// far more than any view sends (indexing reads 50 KB of a whole session),
+/// so only a text longer than any view would show loses its tail. Its full
+/// length is kept beside the head, and views say what was not read. (In a
+/// line longer than `LONG_LINE`, the line reader already cut it to its
+/// first 64 KiB of JSON text.)
+pub const MESSAGE_TEXT_HEAD_BYTES: usize = 1 << 20;
+/// Bytes kept of any other string of an entry (thinking, summaries, names,
+/// ids, bash output, each string of tool-call arguments: real sessions
+/// `write` files of a few hundred KB, which pi's views show whole).
+pub const STRING_HEAD_BYTES: usize = 1 << 20;
+/// Values kept of a tool call's arguments or an entry's `details`: past
+/// this, they are kept as a head of their JSON text.
+const MAX_JSON_VALUES: usize = 10_000;
+
+/// How much of a text block is kept.
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    units: usize,
+    bytes: usize,
+}
+
+const TOOL_TEXT: Head = Head {
+    units: TOOL_TEXT_HEAD_UNITS,
+    bytes: TOOL_TEXT_HEAD_BYTES,
+};
+const MESSAGE_TEXT: Head = Head {
+    units: MESSAGE_TEXT_HEAD_BYTES,
+    bytes: MESSAGE_TEXT_HEAD_BYTES,
+};
+
+/// At most [`STRING_HEAD_BYTES`] of `s` (on a character boundary).
+pub(crate) fn head_of<T: for<'s> From<&'s str>>(s: &str) -> T {
+    T::from(&s[..crate::text::floor_char_boundary(s, STRING_HEAD_BYTES)])
+}
 
 /// Keep a head of `text` of at most `max_units` UTF-16 units and `max_bytes`
 /// bytes (on a char boundary), plus its full lengths.
@@ -59,22 +99,21 @@ fn decode(json: &str) -> String {
         .unwrap_or_default()
 }
 
-/// JSON text of tool output beyond which only a head is decoded: the head of
-/// this many bytes decodes to at least the kept head (an escape is at most 6
-/// bytes for 1 unit and 1 byte), so the cut is the one the whole text gives.
-const HEAD_JSON_BYTES: usize = 6 * TOOL_TEXT_HEAD_BYTES;
-
-/// [`bounded`] of the string the JSON literal `json` stands for; a long one
-/// is measured on its JSON text (each escape is one UTF-16 unit) and only
-/// its head decoded, so a huge tool output is never copied.
-pub(crate) fn bounded_json(json: &str) -> BoundedText {
+/// [`bounded`] of the string the JSON literal `json` stands for, to `head`;
+/// a long one is measured on its JSON text (each escape is one UTF-16 unit)
+/// and only its head decoded, so a huge text is never copied. JSON text
+/// beyond 6 bytes per kept byte is not decoded: its head decodes to at least
+/// the kept head (an escape is at most 6 bytes for 1 unit and 1 byte), so the
+/// cut is the one the whole text gives.
+fn bounded_json(json: &str, head: Head) -> BoundedText {
+    let head_json_bytes = 6 * head.bytes;
     let body = &json[1..json.len() - 1];
-    if body.len() <= HEAD_JSON_BYTES {
-        return bounded(&decode(json), TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES);
+    if body.len() <= head_json_bytes {
+        return bounded(&decode(json), head.units, head.bytes);
     }
     let b = body.as_bytes();
     let (mut units, mut bytes) = (utf16_len(body), body.len());
-    let mut cut = crate::text::floor_char_boundary(body, HEAD_JSON_BYTES);
+    let mut cut = crate::text::floor_char_boundary(body, head_json_bytes);
     let mut i = 0;
     while let Some(at) = memchr::memchr(b'\\', &b[i..]).map(|k| i + k) {
         let (len, unit, decoded) = escape(&b[at..]).unwrap_or((2, 1, 1));
@@ -91,12 +130,55 @@ pub(crate) fn bounded_json(json: &str) -> BoundedText {
         }
         i = at + len;
     }
-    let head = decode(&format!("\"{}\"", &body[..cut]));
+    let decoded = decode(&format!("\"{}\"", &body[..cut]));
     BoundedText {
         full_utf16_len: units,
         full_bytes: bytes,
-        ..bounded(&head, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES)
+        ..bounded(&decoded, head.units, head.bytes)
     }
+}
+
+/// The JSON value `json` (a tool call's arguments, an entry's `details`)
+/// with every string longer than [`STRING_HEAD_BYTES`] cut to its head and
+/// marked; one of more than [`MAX_JSON_VALUES`] values is kept as the head
+/// of its JSON text, marked. An unparsable one is `null`.
+fn bounded_value(json: &str) -> Value {
+    // What `JSON.parse` accepts (`1e400`, lone surrogates) is read as pi reads it.
+    let mut repaired = None;
+    let Ok(mut value) = super::repair::parse_line::<Value>(json.as_bytes(), &mut repaired).0 else {
+        return Value::Null;
+    };
+    if json.len() <= STRING_HEAD_BYTES {
+        return value;
+    }
+    let mut values = 0;
+    let mut stack = vec![&mut value];
+    while let Some(v) = stack.pop() {
+        values += 1;
+        if values > MAX_JSON_VALUES {
+            return Value::String(with_cut_note(head_of(json), json.len()));
+        }
+        match v {
+            Value::String(s) if s.len() > STRING_HEAD_BYTES => {
+                *s = with_cut_note(head_of(s), s.len());
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Object(map) => stack.extend(map.values_mut()),
+            _ => {}
+        }
+    }
+    value
+}
+
+/// `head` and a note of what was not read of the `full_bytes` it came from.
+fn with_cut_note(mut head: String, full_bytes: usize) -> String {
+    head.push_str(&cut_note(full_bytes - head.len()));
+    head
+}
+
+/// What a view appends to a text of which `bytes` were not read.
+pub fn cut_note(bytes: usize) -> String {
+    format!("\n[... {bytes} more bytes not read]")
 }
 
 /// The JSON escape `b` starts with: its length, and the UTF-16 units and
@@ -158,7 +240,7 @@ fn to_u64(n: Option<f64>) -> u64 {
     }
 }
 
-fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
+fn block(raw: &RawBlock<'_>, head: Head) -> Option<Block> {
     match raw.ty.as_str()? {
         "text" => {
             let json = raw
@@ -166,19 +248,20 @@ fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
                 .map(|t| t.get())
                 .filter(|t| t.starts_with('"'))
                 .unwrap_or("\"\"");
-            Some(Block::Text(if bound_text {
-                bounded_json(json)
-            } else {
-                BoundedText::whole(decode(json))
-            }))
+            Some(Block::Text(bounded_json(json, head)))
         }
-        "thinking" => Some(Block::Thinking(raw.thinking.string())),
+        "thinking" => Some(Block::Thinking(head_of(
+            raw.thinking.as_str().unwrap_or_default(),
+        ))),
         "toolCall" => Some(Block::ToolCall {
-            name: raw.name.string(),
-            arguments: Box::new(raw.arguments.clone().unwrap_or(Value::Null)),
+            name: head_of(raw.name.as_str().unwrap_or_default()),
+            arguments: Box::new(
+                raw.arguments
+                    .map_or(Value::Null, |a| bounded_value(a.get())),
+            ),
         }),
         "image" => Some(Block::Image {
-            mime_type: raw.mime_type.string(),
+            mime_type: head_of(raw.mime_type.as_str().unwrap_or_default()),
         }),
         // Unknown block types are dropped: no pi filter would keep them.
         _ => None,
@@ -186,34 +269,39 @@ fn block(raw: &RawBlock<'_>, bound_text: bool) -> Option<Block> {
 }
 
 /// A content's blocks, as a [`Blocks`] or a `Box<[Block]>`.
-fn blocks<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>, bound_text: bool) -> B {
+fn blocks<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>, head: Head) -> B {
     B::from(match raw {
         Some(RawContent::Blocks(b)) => {
             // Sized up front: collecting a filter would reserve 4 blocks for one.
             let mut blocks = Vec::with_capacity(b.len());
-            blocks.extend(b.iter().filter_map(|b| block(b, bound_text)));
+            blocks.extend(b.iter().filter_map(|b| block(b, head)));
             blocks
-        }
-        // A string where pi expects blocks: pi's filters would find no text blocks
-        // in a string for assistants; tool results would throw. Keep it as text
-        // so nothing is silently lost for tool results.
-        Some(RawContent::Text(t)) if bound_text => {
-            vec![Block::Text(bounded(
-                t,
-                TOOL_TEXT_HEAD_UNITS,
-                TOOL_TEXT_HEAD_BYTES,
-            ))]
         }
         _ => Vec::new(),
     })
+}
+
+/// A tool result's content: a string where pi expects blocks would make pi
+/// throw; it is kept as text so nothing is silently lost.
+fn tool_result_content(raw: &Option<RawContent<'_>>) -> Box<[Block]> {
+    match raw {
+        Some(RawContent::Text(t)) => {
+            Box::new([Block::Text(bounded(t, TOOL_TEXT.units, TOOL_TEXT.bytes))])
+        }
+        _ => blocks(raw, TOOL_TEXT),
+    }
 }
 
 /// A user's or a custom message's content: a string is kept as the one text
 /// block pi's views read it as.
 pub fn content<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>) -> B {
     match raw {
-        Some(RawContent::Text(t)) => B::from(vec![Block::Text(BoundedText::whole(&**t))]),
-        _ => blocks(raw, false),
+        Some(RawContent::Text(t)) => B::from(vec![Block::Text(bounded(
+            t,
+            MESSAGE_TEXT.units,
+            MESSAGE_TEXT.bytes,
+        ))]),
+        _ => blocks(raw, MESSAGE_TEXT),
     }
 }
 
@@ -227,36 +315,40 @@ pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
             timestamp,
         },
         "assistant" => AgentMessage::Assistant {
-            content: blocks(&m.content, false),
-            error_message: m.error_message.owned().map(Box::new),
+            content: blocks(&m.content, MESSAGE_TEXT),
+            error_message: m.error_message.as_str().map(|e| Box::new(head_of(e))),
             timestamp,
         },
         "toolResult" => AgentMessage::ToolResult {
-            tool_name: m.tool_name.string(),
-            content: blocks(&m.content, true),
+            tool_name: head_of(m.tool_name.as_str().unwrap_or_default()),
+            content: tool_result_content(&m.content),
             is_error: m.is_error.0,
             timestamp,
         },
         "bashExecution" => AgentMessage::BashExecution(Box::new(BashExecution {
-            command: m.command.string(),
+            command: head_of(m.command.as_str().unwrap_or_default()),
             // pi stores bash output already cut to 50 KB and sends it whole.
-            output: BoundedText::whole(m.output.string::<String>()),
+            output: bounded(
+                m.output.as_str().unwrap_or_default(),
+                MESSAGE_TEXT.units,
+                MESSAGE_TEXT.bytes,
+            ),
             exit_code: m.exit_code.0.filter(|v| v.is_finite()).map(|v| v as i64),
             cancelled: m.cancelled.0,
             truncated: m.truncated.0,
-            full_output_path: m.full_output_path.owned(),
+            full_output_path: m.full_output_path.as_str().map(head_of),
             exclude_from_context: m.exclude_from_context.0,
             timestamp,
         })),
         "custom" => custom(m, timestamp),
         "hookMessage" if version < 3 => custom(m, timestamp),
         "branchSummary" => AgentMessage::BranchSummary {
-            summary: m.summary.string(),
-            from_id: m.from_id.string(),
+            summary: head_of(m.summary.as_str().unwrap_or_default()),
+            from_id: head_of(m.from_id.as_str().unwrap_or_default()),
             timestamp,
         },
         "compactionSummary" => AgentMessage::CompactionSummary {
-            summary: m.summary.string(),
+            summary: head_of(m.summary.as_str().unwrap_or_default()),
             tokens_before: to_u64(m.tokens_before.0),
             timestamp,
         },
@@ -266,17 +358,23 @@ pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
 
 fn custom(m: &RawMessage<'_>, timestamp: i64) -> AgentMessage {
     AgentMessage::Custom {
-        custom_type: m.custom_type.string(),
+        custom_type: head_of(m.custom_type.as_str().unwrap_or_default()),
         content: content(&m.content),
         display: m.display.0,
         timestamp,
     }
 }
 
+/// A string field, at most [`STRING_HEAD_BYTES`] of it (absent: empty).
+pub(crate) fn string<T: for<'s> From<&'s str>>(s: &Str<'_>) -> T {
+    head_of(s.as_str().unwrap_or_default())
+}
+
 /// A compaction's or branch summary's `details`, unless an extension wrote
 /// it (`fromHook`): then they are not pi's file lists.
 fn pi_details(l: &RawLine<'_>) -> Option<Box<Value>> {
-    l.details.clone().filter(|_| !l.from_hook.0).map(Box::new)
+    let details = l.details.filter(|_| !l.from_hook.0)?;
+    Some(Box::new(bounded_value(details.get())))
 }
 
 /// The entry kind of a non-header line. `Err(())` for a `message` entry pi's
@@ -289,40 +387,40 @@ pub fn kind(l: &RawLine<'_>, ty: &str, version: u32) -> Result<EntryKind, ()> {
             EntryKind::Message(message(m, version).ok_or(())?)
         }
         "thinking_level_change" => EntryKind::ThinkingLevelChange {
-            thinking_level: l.thinking_level.string(),
+            thinking_level: string(&l.thinking_level),
         },
         "model_change" => EntryKind::ModelChange {
-            provider: l.provider.string(),
-            model_id: l.model_id.string(),
+            provider: string(&l.provider),
+            model_id: string(&l.model_id),
         },
         "compaction" => EntryKind::Compaction {
-            summary: l.summary.string(),
-            first_kept_entry_id: l.first_kept_entry_id.string(),
+            summary: string(&l.summary),
+            first_kept_entry_id: string(&l.first_kept_entry_id),
             tokens_before: to_u64(l.tokens_before.0),
             details: pi_details(l),
         },
         "branch_summary" => EntryKind::BranchSummary {
-            from_id: l.from_id.string(),
-            summary: l.summary.string(),
+            from_id: string(&l.from_id),
+            summary: string(&l.summary),
             details: pi_details(l),
         },
         "custom" => EntryKind::Custom {
-            custom_type: l.custom_type.string(),
+            custom_type: string(&l.custom_type),
         },
         "custom_message" => EntryKind::CustomMessage {
-            custom_type: l.custom_type.string(),
+            custom_type: string(&l.custom_type),
             content: content(&l.content),
             display: l.display.0,
         },
         "label" => EntryKind::Label {
-            target_id: l.target_id.string(),
-            label: l.label.owned(),
+            target_id: string(&l.target_id),
+            label: l.label.as_str().map(head_of),
         },
         "session_info" => EntryKind::SessionInfo {
-            name: l.name.owned(),
+            name: l.name.as_str().map(head_of),
         },
         other => EntryKind::Unknown {
-            entry_type: other.to_string(),
+            entry_type: head_of(other),
         },
     })
 }
@@ -457,9 +555,9 @@ mod tests {
         for target in [
             100,
             8_000,
-            HEAD_JSON_BYTES - 3,
-            HEAD_JSON_BYTES + 1,
-            HEAD_JSON_BYTES + 7,
+            6 * TOOL_TEXT_HEAD_BYTES - 3,
+            6 * TOOL_TEXT_HEAD_BYTES + 1,
+            6 * TOOL_TEXT_HEAD_BYTES + 7,
             70_000,
             200_000,
         ] {
@@ -471,14 +569,14 @@ mod tests {
                 let json = format!("\"{body}\"");
                 let text: String = serde_json::from_str(&json).unwrap();
                 assert_eq!(
-                    bounded_json(&json),
+                    bounded_json(&json, TOOL_TEXT),
                     bounded(&text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES),
                     "{target}"
                 );
             }
         }
         // A lone surrogate reads as U+FFFD, as pi writes it.
-        assert_eq!(bounded_json("\"a\\ud83d\"").head, "a\u{FFFD}");
+        assert_eq!(bounded_json("\"a\\ud83d\"", TOOL_TEXT).head, "a\u{FFFD}");
     }
 
     #[test]

@@ -155,10 +155,10 @@ impl AgentMessage {
 }
 
 /// The text blocks of a content joined with `separator` (pi's previews join
-/// with " ", views with "\n").
+/// with " ", views with "\n"), each as [`BoundedText::shown`].
 pub fn text_joined(blocks: &[Block], separator: &str) -> String {
     let texts = blocks.iter().filter_map(|b| match b {
-        Block::Text(t) => Some(t.head.as_str()),
+        Block::Text(t) => Some(t.shown()),
         _ => None,
     });
     texts.collect::<Vec<_>>().join(separator)
@@ -208,6 +208,17 @@ impl BoundedText {
     pub fn is_complete(&self) -> bool {
         self.head.len() == self.full_bytes
     }
+
+    /// The text as a view shows a message's text: the head, and when it is
+    /// not the whole text, a note of how much was not read. (Tool results
+    /// are shown as pi cuts them instead.)
+    pub fn shown(&self) -> std::borrow::Cow<'_, str> {
+        if self.is_complete() {
+            return std::borrow::Cow::Borrowed(&self.head);
+        }
+        let note = super::convert::cut_note(self.full_bytes.saturating_sub(self.head.len()));
+        std::borrow::Cow::Owned(format!("{}{note}", self.head))
+    }
 }
 
 /// Problems met while reading, counted by kind; each kind is reported once.
@@ -223,6 +234,15 @@ pub struct Warnings {
     pub dangling_parents: u64,
     pub cyclic_parents: u64,
     pub duplicate_ids: u64,
+    /// Texts longer than the reader keeps, cut to a head (a text block keeps
+    /// its full length beside it; views say what was not read).
+    pub cut_texts: u64,
+    /// Lines read past because, even with their long texts cut, they stayed
+    /// longer than the reader holds (`session::LONG_LINE`).
+    pub oversized_lines: u64,
+    /// The oldest entries of a session longer than the reader holds
+    /// (`session::MAX_ENTRIES`): read, then let go.
+    pub entries_not_kept: u64,
 }
 
 /// A message of the built context (see [`super::Session::context_refs`]):

@@ -2,13 +2,14 @@
 //! appends, so a reader that remembers [`LineReader::offset`] can later read
 //! just the new lines.
 //!
-//! Memory is bounded by the longest line up to [`LONG_LINE`]. Past that, a
-//! line is cut as it is read: each JSON string longer than [`KEEP`] keeps a
-//! head and a [`Cut`] records what was dropped, so a 200 MB tool output costs
-//! its head, not 200 MB. Only the reader's caller knows which strings it
-//! needs whole; it reads the line again whole ([`LineReader::read_whole`])
-//! when a cut string is one of them. So does the reader itself when the
-//! dropped text is not valid JSON text (the line must fail as pi fails it).
+//! Memory is bounded whatever the file holds. A line up to [`LONG_LINE`] is
+//! held whole. Past that, the line is cut as it is read: each JSON string
+//! longer than [`KEEP`] keeps a head and a [`Cut`] records what was dropped,
+//! so a 300 MB message costs its head, not 300 MB. A line whose kept part
+//! still grows past [`LONG_LINE`] (millions of small values, not one long
+//! string) is read past without being held ([`Skipped::Oversized`]), and so
+//! is one whose dropped text is not valid JSON string text
+//! ([`Skipped::Invalid`]: `JSON.parse` would fail it, so pi drops it too).
 
 use std::io::{self, Read, Seek, SeekFrom};
 
@@ -18,6 +19,17 @@ pub(crate) struct Line<'b> {
     pub terminated: bool,
     /// The strings of `text` cut short (only in lines longer than [`LONG_LINE`]).
     pub cuts: &'b [Cut],
+    /// Why the line was read past without its text (`text` is then empty).
+    pub skipped: Option<Skipped>,
+}
+
+/// Why a line was read past instead of held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Skipped {
+    /// A dropped string held a control character or a bad escape: the line is malformed.
+    Invalid,
+    /// Even cut, the line stayed longer than [`LONG_LINE`].
+    Oversized,
 }
 
 /// A JSON string of a long line of which only the first [`KEEP`] bytes of
@@ -31,8 +43,8 @@ pub(crate) struct Cut {
     pub bytes: usize,
 }
 
-/// Lines up to this length are read whole.
-pub(crate) const LONG_LINE: usize = 8 << 20;
+/// Lines up to this length are read whole; a cut line is held up to this length.
+pub const LONG_LINE: usize = 8 << 20;
 /// JSON text kept of a string cut short: more than any reader decodes of a
 /// string it bounds (`convert::bounded_json`).
 pub(crate) const KEEP: usize = 64 << 10;
@@ -48,11 +60,13 @@ struct Squeeze {
     dropping: bool,
     /// Bytes dropped from the line so far.
     dropped: usize,
+    /// The rest of the line is read past, not held.
+    skip: Option<Skipped>,
 }
 
 /// Reads lines into one buffer (no copy per line). The buffer only grows by
 /// what a line needs and is filled without zeroing ahead, so the resident
-/// memory of a long line is that line.
+/// memory of a long line is what is kept of it.
 pub(crate) struct LineReader<R> {
     inner: R,
     buf: Vec<u8>,
@@ -63,10 +77,6 @@ pub(crate) struct LineReader<R> {
     eof: bool,
     /// File offset just after the last complete (newline-terminated) line returned.
     offset: u64,
-    /// Offset before the last line returned: where [`Self::read_whole`] goes back to.
-    last: u64,
-    /// Read the next line whole, long or not.
-    whole: bool,
     squeeze: Option<Squeeze>,
     cuts: Vec<Cut>,
 }
@@ -87,8 +97,6 @@ impl<R: Read + Seek> LineReader<R> {
             scanned: 0,
             eof: false,
             offset,
-            last: offset,
-            whole: false,
             squeeze: None,
             cuts: Vec::new(),
         };
@@ -106,17 +114,6 @@ impl<R: Read + Seek> LineReader<R> {
         Ok(reader)
     }
 
-    /// Read the line last returned again, whole: the next [`Self::next_line`] returns it uncut.
-    pub fn read_whole(&mut self) -> io::Result<()> {
-        self.offset = self.last;
-        self.inner.seek(SeekFrom::Start(self.offset))?;
-        (self.buf, self.start, self.scanned, self.eof, self.whole) =
-            (Vec::new(), 0, 0, false, true);
-        self.squeeze = None;
-        self.cuts.clear();
-        Ok(())
-    }
-
     /// The file offset after the last complete line returned: where a later
     /// read resumes (an unterminated last line is read again then).
     pub fn offset(&self) -> u64 {
@@ -128,36 +125,61 @@ impl<R: Read + Seek> LineReader<R> {
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
                 let nl = self.scanned + i;
-                let Some(shift) = self.cut(nl)? else { continue };
+                let shift = self.cut(nl);
                 return Ok(Some(self.take(nl - shift, true)));
             }
             if self.eof {
                 if self.start == self.buf.len() {
                     return Ok(None);
                 }
-                if self.cut(self.buf.len())?.is_none() {
-                    continue;
-                }
+                self.cut(self.buf.len());
                 return Ok(Some(self.take(self.buf.len(), false)));
             }
-            if !self.whole && self.buf.len() - self.start > LONG_LINE {
+            if self.buf.len() - self.start > LONG_LINE {
                 self.squeeze.get_or_insert_default();
             }
-            if self.cut(self.buf.len())?.is_none() {
-                continue;
-            }
+            self.cut(self.buf.len());
             self.scanned = self.buf.len();
             self.fill()?;
         }
     }
 
     /// Cut the strings of the current line up to `end` (when it is a long
-    /// line), moving the bytes after `end` back: returns by how much, or
-    /// `None` when the line is to be read again whole.
-    fn cut(&mut self, end: usize) -> io::Result<Option<usize>> {
+    /// line), moving the bytes after `end` back: returns by how much.
+    fn cut(&mut self, end: usize) -> usize {
         let Some(mut sq) = self.squeeze.take() else {
-            return Ok(Some(0));
+            return 0;
         };
+        let (r, w) = match sq.skip {
+            Some(_) => (end, self.start),
+            None => self.cut_strings(&mut sq, end),
+        };
+        let b = &mut self.buf;
+        let len = b.len();
+        b.copy_within(r..len, w);
+        b.truncate(len - (r - w));
+        sq.done = w - self.start;
+        sq.dropped += r - w;
+        if sq.skip.is_none() && sq.done > LONG_LINE {
+            // Even cut, the line is too long to hold: drop what was kept too.
+            sq.skip = Some(Skipped::Oversized);
+            sq.dropped += sq.done;
+            let from = self.start + sq.done;
+            self.buf.copy_within(from.., self.start);
+            self.buf.truncate(self.buf.len() - sq.done);
+            sq.done = 0;
+            self.cuts.clear();
+            self.squeeze = Some(sq);
+            return r - w + (from - self.start);
+        }
+        self.squeeze = Some(sq);
+        r - w
+    }
+
+    /// Compact the strings of `buf[start + sq.done..end]` in place: returns
+    /// how far it read (`r`) and wrote (`w`). Sets `sq.skip` when dropped
+    /// text is not valid JSON string text (the rest is then read past).
+    fn cut_strings(&mut self, sq: &mut Squeeze, end: usize) -> (usize, usize) {
         let (mut r, mut w) = (self.start + sq.done, self.start + sq.done);
         let b = &mut self.buf;
         while r < end {
@@ -192,23 +214,14 @@ impl<R: Read + Seek> LineReader<R> {
                 }
             } else {
                 // Dropped text is measured, and must be valid JSON string text.
-                let text = match std::str::from_utf8(&b[r..next]) {
-                    Ok(text) => text,
-                    Err(e) if e.error_len().is_none() && next == end => {
-                        std::str::from_utf8(&b[r..r + e.valid_up_to()]).unwrap_or_default()
-                    }
-                    Err(_) => return self.whole_line(),
+                let Some((units, bytes, read)) = measure(&b[r..next], next == end) else {
+                    sq.skip = Some(Skipped::Invalid);
+                    return (end, w);
                 };
-                if text.bytes().any(|c| c < 0x20) {
-                    return self.whole_line();
-                }
                 if let Some(cut) = self.cuts.last_mut() {
-                    (cut.units, cut.bytes) = (
-                        cut.units + super::convert::utf16_len(text),
-                        cut.bytes + text.len(),
-                    );
+                    (cut.units, cut.bytes) = (cut.units + units, cut.bytes + bytes);
                 }
-                r += text.len();
+                r += read;
                 if r < next {
                     break;
                 }
@@ -228,7 +241,8 @@ impl<R: Read + Seek> LineReader<R> {
             }
             if sq.dropping {
                 let Some((_, units, bytes)) = super::convert::escape(&b[r..r + len]) else {
-                    return self.whole_line();
+                    sq.skip = Some(Skipped::Invalid);
+                    return (end, w);
                 };
                 if let Some(cut) = self.cuts.last_mut() {
                     (cut.units, cut.bytes) = (cut.units + units, cut.bytes + bytes);
@@ -239,20 +253,7 @@ impl<R: Read + Seek> LineReader<R> {
             }
             r += len;
         }
-        let len = b.len();
-        b.copy_within(r..len, w);
-        b.truncate(len - (r - w));
-        sq.done = w - self.start;
-        sq.dropped += r - w;
-        self.squeeze = Some(sq);
-        Ok(Some(r - w))
-    }
-
-    /// Dropped text that is not valid JSON text: read the line again whole.
-    fn whole_line(&mut self) -> io::Result<Option<usize>> {
-        self.last = self.offset;
-        self.read_whole()?;
-        Ok(None)
+        (r, w)
     }
 
     /// Read one more chunk after the unconsumed bytes.
@@ -282,19 +283,64 @@ impl<R: Read + Seek> LineReader<R> {
     }
 
     fn take(&mut self, line_end: usize, terminated: bool) -> Line<'_> {
-        self.last = self.offset;
-        let dropped = self.squeeze.take().map_or(0, |sq| sq.dropped);
-        self.whole = false;
+        let (dropped, skipped) = self
+            .squeeze
+            .take()
+            .map_or((0, None), |sq| (sq.dropped, sq.skip));
         let from = self.start;
         self.start = if terminated { line_end + 1 } else { line_end };
         self.scanned = self.start;
         if terminated {
             self.offset += (self.start - from + dropped) as u64;
         }
+        let text = match skipped {
+            Some(_) => &self.buf[from..from],
+            None => &self.buf[from..line_end],
+        };
         Line {
-            text: &self.buf[from..line_end],
+            text,
             terminated,
             cuts: &self.cuts,
+            skipped,
+        }
+    }
+}
+
+/// The UTF-16 units and UTF-8 bytes of dropped string text (up to a quote or
+/// a backslash), as JavaScript would hold it, and how many bytes of it were
+/// measured (a character split by the end of what was read so far, when
+/// `at_end`, waits for the next read). `None` for a control character,
+/// which `JSON.parse` rejects. Invalid UTF-8 counts as pi's decoder reads
+/// it: one U+FFFD (1 unit, 3 bytes) per bad sequence.
+fn measure(text: &[u8], at_end: bool) -> Option<(usize, usize, usize)> {
+    if text.iter().any(|&c| c < 0x20) {
+        return None;
+    }
+    let (mut units, mut bytes, mut at) = (0, 0, 0);
+    loop {
+        match std::str::from_utf8(&text[at..]) {
+            Ok(valid) => {
+                return Some((
+                    units + super::convert::utf16_len(valid),
+                    bytes + valid.len(),
+                    text.len(),
+                ))
+            }
+            Err(e) => {
+                let valid = &text[at..at + e.valid_up_to()];
+                // Valid UTF-8 by `valid_up_to`.
+                let valid = std::str::from_utf8(valid).unwrap_or_default();
+                units += super::convert::utf16_len(valid);
+                bytes += valid.len();
+                at += e.valid_up_to();
+                match e.error_len() {
+                    Some(bad) => {
+                        (units, bytes, at) = (units + 1, bytes + 3, at + bad);
+                    }
+                    None if at_end => return Some((units, bytes, at)),
+                    None => return Some((units + 1, bytes + 3, text.len())),
+                }
+            }
         }
     }
 }
@@ -337,10 +383,10 @@ mod tests {
     }
 
     /// A long line's long strings are cut to [`KEEP`] bytes of JSON text (on
-    /// a character and escape boundary); offsets stay those of the file, and
-    /// [`LineReader::read_whole`] gives the line uncut.
+    /// a character and escape boundary), with the lengths of what was
+    /// dropped; offsets stay those of the file.
     #[test]
-    fn long_lines_are_cut_and_can_be_read_whole() {
+    fn long_lines_are_cut() {
         let piece = r#"plain é 日本 😀 \n \" \u00e9 \\u0041 "#;
         let body = piece.repeat((LONG_LINE / 2 + (1 << 20)) / piece.len());
         let long = format!(r#"{{"a":"{body}","b":["{body}", 1]}}"#);
@@ -348,6 +394,7 @@ mod tests {
         let mut r = LineReader::from_offset(Cursor::new(data.as_bytes()), 0).unwrap();
         assert_eq!(r.next_line().unwrap().unwrap().text, b"head");
         let line = r.next_line().unwrap().unwrap();
+        assert_eq!(line.skipped, None);
         let (text, cuts) = (
             String::from_utf8(line.text.to_vec()).unwrap(),
             line.cuts.to_vec(),
@@ -374,10 +421,53 @@ mod tests {
             );
         }
         assert_eq!(r.offset(), ("head\n".len() + long.len() + 1) as u64);
-        r.read_whole().unwrap();
-        let again = r.next_line().unwrap().unwrap();
-        assert_eq!((again.text, again.cuts), (long.as_bytes(), &[][..]));
         assert_eq!(r.next_line().unwrap().unwrap().text, b"last");
         assert_eq!(lines(data.as_bytes(), r.offset()).0, []);
+    }
+
+    /// A long line is never held whole: one of many small values (that no
+    /// string cut can shorten) and one whose dropped text has a control
+    /// character are read past, and the next line is read as usual.
+    #[test]
+    fn lines_too_long_even_cut_or_invalid_are_read_past() {
+        let small_values = format!("[{}1]", "1,".repeat(2 * LONG_LINE));
+        let control = format!(
+            r#"{{"a":"{}\u{{1}}{}"}}"#,
+            "x".repeat(LONG_LINE),
+            "y".repeat(1 << 20)
+        );
+        for (long, why) in [
+            (small_values, Skipped::Oversized),
+            (control, Skipped::Invalid),
+        ] {
+            let data = format!("head\n{long}\nlast");
+            let mut r = LineReader::from_offset(Cursor::new(data.as_bytes()), 0).unwrap();
+            assert_eq!(r.next_line().unwrap().unwrap().text, b"head");
+            let line = r.next_line().unwrap().unwrap();
+            assert_eq!(
+                (line.skipped, line.text, line.terminated),
+                (Some(why), &b""[..], true)
+            );
+            assert!(
+                r.buf.capacity() <= 2 * LONG_LINE + 2 * READ_CHUNK,
+                "{}",
+                r.buf.capacity()
+            );
+            assert_eq!(r.offset(), ("head\n".len() + long.len() + 1) as u64);
+            let last = r.next_line().unwrap().unwrap();
+            assert_eq!(
+                (last.text, last.terminated, last.skipped),
+                (&b"last"[..], false, None)
+            );
+        }
+    }
+
+    #[test]
+    fn dropped_text_is_measured_as_javascript_holds_it() {
+        assert_eq!(measure("aé😀".as_bytes(), false), Some((4, 7, 7)));
+        assert_eq!(measure(b"a\xffb", false), Some((3, 5, 3)));
+        // A character split by the end of what was read waits for the rest.
+        assert_eq!(measure(&"aé".as_bytes()[..2], true), Some((1, 1, 1)));
+        assert_eq!(measure(b"a\x01", false), None);
     }
 }

@@ -23,10 +23,14 @@ pub mod views;
 
 use std::path::{Path, PathBuf};
 
-pub use convert::{bounded, iso_to_ms, utf16_len, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
+pub use convert::{
+    bounded, cut_note, iso_to_ms, utf16_len, MESSAGE_TEXT_HEAD_BYTES, STRING_HEAD_BYTES,
+    TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS,
+};
 
 pub use entries::*;
-pub use read::open_file;
+pub use lines::LONG_LINE;
+pub use read::{open_file, MAX_ENTRIES};
 pub use summary::{last_activity, summarize, SessionSummary};
 
 /// Why a session file could not be read at all. Recoverable problems inside a

@@ -12,7 +12,6 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
 
 // Visitor methods shared by the lenient shapes: a field of the wrong JSON
 // type reads as "absent", as looking it up in a parsed `serde_json::Value` would.
@@ -166,8 +165,9 @@ pub(crate) struct RawBlock<'a> {
     pub thinking: Str<'a>,
     #[serde(borrow, default)]
     pub name: Str<'a>,
-    #[serde(default)]
-    pub arguments: Option<Value>,
+    /// Kept as its JSON text: `convert` parses it with its strings bounded.
+    #[serde(borrow, default)]
+    pub arguments: Option<&'a serde_json::value::RawValue>,
     #[serde(borrow, default)]
     pub mime_type: Str<'a>,
     /// Image data, skipped as bytes: serde_json then finds its end with
@@ -355,8 +355,8 @@ pub(crate) struct RawLine<'a> {
     pub first_kept_entry_index: Num,
     #[serde(default)]
     pub tokens_before: Num,
-    #[serde(default)]
-    pub details: Option<Value>,
+    #[serde(borrow, default)]
+    pub details: Option<&'a serde_json::value::RawValue>,
     #[serde(default)]
     pub from_hook: Truthy,
     #[serde(borrow, default)]

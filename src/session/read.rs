@@ -3,12 +3,13 @@
 //! place that opens session files and parses their lines, for every tier
 //! (header, summary, full tree, entries appended after an offset).
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::path::Path;
 
 use super::convert;
 use super::entries::*;
-use super::lines::{Cut, LineReader};
+use super::lines::{Cut, Line, LineReader, Skipped};
 use super::raw::{RawBlock, RawContent, RawLine};
 use super::repair::parse_line;
 use super::SessionError;
@@ -74,10 +75,10 @@ fn header_from(raw: &RawLine<'_>) -> SessionHeader {
     };
     SessionHeader {
         version,
-        id: raw.id.string(),
-        timestamp: raw.timestamp.string(),
-        cwd: raw.cwd.string(),
-        parent_session: raw.parent_session.owned(),
+        id: convert::string(&raw.id),
+        timestamp: convert::string(&raw.timestamp),
+        cwd: convert::string(&raw.cwd),
+        parent_session: raw.parent_session.as_str().map(convert::head_of),
     }
 }
 
@@ -86,11 +87,7 @@ fn header_from(raw: &RawLine<'_>) -> SessionHeader {
 pub(crate) fn header_only(path: &Path) -> Result<Option<SessionHeader>, SessionError> {
     let mut lines = lines_from(path, open_file(path)?, 0)?;
     while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
-        if !line.cuts.is_empty() {
-            lines.read_whole().map_err(|e| io_err(path, e))?;
-            continue;
-        }
-        if is_blank(line.text) {
+        if line.skipped.is_some() || is_blank(line.text) {
             continue;
         }
         let mut repaired = None;
@@ -155,7 +152,18 @@ pub(crate) fn read(
     offset: u64,
     complete_only: bool,
 ) -> Result<Parsed, SessionError> {
-    let mut records = Records::new(path);
+    read_at_most(path, file, offset, complete_only, MAX_ENTRIES)
+}
+
+/// [`read`], holding at most `max_entries` (the newest).
+fn read_at_most(
+    path: &Path,
+    file: File,
+    offset: u64,
+    complete_only: bool,
+    max_entries: usize,
+) -> Result<Parsed, SessionError> {
+    let mut records = Records::new(path, max_entries);
     if offset > 0 {
         records.header = Some(SessionHeader {
             version: 3,
@@ -170,17 +178,22 @@ pub(crate) fn read(
         if complete_only && !line.terminated {
             break;
         }
-        if !records.take(line.text, line.terminated, line.cuts)? {
-            lines.read_whole().map_err(|e| io_err(path, e))?;
-        }
+        records.take(&line)?;
     }
     Ok(Parsed {
         header: records.header,
-        entries: records.entries,
+        entries: Vec::from(records.entries),
         warnings: records.warnings,
         offset: lines.offset(),
     })
 }
+
+/// Entries held of one session at most: of a longer one, the newest (its
+/// default branch ends there) and a count of the others
+/// ([`Warnings::entries_not_kept`]). Each entry is at most 128 bytes plus its
+/// texts' heads, so a session of millions of entries is read in bounded
+/// memory; pi sessions in real use hold thousands.
+pub const MAX_ENTRIES: usize = 200_000;
 
 /// State of the v1 → v2 migration (linear ids, parent = previous entry).
 #[derive(Default)]
@@ -195,41 +208,54 @@ struct Records<'p> {
     path: &'p Path,
     warnings: Warnings,
     header: Option<SessionHeader>,
-    entries: Vec<Entry>,
+    entries: VecDeque<Entry>,
+    /// Entries held at most ([`MAX_ENTRIES`]).
+    max_entries: usize,
     v1: V1Ids,
     /// Index of the next parsed record in pi's `entries` array (header = 0).
     record_index: usize,
 }
 
 impl<'p> Records<'p> {
-    fn new(path: &'p Path) -> Self {
+    fn new(path: &'p Path, max_entries: usize) -> Self {
         Records {
             path,
             warnings: Warnings::default(),
             header: None,
-            entries: Vec::new(),
+            entries: VecDeque::new(),
+            max_entries,
             v1: V1Ids::default(),
             record_index: 0,
         }
     }
 
-    /// Take one line; `false` when it is to be read again whole (see [`cuts_bounded`]).
-    fn take(&mut self, text: &[u8], terminated: bool, cuts: &[Cut]) -> Result<bool, SessionError> {
+    /// Take one line.
+    fn take(&mut self, line: &Line<'_>) -> Result<(), SessionError> {
+        let (text, terminated, cuts) = (line.text, line.terminated, line.cuts);
         let warnings = &mut self.warnings;
+        match line.skipped {
+            Some(Skipped::Oversized) => {
+                warnings.oversized_lines += 1;
+                return Ok(());
+            }
+            Some(Skipped::Invalid) if terminated => {
+                warnings.malformed_lines += 1;
+                return Ok(());
+            }
+            Some(Skipped::Invalid) => {
+                warnings.truncated_final_line += 1;
+                return Ok(());
+            }
+            None => {}
+        }
         if is_blank(text) {
             if terminated {
                 warnings.blank_lines += 1;
             }
-            return Ok(true);
+            return Ok(());
         }
         let mut repaired = None;
         let (parsed, was_repaired) = parse_line::<RawLine<'_>>(text, &mut repaired);
-        if parsed
-            .as_ref()
-            .is_ok_and(|raw| !cuts_bounded(raw, text, cuts))
-        {
-            return Ok(false);
-        }
         if was_repaired {
             warnings.invalid_utf8_lines += 1;
         }
@@ -239,7 +265,7 @@ impl<'p> Records<'p> {
             } else {
                 warnings.truncated_final_line += 1;
             }
-            return Ok(true);
+            return Ok(());
         };
         let ty = raw.ty.as_str().unwrap_or_default();
         let v1 = &mut self.v1;
@@ -249,7 +275,7 @@ impl<'p> Records<'p> {
                     self.header = Some(header_from(&raw));
                     v1.by_index.push(None);
                     self.record_index += 1;
-                    return Ok(true);
+                    return Ok(());
                 }
                 FirstRecord::NotASession => return Err(not_a_session(self.path, NOT_A_HEADER)),
                 FirstRecord::Damaged => {}
@@ -267,7 +293,7 @@ impl<'p> Records<'p> {
             if ty == "session" {
                 v1.by_index.push(None);
                 self.record_index += 1;
-                return Ok(true);
+                return Ok(());
             }
         }
         let version = self.header.as_ref().map_or(3, |h| h.version);
@@ -278,7 +304,7 @@ impl<'p> Records<'p> {
             if version < 2 {
                 v1.by_index.push(None);
             }
-            return Ok(true);
+            return Ok(());
         }
 
         let (id, parent_id) = if version < 2 {
@@ -287,18 +313,19 @@ impl<'p> Records<'p> {
             v1.by_index.push(Some(id.clone()));
             (id, parent)
         } else {
-            match raw.id.owned::<CompactString>() {
+            match raw.id.as_str().map(convert::head_of::<CompactString>) {
                 // pi tests `parentId` for truthiness: an empty one means a root.
                 Some(id) => (
                     id,
                     raw.parent_id
-                        .owned()
+                        .as_str()
+                        .map(convert::head_of)
                         .filter(|p: &CompactString| !p.is_empty()),
                 ),
                 None => {
                     // pi would index it under `undefined`; nothing can reference it.
                     warnings.malformed_lines += 1;
-                    return Ok(true);
+                    return Ok(());
                 }
             }
         };
@@ -329,32 +356,22 @@ impl<'p> Records<'p> {
                 }
             }
         }
-        if let (EntryKind::Message(AgentMessage::ToolResult { content, .. }), false) =
-            (&mut kind, cuts.is_empty())
-        {
-            // The kept heads of cut texts get the full lengths back.
-            let texts = content.iter_mut().filter_map(|b| match b {
-                Block::Text(t) => Some(t),
-                _ => None,
-            });
-            for (t, raw) in texts.zip(tool_texts(&raw)) {
-                if let Some(c) = cuts.iter().find(|c| {
-                    raw.text
-                        .is_some_and(|j| at(text, j.get().as_ptr()) + 1 == c.at)
-                }) {
-                    (t.full_utf16_len, t.full_bytes) =
-                        (t.full_utf16_len + c.units, t.full_bytes + c.bytes);
-                }
-            }
+        if !cuts.is_empty() {
+            self.warnings.cut_texts += record_cuts(&mut kind, &raw, text, cuts);
         }
         let timestamp = convert::iso_to_ms(raw.timestamp.as_str().unwrap_or_default());
-        self.entries.push(Entry {
+        if self.entries.len() == self.max_entries {
+            // The oldest goes: a branch is read from its newest entries back.
+            self.entries.pop_front();
+            self.warnings.entries_not_kept += 1;
+        }
+        self.entries.push_back(Entry {
             id,
             parent_id,
             timestamp,
             kind,
         });
-        Ok(true)
+        Ok(())
     }
 }
 
@@ -370,30 +387,76 @@ fn blocks<'r, 'a>(content: &'r Option<RawContent<'a>>) -> &'r [RawBlock<'a>] {
     }
 }
 
-/// The text blocks of a tool result (which `convert` keeps bounded), in order.
-fn tool_texts<'r, 'a>(raw: &'r RawLine<'a>) -> impl Iterator<Item = &'r RawBlock<'a>> + Clone {
-    let message = raw
-        .message
-        .as_ref()
-        .and_then(|m| m.0.as_ref())
-        .filter(|m| m.role.as_str() == Some("toolResult"));
-    message
-        .map_or(&[][..], |m| blocks(&m.content))
-        .iter()
-        .filter(|b| b.ty.as_str() == Some("text"))
+/// Where the text of each text block of a line's content (a message's, or
+/// a custom message entry's) starts in `line`, in the order `convert` keeps
+/// them as [`Block::Text`] (a content that is one string is one block).
+fn text_starts(raw: &RawLine<'_>, line: &[u8], cuts: &[Cut]) -> Vec<usize> {
+    let message = raw.message.as_ref().and_then(|m| m.0.as_ref());
+    let content = message.map_or(&raw.content, |m| &m.content);
+    match content {
+        Some(RawContent::Blocks(blocks)) => blocks
+            .iter()
+            .filter(|b| b.ty.as_str() == Some("text"))
+            .map(|b| {
+                b.text
+                    .map_or(usize::MAX, |j| at(line, j.get().as_ptr()) + 1)
+            })
+            .collect(),
+        // A string content, borrowed or (with escapes) decoded: the cut string it is.
+        Some(RawContent::Text(text)) => cuts
+            .iter()
+            .find(|c| string_at(line, c.at).as_deref() == Some(&**text))
+            .map(|c| c.at)
+            .into_iter()
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
-/// Whether every string the line reader cut short is one this reader keeps
-/// only a head of anyway: tool-result text or image data.
-fn cuts_bounded(raw: &RawLine<'_>, line: &[u8], cuts: &[Cut]) -> bool {
+/// The JSON string whose text starts at `at` in `line`, decoded.
+fn string_at(line: &[u8], at: usize) -> Option<String> {
+    let mut strings = serde_json::Deserializer::from_slice(line.get(at.checked_sub(1)?..)?);
+    serde::Deserialize::deserialize(&mut strings).ok()
+}
+
+/// The kept text blocks of an entry, in the order of [`text_starts`].
+fn kept_texts(kind: &mut EntryKind) -> Vec<&mut BoundedText> {
+    let content: &mut [Block] = match kind {
+        EntryKind::Message(
+            AgentMessage::User { content, .. } | AgentMessage::Assistant { content, .. },
+        ) => content,
+        EntryKind::Message(
+            AgentMessage::ToolResult { content, .. } | AgentMessage::Custom { content, .. },
+        )
+        | EntryKind::CustomMessage { content, .. } => content,
+        _ => &mut [],
+    };
+    content
+        .iter_mut()
+        .filter_map(|b| match b {
+            Block::Text(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Give the text blocks the line reader cut their full lengths back (each
+/// keeps its head: see `convert`), and count the texts cut (image data,
+/// never kept, is not counted).
+fn record_cuts(kind: &mut EntryKind, raw: &RawLine<'_>, line: &[u8], cuts: &[Cut]) -> u64 {
     let message = raw.message.as_ref().and_then(|m| m.0.as_ref());
-    let images = blocks(&raw.content)
+    let images: Vec<usize> = blocks(&raw.content)
         .iter()
-        .chain(message.map_or(&[][..], |m| blocks(&m.content)));
-    let bounded = images.filter_map(|b| Some(at(line, b.data.as_ref()?.0.as_ptr())));
-    let texts = tool_texts(raw).filter_map(|b| Some(at(line, b.text?.get().as_ptr()) + 1));
-    cuts.iter()
-        .all(|c| bounded.clone().any(|a| a == c.at) || texts.clone().any(|a| a == c.at))
+        .chain(message.map_or(&[][..], |m| blocks(&m.content)))
+        .filter_map(|b| Some(at(line, b.data.as_ref()?.0.as_ptr())))
+        .collect();
+    let starts = text_starts(raw, line, cuts);
+    for (t, start) in kept_texts(kind).into_iter().zip(starts) {
+        if let Some(c) = cuts.iter().find(|c| c.at == start) {
+            (t.full_utf16_len, t.full_bytes) = (t.full_utf16_len + c.units, t.full_bytes + c.bytes);
+        }
+    }
+    cuts.iter().filter(|c| !images.contains(&c.at)).count() as u64
 }
 
 /// pi's `firstKeptEntryIndex` → `firstKeptEntryId`: an index into its parsed
@@ -486,12 +549,12 @@ pub(crate) fn index_and_check(entries: &[Entry], warnings: &mut Warnings) -> IdI
 mod tests {
     use super::*;
 
-    /// Lines longer than `LONG_LINE` read as whole ones do: a tool result's
-    /// and an image's long strings are cut (the tool text keeps its head and
-    /// full lengths), a user's text is read again whole, and a control
-    /// character past the kept head still makes its line malformed.
+    /// Lines longer than `LONG_LINE` are cut as they are read, never held
+    /// whole: a tool result's, a user's and an image's long strings keep a
+    /// head (the texts their full lengths), and a control character past the
+    /// kept head still makes its line malformed.
     #[test]
-    fn long_lines_read_as_whole_ones() {
+    fn long_lines_are_cut_and_texts_keep_their_full_lengths() {
         use crate::session::{bounded, Block, TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS};
         let piece = r#"plain é 日本 😀 \n \" \u00e9 \ud83d\ude00 \\u0041 "#;
         let body = piece.repeat((super::super::lines::LONG_LINE + (1 << 20)) / piece.len());
@@ -535,11 +598,101 @@ mod tests {
         let EntryKind::Message(AgentMessage::User { content: user, .. }) = kinds[1] else {
             panic!()
         };
-        assert_eq!(user[..], [Block::Text(BoundedText::whole(full.clone()))]);
+        let [Block::Text(user)] = &user[..] else {
+            panic!("one text block")
+        };
+        assert!(full.starts_with(user.head.as_str()));
+        let head = user.head.len();
+        assert!(
+            head > 32_000 && head <= crate::session::MESSAGE_TEXT_HEAD_BYTES,
+            "{head}"
+        );
+        assert_eq!(
+            (user.full_bytes, user.full_utf16_len),
+            (full.len(), crate::session::utf16_len(&full))
+        );
+        assert!(user
+            .shown()
+            .ends_with(&format!("[... {} more bytes not read]", full.len() - head)));
         assert_eq!(kinds.len(), 2);
+        assert_eq!(session.warnings.cut_texts, 2, "the tool and user texts");
         let summary = crate::session::summarize(&path).unwrap();
         assert_eq!(summary.message_count, 2);
-        assert_eq!(summary.first_message, Some(full));
+        let first = summary.first_message.unwrap();
+        assert!(first.len() <= crate::session::MESSAGE_TEXT_HEAD_BYTES && full.starts_with(&first));
+    }
+
+    /// Of a session longer than the reader holds, the newest entries are
+    /// kept (the default branch is read back from the last one), the others counted.
+    #[test]
+    fn the_newest_entries_are_held() {
+        let mut lines = vec![
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#.to_string(),
+        ];
+        for i in 0..25 {
+            let parent = if i == 0 {
+                "null".to_string()
+            } else {
+                format!("\"e{}\"", i - 1)
+            };
+            lines.push(format!(r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"t","message":{{"role":"user","content":"m{i}"}}}}"#));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("2026_s.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let parsed = read_at_most(&path, open_file(&path).unwrap(), 0, false, 10).unwrap();
+        let ids: Vec<&str> = parsed.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, (15..25).map(|i| format!("e{i}")).collect::<Vec<_>>());
+        assert_eq!(parsed.warnings.entries_not_kept, 15);
+    }
+
+    /// A text on a line short enough to be read whole keeps a head too, and
+    /// every other string of an entry is bounded, however long its line.
+    #[test]
+    fn every_kept_string_is_bounded() {
+        use crate::session::{MESSAGE_TEXT_HEAD_BYTES, STRING_HEAD_BYTES};
+        // Each line stays under `LONG_LINE`, so it is read whole and cut by `convert`.
+        let long = "x".repeat(MESSAGE_TEXT_HEAD_BYTES + MESSAGE_TEXT_HEAD_BYTES / 2);
+        let lines = [
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#.to_string(),
+            format!(r#"{{"type":"message","id":"u","parentId":null,"timestamp":"t","message":{{"role":"user","content":"{long}"}}}}"#),
+            format!(r#"{{"type":"message","id":"a","parentId":"u","timestamp":"t","message":{{"role":"assistant","content":[{{"type":"thinking","thinking":"{long}"}},{{"type":"toolCall","name":"write","arguments":{{"path":"p","content":"{long}"}}}}]}}}}"#),
+            format!(r#"{{"type":"session_info","id":"n","parentId":"a","timestamp":"t","name":"{long}"}}"#),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("2026_s.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let session = crate::session::open(&path).unwrap();
+        let EntryKind::Message(AgentMessage::User { content, .. }) = &session.entries[0].kind
+        else {
+            panic!()
+        };
+        let Block::Text(text) = &content[0] else {
+            panic!()
+        };
+        assert_eq!(
+            (text.head.len(), text.full_bytes),
+            (MESSAGE_TEXT_HEAD_BYTES, long.len())
+        );
+        let EntryKind::Message(AgentMessage::Assistant { content, .. }) = &session.entries[1].kind
+        else {
+            panic!()
+        };
+        let Block::Thinking(thinking) = &content[0] else {
+            panic!()
+        };
+        assert_eq!(thinking.len(), STRING_HEAD_BYTES);
+        let Block::ToolCall { arguments, .. } = &content[1] else {
+            panic!()
+        };
+        let written = arguments["content"].as_str().unwrap();
+        assert!(
+            written.starts_with(&long[..STRING_HEAD_BYTES])
+                && written.ends_with("more bytes not read]")
+        );
+        assert_eq!(arguments["path"], "p");
+        let name = session.session_name(&[]).unwrap();
+        assert_eq!(name.len(), STRING_HEAD_BYTES);
     }
 
     #[test]

@@ -98,17 +98,10 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
     let (mut summary, mut state) = (None, Scanned::default());
     let mut lines = lines_from(path, file, 0)?;
     while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
-        // A cut string (a long line's) is only read past in a message line
-        // once the first user message is known; otherwise the line is read whole.
-        let known = summary.is_some()
-            && state.first_message.is_some()
-            && fast_type(line.text) == Some(b"message");
-        if !line.cuts.is_empty() && !known {
-            lines.read_whole().map_err(|e| io_err(path, e))?;
-            continue;
-        }
+        // A long line's strings are cut to their heads (the first message
+        // is a head then); a line the reader skipped is one pi could not parse.
         let text = line.text;
-        if is_blank(text) {
+        if line.skipped.is_some() || is_blank(text) {
             continue;
         }
         let mut repaired = None;

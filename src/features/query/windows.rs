@@ -176,7 +176,7 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
             ..
         } => {
             let pieces = content.iter().map(|block| match block {
-                Block::Text(t) => t.head.trim().to_string(),
+                Block::Text(t) => t.shown().trim().to_string(),
                 Block::Thinking(t) => {
                     format!(
                         "(thinking) {}",

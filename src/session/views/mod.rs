@@ -64,7 +64,7 @@ pub fn message_text(message: &AgentMessage) -> Option<(&'static str, String)> {
         AgentMessage::User { content, .. } => Some(("User", text_joined(content, "\n"))),
         AgentMessage::Assistant { content, .. } => {
             let texts = content.iter().filter_map(|b| match b {
-                Block::Text(t) if !t.head.trim().is_empty() => Some(t.head.as_str()),
+                Block::Text(t) if !t.head.trim().is_empty() => Some(t.shown()),
                 _ => None,
             });
             Some(("Assistant", texts.collect::<Vec<_>>().join("\n")))

@@ -182,7 +182,7 @@ fn serialize_one(message: &AgentMessage, out: &mut Out) {
             if !bash.exclude_from_context {
                 let text = bash_execution_to_text(
                     command,
-                    &output.head,
+                    &output.shown(),
                     *exit_code,
                     *cancelled,
                     *truncated,
@@ -209,11 +209,14 @@ fn serialize_one(message: &AgentMessage, out: &mut Out) {
                 _ => None,
             });
             out.joined("[Assistant thinking]: ", "\n", thinking);
-            let text = content.iter().filter_map(|b| match b {
-                Block::Text(t) => Some(t.head.as_str()),
-                _ => None,
-            });
-            out.joined("[Assistant]: ", "\n", text);
+            let texts: Vec<_> = content
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Text(t) => Some(t.shown()),
+                    _ => None,
+                })
+                .collect();
+            out.joined("[Assistant]: ", "\n", texts.iter().map(|t| &**t));
             let calls: Vec<String> = content
                 .iter()
                 .filter_map(|b| match b {
