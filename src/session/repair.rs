@@ -1,17 +1,20 @@
 //! What JavaScript's `JSON.parse` accepts and serde_json does not, so that a
-//! line pi keeps is kept here too: invalid UTF-8, lone surrogate escapes and
-//! numbers outside the f64 range are repaired and the line parsed again.
+//! line pi keeps is kept here too: invalid UTF-8, lone surrogate escapes,
+//! numbers outside the f64 range and duplicate keys are repaired and the
+//! line parsed again.
 //! Its own module because both the line reader (`read`) and the entry
 //! conversion (`convert`) use it.
 
 /// Parse one line as JavaScript's `JSON.parse` would accept it. serde
-/// rejects three things JavaScript takes, so a failed line is repaired and
+/// rejects four things JavaScript takes, so a failed line is repaired and
 /// parsed again: invalid UTF-8 (pi decodes the file with replacement
 /// characters), lone surrogate escapes (`"\ud83d"`, from a string cut inside
-/// an emoji: `\ufffd`, one UTF-16 unit like the surrogate), and numbers
+/// an emoji: `\ufffd`, one UTF-16 unit like the surrogate), numbers
 /// outside the f64 range (`1e400`: Infinity for pi, which `JSON.stringify`
-/// writes as `null`, so `null` here). The second value tells whether invalid
-/// UTF-8 was repaired.
+/// writes as `null`, so `null` here), and a key given twice in one object
+/// (the typed shapes refuse it; for `JSON.parse` the last value wins, and
+/// so it does in a `serde_json::Value`, through which the line is written
+/// again). The second value tells whether invalid UTF-8 was repaired.
 pub(crate) fn parse_line<'b, T: serde::Deserialize<'b>>(
     text: &'b [u8],
     repaired: &'b mut Option<String>,
@@ -31,11 +34,32 @@ pub(crate) fn parse_line<'b, T: serde::Deserialize<'b>>(
     if let Some(f) = replace_infinite_numbers(&fixed) {
         (fixed, changed) = (std::borrow::Cow::Owned(f), true);
     }
+    // Written again through a `Value` (last value wins) when a key is given
+    // twice, or when the repairs above may have hidden one behind them.
+    if changed || is_duplicate_key(&err) {
+        if let Some(f) = last_value_wins(&fixed) {
+            (fixed, changed) = (std::borrow::Cow::Owned(f), true);
+        }
+    }
     if !changed {
         return (Err(err), false);
     }
     let fixed = repaired.insert(fixed.into_owned());
     (serde_json::from_str::<T>(fixed), bad_utf8)
+}
+
+/// serde's "duplicate field `x`" (the lenient shapes name every field pi writes).
+fn is_duplicate_key(err: &serde_json::Error) -> bool {
+    err.is_data() && err.to_string().starts_with("duplicate field")
+}
+
+/// `text` parsed as `JSON.parse` does with keys given twice (the last value
+/// wins, in the first one's place) and written again; `None` when it is not
+/// JSON or has no key twice.
+fn last_value_wins(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let again = serde_json::to_string(&value).ok()?;
+    (again.len() != text.len() || again != text).then_some(again)
 }
 
 /// The value of four hex digits at the start of `b`.
@@ -121,6 +145,19 @@ pub(crate) fn replace_infinite_numbers(text: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::session::raw::RawLine;
+
+    /// A key given twice is read as `JSON.parse` reads it: the last value wins.
+    #[test]
+    fn the_last_of_a_key_given_twice_wins() {
+        let line = br#"{"type":"message","id":"a","id":"b","message":{"role":"user","role":"assistant","content":"x"}}"#;
+        let mut repaired = None;
+        let (parsed, bad_utf8) = parse_line::<RawLine<'_>>(line, &mut repaired);
+        let parsed = parsed.expect("the line is kept");
+        assert!(!bad_utf8);
+        assert_eq!(parsed.id.as_str(), Some("b"));
+        let message = parsed.message.and_then(|m| m.0).expect("a message");
+        assert_eq!(message.role.as_str(), Some("assistant"));
+    }
 
     #[test]
     fn lone_surrogate_escapes_become_replacement_characters() {
