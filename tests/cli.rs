@@ -331,3 +331,77 @@ fn exit_codes_and_help() {
         );
     }
 }
+
+/// `| head`: a reader that goes away after the first bytes ends nothing in a
+/// panic; the command finishes quietly (what it writes is dropped).
+#[test]
+fn output_to_a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    let agent = agent();
+    // A session whose inspect output is far larger than a pipe's buffer.
+    let project = agent.path().join("sessions").join(DEMO);
+    let id = "0badc0de-0000-4000-8000-000000000024";
+    let mut lines = vec![format!(
+        r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/home/user/demo"}}"#
+    )];
+    for i in 0..400 {
+        let parent = if i == 0 {
+            "null".to_string()
+        } else {
+            format!("\"e{}\"", i - 1)
+        };
+        lines.push(format!(
+            r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"{}"}}}}"#,
+            "words of a long message ".repeat(40)
+        ));
+    }
+    std::fs::write(
+        project.join(format!("2026-01-01T00-00-00-000Z_{id}.jsonl")),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    for args in [
+        &["inspect", id][..],
+        &["show", id, "--json"],
+        &["list", "--all"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_session-index"))
+            .args(args)
+            .arg("--agent-dir")
+            .arg(agent.path())
+            .env("HOME", agent.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // The read end is closed here (`head` exiting).
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+    }
+}
+
+/// A config file must hold a JSON object, as the host requires of one: `null`
+/// and a string are refused with what the file holds (they once meant "the
+/// defaults" and "this message" to the CLI).
+#[test]
+fn a_config_file_that_is_not_an_object_is_refused_by_name() {
+    let agent = agent();
+    let file = agent.path().join("session-index.config.json");
+    for (text, holds) in [("null", "null"), ("\"x\"", "a string"), ("[1]", "an array")] {
+        std::fs::write(&file, text).unwrap();
+        let out = run(agent.path(), &["list", "--all"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{}: invalid config: the config holds {holds}, not a JSON object",
+                file.display()
+            )),
+            "{text}: {stderr}"
+        );
+    }
+}

@@ -292,6 +292,23 @@ impl Default for SearchConfig {
     }
 }
 
+/// Parse and validate a config file's text, as the host reads one
+/// (`plugin.config`, `--config`, the CLI's `session-index.config.json`): it
+/// must hold a JSON object. `null` or a string there is the file's problem,
+/// named as such; only the document a host hands over ([`parse`]) uses them
+/// to say "no file" or "the file was unusable".
+pub fn parse_file(text: &str) -> Result<Config, Vec<String>> {
+    let kind = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(_)) | Err(_) => return parse(text),
+        Ok(Value::Null) => "null",
+        Ok(Value::String(_)) => "a string",
+        Ok(Value::Array(_)) => "an array",
+        Ok(Value::Bool(_)) => "a boolean",
+        Ok(Value::Number(_)) => "a number",
+    };
+    Err(vec![format!("the config holds {kind}, not a JSON object")])
+}
+
 /// Parse and validate a config document as the host hands it over: `null`
 /// (no config file: the defaults), a JSON string (the host could not use the
 /// file: the string says why), or the file's object. On failure, returns

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use session_index::config::Config;
 use session_index::resolve::Catalog;
 use session_index::store::{Store, UpdateReport};
 
@@ -23,12 +24,12 @@ impl AgentDir {
     }
 }
 
-/// The config text and the name of where it came from, for messages: `--config`,
-/// else the user's `<agent dir>/session-index.config.json` if present, else the defaults.
-pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<(String, String), Failure> {
+/// The config: `--config`, else the user's `<agent dir>/session-index.config.json`
+/// if present (a file must hold a JSON object, as the host requires), else the defaults.
+pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<Config, Failure> {
     let user = agent_dir.join("session-index.config.json");
     let Some(path) = explicit.or(user.is_file().then_some(user.as_path())) else {
-        return Ok(("null".into(), "the built-in config".into()));
+        return Ok(Config::default());
     };
     let text = regular_files::read_regular(path)
         .and_then(|b| {
@@ -41,7 +42,13 @@ pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<(String, Stri
                 path.display()
             ))
         })?;
-    Ok((text, path.display().to_string()))
+    session_index::config::parse_file(&text).map_err(|problems| {
+        Failure::Usage(format!(
+            "{}: invalid config: {}",
+            path.display(),
+            problems.join("; ")
+        ))
+    })
 }
 
 /// The search index of the agent directory `dir` (the one store of what is known about
@@ -57,13 +64,7 @@ pub fn index(
     let agent_dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // The library's warnings (a file skipped, the index rebuilt) go to stderr, as `index` prints them.
     session_index::plugin::logging::to_stderr(&format!("session-index {cmd}"));
-    let (config_json, config_name) = config(file, &agent_dir)?;
-    let config = session_index::config::parse(&config_json).map_err(|problems| {
-        Failure::Usage(format!(
-            "{config_name}: invalid config: {}",
-            problems.join("; ")
-        ))
-    })?;
+    let config = config(file, &agent_dir)?;
     let mut index = Store::open(&agent_dir)
         .map_err(|e| e.to_string())?
         .excluding(&config.privacy);
@@ -86,7 +87,9 @@ pub fn stale_note(report: &UpdateReport) {
     }
 }
 
-/// Print, ending quietly when the reader went away (`| head`).
+/// Print to stdout: every command's output goes through here, never
+/// `println!`, which panics once the reader went away (`| head`). Output
+/// is then dropped quietly, and the command finishes its work.
 pub fn out(text: &str) {
     use std::io::Write;
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -97,9 +100,7 @@ pub fn out(text: &str) {
 /// current directory's project, among the sessions of `agent_dir` only.
 pub fn session_files(agent_dir: &Path, refs: &[String]) -> Vec<Result<PathBuf, String>> {
     // The index it updates keeps out what the user's privacy.exclude names.
-    let config = config(None, agent_dir)
-        .ok()
-        .and_then(|(text, _)| session_index::config::parse(&text).ok());
+    let config = config(None, agent_dir).ok();
     let catalog = Catalog::new().excluding(&config.unwrap_or_default().privacy);
     let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
     let cwd = std::env::current_dir()

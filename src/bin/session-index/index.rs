@@ -15,7 +15,7 @@ use session_index::plugin::runtime::Runtime;
 use session_index::session::{self, discovery, Session, SessionError};
 use session_index::store::meta;
 
-use crate::args::{self as shared, AgentDir};
+use crate::args::{self as shared, out, AgentDir};
 use crate::Failure;
 
 #[derive(Debug, Args)]
@@ -55,14 +55,8 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
             "nothing to index: pass --all or sessions (files or references)".into(),
         ));
     }
-    let (config_json, config_name) = shared::config(args.config.as_deref(), &agent_dir)?;
+    let config = shared::config(args.config.as_deref(), &agent_dir)?;
     session_index::plugin::logging::to_stderr("session-index index");
-    let config = session_index::config::parse(&config_json).map_err(|problems| {
-        Failure::Usage(format!(
-            "{config_name}: invalid config: {}",
-            problems.join("; ")
-        ))
-    })?;
     let sessions_dir = agent_dir.join("sessions");
     if args.all && !sessions_dir.is_dir() {
         return Err(Failure::Usage(format!(
@@ -132,10 +126,10 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
             "failed": failed,
             "costUsd": cost,
         });
-        println!(
-            "{}",
+        out(&format!(
+            "{}\n",
             serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?
-        );
+        ));
     } else {
         for (kind, v) in &report {
             let text = |key: &str| v[key].as_str().unwrap_or_default().to_string();
@@ -144,13 +138,13 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
                 "skipped" => text("reason"),
                 _ => text("error"),
             };
-            println!("{kind:<8} {}: {what}", text("sessionFile"));
+            out(&format!("{kind:<8} {}: {what}\n", text("sessionFile")));
         }
         let (i, s, f) = (indexed.len(), skipped.len(), failed.len());
-        println!(
-            "{i} indexed (${cost:.4}), {s} skipped, {f} failed; meta files in {}",
+        out(&format!(
+            "{i} indexed (${cost:.4}), {s} skipped, {f} failed; meta files in {}\n",
             meta_dir.display()
-        );
+        ));
     }
     match failed.len() {
         0 => Ok(()),

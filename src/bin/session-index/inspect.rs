@@ -61,6 +61,6 @@ pub fn run(args: Args) -> Result<(), Failure> {
         warnings: s.warnings.clone(),
     };
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    println!("{json}");
+    crate::args::out(&format!("{json}\n"));
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! `session-index`: user-facing commands that need no host.
 //! One module per subcommand; this file only parses and dispatches.
+//! Output goes through `args::out`, never `println!` (which panics under `| head`).
+#![deny(clippy::print_stdout)]
 
 mod args;
 mod index;

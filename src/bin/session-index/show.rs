@@ -29,10 +29,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let meta = meta::read(&agent_dir.join("sessions-meta"), &s.id).map_err(|e| e.to_string())?;
     if args.json {
         let doc = json!({ "session": s, "meta": meta });
-        println!(
-            "{}",
+        crate::args::out(&format!(
+            "{}\n",
             serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
-        );
+        ));
         return Ok(());
     }
     let name = s
@@ -58,7 +58,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
     );
     let Some(m) = meta else {
         let short: String = s.id.chars().take(8).collect();
-        println!("{out}\nNot indexed yet: session-index index {short}");
+        crate::args::out(&format!(
+            "{out}\nNot indexed yet: session-index index {short}\n"
+        ));
         return Ok(());
     };
     let usage = m.usage.unwrap_or_default();
@@ -91,6 +93,6 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 .for_each(|i| out.push_str(&format!("  - {i}\n")));
         }
     }
-    print!("{out}");
+    crate::args::out(&out);
     Ok(())
 }
