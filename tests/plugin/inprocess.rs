@@ -157,8 +157,10 @@ fn shutdown_is_idempotent_and_later_calls_are_refused() {
     assert!(loaded.instance.shutdown(Duration::from_secs(1)).idle);
     let err = event(&loaded, "agent_end", json!({})).unwrap_err();
     assert!(err.contains("shut down"), "{err}");
+    // The file the plugin was given (a copy inside the agent dir's sessions/).
+    let given = loaded.ctx.session_file.as_deref().expect("a session file");
     assert_eq!(
-        std::fs::read(&session).unwrap(),
+        std::fs::read(given).unwrap(),
         before,
         "the host must never write session files"
     );

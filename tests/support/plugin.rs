@@ -100,8 +100,13 @@ pub fn load_plugin(session: &Path, config_json: Option<&str>) -> Loaded {
     let module = pi_ext_host::loader::load_module(&manifest, Some(&plugin_library()))
         .expect("plugin library loads");
     let agent_dir = tempfile::tempdir().expect("temp agent dir");
-    let ctx = pi_ext_host::session_context(session, None, agent_dir.path(), None)
-        .expect("session context");
+    // The host reads a session file only inside `<agent dir>/sessions`: a copy goes there.
+    let project = agent_dir.path().join("sessions").join("--fixtures--");
+    std::fs::create_dir_all(&project).expect("sessions dir");
+    let copy = project.join(session.file_name().expect("a file name"));
+    std::fs::copy(session, &copy).expect("copy the session");
+    let ctx =
+        pi_ext_host::session_context(&copy, None, agent_dir.path(), None).expect("session context");
     let host = RecordingHost::with_stderr_level(ctx.clone(), None);
     let config = match config_json {
         Some(text) => text.to_string(),

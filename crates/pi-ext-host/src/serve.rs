@@ -118,7 +118,12 @@ impl Server {
 
     fn on_line(self: &Arc<Self>, line: &str) {
         let message: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
+            Ok(v @ Value::Object(_)) => v,
+            Ok(other) => {
+                let kind = crate::instance::json_kind(&other);
+                self.out.send(&json!({"id": null, "error": {"message": format!("invalid message: {kind}, not a JSON object")}}));
+                return;
+            }
             Err(e) => {
                 self.out.send(
                     &json!({"id": null, "error": {"message": format!("invalid JSON line: {e}")}}),
@@ -336,10 +341,9 @@ impl Server {
     }
 }
 
-/// A session file named by the client is read by the plugin, so it gets the
-/// plugin's containment rule: a regular file inside `<agentDir>/sessions`
-/// (symlinks resolved). A file that does not exist yet passes: pi writes a
-/// new session's file only after its first reply.
+/// `ctx.sessionFile` passes the host's one check of session files
+/// ([`crate::context::check_session_file`]). A file that does not exist yet
+/// passes: pi writes a new session's file only after its first reply.
 fn check_session_file(ctx: &SessionContext) -> Result<(), String> {
     let Some(file) = ctx.session_file.as_deref().map(std::path::Path::new) else {
         return Ok(());
@@ -347,11 +351,14 @@ fn check_session_file(ctx: &SessionContext) -> Result<(), String> {
     if std::fs::symlink_metadata(file).is_err() {
         return Ok(());
     }
-    let sessions = std::path::Path::new(&ctx.agent_dir).join("sessions");
-    let checked = regular_files::open_inside(&sessions, file);
-    checked
-        .map(drop)
-        .map_err(|e| format!("ctx.sessionFile {}: {e}", file.display()))
+    if ctx.agent_dir.is_empty() {
+        return Err(format!(
+            "ctx.agentDir is missing: it is needed to check that ctx.sessionFile {} is one of pi's session files",
+            file.display()
+        ));
+    }
+    crate::context::check_session_file(std::path::Path::new(&ctx.agent_dir), file)
+        .map_err(|e| format!("ctx.sessionFile {e}"))
 }
 
 fn parse<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, String> {

@@ -20,9 +20,11 @@ struct Setup {
 
 fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let session = s(&session_copy(dir.path()));
     let agent = dir.path().join("agent");
-    std::fs::create_dir_all(&agent).unwrap();
+    // Session files are read only inside the agent directory's sessions/.
+    let project = agent.join("sessions").join("--work-p--");
+    std::fs::create_dir_all(&project).unwrap();
+    let session = s(&session_copy(&project));
     let base = vec![
         "--plugin".into(),
         s(&workspace_root()),

@@ -217,6 +217,24 @@ fn calls_before_init_and_unknown_methods_get_errors() {
         .as_str()
         .unwrap()
         .starts_with("invalid JSON line"));
+    // Valid JSON that is not a message object gets an answer too, naming what it is.
+    for (line, kind) in [
+        ("[1,2]", "an array"),
+        ("42", "a number"),
+        ("\"init\"", "a string"),
+        ("null", "null"),
+    ] {
+        h.input
+            .as_ref()
+            .unwrap()
+            .send(format!("{line}\n").into_bytes())
+            .unwrap();
+        assert_eq!(
+            h.next(),
+            json!({"id": null, "error": {"message": format!("invalid message: {kind}, not a JSON object")}}),
+            "{line}"
+        );
+    }
 }
 
 #[test]
@@ -417,4 +435,18 @@ fn a_client_session_file_must_be_a_regular_file_inside_the_sessions_dir() {
         call(6, &project.join("not-yet-written.jsonl")),
         json!({"id": 6, "result": null})
     );
+    // Without ctx.agentDir the check cannot be made: that is what is said, not
+    // an error about the (existing) file.
+    let ctx = json!({"cwd": "/w", "sessionFile": project.join("ok.jsonl")});
+    h.send(
+        json!({"id": 7, "method": "event", "params": {"v": 1, "event": "agent_end", "ctx": ctx}}),
+    );
+    let reply = loop {
+        let line = h.next();
+        if line.get("id").is_some() {
+            break line;
+        }
+    };
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("ctx.agentDir is missing"), "{reply}");
 }
