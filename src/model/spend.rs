@@ -8,7 +8,6 @@
 //! Days are UTC dates; only the last [`KEEP_DAYS`] are kept.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -97,12 +96,8 @@ pub fn record(spent: &std::sync::Mutex<Spent>, meta_dir: &Path, kind: Kind, usd:
 /// The locked read-modify-write of one addition.
 pub fn add(meta_dir: &Path, kind: Kind, usd: f64) -> std::io::Result<Ledger> {
     std::fs::create_dir_all(meta_dir)?;
-    let lock = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(meta_dir.join(LOCK_FILE))?;
+    // Never through a symlink planted in its place (see `regular_files::Dir`).
+    let lock = regular_files::Dir::open(meta_dir)?.lock_file(LOCK_FILE)?;
     fs4::FileExt::lock(&lock)?;
     let mut ledger = read(meta_dir);
     ledger.total.add(kind, usd);

@@ -73,22 +73,25 @@ pub struct MetaLock {
 }
 
 impl MetaLock {
-    /// Block until this process holds the session's meta lock.
+    /// Block until this process holds the session's meta lock. The lock
+    /// file is opened inside `.locks`, itself opened as a directory, neither
+    /// through a symlink ([`regular_files::Dir`]): a link planted in their
+    /// place would have a lock file created (or opened for writing) anywhere.
     pub fn acquire(meta_dir: &Path, session_id: &str) -> Result<MetaLock, MetaError> {
         meta_path(meta_dir, session_id)?;
+        create_dir(meta_dir)?;
         let dir = meta_dir.join(LOCK_DIR);
-        create_dir(&dir)?;
         let path = dir.join(format!("{session_id}.lock"));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|source| MetaError::Io {
-                path: path.clone(),
-                source,
-            })?;
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| MetaError::Io { path, source }
+        };
+        let locks = regular_files::Dir::open(meta_dir)
+            .and_then(|m| m.subdir(LOCK_DIR))
+            .map_err(io(&dir))?;
+        let file = locks
+            .lock_file(&format!("{session_id}.lock"))
+            .map_err(io(&path))?;
         // Fully qualified: std's inherent `File::lock` would shadow the trait method on newer toolchains.
         fs4::FileExt::lock(&file).map_err(|source| MetaError::Io { path, source })?;
         Ok(MetaLock { file })
@@ -364,6 +367,33 @@ mod tests {
             other.exists(),
             "another session's temp file may belong to a live writer"
         );
+    }
+
+    /// `sessions-meta/.locks/<id>.lock` planted as a symlink (or `.locks`
+    /// itself as one) is refused: no lock file appears where it points, and
+    /// no meta file is written without its lock.
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_lock_symlink_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::create_dir_all(dir.path().join(LOCK_DIR)).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join(LOCK_DIR).join("s1.lock")).unwrap();
+        let err = write(dir.path(), &sample("s1", "one"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("s1.lock") && err.contains("symlink"), "{err}");
+        assert!(!victim.exists());
+        assert!(!dir.path().join("s1.meta.json").exists());
+
+        let other = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), other.path().join(LOCK_DIR)).unwrap();
+        let err = write(other.path(), &sample("s2", "two"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(".locks") && err.contains("symlink"), "{err}");
+        assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
     }
 
     #[test]
