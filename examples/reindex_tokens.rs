@@ -149,6 +149,8 @@ fn replay(lines: &[String], every: usize, keep_meta: bool) -> Result<Vec<Measure
             leaf_id: None,
             force: true,
             offline: false,
+            replace: session_index::store::meta::Replace::KeepModelWritten,
+            past_cap: false,
         };
         let outcome = index_session(&services.model_env(), &request, &|| {})
             .map_err(|f| f.error.to_string())?;

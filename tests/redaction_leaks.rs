@@ -262,6 +262,8 @@ fn request(path: &Path, agent: &Agent, leaf: Option<&str>) -> IndexRequest {
         leaf_id: leaf.map(str::to_string),
         force: true,
         offline: false,
+        replace: session_index::store::meta::Replace::KeepModelWritten,
+        past_cap: false,
     }
 }
 
@@ -408,8 +410,10 @@ fn no_planted_secret_reaches_a_model_or_an_injection() {
             &injected(&offline, &agent, &format!("@@{}: {q}", &ID[..8])),
         );
     }
+    // Over the model's meta, as `index --offline --force` writes it.
     let offline_request = IndexRequest {
         offline: true,
+        replace: session_index::store::meta::Replace::Any,
         ..request(&path, &agent, None)
     };
     assert!(matches!(

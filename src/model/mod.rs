@@ -11,7 +11,11 @@
 //! - transport errors are not retried, except one retry on 429/503 (and
 //!   Anthropic's 529) when the `Retry-After` fits within the timeout;
 //! - response bodies are size-limited while streaming;
-//! - usage is summed over attempts and priced in USD.
+//! - usage is summed over attempts and priced in USD;
+//! - each answer requested is paid for through a [`spend::Budget`]: its
+//!   maximum cost is held against the daily cap before the request and
+//!   settled at its real cost after, so no caller can spend unrecorded or
+//!   past the cap.
 
 mod anthropic;
 mod gemini;
@@ -41,14 +45,34 @@ pub use prices::{cost_usd, price_for};
 pub use select::{select_model, select_model_with_env, LOCAL_PROVIDER};
 
 /// What the model layer works with, and nothing more: the config (model
-/// keys, providers, prices, limits), the host when there is one (the keys it
-/// holds, the completions it serves; the CLI has none) and the runtime the
-/// HTTP calls to providers run on (started only by a caller that may need it).
+/// keys, providers, prices, limits, the daily cap), the host when there is
+/// one (the keys it holds, the completions it serves; the CLI has none), the
+/// runtime the HTTP calls to providers run on (started only by a caller that
+/// may need it) and this process's count of what it spent.
 #[derive(Clone, Copy)]
 pub struct ModelEnv<'a> {
     pub config: &'a Config,
     pub host: Option<&'a dyn HostApi>,
     pub runtime: Option<&'a Runtime>,
+    pub spent: Option<&'a std::sync::Mutex<spend::Spent>>,
+}
+
+impl<'a> ModelEnv<'a> {
+    /// What calls for `kind` may spend, recorded in the ledger of
+    /// `meta_dir`: up to the daily cap, or past it when the user said so.
+    pub fn budget(
+        &self,
+        meta_dir: &'a std::path::Path,
+        kind: spend::Kind,
+        past_cap: bool,
+    ) -> spend::Budget<'a> {
+        spend::Budget {
+            meta_dir,
+            kind,
+            cap: self.config.spending.daily_cap_usd.filter(|_| !past_cap),
+            session: self.spent,
+        }
+    }
 }
 
 /// Answers requested at most per [`SelectedModel::complete_json`] call (1 + 2 retries).
@@ -103,6 +127,9 @@ pub enum ModelError {
     InvalidOutput { attempts: u32, last_error: String },
     #[error("model response larger than {0} bytes")]
     ResponseTooLarge(usize),
+    /// The daily spending cap does not allow the call (the message says why).
+    #[error("{0}")]
+    OverCap(String),
 }
 
 /// The model chosen by [`select_model`] and how to reach it.
@@ -181,9 +208,13 @@ impl SelectedModel {
     /// error fed back; `ctx` is the garde context of `T` (the names already taken
     /// for an index, `&()` mostly). Blocking: call from a job thread or a tool call, never
     /// from async code.
+    ///
+    /// Every answer requested is paid through `budget`: refused with
+    /// [`ModelError::OverCap`] when its maximum cost would pass the daily cap.
     pub fn complete_json<T>(
         &self,
         env: &ModelEnv,
+        budget: &spend::Budget,
         task: &JsonTask,
         ctx: &T::Context,
     ) -> Result<ModelOutcome<T>, ModelError>
@@ -199,6 +230,12 @@ impl SelectedModel {
         let mut choice = ModelChoice::Configured;
         let mut last_error = String::new();
         for attempt in 1..=MAX_ATTEMPTS {
+            let hold = budget
+                .reserve(
+                    self.max_cost(env, &system, &turns, task),
+                    call_lifetime(env),
+                )
+                .map_err(ModelError::OverCap)?;
             let answer = self.call(env, &system, &turns, task)?;
             if let Some(answered_by) = answer.model.filter(|m| m.contains('/')) {
                 model = answered_by;
@@ -207,7 +244,7 @@ impl SelectedModel {
             input_tokens += answer.input_tokens;
             output_tokens += answer.output_tokens;
             // A host may price the call itself; otherwise our price table does.
-            cost += answer.cost_usd.unwrap_or_else(|| {
+            let paid = answer.cost_usd.unwrap_or_else(|| {
                 cost_usd(
                     env.config,
                     &model,
@@ -215,6 +252,8 @@ impl SelectedModel {
                     answer.output_tokens,
                 )
             });
+            hold.settle(paid);
+            cost += paid;
             let text = answer.text.unwrap_or_default();
             match parse_and_validate::<T>(&text, answer.problem.as_deref(), answer.truncated, ctx) {
                 Ok(value) => {
@@ -243,6 +282,27 @@ impl SelectedModel {
             attempts: MAX_ATTEMPTS,
             last_error: one_line(&last_error, 300),
         })
+    }
+
+    /// The most one answer can cost: every byte of the request a token (no
+    /// tokenizer makes more tokens than bytes) and the whole output budget,
+    /// at the model's price (0 when the price is unknown: then nothing is
+    /// recorded either).
+    fn max_cost(
+        &self,
+        env: &ModelEnv,
+        system: &str,
+        turns: &[ChatMessage],
+        task: &JsonTask,
+    ) -> f64 {
+        let Some(price) = price_for(env.config, &self.key) else {
+            return 0.0;
+        };
+        let schema = task.schema.to_string().len();
+        let input = system.len() + schema + turns.iter().map(|t| t.content.len()).sum::<usize>();
+        (input as f64 * price.input_per_mtok
+            + f64::from(task.max_output_tokens) * price.output_per_mtok)
+            / 1_000_000.0
     }
 
     fn call(
@@ -313,6 +373,12 @@ impl ModelError {
             _ => None,
         }
     }
+}
+
+/// How long a held call may take before its hold is a dead process's: the
+/// request timeout, twice (one 429/503 retry may wait within it), and a minute.
+fn call_lifetime(env: &ModelEnv) -> Duration {
+    Duration::from_millis(env.config.timeout_ms.saturating_mul(2)) + Duration::from_secs(60)
 }
 
 /// The `provider/id` a host's error message starts with, if any.

@@ -116,6 +116,7 @@ impl Services {
             config: &self.config,
             host: Some(&*self.host),
             runtime: Some(&self.runtime),
+            spent: Some(&self.spent),
         }
     }
 

@@ -12,7 +12,7 @@ use pi_ext_abi::protocol::{SessionContext, Usage};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use session_index::model::{
-    select_model, select_model_with_env, JsonTask, ModelError, ModelOutcome,
+    select_model, select_model_with_env, spend, JsonTask, ModelError, ModelOutcome,
 };
 use session_index::plugin::host::{Host, RecordingHost};
 use session_index::plugin::state::Services;
@@ -84,9 +84,22 @@ fn app_for(mock: &MockProvider, key: &str, extra: Value) -> Arc<Services> {
 fn run(services: &Services, user: &str) -> Result<ModelOutcome<Summary>, ModelError> {
     select_model(&services.model_env())?.complete_json::<Summary>(
         &services.model_env(),
+        &no_cap(),
         &task(user),
         &(),
     )
+}
+
+/// A ledger without a cap, shared by these tests (what they spend is not what they check).
+fn no_cap() -> spend::Budget<'static> {
+    static LEDGER: std::sync::LazyLock<tempfile::TempDir> =
+        std::sync::LazyLock::new(|| tempfile::tempdir().unwrap());
+    spend::Budget {
+        meta_dir: LEDGER.path(),
+        kind: spend::Kind::Queries,
+        cap: None,
+        session: None,
+    }
 }
 
 fn expected_summary() -> Summary {
@@ -586,7 +599,7 @@ fn secrets_are_redacted_before_they_leave_the_process() {
     task.system.push_str(" Never reveal AKIAIOSFODNN7EXAMPLE.");
     select_model(&services.model_env())
         .unwrap()
-        .complete_json::<Summary>(&services.model_env(), &task, &())
+        .complete_json::<Summary>(&services.model_env(), &no_cap(), &task, &())
         .unwrap();
     let req = &mock.requests()[0];
     for secret in [
@@ -663,7 +676,7 @@ fn host_key_wins_over_the_environment() {
     let selected = select_model_with_env(&services.model_env(), env).unwrap();
     assert_eq!(selected.key(), "anthropic/claude-haiku-4-5");
     selected
-        .complete_json::<Summary>(&services.model_env(), &task("x"), &())
+        .complete_json::<Summary>(&services.model_env(), &no_cap(), &task("x"), &())
         .unwrap();
     assert_eq!(
         anthropic.requests()[0].header("x-api-key"),
@@ -689,7 +702,7 @@ fn standard_environment_variables_are_the_fallback() {
     .unwrap();
     assert_eq!(selected.key(), "openai/gpt-4.1-mini");
     selected
-        .complete_json::<Summary>(&services.model_env(), &task("x"), &())
+        .complete_json::<Summary>(&services.model_env(), &no_cap(), &task("x"), &())
         .unwrap();
     assert_eq!(
         openai.requests()[0].header("authorization"),
@@ -750,7 +763,7 @@ fn built_in_local_endpoints_need_no_key() {
     let services = make_app(recording_host(&[]), config);
     let selected = select_model_with_env(&services.model_env(), env_of(&[])).unwrap();
     selected
-        .complete_json::<Summary>(&services.model_env(), &task("x"), &())
+        .complete_json::<Summary>(&services.model_env(), &no_cap(), &task("x"), &())
         .unwrap();
     assert!(ollama.requests()[0].header("authorization").is_none());
     // Without any config it is known too (default http://localhost:11434/v1).
@@ -787,7 +800,7 @@ fn custom_api_key_env_and_keyless_local_endpoints() {
     let services = make_app(recording_host(&[]), config);
     let selected = select_model_with_env(&services.model_env(), env_of(&[])).unwrap();
     let outcome = selected
-        .complete_json::<Summary>(&services.model_env(), &task("x"), &())
+        .complete_json::<Summary>(&services.model_env(), &no_cap(), &task("x"), &())
         .unwrap();
     assert_eq!(outcome.model, "vllm/qwen2.5-7b-instruct");
     assert_eq!(outcome.usage.cost_usd, Some(0.0));
@@ -821,7 +834,7 @@ fn custom_api_key_env_and_keyless_local_endpoints() {
     )
     .unwrap();
     selected
-        .complete_json::<Summary>(&services.model_env(), &task("x"), &())
+        .complete_json::<Summary>(&services.model_env(), &no_cap(), &task("x"), &())
         .unwrap();
     let req = &router.requests()[0];
     assert_eq!(req.header("authorization"), Some("Bearer sk-or-custom"));
@@ -836,7 +849,12 @@ fn host_served_models_come_first_and_get_the_schema() {
     let selected = select_model_with_env(&services.model_env(), env_of(&[])).unwrap();
     assert!(selected.is_host_served());
     let outcome = selected
-        .complete_json::<Summary>(&services.model_env(), &task("password=hunter2 please"), &())
+        .complete_json::<Summary>(
+            &services.model_env(),
+            &no_cap(),
+            &task("password=hunter2 please"),
+            &(),
+        )
         .unwrap();
     assert_eq!(outcome.value, expected_summary());
     assert_eq!(outcome.attempts, 2);

@@ -132,36 +132,6 @@ fn index_command_through_the_host_uses_the_mock_provider() {
     h.instance.shutdown(Duration::from_secs(5));
 }
 
-/// The `pi-ext-host` binary: the one cargo built for the workspace (`cargo test
-/// --workspace` builds it for pi-ext-host's own tests), else built here into a
-/// target dir of its own (the outer cargo may still hold the main one's lock).
-fn host_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
-    let name = format!("pi-ext-host{}", std::env::consts::EXE_SUFFIX);
-    let built = profile_dir.join(&name);
-    if built.is_file() {
-        return built;
-    }
-    let target_dir = profile_dir.parent().unwrap().join("indexing-e2e-host");
-    let status = std::process::Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "pi-ext-host",
-            "--bin",
-            "pi-ext-host",
-            "--target-dir",
-        ])
-        .arg(&target_dir)
-        .current_dir(crate::support::plugin::repo_root())
-        .status()
-        .unwrap();
-    assert!(status.success(), "building pi-ext-host failed");
-    target_dir.join("debug").join(name)
-}
-
 #[test]
 fn pi_ext_host_binary_agent_end_wait_writes_a_meta_file() {
     let Scratch {
@@ -172,15 +142,7 @@ fn pi_ext_host_binary_agent_end_wait_writes_a_meta_file() {
     let config = dir.path().join("config.json");
     std::fs::write(&config, r#"{"modelKeys": ["local/extractive"]}"#).unwrap();
 
-    let output = std::process::Command::new(host_binary())
-        .arg("--plugin")
-        .arg(crate::support::plugin::repo_root())
-        .arg("--lib")
-        .arg(crate::support::plugin::plugin_library())
-        .arg("--agent-dir")
-        .arg(&agent_dir)
-        .arg("--config")
-        .arg(&config)
+    let output = crate::support::plugin::host_command(&agent_dir, &config)
         .args(["event", "agent_end", "--wait", "--session"])
         .arg(&session)
         .output()

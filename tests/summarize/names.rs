@@ -272,6 +272,8 @@ fn index_offline(f: &Fixture, file: &Path) -> SessionMeta {
         leaf_id: None,
         force: true,
         offline: true,
+        replace: session_index::store::meta::Replace::KeepModelWritten,
+        past_cap: false,
     };
     match index_session(&f.services.model_env(), &request, &|| {}) {
         Ok(IndexOutcome::Indexed(done)) => done.meta,

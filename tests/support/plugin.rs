@@ -30,6 +30,52 @@ pub fn plugin_library() -> PathBuf {
     );
 }
 
+/// The `pi-ext-host` binary: the one cargo built for the workspace (`cargo test
+/// --workspace` builds it for pi-ext-host's own tests), else built here into a
+/// target dir of its own (the outer cargo may still hold the main one's lock).
+pub fn host_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let name = format!("pi-ext-host{}", std::env::consts::EXE_SUFFIX);
+    let built = profile_dir.join(&name);
+    if built.is_file() {
+        return built;
+    }
+    let target_dir = profile_dir.parent().unwrap().join("indexing-e2e-host");
+    let status = std::process::Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "pi-ext-host",
+            "--bin",
+            "pi-ext-host",
+            "--target-dir",
+        ])
+        .arg(&target_dir)
+        .current_dir(repo_root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "building pi-ext-host failed");
+    target_dir.join("debug").join(name)
+}
+
+/// `pi-ext-host` with this plugin (its manifest and the cdylib), on
+/// `agent_dir` with the config file `config`: the caller adds the subcommand.
+pub fn host_command(agent_dir: &Path, config: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(host_binary());
+    command
+        .arg("--plugin")
+        .arg(repo_root())
+        .arg("--lib")
+        .arg(plugin_library())
+        .arg("--agent-dir")
+        .arg(agent_dir)
+        .arg("--config")
+        .arg(config);
+    command
+}
+
 pub use super::shared_dir::pi_sessions_dir as fixtures_dir;
 
 /// A real pi session file.

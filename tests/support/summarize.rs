@@ -48,6 +48,27 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// `n` more sessions beside this one: copies of it under the ids
+    /// `<prefix>-0000-4000-8000-<i>` (12 digits); returns the ids.
+    pub fn copies(&self, prefix: &str, n: usize) -> Vec<String> {
+        let text = std::fs::read_to_string(&self.session_file).unwrap();
+        let (header, rest) = text.split_once('\n').unwrap();
+        let header: Value = serde_json::from_str(header).unwrap();
+        (0..n)
+            .map(|i| {
+                let id = format!("{prefix}-0000-4000-8000-{i:012}");
+                let mut copy = header.clone();
+                copy["id"] = json!(id);
+                let name = format!("2026-11-22T02-{:02}-{:02}-000Z_{id}.jsonl", i / 60, i % 60);
+                let file = self.session_file.with_file_name(name);
+                std::fs::write(file, format!("{copy}\n{rest}")).unwrap();
+                id
+            })
+            .collect()
+    }
+}
+
 pub struct Fixture {
     /// Kept for its lifetime: the agent dir is inside.
     _dir: tempfile::TempDir,

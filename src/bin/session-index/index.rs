@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::{json, Value};
-use session_index::features::summarize::{extractive, index_parsed, IndexOutcome, IndexRequest};
-use session_index::model::{self, ModelEnv};
+use session_index::features::summarize::{index_parsed, IndexError, IndexOutcome, IndexRequest};
+use session_index::model::{self, ModelEnv, ModelError};
 use session_index::plugin::runtime::Runtime;
 use session_index::session::{self, discovery, Session, SessionError};
 use session_index::store::meta;
@@ -36,6 +36,9 @@ pub struct IndexArgs {
     /// Also re-index up-to-date sessions, and let the offline model replace a meta file a model wrote.
     #[arg(long)]
     force: bool,
+    /// Spend past the daily cap (spending.dailyCapUsd) for this run.
+    #[arg(long)]
+    over_cap: bool,
     /// Print the summary as one JSON document.
     #[arg(long)]
     json: bool,
@@ -83,6 +86,7 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
         config: &config,
         host: None,
         runtime: None,
+        spent: None,
     };
     let offline = args.offline || model::select_model(&env).is_err();
     let runtime = match offline {
@@ -91,20 +95,41 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
     };
     env.runtime = runtime.as_ref();
     let meta_dir = agent_dir.join("sessions-meta");
-    let report: Vec<(&str, Value)> = files
-        .into_iter()
-        .map(|(given, file)| match file {
+    // Once the daily cap stops a session, the rest are not tried.
+    let mut capped: Option<String> = None;
+    let mut report: Vec<(&str, Value)> = Vec::new();
+    for (given, file) in files {
+        let entry = match (file, &capped) {
+            (Ok(_), Some(reached)) => (
+                "skipped",
+                json!({ "sessionFile": given, "reason": reached }),
+            ),
             // The containment rule of every reader: regular files inside the sessions directory.
-            Ok(file) => match regular_files::inside(&sessions_dir, &file) {
-                Ok(_) => index_one(&env, &file, &meta_dir, offline, &args),
+            (Ok(file), None) => match regular_files::inside(&sessions_dir, &file) {
+                Ok(_) => index_one(&env, &file, &meta_dir, &args),
                 Err(e) => (
                     "failed",
                     json!({ "sessionFile": given, "error": format!("{}: {e}", file.display()) }),
                 ),
             },
-            Err(error) => ("failed", json!({ "sessionFile": given, "error": error })),
-        })
-        .collect();
+            (Err(error), _) => ("failed", json!({ "sessionFile": given, "error": error })),
+        };
+        let entry = match entry {
+            ("capped", v) => {
+                let reached = format!(
+                    "{}; not indexed (--over-cap spends anyway, --offline indexes for free)",
+                    v["error"].as_str().unwrap_or_default()
+                );
+                capped = Some(reached.clone());
+                (
+                    "skipped",
+                    json!({ "sessionFile": v["sessionFile"], "reason": reached }),
+                )
+            }
+            other => other,
+        };
+        report.push(entry);
+    }
     let of = |kind: &str| {
         report
             .iter()
@@ -155,16 +180,15 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
     }
 }
 
-/// Index one session file unless [`skip_reason`] says not to: the outcome and its JSON.
+/// Index one session file unless [`to_index`] says not to: the outcome and its JSON.
 fn index_one(
     env: &ModelEnv,
     file: &Path,
     meta_dir: &Path,
-    offline: bool,
     args: &IndexArgs,
 ) -> (&'static str, Value) {
     let shown = file.to_string_lossy();
-    let session = match to_index(file, meta_dir, offline, args.force) {
+    let session = match to_index(file, meta_dir, args.force) {
         Ok(ToIndex::Yes(session)) => session,
         Ok(ToIndex::No(reason)) => {
             return ("skipped", json!({ "sessionFile": shown, "reason": reason }))
@@ -178,6 +202,12 @@ fn index_one(
         leaf_id: None,
         force: true,
         offline: args.offline,
+        replace: if args.force {
+            meta::Replace::Any
+        } else {
+            meta::Replace::KeepModelWritten
+        },
+        past_cap: args.over_cap,
     };
     match index_parsed(env, &request, &session, &|| {}) {
         Ok(IndexOutcome::Indexed(done)) => {
@@ -197,10 +227,19 @@ fn index_one(
             "skipped",
             json!({ "sessionFile": shown, "reason": "below the threshold" }),
         ),
+        Ok(IndexOutcome::Kept { model, .. }) => (
+            "skipped",
+            json!({ "sessionFile": shown, "reason": kept_reason(&model) }),
+        ),
         Err(failure) => {
             let error = failure.error.to_string();
+            // The daily cap stops the run rather than failing every session after it.
+            let kind = match failure.error {
+                IndexError::Model(ModelError::OverCap(_)) => "capped",
+                _ => "failed",
+            };
             (
-                "failed",
+                kind,
                 json!({ "sessionFile": shown, "model": failure.model, "error": error }),
             )
         }
@@ -214,10 +253,10 @@ enum ToIndex {
     No(String),
 }
 
-/// A session file is left alone when it is not a pi session, its meta is up
-/// to date, or a model wrote its meta and this run would replace it with an
-/// offline one.
-fn to_index(file: &Path, meta_dir: &Path, offline: bool, force: bool) -> Result<ToIndex, String> {
+/// A session file is left alone when it is not a pi session or its meta is
+/// up to date. (A model's meta that an offline run would replace is kept by
+/// the meta store itself: [`IndexOutcome::Kept`].)
+fn to_index(file: &Path, meta_dir: &Path, force: bool) -> Result<ToIndex, String> {
     let session = match session::open(file) {
         Ok(session) => session,
         Err(SessionError::NotASession { reason, .. }) => {
@@ -235,11 +274,10 @@ fn to_index(file: &Path, meta_dir: &Path, offline: bool, force: bool) -> Result<
     {
         return Ok(ToIndex::No("up to date".into()));
     }
-    if offline && previous.model != extractive::MODEL_KEY {
-        let by = previous.model;
-        return Ok(ToIndex::No(format!(
-            "its meta was written by {by}; kept (--force replaces it with an offline one)"
-        )));
-    }
     Ok(ToIndex::Yes(Box::new(session)))
+}
+
+/// Why a model's meta is left alone by an offline run.
+fn kept_reason(model: &str) -> String {
+    format!("its meta was written by {model}; kept (--force replaces it with an offline one)")
 }

@@ -17,6 +17,7 @@ use pi_ext_abi::protocol::{CommandCall, CommandResult};
 use super::{ask_over_cap, failed, OVER_CAP};
 use crate::features::summarize::job::{self, index_session, IndexOutcome, IndexRequest};
 use crate::features::summarize::report::RunLock;
+use crate::model::ModelError;
 use crate::plugin::host::NotifyLevel;
 use crate::plugin::state::Services;
 use crate::session::discovery;
@@ -192,24 +193,26 @@ fn run(
             leaf_id: None,
             force: true,
             offline: false,
+            replace: crate::store::meta::Replace::KeepModelWritten,
+            past_cap: over_cap_ok,
         };
         match index_session(&services.model_env(), &request, &|| {}) {
-            Ok(IndexOutcome::Indexed(done)) => {
-                indexed += 1;
-                let cost = done.meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
-                crate::model::spend::record(
-                    &services.spent,
-                    meta_dir,
-                    crate::model::spend::Kind::Indexing,
-                    cost,
-                );
-            }
-            // Sessions that privacy.exclude keeps out are not failures.
-            Ok(IndexOutcome::Skipped { .. })
+            Ok(IndexOutcome::Indexed(_)) => indexed += 1,
+            // Sessions that privacy.exclude keeps out, or whose model-written meta
+            // the offline model leaves alone, are not failures.
+            Ok(IndexOutcome::Skipped { .. } | IndexOutcome::Kept { .. })
             | Err(job::Failure {
                 error: job::IndexError::Excluded(_),
                 ..
             }) => {}
+            // Another process spent up to the cap meanwhile.
+            Err(job::Failure {
+                error: job::IndexError::Model(ModelError::OverCap(reached)),
+                ..
+            }) => {
+                stopped = Some(reached);
+                break;
+            }
             Err(failure) => {
                 failures += 1;
                 tracing::warn!("bulk indexing {}: {}", path.display(), failure.error);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use pi_ext_abi::protocol::{CommandCall, CommandResult};
 use serde_json::json;
 
-use crate::features::summarize;
+use crate::features::summarize::{self, IndexOutcome, Run};
 use crate::plugin::host::NotifyLevel;
 use crate::plugin::state::Services;
 
@@ -32,8 +32,9 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
     if !services.host.wait_for_idle(timeout) {
         tracing::warn!("the agent did not become idle within {timeout:?}; indexing anyway");
     }
-    match summarize::run_serialized(services, &call.ctx, true) {
-        Ok(Some(indexed)) => {
+    let past_cap = call.args.split_whitespace().any(|a| a == super::OVER_CAP);
+    match summarize::run_serialized(services, &call.ctx, Run::Command { past_cap }) {
+        Ok(IndexOutcome::Indexed(indexed)) => {
             let meta = &indexed.meta;
             let message = format!(
                 "Indexed: {} ({}, {})",
@@ -56,7 +57,11 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
                 actions: Vec::new(),
             }
         }
-        Ok(None) => failed("nothing to index".into()),
+        Ok(IndexOutcome::Kept { model, .. }) => failed(format!(
+            "Not indexed: {model} wrote this session's meta, and the offline model (the only one \
+             available now) never replaces it"
+        )),
+        Ok(IndexOutcome::Skipped { .. }) => failed("nothing to index".into()),
         Err(failure) => failed(format!("Indexing failed: {}", failure.error)),
     }
 }

@@ -264,20 +264,11 @@ pub fn answer(
         services.config.query.max_context_tokens,
     )?;
     drop(session);
-    // Past the daily cap, queries are answered offline (no model, no cost).
-    let over_cap =
-        crate::model::spend::over_cap(services.config.spending.daily_cap_usd, meta_dir).is_some();
-    let by_model = match over_cap {
-        true => None,
-        false => model_answer::answer(services, &prepared, question)?,
+    // Without a model, or past the daily cap, the answer is the offline one (no cost).
+    let mut answer = match model_answer::answer(services, meta_dir, &prepared, question)? {
+        Some(answer) => answer,
+        None => offline_answer(&prepared),
     };
-    let mut answer = by_model.unwrap_or_else(|| offline_answer(&prepared));
-    crate::model::spend::record(
-        &services.spent,
-        meta_dir,
-        crate::model::spend::Kind::Queries,
-        answer.cost_usd,
-    );
     answer.latency_ms = started.elapsed().as_millis().min(u128::from(u64::MAX)) as u64;
     Ok(answer)
 }

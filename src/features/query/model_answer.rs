@@ -11,8 +11,10 @@ use serde_json::{json, Value};
 
 use super::extract::MAX_EXCERPT_CHARS;
 use super::{Citation, Confidence, Prepared, QueryAnswer, QueryError};
+use crate::model::spend::Kind;
 use crate::model::{select_model, JsonTask, ModelError};
 use crate::plugin::state::Services;
+use std::path::Path;
 
 pub const MAX_CITATIONS: usize = 8;
 /// Largest entry-id list put into the schema as an `enum` (strict providers
@@ -117,9 +119,12 @@ pub fn user_message(prepared: &Prepared, question: &str) -> String {
     format!("<session-excerpts>\n{excerpts}</session-excerpts>\n\nQuestion: {question}")
 }
 
-/// `Ok(None)`: no model is available and the offline answer should be used.
+/// `Ok(None)`: no model is available, or the daily cap does not allow the
+/// call, and the offline answer should be used. The cost is recorded in the
+/// ledger of `meta_dir`.
 pub fn answer(
     services: &Services,
+    meta_dir: &Path,
     prepared: &Prepared,
     question: &str,
 ) -> Result<Option<QueryAnswer>, QueryError> {
@@ -145,9 +150,17 @@ pub fn answer(
         schema: schema(ids),
         max_output_tokens: services.config.query.max_output_tokens,
     };
-    let outcome = model
-        .complete_json::<ModelAnswer>(&services.model_env(), &task, &KnownIds(ids.clone()))
-        .map_err(map_error)?;
+    let env = services.model_env();
+    let budget = env.budget(meta_dir, Kind::Queries, false);
+    let outcome =
+        match model.complete_json::<ModelAnswer>(&env, &budget, &task, &KnownIds(ids.clone())) {
+            Ok(outcome) => outcome,
+            Err(ModelError::OverCap(reached)) => {
+                tracing::info!("answering offline: {reached}");
+                return Ok(None);
+            }
+            Err(other) => return Err(map_error(other)),
+        };
     let roles = roles_by_id(prepared);
     let mut citations: Vec<Citation> = Vec::new();
     for c in outcome.value.citations {
@@ -204,7 +217,9 @@ fn roles_by_id(prepared: &Prepared) -> HashMap<&str, String> {
 fn map_error(error: ModelError) -> QueryError {
     let message = first_line(&error.to_string(), 300);
     match error {
-        ModelError::Unavailable(_) => QueryError::ModelUnavailable(message),
+        ModelError::Unavailable(_) | ModelError::OverCap(_) => {
+            QueryError::ModelUnavailable(message)
+        }
         ModelError::InvalidOutput { .. } | ModelError::ResponseTooLarge(_) => {
             QueryError::InvalidOutput(message)
         }

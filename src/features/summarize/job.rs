@@ -6,10 +6,13 @@ use std::path::{Path, PathBuf};
 
 use crate::features::summarize::extractive::{self, ExtractiveInput};
 use crate::features::summarize::summary::{self, IndexSummary};
+use crate::model::spend::Kind;
 use crate::model::{self, JsonTask, ModelEnv, ModelError, LOCAL_PROVIDER};
 use crate::session::views::{self, FilesTouched};
 use crate::session::{self, AgentMessage, Entry, EntryKind, Session, SessionError};
-use crate::store::meta::{self, MetaError, MetaUsage, ModelChoice, SessionMeta, SCHEMA_VERSION};
+use crate::store::meta::{
+    self, MetaError, MetaUsage, ModelChoice, Replace, SessionMeta, SCHEMA_VERSION,
+};
 
 /// Custom entry type recorded for every attempt (see [`super::report`]).
 pub const ENTRY_TYPE: &str = "session-index:index";
@@ -30,6 +33,11 @@ pub struct IndexRequest {
     pub force: bool,
     /// Use the offline model even if a configured model is available.
     pub offline: bool,
+    /// Whether the offline model may replace a meta a model wrote (only when
+    /// the user said so: `session-index index --force`).
+    pub replace: Replace,
+    /// The user chose to spend past the daily cap (`--over-cap`).
+    pub past_cap: bool,
 }
 
 /// A completed run.
@@ -41,6 +49,11 @@ pub enum IndexOutcome {
         new_user_messages: usize,
     },
     Indexed(Box<Indexed>),
+    /// The offline model would have replaced the meta a model wrote: kept.
+    Kept {
+        session_id: String,
+        model: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -148,10 +161,38 @@ pub fn index_parsed(
     };
     on_start();
     let chosen = choose_model(env, request.offline).map_err(|e| fail(e, sid, None))?;
-    let generated =
-        generate(env, &reading, chosen).map_err(|(e, tried)| fail(e, sid, tried.as_deref()))?;
+    if let Some(kept) = kept_from_offline(request, &reading, &chosen) {
+        return Ok(kept);
+    }
+    let generated = generate(env, request, &reading, chosen)
+        .map_err(|(e, tried)| fail(e, sid, tried.as_deref()))?;
     let model = generated.model.clone();
-    write(request, reading, generated).map_err(|e| fail(e, sid, Some(&model)))
+    match write(request, reading, generated) {
+        // Another process's model wrote it since this run read it.
+        Err(IndexError::Meta(MetaError::ModelWritten { model, .. })) => Ok(IndexOutcome::Kept {
+            session_id: session.header.id.clone(),
+            model,
+        }),
+        written => written.map_err(|e| fail(e, sid, Some(&model))),
+    }
+}
+
+/// The run would put the offline model's meta over one a model wrote: it
+/// stops before generating (the store refuses such a write anyway, also when
+/// the model's lands while this run works).
+fn kept_from_offline(
+    request: &IndexRequest,
+    reading: &Reading<'_>,
+    chosen: &Chosen,
+) -> Option<IndexOutcome> {
+    let previous = reading.previous.as_ref()?;
+    let offline = matches!(chosen, Chosen::Offline { .. });
+    (offline && request.replace == Replace::KeepModelWritten && previous.written_by_model()).then(
+        || IndexOutcome::Kept {
+            session_id: reading.session.header.id.clone(),
+            model: previous.model.clone(),
+        },
+    )
 }
 
 fn fail(error: IndexError, session_id: Option<&str>, model: Option<&str>) -> Failure {
@@ -224,6 +265,7 @@ fn read<'s>(
 /// The summary, from the chosen model; a failure names the model tried.
 fn generate(
     env: &ModelEnv,
+    request: &IndexRequest,
     reading: &Reading<'_>,
     chosen: Chosen,
 ) -> Result<Generated, (IndexError, Option<String>)> {
@@ -243,8 +285,9 @@ fn generate(
         schema: summary::json_schema(),
         max_output_tokens: env.config.indexing.max_output_tokens,
     };
+    let budget = env.budget(&request.meta_dir, Kind::Indexing, request.past_cap);
     let outcome = selected
-        .complete_json::<IndexSummary>(env, &task, &())
+        .complete_json::<IndexSummary>(env, &budget, &task, &())
         .map_err(|e| {
             let tried = e.model_tried().unwrap_or(selected.key()).to_string();
             (e.into(), Some(tried))
@@ -343,7 +386,7 @@ fn write(
     let session_file =
         std::path::absolute(&request.session_file).unwrap_or_else(|_| request.session_file.clone());
     let session_file = session_file.to_string_lossy().into_owned();
-    let (path, meta) = meta::update(&request.meta_dir, &session_id, |current| {
+    let (path, meta) = meta::update(&request.meta_dir, &session_id, request.replace, |current| {
         let now = crate::time::iso_now();
         let created_at = current
             .as_ref()

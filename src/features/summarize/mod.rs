@@ -64,7 +64,7 @@ pub fn on_agent_end(services: &Arc<Services>, ctx: &SessionContext) {
             return;
         };
         // Failures are already reported to the host (entry + status).
-        let _ = run_serialized(&services, &ctx, false);
+        let _ = run_serialized(&services, &ctx, Run::Automatic);
     });
     tracing::debug!(session = %key, ?submitted, "agent_end indexing trigger");
 }
@@ -81,20 +81,29 @@ pub fn on_agent_end(services: &Arc<Services>, ctx: &SessionContext) {
 pub(crate) fn run_serialized(
     services: &Arc<Services>,
     ctx: &SessionContext,
-    force: bool,
-) -> Result<Option<Indexed>, job::Failure> {
+    run: Run,
+) -> Result<IndexOutcome, job::Failure> {
     let lock = report::RunLock::enter(std::path::Path::new(
         ctx.session_file.as_deref().unwrap_or_default(),
     ));
     let _held = lock.lock();
-    let request = request_for(services, ctx, force);
+    let request = request_for(services, ctx, run);
     run_reported(services, &request)
+}
+
+/// What started a run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Run {
+    /// `agent_end`: only past the threshold, within the daily cap.
+    Automatic,
+    /// `/index-session`: now; past the cap when the user chose to.
+    Command { past_cap: bool },
 }
 
 /// The request for the session of `ctx`, on its current leaf: the live
 /// context when it is still the same session (the leaf may have moved since
 /// the trigger), else the one captured.
-fn request_for(services: &Services, ctx: &SessionContext, force: bool) -> IndexRequest {
+fn request_for(services: &Services, ctx: &SessionContext, run: Run) -> IndexRequest {
     let live = services.host.context();
     let leaf_id = if live.session_file == ctx.session_file {
         live.leaf_id
@@ -105,7 +114,9 @@ fn request_for(services: &Services, ctx: &SessionContext, force: bool) -> IndexR
         session_file: ctx.session_file.clone().unwrap_or_default().into(),
         meta_dir: services.meta_dir(ctx),
         leaf_id,
-        force,
+        force: matches!(run, Run::Command { .. }),
         offline: false,
+        replace: crate::store::meta::Replace::KeepModelWritten,
+        past_cap: matches!(run, Run::Command { past_cap: true }),
     }
 }

@@ -18,37 +18,31 @@ use crate::time::iso_now;
 
 pub use super::job::ENTRY_TYPE;
 
-/// Run an index with all host effects. `Ok(None)`: skipped (below threshold).
+/// Run an index with all host effects; a skipped run (below the threshold,
+/// or a model's meta the offline model would replace) has none.
 /// Callers in the plugin hold the session's [`RunLock`].
 pub fn run_reported(
     services: &Arc<Services>,
     request: &IndexRequest,
-) -> Result<Option<Indexed>, Failure> {
+) -> Result<IndexOutcome, Failure> {
     let started = || services.show_status("indexing", "indexing…", false);
-    match index_session(&services.model_env(), request, &started) {
+    let outcome = index_session(&services.model_env(), request, &started);
+    match &outcome {
         Ok(IndexOutcome::Skipped {
             session_id,
             new_user_messages,
         }) => {
             tracing::debug!(session = %session_id, new_user_messages, "not indexing: below minNewUserMessages");
-            Ok(None)
         }
-        Ok(IndexOutcome::Indexed(indexed)) => {
-            let cost = indexed.meta.usage.as_ref().map_or(0.0, |u| u.cost_usd);
-            crate::model::spend::record(
-                &services.spent,
-                &request.meta_dir,
-                crate::model::spend::Kind::Indexing,
-                cost,
-            );
-            report_success(services, &indexed);
-            Ok(Some(*indexed))
+        Ok(IndexOutcome::Kept { session_id, model }) => {
+            tracing::debug!(session = %session_id, "not indexing offline: {model} wrote its meta");
+            services.clear_status("indexing");
         }
-        Err(failure) => {
-            report_failure(services, &failure);
-            Err(failure)
-        }
+        // The model layer recorded what it cost in the ledger.
+        Ok(IndexOutcome::Indexed(indexed)) => report_success(services, indexed),
+        Err(failure) => report_failure(services, failure),
     }
+    outcome
 }
 
 fn report_success(services: &Arc<Services>, indexed: &Indexed) {

@@ -8,6 +8,19 @@
 //! lock lives on a separate file that is never replaced. Lock files stay in
 //! the hidden `.locks` directory, out of the users' listing of meta files.
 //! A file of a newer schemaVersion is never replaced.
+//!
+//! What a model wrote was paid for: a document of the offline model never
+//! replaces it ([`Replace::KeepModelWritten`], the default). The rule is
+//! checked here, under the lock, on the document on disk at that moment, so
+//! no caller can race it: two processes that both read "no meta" before
+//! either wrote (an offline `index --all` next to a model one, `agent_end`
+//! next to `/index-all` in another pi) end with the model's document
+//! whichever renames last.
+//!
+//! A writer killed between creating its temp file and renaming it leaves the
+//! temp file behind: the next writer removes those of its own session (it
+//! holds that session's lock, so none can be live) and any other older than
+//! [`STALE_TEMP_AGE`] (no write takes that long).
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -22,6 +35,18 @@ use super::{meta_path, read_path, MetaError, SessionMeta, SCHEMA_VERSION};
 pub const TEMP_SUFFIX: &str = ".tmp";
 /// Directory in the meta directory holding the lock files.
 pub const LOCK_DIR: &str = ".locks";
+/// Age past which a temp file in the meta directory is a dead writer's.
+pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether a write may replace the document on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// Any document, except that the offline model's never replaces one a
+    /// model wrote ([`MetaError::ModelWritten`]).
+    KeepModelWritten,
+    /// Any document (`session-index index --force`: the user asked for it).
+    Any,
+}
 
 /// Read a meta file to write it again: a corrupt one counts as missing (the
 /// write replaces it), one of a newer schema is `Err(Newer)` (never written).
@@ -113,24 +138,45 @@ fn create_dir(dir: &Path) -> Result<(), MetaError> {
 
 /// Read-modify-write under the session's lock: `build` gets the current meta
 /// (corrupt → `None`) and returns the document to write atomically. A
-/// current file of a newer schema is left untouched: `Err(Newer)`, warned once.
+/// current file of a newer schema is left untouched: `Err(Newer)`, warned
+/// once; so is a model's document the offline model's would replace, unless
+/// `replace` is [`Replace::Any`]: `Err(ModelWritten)`.
 pub fn update<F>(
     meta_dir: &Path,
     session_id: &str,
+    replace: Replace,
     build: F,
 ) -> Result<(PathBuf, SessionMeta), MetaError>
 where
     F: FnOnce(Option<SessionMeta>) -> SessionMeta,
 {
     let _lock = MetaLock::acquire(meta_dir, session_id)?;
-    let meta = build(read_or_missing(meta_dir, session_id)?);
+    let current = read_or_missing(meta_dir, session_id)?;
+    let kept = current
+        .as_ref()
+        .filter(|current| replace == Replace::KeepModelWritten && current.written_by_model());
+    let kept_model = kept.map(|current| current.model.clone());
+    let meta = build(current);
+    if let Some(model) = kept_model.filter(|_| meta.written_offline()) {
+        return Err(MetaError::ModelWritten {
+            path: meta_path(meta_dir, session_id)?,
+            model,
+        });
+    }
     let path = write_unlocked(meta_dir, &meta)?;
     Ok((path, meta))
 }
 
-/// Write `meta` atomically under its lock (never over a newer schema's file).
+/// Write `meta` atomically under its lock (never over a newer schema's file,
+/// nor, offline, over a model's).
 pub fn write(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaError> {
-    update(meta_dir, &meta.session_id, |_| meta.clone()).map(|(path, _)| path)
+    update(
+        meta_dir,
+        &meta.session_id,
+        Replace::KeepModelWritten,
+        |_| meta.clone(),
+    )
+    .map(|(path, _)| path)
 }
 
 /// The atomic write itself; the caller holds the lock.
@@ -146,7 +192,7 @@ fn write_unlocked(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaEr
         reason: e.to_string(),
     })?;
     json.push(b'\n');
-    remove_stale_temps(meta_dir, &meta.session_id);
+    remove_stale_temps(meta_dir, Some(&meta.session_id));
     let temp = temp_path(meta_dir, &meta.session_id);
     replace(&temp, &target, &json).map_err(|source| MetaError::Io {
         path: target.clone(),
@@ -183,21 +229,42 @@ fn temp_path(meta_dir: &Path, session_id: &str) -> PathBuf {
     ))
 }
 
-/// Temp files of this session left by writers that died mid-write. Writers
-/// only create them while holding the lock, which the caller holds now, so
-/// none of them can belong to a live writer.
-fn remove_stale_temps(meta_dir: &Path, session_id: &str) {
-    let prefix = format!(".{session_id}.meta.json.");
+/// Temp files left in `meta_dir` by writers that died mid-write (a meta
+/// file's `.<id>.meta.json.<pid>.<n>.tmp`, the ledger's
+/// `.spending.json.<pid>.tmp`): those of `own_session`, whose lock the caller
+/// holds (writers create them only under it), and any other older than
+/// [`STALE_TEMP_AGE`].
+pub fn remove_stale_temps(meta_dir: &Path, own_session: Option<&str>) {
+    let own = own_session.map(|id| format!(".{id}.meta.json."));
     let Ok(entries) = std::fs::read_dir(meta_dir) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with(&prefix) && name.ends_with(TEMP_SUFFIX) {
+        let ours = name.contains(".meta.json.") || name.starts_with(".spending.json.");
+        if !(ours && name.starts_with('.') && name.ends_with(TEMP_SUFFIX)) {
+            continue;
+        }
+        let is_own = own
+            .as_ref()
+            .is_some_and(|own| name.starts_with(own.as_str()));
+        if is_own || is_stale(&entry) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
+}
+
+/// A regular file last written more than [`STALE_TEMP_AGE`] ago.
+fn is_stale(entry: &std::fs::DirEntry) -> bool {
+    let Ok(metadata) = entry.metadata() else {
+        return false;
+    };
+    let age = metadata
+        .modified()
+        .ok()
+        .and_then(|modified| modified.elapsed().ok());
+    metadata.is_file() && age.is_some_and(|age| age > STALE_TEMP_AGE)
 }
 
 #[cfg(unix)]
@@ -285,7 +352,10 @@ mod tests {
                 .name,
             "Kept"
         );
-        let refused = update(dir.path(), "n", |_| sample("n", "Overwritten")).unwrap_err();
+        let refused = update(dir.path(), "n", Replace::Any, |_| {
+            sample("n", "Overwritten")
+        })
+        .unwrap_err();
         assert!(
             matches!(refused, MetaError::Newer { version: 2, .. }),
             "{refused}"
@@ -304,7 +374,11 @@ mod tests {
             read_or_missing(dir.path(), "n"),
             Err(MetaError::Newer { version: 7, .. })
         ));
-        assert!(update(dir.path(), "n", |_| sample("n", "Overwritten")).is_err());
+        assert!(update(dir.path(), "n", Replace::Any, |_| sample(
+            "n",
+            "Overwritten"
+        ))
+        .is_err());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     }
 
@@ -322,7 +396,7 @@ mod tests {
             !warn_once(&path, "again"),
             "a second report of the same file is not warned"
         );
-        let (_, written) = update(dir.path(), "bad", |prev| {
+        let (_, written) = update(dir.path(), "bad", Replace::Any, |prev| {
             assert!(prev.is_none());
             sample("bad", "Fixed")
         })
@@ -337,7 +411,7 @@ mod tests {
     fn update_sees_the_previous_document() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), &sample("k", "One")).unwrap();
-        update(dir.path(), "k", |prev| {
+        update(dir.path(), "k", Replace::Any, |prev| {
             let prev = prev.unwrap();
             SessionMeta {
                 name: format!("{} two", prev.name),
@@ -394,6 +468,64 @@ mod tests {
             .to_string();
         assert!(err.contains(".locks") && err.contains("symlink"), "{err}");
         assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+    }
+
+    fn offline(id: &str, name: &str) -> SessionMeta {
+        sample(id, name)
+    }
+
+    fn paid(id: &str, name: &str) -> SessionMeta {
+        SessionMeta {
+            model: "openai/gpt-4.1-mini".into(),
+            ..sample(id, name)
+        }
+    }
+
+    #[test]
+    fn an_offline_document_never_replaces_a_model_written_one() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &paid("p", "Paid")).unwrap();
+        let refused = write(dir.path(), &offline("p", "Offline")).unwrap_err();
+        assert!(
+            matches!(&refused, MetaError::ModelWritten { model, .. } if model == "openai/gpt-4.1-mini"),
+            "{refused}"
+        );
+        let read = |id| crate::store::meta::read(dir.path(), id).unwrap().unwrap();
+        assert_eq!(read("p").name, "Paid");
+        // A model's document replaces either; the offline one replaces its own kind.
+        write(dir.path(), &paid("p", "Paid again")).unwrap();
+        write(dir.path(), &offline("o", "Offline")).unwrap();
+        write(dir.path(), &offline("o", "Offline again")).unwrap();
+        write(dir.path(), &paid("o", "Paid over offline")).unwrap();
+        assert_eq!(read("o").name, "Paid over offline");
+        // Only when asked.
+        update(dir.path(), "p", Replace::Any, |_| offline("p", "Forced")).unwrap();
+        assert_eq!(read("p").name, "Forced");
+    }
+
+    #[test]
+    fn a_writer_removes_any_temp_file_older_than_a_minute() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = std::time::SystemTime::now() - STALE_TEMP_AGE - std::time::Duration::from_secs(5);
+        let plant = |name: &str, modified: Option<std::time::SystemTime>| {
+            let path = dir.path().join(name);
+            let file = File::create(&path).unwrap();
+            if let Some(modified) = modified {
+                file.set_modified(modified).unwrap();
+            }
+            path
+        };
+        let other_old = plant(".t.meta.json.999.0.tmp", Some(old));
+        let ledger_old = plant(".spending.json.999.tmp", Some(old));
+        let other_new = plant(".t.meta.json.998.0.tmp", None);
+        let not_ours = plant(".notes.tmp", Some(old));
+        write(dir.path(), &sample("s", "x")).unwrap();
+        assert!(!other_old.exists() && !ledger_old.exists());
+        assert!(
+            other_new.exists(),
+            "a young temp file may be a live writer's"
+        );
+        assert!(not_ours.exists(), "only the store's own temp files");
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub mod schema;
 
 use std::path::{Path, PathBuf};
 
-pub use file::{is_meta_file_name, read_or_missing, update, write, MetaLock};
+pub use file::{is_meta_file_name, read_or_missing, update, write, MetaLock, Replace};
 pub use schema::*;
 
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +24,9 @@ pub enum MetaError {
     Invalid { path: PathBuf, reason: String },
     #[error("{path}: schemaVersion {version} is newer than this session-index understands ({SCHEMA_VERSION}); left untouched")]
     Newer { path: PathBuf, version: u64 },
+    /// The offline model's document would replace one a model wrote (see [`Replace`]).
+    #[error("{path}: its meta was written by {model}; kept (the offline model never replaces it)")]
+    ModelWritten { path: PathBuf, model: String },
     #[error("session id {0:?} cannot name a meta file")]
     BadSessionId(String),
 }

@@ -112,6 +112,18 @@ pub struct MetaUsage {
 pub type MetaFiles = crate::session::views::FilesTouched;
 
 impl SessionMeta {
+    /// Whether a model wrote it (not the offline model, `local/…`, and not an
+    /// unknown writer that left `model` empty): what it holds was paid for.
+    pub fn written_by_model(&self) -> bool {
+        let provider = self.model.split('/').next().unwrap_or_default();
+        !provider.is_empty() && provider != crate::model::LOCAL_PROVIDER
+    }
+
+    /// Whether the offline model wrote it.
+    pub fn written_offline(&self) -> bool {
+        self.model.split('/').next() == Some(crate::model::LOCAL_PROVIDER)
+    }
+
     /// Structural checks beyond serde: a meta file failing them is treated as
     /// corrupt. A newer schemaVersion passes (the store never writes over it).
     pub fn check(&self) -> Result<(), String> {
