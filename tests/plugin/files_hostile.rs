@@ -217,7 +217,7 @@ fn the_plugin_reads_only_regular_files_inside_its_directories() {
 #[test]
 fn the_cli_reads_only_regular_files_inside_the_sessions_directory() {
     let (a, outside, _current) = hostile_agent();
-    let listed = run_cli(&["list", "--all", "--json"], &a.dir);
+    let listed = run_cli(&["list", "--all", "--json", "--wait"], &a.dir);
     let list = crate::support::json_output(&listed);
     let ids = crate::support::ids(&list);
     assert_eq!(ids.len(), 2, "{ids:?}");
