@@ -323,7 +323,7 @@ fn exit_codes_and_help() {
         help.contains("Exit codes: 0 ok; 1 some items failed"),
         "{help}"
     );
-    for sub in ["list", "show", "index", "inspect", "search"] {
+    for sub in ["list", "show", "index", "inspect", "search", "embed"] {
         let help = stdout(&run(agent.path(), &[sub, "--help"]));
         assert!(
             help.contains("Examples:\n  session-index "),

@@ -10,6 +10,7 @@
 //! - [`commands`]: the plugin's commands in pi.
 
 pub mod commands;
+pub mod embedding;
 pub mod query;
 pub mod references;
 pub mod search_tool;

@@ -162,4 +162,7 @@ fn refresh_store(services: &Arc<Services>, ctx: &pi_ext_abi::protocol::SessionCo
             .catalog
             .refresh_task(&services.sessions_dir(ctx), &services.meta_dir(ctx)),
     );
+    if c.search.enabled {
+        crate::features::embedding::embed_in_background(services, ctx);
+    }
 }

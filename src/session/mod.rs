@@ -71,7 +71,7 @@ pub fn read_file(path: &Path, file: std::fs::File) -> Result<Session, SessionErr
         entries,
         mut warnings,
         ..
-    } = read::read(path, file, 0, false)?;
+    } = read::read(path, file, 0, None, false)?;
     let header = header.ok_or_else(|| read::not_a_session(path, "no JSON records"))?;
     let by_id = read::index_and_check(&entries, &mut warnings);
     Ok(Session {
@@ -98,6 +98,8 @@ pub struct Appended {
     /// The file's header when reading from 0 (`None` for a file with no complete line yet).
     pub header: Option<SessionHeader>,
     pub entries: Vec<Entry>,
+    /// Where each entry's line starts in the file (what [`read_lines`] takes).
+    pub lines: Vec<u64>,
     /// Offset just after the last complete line read: where the next call starts.
     pub end: u64,
 }
@@ -108,16 +110,40 @@ pub struct Appended {
 /// entries by position, so they are read from 0). A half-written last line is
 /// left for the next call.
 pub fn read_appended(path: &Path, from: u64) -> Result<Appended, SessionError> {
+    read_range(path, open_file(path)?, from, None)
+}
+
+/// The entries of the complete lines of `file` (the session file `path`,
+/// already opened) that start in `from..until`: what the search index reads
+/// back of entries it found earlier at [`Appended::lines`] offsets (their
+/// text is not stored twice). `from` is a line start of a version 3+ file.
+pub fn read_lines(
+    path: &Path,
+    file: std::fs::File,
+    from: u64,
+    until: u64,
+) -> Result<Appended, SessionError> {
+    read_range(path, file, from, Some(until))
+}
+
+fn read_range(
+    path: &Path,
+    file: std::fs::File,
+    from: u64,
+    until: Option<u64>,
+) -> Result<Appended, SessionError> {
     let read::Parsed {
         header,
         entries,
+        lines,
         offset,
         ..
-    } = read::read(path, open_file(path)?, from, true)?;
+    } = read::read(path, file, from, until, true)?;
     let header = header.filter(|_| from == 0);
     Ok(Appended {
         header,
         entries,
+        lines,
         end: offset,
     })
 }

@@ -137,6 +137,8 @@ pub(crate) struct Parsed {
     /// `None` when no JSON record was read (an empty or half-written file).
     pub header: Option<SessionHeader>,
     pub entries: Vec<Entry>,
+    /// Where each entry's line starts in the file.
+    pub lines: Vec<u64>,
     pub warnings: Warnings,
     /// The offset after the last complete line read.
     pub offset: u64,
@@ -145,14 +147,16 @@ pub(crate) struct Parsed {
 /// The full tier: every line of the file from `offset` (0: the whole file,
 /// header first; a later line start: lines appended after a version 3+
 /// header, each standing alone). With `complete_only`, an unterminated last
-/// line (pi may still be writing it) is left for the next read.
+/// line (pi may still be writing it) is left for the next read. Lines that
+/// start at or after `until` are not read.
 pub(crate) fn read(
     path: &Path,
     file: File,
     offset: u64,
+    until: Option<u64>,
     complete_only: bool,
 ) -> Result<Parsed, SessionError> {
-    read_at_most(path, file, offset, complete_only, MAX_ENTRIES)
+    read_at_most(path, file, offset, until, complete_only, MAX_ENTRIES)
 }
 
 /// [`read`], holding at most `max_entries` (the newest).
@@ -160,6 +164,7 @@ fn read_at_most(
     path: &Path,
     file: File,
     offset: u64,
+    until: Option<u64>,
     complete_only: bool,
     max_entries: usize,
 ) -> Result<Parsed, SessionError> {
@@ -174,15 +179,31 @@ fn read_at_most(
         });
     }
     let mut lines = lines_from(path, file, offset)?;
-    while let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? {
+    let mut starts = VecDeque::new();
+    while until.is_none_or(|until| lines.offset() < until) {
+        // Lines are read one after the other: this one starts where the last ended.
+        let start = lines.offset();
+        let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? else {
+            break;
+        };
         if complete_only && !line.terminated {
             break;
         }
+        let (held, not_kept) = (records.entries.len(), records.warnings.entries_not_kept);
         records.take(&line)?;
+        // An entry taken: its line's start, in step with the entries held.
+        let dropped = records.warnings.entries_not_kept > not_kept;
+        if dropped {
+            starts.pop_front();
+        }
+        if dropped || records.entries.len() > held {
+            starts.push_back(start);
+        }
     }
     Ok(Parsed {
         header: records.header,
         entries: Vec::from(records.entries),
+        lines: Vec::from(starts),
         warnings: records.warnings,
         offset: lines.offset(),
     })
@@ -640,7 +661,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("2026_s.jsonl");
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        let parsed = read_at_most(&path, open_file(&path).unwrap(), 0, false, 10).unwrap();
+        let parsed = read_at_most(&path, open_file(&path).unwrap(), 0, None, false, 10).unwrap();
         let ids: Vec<&str> = parsed.entries.iter().map(|e| e.id.as_str()).collect();
         assert_eq!(ids, (15..25).map(|i| format!("e{i}")).collect::<Vec<_>>());
         assert_eq!(parsed.warnings.entries_not_kept, 15);

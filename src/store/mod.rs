@@ -1,17 +1,20 @@
 //! The store: one SQLite file, `<agent dir>/sessions-index/index.sqlite`,
 //! holding what the plugin knows about every session (the `sessions` table,
-//! read as [`SessionRecord`]s) and the text of every message, for full-text
-//! search (FTS5, `porter unicode61`): a few ranking rows per session (its
-//! meta, chunks of its text), ranked with `bm25()` ([`rank`]), and one row per
-//! message, for the snippets of the sessions shown. Beside it: the meta files
-//! ([`meta`]), which the store reads in, and the records kept in memory for
-//! lookups ([`cache`]).
+//! read as [`SessionRecord`]s), its text in a full-text index (FTS5, `porter
+//! unicode61`): a few ranking rows per session (its meta, chunks of its
+//! text), ranked with `bm25()` ([`rank`]), and where each entry's line
+//! starts in its session file: the words themselves are not stored twice,
+//! snippets read them again from the file ([`snippets`]). With the sentence
+//! encoder installed, the int8 vectors of the passages of what was said
+//! ([`embed`]) rank sessions by meaning too ([`vectors`]), fused with the
+//! lexical ranking. Beside it: the meta files ([`meta`]), which the store
+//! reads in, and the records kept in memory for lookups ([`cache`]).
 //!
 //! Why SQLite: several pi processes and the CLI update and query the same
 //! store at once. WAL lets readers go on while one writer commits; the busy
-//! timeout queues writers; each session's update ([`update`]) is one `BEGIN
-//! IMMEDIATE` transaction that re-reads the stored state under the write
-//! lock, so two processes never both append the same lines, and a crash
+//! timeout queues writers; an update ([`update`]) writes in `BEGIN
+//! IMMEDIATE` transactions (a few sessions each, open at most 250 ms) that
+//! re-read each session's stored state under the write lock, so two processes never both append the same lines, and a crash
 //! (even SIGKILL) leaves the last committed state. The store is a cache of
 //! the session and meta files, never the source of truth: a schema change
 //! (`PRAGMA user_version`) or a corrupt file rebuilds it from them, with one
@@ -24,21 +27,27 @@
 //! reaches the reader's model, so it never reaches the store.
 
 pub(crate) mod cache;
+mod embed;
 mod gate;
 pub mod meta;
 mod rank;
 mod record;
+mod rows;
 mod schema;
+mod snippets;
 mod update;
+mod vectors;
 
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, ErrorCode};
 
+pub use embed::{EmbedReport, EmbedStatus, PASSAGE_PIECES};
 pub use gate::{Gate, Refusal};
 pub use rank::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use record::SessionRecord;
 pub use update::UpdateReport;
+pub use vectors::model_dir;
 
 use schema::{SCHEMA_VERSION, USER_VERSION};
 
@@ -56,6 +65,8 @@ pub enum StoreError {
     },
     #[error("bad search query: {0}")]
     BadQuery(String),
+    #[error("semantic search: {0}")]
+    Embed(String),
 }
 
 /// An open store. Cheap to open; not shared between threads (open one each).
@@ -67,6 +78,10 @@ pub struct Store {
     /// What may leave it: sessions `privacy.exclude` names are never stored
     /// or returned, nor files outside the sessions directory.
     gate: Gate,
+    /// The connection's scratch table for snippets exists.
+    scratch: std::cell::Cell<bool>,
+    /// Where the sentence encoder is installed (`None`: lexical ranking only).
+    model: Option<PathBuf>,
 }
 
 /// `<agent dir>/sessions-index/index.sqlite`.
@@ -85,7 +100,12 @@ impl Store {
             })?;
         }
         let gate = Gate::new(&agent_dir.join("sessions"), &Default::default());
-        let opened = Store::open_at(&path).map(|store| Store { gate, ..store });
+        let model = Some(vectors::model_dir(agent_dir));
+        let opened = Store::open_at(&path).map(|store| Store {
+            gate,
+            model: model.clone(),
+            ..store
+        });
         match opened {
             Err(StoreError::Sql { source, .. }) if is_corrupt(&source) => {
                 let reason = format!("it was not a readable database ({source})");
@@ -99,6 +119,7 @@ impl Store {
                 Ok(Store {
                     rebuilt: Some(reason),
                     gate: Gate::new(&agent_dir.join("sessions"), &Default::default()),
+                    model,
                     ..store
                 })
             }
@@ -110,6 +131,20 @@ impl Store {
     pub fn excluding(mut self, privacy: &crate::config::PrivacyConfig) -> Store {
         self.gate = self.gate.with_privacy(privacy);
         self
+    }
+
+    /// Rank with the sentence encoder installed in `dir` too, when it is
+    /// there (`None`: lexically only). [`Store::open`] looks in the agent
+    /// directory's [`model_dir`].
+    pub fn with_model(mut self, dir: Option<PathBuf>) -> Store {
+        self.model = dir;
+        self
+    }
+
+    /// The sentence encoder this store ranks with, loaded once per process
+    /// (on `threads` threads); `None` when it is not installed.
+    pub fn encoder(&self, threads: usize) -> Option<std::sync::Arc<sentence_embed::Encoder>> {
+        vectors::encoder(self.model.as_deref()?, threads)
     }
 
     fn open_at(path: &Path) -> Result<Store, StoreError> {
@@ -145,6 +180,8 @@ impl Store {
             path: path.to_path_buf(),
             rebuilt: None,
             gate: Gate::default(),
+            scratch: Default::default(),
+            model: None,
         };
         store.rebuilt = store.ensure_schema().map_err(sql)?;
         Ok(store)
@@ -238,7 +275,8 @@ impl Store {
     /// matched no id, name or slug, together and in order (one phrase:
     /// `@@nothing-like-this` is not a search for any of its words), best
     /// first, with scores (the resolver resolves when the first is clearly
-    /// ahead, else lists them).
+    /// ahead, else lists them). Lexical only: the phrase must be in the
+    /// session anyway, and the lead is measured on `bm25()` scores.
     pub fn rank_reference(
         &self,
         words: &str,
@@ -250,7 +288,7 @@ impl Store {
             .map(|c| if c.is_alphanumeric() { c } else { ' ' })
             .collect();
         let words = format!("\"{}\"", words.trim());
-        self.search(&Query {
+        self.search_lexical(&Query {
             current_cwd: Some(cwd.to_string()),
             limit,
             ..Query::parse(&words)?

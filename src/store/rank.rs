@@ -9,7 +9,8 @@
 
 use rusqlite::types::Value as SqlValue;
 
-use super::schema::{self, record_columns, rowids, COLUMNS, RECORD_COLUMNS, SPAN};
+use super::schema::{self, record_columns, COLUMNS, RECORD_COLUMNS, SPAN};
+use super::vectors::{self, DenseHit};
 use super::{SessionRecord, Store, StoreError};
 
 /// Start and end of a highlighted match inside [`Snippet::text`].
@@ -21,6 +22,14 @@ const CURRENT_PROJECT_BOOST: f64 = 1.5;
 const OTHER_ROWS: f64 = 0.5;
 /// Ranking rows scored per query, at most, unless one term alone is in more (see `Store::run`).
 const MAX_SCORED: i64 = 3_000;
+/// Sessions of each ranking that the fused ranking takes (the lexical and
+/// the dense top-N).
+const FUSED_DEPTH: usize = 50;
+/// Reciprocal rank fusion's constant: a session scores `1 / (RRF_K + rank)`
+/// in each ranking it is in (the experiment: k = 60, fixed in advance).
+const RRF_K: f64 = 60.0;
+/// Sessions the dense ranking proposes before the filters.
+const DENSE_CANDIDATES: usize = 200;
 /// Two words of the query said within this many tokens of each other in a
 /// row add their pair's idf to its score (see [`Query::pairs`]).
 const NEAR_TOKENS: usize = 5;
@@ -258,13 +267,32 @@ impl Query {
 }
 
 impl Store {
-    /// Sessions matching `query`, best first, at most `query.limit`.
+    /// Sessions matching `query`, best first, at most `query.limit`: the
+    /// lexical ranking fused with the semantic one when the model is
+    /// installed and passages are embedded (see [`fuse`]), else lexical.
     pub fn search(&self, query: &Query) -> Result<Vec<SessionHit>, StoreError> {
-        self.run(query).map_err(|e| match e.sqlite_error_code() {
-            // Cannot happen with the expressions built here; said plainly if it does.
-            Some(rusqlite::ErrorCode::Unknown) => StoreError::BadQuery(e.to_string()),
-            _ => self.sql(e),
-        })
+        let dense = self.dense_ranking(query)?;
+        self.ranked(query, dense)
+    }
+
+    /// As [`Store::search`], by the lexical ranking alone: its scores are
+    /// `bm25()`'s, whose ratios say how far the first session is ahead
+    /// (fused scores are reciprocal ranks, which do not).
+    pub(super) fn search_lexical(&self, query: &Query) -> Result<Vec<SessionHit>, StoreError> {
+        self.ranked(query, None)
+    }
+
+    fn ranked(
+        &self,
+        query: &Query,
+        dense: Option<Vec<DenseHit>>,
+    ) -> Result<Vec<SessionHit>, StoreError> {
+        self.run(query, dense)
+            .map_err(|e| match e.sqlite_error_code() {
+                // Cannot happen with the expressions built here; said plainly if it does.
+                Some(rusqlite::ErrorCode::Unknown) => StoreError::BadQuery(e.to_string()),
+                _ => self.sql(e),
+            })
     }
 
     /// Kept in by the gate (stored before `privacy.exclude` named it, or
@@ -273,10 +301,39 @@ impl Store {
         self.gate.check(&hit.session).is_err()
     }
 
+    /// The sessions nearest to the query's words by their best embedded
+    /// passage (before the filters), or `None`: no model, no words, or
+    /// nothing embedded yet.
+    fn dense_ranking(&self, query: &Query) -> Result<Option<Vec<DenseHit>>, StoreError> {
+        let text: Vec<&str> = query
+            .words
+            .iter()
+            .chain(&query.phrases)
+            .map(String::as_str)
+            .collect();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let Some(encoder) = self.encoder(1) else {
+            return Ok(None);
+        };
+        let embedded = encoder
+            .embed_query(&text.join(" "))
+            .map_err(|e| StoreError::Embed(e.to_string()))?;
+        let hits = vectors::nearest_sessions(&self.conn, &self.path, &embedded, DENSE_CANDIDATES)
+            .map_err(|e| self.sql(e))?;
+        Ok((!hits.is_empty()).then_some(hits))
+    }
+
     /// The query's phases: count the rows holding each term, choose the
     /// terms that find rows and those that only score, rank (or list the
-    /// newest), then pick the shown sessions' snippets.
-    fn run(&self, query: &Query) -> rusqlite::Result<Vec<SessionHit>> {
+    /// newest), fuse with the `dense` ranking, then pick the shown
+    /// sessions' snippets.
+    fn run(
+        &self,
+        query: &Query,
+        dense: Option<Vec<DenseHit>>,
+    ) -> rusqlite::Result<Vec<SessionHit>> {
         let mut terms = query.terms();
         terms.sort();
         terms.dedup();
@@ -284,9 +341,41 @@ impl Store {
         let chosen = Chosen::from(&counts);
         counts.counted.dedup();
         let expr = chosen.expression(&counts.counted);
-        if expr.is_empty() && !terms.is_empty() {
-            return Ok(Vec::new());
-        }
+        let depth = match dense {
+            Some(_) => FUSED_DEPTH.max(query.limit),
+            None => query.limit,
+        };
+        let lexical = if expr.is_empty() && !terms.is_empty() {
+            Vec::new()
+        } else {
+            self.lexical(query, &chosen, &counts, expr, depth)?
+        };
+        let ranked: Vec<(SessionHit, Best)> = match dense {
+            Some(dense) => fuse(lexical, self.dense_records(query, &dense)?, query.limit),
+            None => lexical
+                .into_iter()
+                .map(|(hit, row)| (hit, Best::ranked(row)))
+                .collect(),
+        };
+        let exprs = snippet_expressions(&counts);
+        ranked
+            .into_iter()
+            .map(|(hit, best)| {
+                let snippets = self.best_snippets(&hit, best, &exprs)?;
+                Ok(SessionHit { snippets, ..hit })
+            })
+            .collect()
+    }
+
+    /// The lexical ranking: at most `depth` sessions and their best ranking row.
+    fn lexical(
+        &self,
+        query: &Query,
+        chosen: &Chosen<'_>,
+        counts: &TermCounts<'_>,
+        expr: String,
+        depth: usize,
+    ) -> rusqlite::Result<Vec<(SessionHit, i64)>> {
         let current_cwd = query.current_cwd.clone();
         let mut params = vec![
             SqlValue::Text(expr),
@@ -294,27 +383,84 @@ impl Store {
         ];
         let cond = query.conditions(&mut params);
         let sql = if chosen.newest {
-            newest_sql(holds_all(&counts, query.limit), &cond, query.limit)
+            newest_sql(holds_all(counts, depth), &cond, depth)
         } else {
-            let near = self.near_pairs(query, &chosen, &counts, &mut params)?;
-            ranked_sql(&near, &cond, query.limit)
+            let near = self.near_pairs(query, chosen, counts, &mut params)?;
+            ranked_sql(&near, &cond, depth)
         };
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let hits: Vec<(SessionHit, i64)> = stmt
+        let hits = stmt
             .query_map(rusqlite::params_from_iter(params), hit_and_best_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(hits
             .into_iter()
             .filter(|(h, _)| !self.excluded(h))
-            .collect();
-        let exprs = snippet_expressions(&counts);
-        hits.into_iter()
-            .map(|(hit, chunk)| {
-                Ok(SessionHit {
-                    snippets: self.snippets(chunk, &exprs)?,
-                    ..hit
-                })
-            })
-            .collect()
+            .collect())
+    }
+
+    /// The records of the `dense` sessions that pass the query's filters and
+    /// the gate, in the dense order, at most [`FUSED_DEPTH`], each with its
+    /// best passage's row.
+    fn dense_records(
+        &self,
+        query: &Query,
+        dense: &[DenseHit],
+    ) -> rusqlite::Result<Vec<(SessionHit, i64)>> {
+        let sids: Vec<i64> = dense.iter().map(|d| d.sid).collect();
+        let mut params = vec![SqlValue::Text(
+            serde_json::to_string(&sids).unwrap_or_else(|_| "[]".into()),
+        )];
+        let cond = query.conditions(&mut params);
+        let sql = format!("{}{cond}", schema::RECORDS_OF);
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut found: std::collections::HashMap<i64, SessionRecord> = stmt
+            .query_map(rusqlite::params_from_iter(params), |r| {
+                Ok((r.get(RECORD_COLUMNS)?, SessionRecord::from_row(r)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut hits = Vec::new();
+        for d in dense {
+            let Some(session) = found.remove(&d.sid) else {
+                continue;
+            };
+            let hit = SessionHit {
+                session,
+                score: f64::from(d.score),
+                snippets: Vec::new(),
+            };
+            if !self.excluded(&hit) {
+                hits.push((hit, d.row));
+            }
+            if hits.len() == FUSED_DEPTH {
+                break;
+            }
+        }
+        Ok(hits)
+    }
+
+    /// The snippets of a hit: from its best ranking row (that of its best
+    /// passage when only the dense ranking found it); when the query's
+    /// words are in none, the beginning of its best passage.
+    fn best_snippets(
+        &self,
+        hit: &SessionHit,
+        best: Best,
+        exprs: &[String],
+    ) -> rusqlite::Result<Vec<Snippet>> {
+        let path = &hit.session.path;
+        let chunk = match (best.ranked, best.passage) {
+            (Some(row), _) => Some(row),
+            (None, Some(passage)) => self.ranking_row_of(passage)?,
+            (None, None) => None,
+        };
+        let mut snippets = match chunk {
+            Some(chunk) if !exprs.is_empty() => self.snippets(path, chunk, exprs)?,
+            _ => Vec::new(),
+        };
+        if let (true, Some(passage)) = (snippets.is_empty(), best.passage) {
+            snippets.extend(self.passage_snippet(path, passage)?);
+        }
+        Ok(snippets)
     }
 
     /// How many ranking rows hold each term (at most `common + 1` are
@@ -384,53 +530,6 @@ impl Store {
             }
         }
         Ok(near)
-    }
-
-    /// Up to two snippets of the session whose best ranking row is `chunk`:
-    /// the first `fts` rows from that chunk on (or from the session's meta
-    /// when none was ranked) matching the first of `exprs` that finds any,
-    /// then the next (not ranked by bm25(), whose word counts read the whole
-    /// table). The last, the prefix, only when the others found nothing: it
-    /// reads every row of `fts`.
-    fn snippets(&self, chunk: i64, exprs: &[String]) -> rusqlite::Result<Vec<Snippet>> {
-        let mut best = self.conn.prepare_cached(schema::SNIPPETS)?;
-        let mut entry = self.conn.prepare_cached(schema::ENTRY_OF_ROW)?;
-        let (first, last) = rowids(chunk / SPAN);
-        let (mut seen, mut snippets) = (Vec::new(), Vec::new());
-        for (i, expr) in exprs.iter().enumerate() {
-            if seen.len() == 2 || (i == exprs.len() - 1 && i > 0 && !seen.is_empty()) {
-                break;
-            }
-            let rows = best.query_map(rusqlite::params![expr, chunk, last], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
-            for row in rows {
-                let (rowid, text): (i64, String) = row?;
-                if seen.len() == 2 || seen.contains(&rowid) {
-                    continue;
-                }
-                seen.push(rowid);
-                snippets.push(if rowid == first {
-                    Snippet {
-                        entry_id: None,
-                        role: "meta".into(),
-                        abandoned: false,
-                        text,
-                    }
-                } else {
-                    let (entry_id, role, active) = entry.query_row([rowid], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?))
-                    })?;
-                    Snippet {
-                        entry_id: Some(entry_id),
-                        role,
-                        abandoned: !active,
-                        text,
-                    }
-                });
-            }
-        }
-        Ok(snippets)
     }
 }
 
@@ -584,4 +683,65 @@ fn hit_and_best_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHit, i64)
         snippets: Vec::new(),
     };
     Ok((hit, r.get(RECORD_COLUMNS + 1)?))
+}
+
+/// Where a shown session's snippets come from: its best ranking row (when
+/// the lexical ranking found it) and its best passage (when the dense one did).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Best {
+    ranked: Option<i64>,
+    passage: Option<i64>,
+}
+
+impl Best {
+    fn ranked(row: i64) -> Best {
+        Best {
+            ranked: Some(row),
+            passage: None,
+        }
+    }
+}
+
+/// Reciprocal rank fusion of the `lexical` and `dense` rankings (each best
+/// first): a session scores the sum of `1 / (RRF_K + rank)` over the
+/// rankings it is in; ties keep the lexical order. At most `limit`.
+fn fuse(
+    lexical: Vec<(SessionHit, i64)>,
+    dense: Vec<(SessionHit, i64)>,
+    limit: usize,
+) -> Vec<(SessionHit, Best)> {
+    let rrf = |rank: usize| 1.0 / (RRF_K + rank as f64 + 1.0);
+    let mut fused: Vec<(SessionHit, Best)> = lexical
+        .into_iter()
+        .enumerate()
+        .map(|(rank, (hit, row))| {
+            let score = rrf(rank);
+            (SessionHit { score, ..hit }, Best::ranked(row))
+        })
+        .collect();
+    for (rank, (hit, passage)) in dense.into_iter().enumerate() {
+        let same = fused
+            .iter_mut()
+            .find(|(f, _)| f.session.path == hit.session.path);
+        match same {
+            Some((f, best)) => {
+                f.score += rrf(rank);
+                best.passage = Some(passage);
+            }
+            None => fused.push((
+                SessionHit {
+                    score: rrf(rank),
+                    ..hit
+                },
+                Best {
+                    ranked: None,
+                    passage: Some(passage),
+                },
+            )),
+        }
+    }
+    // Stable: equal scores keep the lexical order, then the dense one.
+    fused.sort_by(|a, b| b.0.score.total_cmp(&a.0.score));
+    fused.truncate(limit);
+    fused
 }

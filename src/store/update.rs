@@ -1,26 +1,46 @@
 //! Bringing the store up to date with the session and meta files: new lines
 //! of grown files, whole re-reads of replaced ones, dropped deleted ones.
-//! One `BEGIN IMMEDIATE` transaction per session, so several processes can
-//! update at once and each session's state is always one file's state.
+//!
+//! Each file is planned (read, parsed, redacted) without the write lock, then
+//! written under it (`BEGIN IMMEDIATE`), after checking again that the
+//! stored state it was planned from is still the stored state: several
+//! processes can update at once and each session's state is always one
+//! file's state. A pass over many files plans them on a second thread while
+//! the first writes, and writes them in transactions of up to [`BATCH`]: the
+//! first build of 3,000 sessions was 3,000 transactions, each flushing the
+//! full-text index's pending terms into a segment of its own and paying for
+//! merging them.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{
+    params, Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
+};
 
-use super::schema::{self, rowids};
+use super::rows::{self, entry_text, passage_source, text_hash, EntryText, TextRow, CHUNK_BYTES};
+use super::schema::{self, rowids, Column};
 use super::{Gate, Store, StoreError};
 use crate::session::{text_joined, AgentMessage, CompactString, Entry, EntryKind};
 use crate::store::meta::SessionMeta;
 
 /// Bytes before the read offset remembered to notice a rewritten file.
 const TAIL_BYTES: u64 = 64;
-/// Text per ranking row of `docs` (a session's entries are split in chunks of about this size).
-const CHUNK_BYTES: i64 = 16 * 1024;
 /// Longest first message kept in the `sessions` table.
 const FIRST_MESSAGE_CHARS: usize = 500;
+/// The longest a write transaction of a pass over many files stays open:
+/// other writers (a pi process after its agent run) wait at most about this.
+const BATCH: Duration = Duration::from_millis(250);
+/// Full-text merge work done by each write transaction, in pages: enough to
+/// keep the number of segments steady under appends (FTS5's own automerge,
+/// off in the schema, wrote ~64 pages per level every 64 pages written: one
+/// append in four paid for 17-24 ms of it at 10,000 sessions).
+const MERGE_PAGES: i64 = 64;
+/// Plans the planner thread may have ready ahead of the writer.
+const PLANS_AHEAD: usize = 16;
 
 /// What an update did.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -71,6 +91,13 @@ fn meta_mtime(meta_dir: &Path, id: &str) -> i64 {
         .map_or(0, |s| s.mtime_ns)
 }
 
+/// How many files a write went through, and how many of them changed.
+#[derive(Debug, Default)]
+struct Written {
+    seen: usize,
+    changed: usize,
+}
+
 impl Store {
     /// Bring every session under `sessions_dir` up to date, newest first,
     /// until `budget` runs out (the rest is counted as stale).
@@ -80,7 +107,7 @@ impl Store {
         meta_dir: &Path,
         budget: Option<Duration>,
     ) -> Result<UpdateReport, StoreError> {
-        let started = Instant::now();
+        let deadline = budget.map(|b| Instant::now() + b);
         let files = crate::session::discovery::session_files(sessions_dir);
         let known: HashMap<String, (FileStat, i64, String)> = self
             .conn
@@ -102,53 +129,124 @@ impl Store {
             })
             .collect();
         changed.sort_by_key(|(_, st)| std::cmp::Reverse(st.mtime_ns));
-        let mut report = UpdateReport {
-            files: files.len(),
-            ..UpdateReport::default()
-        };
-        for (i, (path, _)) in changed.iter().enumerate() {
-            if budget.is_some_and(|b| started.elapsed() >= b) {
-                report.stale = changed.len() - i;
-                break;
-            }
-            report.updated += usize::from(self.update_file(path, meta_dir)?);
-        }
+        let changed: Vec<PathBuf> = changed.into_iter().map(|(p, _)| p).collect();
+        let written = self.write(&changed, meta_dir, deadline)?;
         let present: HashSet<String> = files
             .iter()
             .map(|p| p.to_string_lossy().into_owned())
             .collect();
-        for gone in known.keys().filter(|p| !present.contains(*p)) {
-            report.removed += usize::from(self.update_file(Path::new(gone), meta_dir)?);
-        }
-        Ok(report)
+        let gone: Vec<PathBuf> = known
+            .keys()
+            .filter(|p| !present.contains(*p))
+            .map(PathBuf::from)
+            .collect();
+        let removed = self.write(&gone, meta_dir, None)?;
+        Ok(UpdateReport {
+            files: files.len(),
+            updated: written.changed,
+            removed: removed.changed,
+            stale: changed.len() - written.seen,
+        })
     }
 
     /// Bring one session file up to date (what `agent_end` needs): `Ok(true)`
     /// when something changed. A file that is gone or not a pi session drops out.
-    /// The file is read, parsed and redacted before the write lock is taken,
-    /// so writers queue only for the short transaction; under the lock the
-    /// stored state is checked again, and read anew if another process moved it.
     pub fn update_file(&mut self, path: &Path, meta_dir: &Path) -> Result<bool, StoreError> {
-        let key = path.to_string_lossy();
-        let gate = &self.gate;
-        let write = |conn: &mut Connection| {
-            let mut todo = plan(conn, path, meta_dir, gate)?;
-            if todo.is_empty() {
-                return Ok(false);
-            }
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            if stored_file(&tx, &key)? != todo.stored {
-                todo = plan(&tx, path, meta_dir, gate)?;
-            }
-            let changed = apply(&tx, &key, todo)?;
-            // FTS5's own merging (automerge, off in SCHEMA) writes ~64 pages
-            // per level every 64 pages written: one append in four paid for
-            // 17-24 ms of it at 10,000 sessions. A little each time instead.
-            tx.execute_batch(schema::MERGE)?;
-            tx.commit().map(|_| changed)
-        };
-        write(&mut self.conn).map_err(|e| self.sql(e))
+        let written = self.write(&[path.to_path_buf()], meta_dir, None)?;
+        Ok(written.changed > 0)
     }
+
+    /// Plan and write `paths` until `deadline`: one file in the calling
+    /// thread, many through a planner thread of its own connection.
+    fn write(
+        &mut self,
+        paths: &[PathBuf],
+        meta_dir: &Path,
+        deadline: Option<Instant>,
+    ) -> Result<Written, StoreError> {
+        let gate = self.gate.clone();
+        let written = if paths.len() <= 1 {
+            let plans = paths.iter().map(|path| {
+                let planned = plan(&self.conn, path, meta_dir, &gate);
+                (path.clone(), planned)
+            });
+            let plans: Vec<_> = plans.collect();
+            write_plans(&mut self.conn, plans, meta_dir, &gate, deadline)
+        } else {
+            let reader = open_reader(&self.path).map_err(|e| self.sql(e))?;
+            std::thread::scope(|scope| {
+                let (send, receive) = mpsc::sync_channel(PLANS_AHEAD);
+                let gate = &gate;
+                scope.spawn(move || {
+                    for path in paths {
+                        if deadline.is_some_and(|d| Instant::now() >= d) {
+                            break;
+                        }
+                        let planned = plan(&reader, path, meta_dir, gate);
+                        if send.send((path.clone(), planned)).is_err() {
+                            break;
+                        }
+                    }
+                });
+                write_plans(&mut self.conn, receive, meta_dir, gate, deadline)
+            })
+        };
+        written.map_err(|e| self.sql(e))
+    }
+}
+
+/// A read-only connection to the store at `path`, for planning.
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    Ok(conn)
+}
+
+/// Write planned files in transactions of up to [`BATCH`], each plan checked
+/// against the stored state under the write lock (planned again if another
+/// process moved it), until `deadline`.
+fn write_plans(
+    conn: &mut Connection,
+    plans: impl IntoIterator<Item = (PathBuf, rusqlite::Result<Plan>)>,
+    meta_dir: &Path,
+    gate: &Gate,
+    deadline: Option<Instant>,
+) -> rusqlite::Result<Written> {
+    let mut written = Written::default();
+    let mut plans = plans.into_iter().peekable();
+    let past = |deadline: Option<Instant>| deadline.is_some_and(|d| Instant::now() >= d);
+    while plans.peek().is_some() && !past(deadline) {
+        // Files with nothing to write take no lock.
+        if let Some((_, Ok(plan))) = plans.peek() {
+            if plan.is_empty() {
+                plans.next();
+                written.seen += 1;
+                continue;
+            }
+        }
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let began = Instant::now();
+        let mut counters = Counters::read(&tx)?;
+        for (path, planned) in plans.by_ref() {
+            let mut todo = planned?;
+            written.seen += 1;
+            let key = path.to_string_lossy();
+            if stored_file(&tx, &key)? != todo.stored {
+                todo = plan(&tx, &path, meta_dir, gate)?;
+            }
+            written.changed += usize::from(apply(&tx, &key, todo, &mut counters)?);
+            if began.elapsed() >= BATCH || past(deadline) {
+                break;
+            }
+        }
+        counters.write(&tx)?;
+        tx.execute(schema::MERGE, [MERGE_PAGES])?;
+        tx.commit()?;
+    }
+    Ok(written)
 }
 
 fn file_stat(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<FileStat> {
@@ -191,24 +289,32 @@ fn stored_file(conn: &Connection, key: &str) -> rusqlite::Result<Option<StoredFi
     .optional()
 }
 
-/// An entry's role, and its text (redacted) with the FTS column it goes to.
-struct EntryText {
-    role: &'static str,
-    text: Option<ColumnText>,
-}
-
-struct ColumnText {
-    /// On the active branch; an abandoned entry's text goes to `abandoned`.
-    column: &'static str,
-    text: String,
+/// A stored entry, as the update reads it back.
+#[derive(Debug, Clone, PartialEq)]
+struct StoredEntry {
+    rowid: i64,
+    entry_id: String,
+    line: u64,
+    active: bool,
+    column: Option<Column>,
 }
 
 /// Lines read from a session file, ready to store.
 struct Lines {
     read: crate::session::Appended,
+    /// The first entries of `read` are stored already: those of the last
+    /// ranking row, read again for its text (an append rewrites that row).
+    again: Vec<StoredEntry>,
     texts: Vec<EntryText>,
     stat: FileStat,
     tail: Option<Vec<u8>>,
+}
+
+impl Lines {
+    /// The entries read that are not stored yet.
+    fn new_entries(&self) -> &[Entry] {
+        &self.read.entries[self.again.len()..]
+    }
 }
 
 /// One file's update, prepared without the write lock: the state it was
@@ -254,20 +360,28 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, gate: &Gate) -> rusqlit
     };
     let mut id = stored.as_ref().filter(|_| !plan.drop).map(|s| s.id.clone());
     let mut named = false;
-    if let Some(mut from) = from {
-        let mut read = crate::session::read_appended(path, from);
-        if let (Ok(appended), Some(sid)) = (&read, stored.as_ref().map(|s| s.sid)) {
-            if from > 0 && !continues(conn, sid, &appended.entries)? {
+    if let Some(from) = from {
+        let appended_to = stored.as_ref().filter(|_| from > 0);
+        let again = match appended_to {
+            Some(old) => last_row_entries(conn, old.sid)?,
+            None => Vec::new(),
+        };
+        let mut read = read_from(path, from, &again);
+        if let (Ok((appended, again)), Some(old)) = (&read, appended_to) {
+            let fresh = &appended.entries[again.len()..];
+            if !continues(conn, old.sid, fresh)? {
                 // Another branch was taken: read whole, so the active branch is found anew.
-                (plan.drop, from) = (true, 0);
-                read = crate::session::read_appended(path, 0);
+                plan.drop = true;
+                read = read_from(path, 0, &[]);
             }
         }
         match read {
             // Nothing complete to read yet in a new file.
-            Ok(read) if from == 0 && read.header.is_none() => return Ok(plan),
+            Ok((read, _)) if read.header.is_none() && (stored.is_none() || plan.drop) => {
+                return Ok(plan)
+            }
             // Kept out by privacy.exclude: what was stored of it goes.
-            Ok(read)
+            Ok((read, _))
                 if read
                     .header
                     .as_ref()
@@ -276,10 +390,9 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, gate: &Gate) -> rusqlit
                 plan.drop = stored.is_some();
                 return Ok(plan);
             }
-            Ok(read) => {
+            Ok((read, again)) => {
                 id = id.or_else(|| read.header.as_ref().map(|h| h.id.clone()));
-                named = read
-                    .entries
+                named = read.entries[again.len()..]
                     .iter()
                     .any(|e| matches!(e.kind, EntryKind::SessionInfo { .. }));
                 let texts = read.entries.iter().map(entry_text).collect();
@@ -289,6 +402,7 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, gate: &Gate) -> rusqlit
                     stat: st,
                     tail,
                     read,
+                    again,
                 });
             }
             // Unreadable or not a pi session (any more): it stays out.
@@ -310,6 +424,63 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, gate: &Gate) -> rusqlit
     Ok(plan)
 }
 
+/// The stored entries of session `sid`'s last ranking row when that row is
+/// not full (an append adds to it, so its text is read again), else none.
+fn last_row_entries(conn: &Connection, sid: i64) -> rusqlite::Result<Vec<StoredEntry>> {
+    let (first, last) = rowids(sid);
+    let start: Option<i64> =
+        conn.query_row(schema::LAST_RANKING_ROW, [first + 1, last], |r| r.get(0))?;
+    let Some(start) = start else {
+        return Ok(Vec::new());
+    };
+    let bytes: i64 = conn.query_row(schema::TEXT_BYTES, [start, last], |r| r.get(0))?;
+    if bytes >= CHUNK_BYTES {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare_cached(schema::ENTRY_LINES)?;
+    let rows = stmt.query_map([start, last], |r| {
+        Ok(StoredEntry {
+            rowid: r.get(0)?,
+            entry_id: r.get(1)?,
+            line: r.get::<_, i64>(2)? as u64,
+            active: r.get(3)?,
+            column: r.get::<_, Option<i64>>(4)?.and_then(column_of),
+        })
+    })?;
+    rows.collect()
+}
+
+fn column_of(index: i64) -> Option<Column> {
+    use Column::*;
+    [
+        Name, Tags, Summary, Decisions, Files, User, Assistant, Tool, Abandoned,
+    ]
+    .get(usize::try_from(index).ok()?)
+    .copied()
+}
+
+/// The entries from `from` on, or from the first of `again` (stored entries
+/// read again) when there are some, checked to be those entries: the
+/// appended entries follow them. A file whose stored entries are not where
+/// the store says reads as an error (the caller reads it whole).
+fn read_from(
+    path: &Path,
+    from: u64,
+    again: &[StoredEntry],
+) -> Result<(crate::session::Appended, Vec<StoredEntry>), crate::session::SessionError> {
+    let start = again.first().map_or(from, |e| e.line);
+    let read = crate::session::read_appended(path, start)?;
+    let same = again.len() <= read.entries.len()
+        && again
+            .iter()
+            .zip(&read.entries)
+            .all(|(stored, entry)| stored.entry_id == entry.id.as_str());
+    if !same {
+        return read_from(path, 0, &[]).map(|(read, _)| (read, Vec::new()));
+    }
+    Ok((read, again.to_vec()))
+}
+
 /// Whether the file grew by appends since it was read as `old`: same inode,
 /// larger, and the bytes before the old read offset unchanged (a file that
 /// did not grow, or whose last read bytes changed, was rewritten).
@@ -321,17 +492,67 @@ fn is_append(path: &Path, old: &StoredFile, now: FileStat) -> bool {
         && tail_at(path, old.read_to).is_some_and(|t| t == old.tail)
 }
 
+/// The counters a write transaction moves (see `schema::CREATE_TABLES`).
+struct Counters {
+    /// The last `seq` given to vectors written.
+    vectors: i64,
+    /// Bumped when embedded rows are deleted.
+    dropped: i64,
+    changed: bool,
+}
+
+impl Counters {
+    fn read(tx: &Transaction<'_>) -> rusqlite::Result<Counters> {
+        let get = |name: &str| tx.query_row(schema::COUNTER, [name], |r| r.get(0));
+        Ok(Counters {
+            vectors: get("vectors")?,
+            dropped: get("dropped")?,
+            changed: false,
+        })
+    }
+
+    fn next_seq(&mut self) -> i64 {
+        self.changed = true;
+        self.vectors += 1;
+        self.vectors
+    }
+
+    fn dropped(&mut self) {
+        self.changed = true;
+        self.dropped += 1;
+    }
+
+    fn write(&self, tx: &Transaction<'_>) -> rusqlite::Result<()> {
+        if self.changed {
+            tx.execute(schema::SET_COUNTER, params!["vectors", self.vectors])?;
+            tx.execute(schema::SET_COUNTER, params!["dropped", self.dropped])?;
+        }
+        Ok(())
+    }
+}
+
+/// Vectors of a dropped session by the hash of their text, for the same
+/// text read again (a file read whole after a branch change).
+type Carried = HashMap<i64, Vec<u8>>;
+
 /// Write a prepared update, inside the caller's write transaction.
-fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool> {
+fn apply(
+    tx: &Transaction<'_>,
+    path: &str,
+    plan: Plan,
+    counters: &mut Counters,
+) -> rusqlite::Result<bool> {
     let changed = !plan.is_empty();
     let mut sid = plan.stored.as_ref().map(|s| s.sid);
-    // The first `fts` rowid whose ranking rows are to be written.
-    let mut from = None;
+    let mut carried = Carried::new();
     if plan.drop {
         if let Some(sid) = sid.take() {
-            drop_session(tx, sid)?;
+            carried = drop_session(tx, sid, counters)?;
         }
     }
+    // The session was stored before (its meta row and last ranking row are replaced).
+    let existed = sid.is_some();
+    let mut ranking = None;
     if let Some(lines) = &plan.lines {
         if let (None, Some(h)) = (sid, &lines.read.header) {
             tx.execute(
@@ -341,7 +562,8 @@ fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool>
             sid = Some(tx.last_insert_rowid());
         }
         let Some(sid) = sid else { return Ok(changed) };
-        from = add_entries(tx, sid, lines)?;
+        let rows = add_entries(tx, sid, lines, &carried, counters)?;
+        ranking = Some((rows, !lines.again.is_empty()));
         let st = lines.stat;
         tx.execute(
             schema::SET_READ_STATE,
@@ -358,51 +580,33 @@ fn apply(tx: &Transaction<'_>, path: &str, plan: Plan) -> rusqlite::Result<bool>
     }
     let Some(sid) = sid else { return Ok(changed) };
     if let Some((meta, mtime)) = &plan.meta {
-        set_meta(tx, sid, meta.as_ref(), *mtime)?;
-        write_docs(tx, sid, rowids(sid).0)?;
+        let meta = NewMeta {
+            meta: meta.as_ref(),
+            mtime_ns: *mtime,
+            replaces: existed,
+        };
+        set_meta(tx, sid, &meta, &carried, counters)?;
     }
-    if let Some(from) = from {
-        write_docs(tx, sid, from)?;
+    if let Some((rows, continued)) = ranking {
+        write_ranking_rows(tx, &rows, continued)?;
     }
     Ok(changed)
 }
 
-/// The session's ranking rows in `docs`, from its `fts` rows: the meta row
-/// (`from` = the session's first rowid) alone, or the entries from rowid
-/// `from` on, in chunks of about `CHUNK_BYTES` of text, each keyed by its
-/// first rowid. The chunk before `from` is written again with the new rows
-/// (it takes them while it is not full), so an append rewrites at most one
-/// chunk however long the session, and the rows are the ones a full build
-/// writes: how the index was built never changes how it ranks. (Appended
-/// text in rows of its own, one per agent run, was tried: updates were
-/// cheaper, but recall fell from 12/13 and 13/14 to 11/13 and 12/14.)
-fn write_docs(tx: &Transaction<'_>, sid: i64, from: i64) -> rusqlite::Result<()> {
-    let (first, last) = rowids(sid);
+/// The ranking rows after an update: the session's last row rewritten with
+/// the appended entries when the update `continued` it, then new rows.
+fn write_ranking_rows(
+    tx: &Transaction<'_>,
+    rows: &[TextRow],
+    continued: bool,
+) -> rusqlite::Result<()> {
     let mut insert = tx.prepare_cached(schema::INSERT_RANKING_ROW)?;
-    if from == first {
-        tx.execute(schema::DELETE_RANKING_ROW, [first])?;
-        return insert.execute([first, first]).map(drop);
+    if let Some(first) = rows.first().filter(|_| continued) {
+        tx.prepare_cached(schema::DELETE_RANKING_ROW)?
+            .execute([first.rowid])?;
     }
-    let start = tx
-        .query_row(schema::LAST_RANKING_ROW, [first, from], |r| {
-            r.get::<_, Option<i64>>(0)
-        })?
-        .unwrap_or(from);
-    tx.execute(schema::DELETE_RANKING_ROWS, [start, last])?;
-    let mut sizes = tx.prepare_cached(schema::TEXT_SIZES)?;
-    let mut chunk: Option<(i64, i64)> = None;
-    for row in sizes.query_map([start, last], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
-    })? {
-        let (rowid, bytes) = row?;
-        if let Some((begin, _)) = chunk.filter(|c| c.1 >= CHUNK_BYTES) {
-            insert.execute([begin, rowid - 1])?;
-            chunk = None;
-        }
-        chunk.get_or_insert((rowid, 0)).1 += bytes;
-    }
-    if let Some((begin, _)) = chunk {
-        insert.execute([begin, last])?;
+    for row in rows {
+        insert.execute(rusqlite::params_from_iter(row.params()))?;
     }
     Ok(())
 }
@@ -417,47 +621,28 @@ fn tail_at(path: &Path, offset: u64) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// Drop a session: its row, entries and text.
-fn drop_session(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
+/// Drop a session: its row, entries, text and vectors. Returns the vectors,
+/// by the hash of their text, for the same text read again in this write.
+fn drop_session(
+    tx: &Transaction<'_>,
+    sid: i64,
+    counters: &mut Counters,
+) -> rusqlite::Result<Carried> {
     let (first, last) = rowids(sid);
-    tx.execute(schema::DELETE_TEXT, [first, last])?;
+    let carried: Carried = tx
+        .prepare_cached(schema::VECTORS_IN)?
+        .query_map([first, last], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let embedded: i64 = tx.query_row(schema::EMBEDDED_IN, [first, last], |r| r.get(0))?;
     tx.execute(schema::DELETE_ENTRIES, [first, last])?;
     tx.execute(schema::DELETE_RANKING_ROWS, [first, last])?;
+    tx.execute(schema::DELETE_EMBEDDINGS, [first, last])?;
+    tx.execute(schema::DELETE_META_TEXT, [sid])?;
     tx.execute(schema::DELETE_SESSION, [sid])?;
-    Ok(())
-}
-
-/// An entry's role, and the FTS column its text goes to (on the active
-/// branch) with the text, redacted.
-fn entry_text(entry: &Entry) -> EntryText {
-    let (role, text) = match &entry.kind {
-        // Custom messages are extensions' injections (e.g. `@@` context from other sessions).
-        EntryKind::Message(m @ AgentMessage::Custom { .. }) => (m.role(), String::new()),
-        EntryKind::Message(m) => {
-            let items = crate::features::query::windows::message_items(&entry.id, m);
-            (
-                m.role(),
-                items
-                    .iter()
-                    .map(|i| i.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            )
-        }
-        EntryKind::Compaction { summary, .. } => ("compaction", summary.clone()),
-        EntryKind::BranchSummary { summary, .. } => ("branchSummary", summary.clone()),
-        _ => ("other", String::new()),
-    };
-    let column = match role {
-        "user" => "user",
-        "toolResult" | "bashExecution" => "tool",
-        _ => "assistant",
-    };
-    let text = (!text.trim().is_empty()).then(|| ColumnText {
-        column,
-        text: crate::redact::redact(&text).into_owned(),
-    });
-    EntryText { role, text }
+    if embedded > 0 {
+        counters.dropped();
+    }
+    Ok(carried)
 }
 
 /// Which of `links` (id, parent id, in file order) are on the branch ending
@@ -477,28 +662,61 @@ fn on_branch(links: &[(CompactString, Option<CompactString>)]) -> Vec<bool> {
     on
 }
 
-/// Index the entries read from the file; returns the first rowid whose
-/// ranking rows must be rewritten (`None`: no entry was read). Entries past
-/// the session's rowid range ([`schema::SPAN`]) are not indexed.
-fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Result<Option<i64>> {
-    let (entries, (first, last)) = (&lines.read.entries, rowids(sid));
+/// Store the entries read from the file that are not stored yet (each with
+/// its line, and a row to embed when it has text to), and return the
+/// session's ranking rows to write: its last row and what follows, cut from
+/// the entries read again and the new ones. Entries past the session's
+/// rowid range ([`schema::SPAN`]) are not stored.
+fn add_entries(
+    tx: &Transaction<'_>,
+    sid: i64,
+    lines: &Lines,
+    carried: &Carried,
+    counters: &mut Counters,
+) -> rusqlite::Result<Vec<TextRow>> {
+    let (first, last) = rowids(sid);
     let top: i64 = tx
         .query_row(schema::LAST_ENTRY_ROWID, [first, last], |r| {
             r.get::<_, Option<i64>>(0)
         })?
         .unwrap_or(first);
-    let links: Vec<_> = entries
-        .iter()
-        .map(|e| (e.id.clone(), e.parent_id.clone()))
-        .collect();
+    let fresh = lines.new_entries();
+    let offsets = &lines.read.lines[lines.again.len()..];
+    let texts = &lines.texts[lines.again.len()..];
     // Appended entries continue the branch (see `continues`), so they are all active.
-    let active = on_branch(&links);
+    let active = if lines.again.is_empty() && top == first {
+        let links: Vec<_> = fresh
+            .iter()
+            .map(|e| (e.id.clone(), e.parent_id.clone()))
+            .collect();
+        on_branch(&links)
+    } else {
+        vec![true; fresh.len()]
+    };
     let room = usize::try_from(last - top).unwrap_or(0);
     let mut counts = MessageCounts::default();
-    for (i, entry) in entries.iter().enumerate().take(room) {
+    let mut ranked: Vec<(i64, Column, &str)> = lines
+        .again
+        .iter()
+        .zip(&lines.texts)
+        .filter_map(|(stored, text)| Some((stored.rowid, stored.column?, text.text.as_deref()?)))
+        .collect();
+    for (i, entry) in fresh.iter().enumerate().take(room) {
         counts.count(entry);
         let rowid = top + 1 + i as i64;
-        add_entry(tx, sid, rowid, entry, active[i], &lines.texts[i])?;
+        let text = &texts[i];
+        let row = NewEntry {
+            rowid,
+            entry,
+            line: offsets[i],
+            active: active[i],
+            text,
+        };
+        add_entry(tx, sid, &row)?;
+        add_embedding(tx, rowid, entry, text, carried, counters)?;
+        if let Some(words) = text.text.as_deref() {
+            ranked.push((rowid, text.column_on(active[i]), words));
+        }
     }
     tx.execute(
         schema::ADD_MESSAGES,
@@ -509,36 +727,83 @@ fn add_entries(tx: &Transaction<'_>, sid: i64, lines: &Lines) -> rusqlite::Resul
             counts.last_activity_ms
         ],
     )?;
-    Ok((!entries.is_empty()).then_some(top + 1))
+    Ok(rows::chunks(ranked))
 }
 
-/// One entry's row in `entries` and its text in `fts` (and pi's name, when
-/// it is a `session_info` entry).
-fn add_entry(
-    tx: &Transaction<'_>,
-    sid: i64,
+/// An entry about to be stored.
+struct NewEntry<'e> {
     rowid: i64,
-    entry: &Entry,
+    entry: &'e Entry,
+    line: u64,
     active: bool,
-    text: &EntryText,
-) -> rusqlite::Result<()> {
-    if let EntryKind::SessionInfo { name } = &entry.kind {
+    text: &'e EntryText,
+}
+
+/// One entry's row in `entries` (and pi's name, when it is a `session_info` entry).
+fn add_entry(tx: &Transaction<'_>, sid: i64, new: &NewEntry<'_>) -> rusqlite::Result<()> {
+    if let EntryKind::SessionInfo { name } = &new.entry.kind {
         let name = name.as_deref().map(str::trim).filter(|n| !n.is_empty());
         tx.execute(schema::SET_SESSION_NAME, params![sid, name])?;
     }
-    let column = text.text.as_ref().map(|t| t.column);
+    let column = new
+        .text
+        .text
+        .as_ref()
+        .map(|_| new.text.column_on(new.active) as i64);
     tx.prepare_cached(schema::INSERT_ENTRY)?.execute(params![
-        rowid,
-        entry.id.as_str(),
-        text.role,
-        active,
-        column
+        new.rowid,
+        new.entry.id.as_str(),
+        new.text.role,
+        new.active,
+        column,
+        new.line as i64,
+        new.text.bytes()
     ])?;
-    if let Some(ColumnText { column, text }) = &text.text {
-        let column = if active { column } else { "abandoned" };
-        tx.prepare_cached(schema::insert_entry_text(column))?
-            .execute(params![rowid, text])?;
-    }
+    Ok(())
+}
+
+/// The row to embed of an entry that has text to embed: with the vectors of
+/// the same text when they exist (in this session before it was read again,
+/// or in another session), else pending.
+fn add_embedding(
+    tx: &Transaction<'_>,
+    rowid: i64,
+    entry: &Entry,
+    text: &EntryText,
+    carried: &Carried,
+    counters: &mut Counters,
+) -> rusqlite::Result<()> {
+    let Some(source) = passage_source(entry) else {
+        return Ok(());
+    };
+    insert_embedding(
+        tx,
+        rowid,
+        text_hash(&source),
+        text.bytes(),
+        carried,
+        counters,
+    )
+}
+
+fn insert_embedding(
+    tx: &Transaction<'_>,
+    rowid: i64,
+    hash: i64,
+    bytes: i64,
+    carried: &Carried,
+    counters: &mut Counters,
+) -> rusqlite::Result<()> {
+    let vectors: Option<Vec<u8>> = match carried.get(&hash) {
+        Some(v) => Some(v.clone()),
+        None => tx
+            .prepare_cached(schema::VECTORS_OF_HASH)?
+            .query_row([hash], |r| r.get(0))
+            .optional()?,
+    };
+    let seq = vectors.as_ref().map(|_| counters.next_seq());
+    tx.prepare_cached(schema::INSERT_EMBEDDING)?
+        .execute(params![rowid, hash, bytes, seq, vectors])?;
     Ok(())
 }
 
@@ -590,14 +855,62 @@ fn continues(conn: &Connection, sid: i64, entries: &[Entry]) -> rusqlite::Result
     }))
 }
 
-/// The meta fields: the `sessions` columns and the session's meta row in
-/// the FTS table (the session's first rowid), with the file's own name when there is no meta.
+/// The meta's text as the meta row holds it (redacted): name (with its
+/// slug), tags, description and summary, decisions and open tasks, files.
+struct MetaText {
+    name: String,
+    tags: String,
+    summary: String,
+    decisions: String,
+    files: String,
+}
+
+impl MetaText {
+    fn row(&self, rowid: i64) -> TextRow {
+        let mut row = TextRow::new(rowid);
+        for (column, text) in [
+            (Column::Name, &self.name),
+            (Column::Tags, &self.tags),
+            (Column::Summary, &self.summary),
+            (Column::Decisions, &self.decisions),
+            (Column::Files, &self.files),
+        ] {
+            row.push(column, text);
+        }
+        row
+    }
+}
+
+/// The text the meta row is embedded from: its name, summary and tags.
+pub(super) fn meta_passage(name: &str, summary: &str, tags: &str) -> String {
+    [name, summary, tags]
+        .iter()
+        .map(|t| t.trim())
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A meta to store.
+struct NewMeta<'m> {
+    meta: Option<&'m SessionMeta>,
+    /// Its file's mtime (0: none).
+    mtime_ns: i64,
+    /// The session has a meta row already (it was stored before).
+    replaces: bool,
+}
+
+/// The meta fields: the `sessions` columns, the meta row's text (its
+/// `meta_text`, its ranking row at the session's first rowid and its row to
+/// embed), with the file's own name when there is no meta.
 fn set_meta(
     tx: &Transaction<'_>,
     sid: i64,
-    meta: Option<&SessionMeta>,
-    mtime_ns: i64,
+    new: &NewMeta<'_>,
+    carried: &Carried,
+    counters: &mut Counters,
 ) -> rusqlite::Result<()> {
+    let (meta, mtime_ns) = (new.meta, new.mtime_ns);
     let session_name: Option<String> = tx.query_row(schema::SESSION_NAME, [sid], |r| r.get(0))?;
     let name = meta
         .map(|m| m.name.trim().to_string())
@@ -622,8 +935,6 @@ fn set_meta(
             mtime_ns,
         ],
     )?;
-    let first = rowids(sid).0;
-    tx.execute(schema::DELETE_TEXT_ROW, [first])?;
     let join = |parts: &[&[String]]| {
         red(&parts
             .iter()
@@ -651,16 +962,44 @@ fn set_meta(
         .flatten()
         .collect::<Vec<_>>()
         .join(" ");
+    let meta_text = MetaText {
+        name: red(&name_text),
+        tags: red(&tags.join(" ")),
+        summary,
+        decisions,
+        files,
+    };
     tx.execute(
-        schema::INSERT_META_TEXT,
+        schema::SET_META_TEXT,
         params![
-            first,
-            red(&name_text),
-            red(&tags.join(" ")),
-            summary,
-            decisions,
-            files
+            sid,
+            meta_text.name,
+            meta_text.tags,
+            meta_text.summary,
+            meta_text.decisions,
+            meta_text.files
         ],
     )?;
+    let first = rowids(sid).0;
+    if new.replaces {
+        tx.execute(schema::DELETE_RANKING_ROW, [first])?;
+    }
+    tx.prepare_cached(schema::INSERT_RANKING_ROW)?
+        .execute(rusqlite::params_from_iter(meta_text.row(first).params()))?;
+    let passage = meta_passage(&meta_text.name, &meta_text.summary, &meta_text.tags);
+    let hash = text_hash(&passage);
+    let stored: Option<i64> = tx
+        .query_row(schema::EMBEDDING_HASH, [first], |r| r.get(0))
+        .optional()?;
+    if stored == Some(hash) {
+        return Ok(());
+    }
+    if stored.is_some() {
+        tx.execute(schema::DELETE_EMBEDDING, [first])?;
+        counters.dropped();
+    }
+    if !passage.is_empty() {
+        insert_embedding(tx, first, hash, passage.len() as i64, carried, counters)?;
+    }
     Ok(())
 }

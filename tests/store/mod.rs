@@ -3,3 +3,4 @@
 mod processes;
 mod recall;
 mod search;
+mod semantic;

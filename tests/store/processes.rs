@@ -66,8 +66,14 @@ fn assert_consistent(agent: &Path) {
             "{path}: entries in the index vs complete lines after the header"
         );
     }
-    let fts: i64 = conn
-        .query_row("SELECT COUNT(*) FROM fts", [], |r| r.get(0))
+    // The text is not stored (snippets read it again from the file): each
+    // entry with text has its size, each session its meta text.
+    let text_rows: i64 = conn
+        .query_row(
+            "SELECT (SELECT COUNT(*) FROM entries WHERE bytes > 0) + (SELECT COUNT(*) FROM meta_text)",
+            [],
+            |r| r.get(0),
+        )
         .expect("count");
     let expected: i64 = conn
         .query_row(
@@ -77,7 +83,7 @@ fn assert_consistent(agent: &Path) {
         )
         .expect("count");
     assert_eq!(
-        fts, expected,
+        text_rows, expected,
         "text rows: one per indexed entry and one per session"
     );
     // Ranking rows: each session's meta row, chunks starting at its text rows, none orphaned.
@@ -88,7 +94,10 @@ fn assert_consistent(agent: &Path) {
     let no_meta = "SELECT COUNT(*) FROM sessions s WHERE NOT EXISTS (SELECT 1 FROM docs WHERE rowid = s.sid << 20)";
     assert_eq!(count(no_meta), 0, "every session has its meta ranking row");
     assert_eq!(
-        count("SELECT COUNT(*) FROM docs WHERE rowid NOT IN (SELECT rowid FROM fts)"),
+        count(
+            "SELECT COUNT(*) FROM docs WHERE rowid NOT IN (SELECT rowid FROM entries WHERE bytes > 0) \
+             AND rowid NOT IN (SELECT sid << 20 FROM sessions)"
+        ),
         0,
         "orphan ranking rows"
     );

@@ -76,6 +76,16 @@ pub fn index(
     Ok((index, report))
 }
 
+/// Before any thread starts: the thread count candle's matrix products
+/// assume (read from `RAYON_NUM_THREADS`; without it, candle reads
+/// /proc/cpuinfo at every product). A value the user set is kept.
+pub fn encoder_threads(threads: usize) {
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        // Safe: called first thing in `main`'s command, before any thread.
+        std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+    }
+}
+
 /// After the output: how many changed sessions the index does not hold yet.
 pub fn stale_note(report: &UpdateReport) {
     if report.stale > 0 {

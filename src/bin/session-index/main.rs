@@ -4,6 +4,7 @@
 #![deny(clippy::print_stdout)]
 
 mod args;
+mod embed;
 mod index;
 mod inspect;
 mod list;
@@ -38,6 +39,8 @@ enum Command {
     Inspect(inspect::Args),
     /// Search past sessions by what was said in them (a persistent full-text index).
     Search(search::Args),
+    /// Embed the passages of the search index for semantic ranking (needs the model).
+    Embed(embed::Args),
 }
 
 /// Why a command failed, and so its exit code.
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Index(args) => index::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Search(args) => search::run(args),
+        Command::Embed(args) => embed::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -39,7 +39,8 @@ pub struct Args {
     /// One JSON document instead of a table.
     #[arg(long)]
     json: bool,
-    /// Finish bringing the index up to date first, however long it takes.
+    /// Finish bringing the index up to date first, however long it takes
+    /// (with the model installed: embedding every passage too).
     #[arg(long)]
     wait: bool,
     /// A session-index.config.json (its privacy.exclude keeps sessions out).
@@ -48,6 +49,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
+    crate::args::encoder_threads(1);
     let now = session_index::time::now_ms();
     let time = |t: &Option<String>, end| {
         t.as_deref()
@@ -65,13 +67,17 @@ pub fn run(args: Args) -> Result<(), Failure> {
         limit: args.limit.max(1),
         ..Query::parse(&args.query.join(" ")).map_err(|e| e.to_string())?
     };
-    let (index, report) = crate::args::index(
-        "search",
-        &args.agent.path()?,
-        args.config.as_deref(),
-        args.wait,
-    )?;
+    let agent_dir = args.agent.path()?;
+    let (mut index, report) =
+        crate::args::index("search", &agent_dir, args.config.as_deref(), args.wait)?;
+    if args.wait && index.encoder(1).is_some() {
+        crate::embed::embed_pending(&mut index, &agent_dir, 1, None)?;
+    }
     let hits = index.search(&query).map_err(|e| e.to_string())?;
+    let semantic = Semantic {
+        model: index.encoder(1).is_some(),
+        status: index.embed_status().map_err(|e| e.to_string())?,
+    };
     if args.json {
         let results: Vec<serde_json::Value> = hits
             .iter()
@@ -81,7 +87,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 v
             })
             .collect();
-        let doc = serde_json::json!({ "results": results, "index": report });
+        let doc = serde_json::json!({ "results": results, "index": report, "semantic": semantic });
         crate::args::out(&format!(
             "{}\n",
             serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
@@ -90,7 +96,36 @@ pub fn run(args: Args) -> Result<(), Failure> {
         crate::args::out(&table(&hits, std::io::stdout().is_terminal()));
     }
     crate::args::stale_note(&report);
+    semantic.note(&agent_dir);
     Ok(())
+}
+
+/// Whether the ranking was semantic too, and how much it had to rank with.
+#[derive(serde::Serialize)]
+struct Semantic {
+    /// The model is installed (the ranking fuses lexical and semantic).
+    model: bool,
+    #[serde(flatten)]
+    status: store::EmbedStatus,
+}
+
+impl Semantic {
+    /// After the output: how to turn semantic ranking on, or how much it lacked.
+    fn note(&self, agent_dir: &std::path::Path) {
+        if !self.model {
+            eprintln!(
+                "session-index: ranked by words only; for semantic ranking run \
+                 `session-index model install` (into {})",
+                store::model_dir(agent_dir).display()
+            );
+        } else if self.status.pending > 0 {
+            eprintln!(
+                "session-index: semantic ranking used {} embedded turns, {} are not embedded yet; \
+                 run `session-index embed`",
+                self.status.embedded, self.status.pending
+            );
+        }
+    }
 }
 
 fn reopen(hit: &SessionHit) -> String {

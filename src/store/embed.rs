@@ -1,0 +1,281 @@
+//! The embedding job: turns the store's pending rows (written by the update,
+//! in the same transaction as the text, with no vectors yet) into int8
+//! vectors of their passages. It runs after and beside the updates and the
+//! queries, a batch of rows at a time, each batch written in a short
+//! transaction of its own, so it can stop anywhere (a time budget, the
+//! process ending) and go on later where it stopped; a query meanwhile ranks
+//! with what is embedded.
+//!
+//! What is embedded (the encoder's measurements: 128-piece passages cost
+//! 1.44× less per piece than 256-piece ones, and the 3k corpus has to fit in
+//! minutes): the text the update hashed (`rows::passage_source`: user and
+//! assistant text and summaries, never tool output), redacted, cut into
+//! passages of [`PASSAGE_PIECES`] word pieces; a user turn up to
+//! [`USER_PASSAGES`] of them, an assistant turn only its first
+//! [`ASSISTANT_PASSAGES`] (its opening says what it is about; long answers
+//! are mostly code); tiny turns ("yes", "go on") none. A text already
+//! embedded elsewhere in the store is not embedded again.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use sentence_embed::Encoder;
+
+use super::rows::{passage_source, text_hash};
+use super::schema::{self, SPAN};
+use super::update::meta_passage;
+use super::vectors::VECTOR_BYTES;
+use super::{Store, StoreError};
+use crate::session::{AgentMessage, EntryKind};
+
+/// Word pieces per passage, `[CLS]` and `[SEP]` included.
+pub const PASSAGE_PIECES: usize = 128;
+/// Passages embedded of a user turn (and of a summary or the meta).
+const USER_PASSAGES: usize = 4;
+/// Passages embedded of an assistant turn: its beginning.
+const ASSISTANT_PASSAGES: usize = 2;
+/// Texts shorter than this (in characters, trimmed) are not embedded.
+const TINY_CHARS: usize = 12;
+/// Bytes of a text looked at (enough for [`USER_PASSAGES`] passages).
+const TEXT_BYTES: usize = 8 * 1024;
+/// Rows read, embedded and written per batch (one short write transaction).
+const BATCH_ROWS: i64 = 48;
+
+/// How far the embedding of a store is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbedStatus {
+    /// Rows (turns, summaries, metas) with their vectors.
+    pub embedded: u64,
+    /// Rows waiting for theirs.
+    pub pending: u64,
+}
+
+/// What one run of the job did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbedReport {
+    /// Rows given vectors.
+    pub rows: u64,
+    /// Passages embedded (vectors written).
+    pub passages: u64,
+    /// Rows left pending (the budget ran out, or their text could not be read).
+    pub pending: u64,
+}
+
+/// A pending row's text to embed, with what identifies it.
+struct PendingText {
+    rowid: i64,
+    hash: i64,
+    /// Empty: nothing worth embedding (stored with no vectors).
+    passages: Vec<String>,
+}
+
+impl Store {
+    /// How many rows are embedded and how many wait.
+    pub fn embed_status(&self) -> Result<EmbedStatus, StoreError> {
+        let count = |sql: &str| {
+            self.conn
+                .query_row(sql, [], |r| r.get::<_, i64>(0))
+                .map(|n| n.max(0) as u64)
+        };
+        let status = (|| {
+            Ok(EmbedStatus {
+                embedded: count(schema::EMBEDDED)?,
+                pending: count(schema::PENDING)?,
+            })
+        })();
+        status.map_err(|e: rusqlite::Error| self.sql(e))
+    }
+
+    /// Embed pending rows with `encoder` until none is left or `budget`
+    /// runs out; `progress` is called after each batch with the rows done
+    /// so far and the status.
+    pub fn embed_pending(
+        &mut self,
+        encoder: &Encoder,
+        budget: Option<Duration>,
+        progress: &mut dyn FnMut(&EmbedReport),
+    ) -> Result<EmbedReport, StoreError> {
+        let deadline = budget.map(|b| Instant::now() + b);
+        let mut report = EmbedReport::default();
+        let mut from = 0;
+        loop {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            let batch = self.next_pending(from).map_err(|e| self.sql(e))?;
+            let Some(last) = batch.last() else { break };
+            from = last.0 + 1;
+            let texts: Vec<PendingText> = batch
+                .iter()
+                .filter_map(|&(rowid, hash)| self.pending_text(encoder, rowid, hash))
+                .collect();
+            let vectors =
+                embed_texts(encoder, &texts).map_err(|e| StoreError::Embed(e.to_string()))?;
+            let written = self
+                .write_vectors(&texts, &vectors)
+                .map_err(|e| self.sql(e))?;
+            report.rows += written;
+            report.passages += vectors
+                .iter()
+                .map(|v| (v.len() / VECTOR_BYTES) as u64)
+                .sum::<u64>();
+            report.pending = self.embed_status()?.pending;
+            progress(&report);
+        }
+        report.pending = self.embed_status()?.pending;
+        Ok(report)
+    }
+
+    fn next_pending(&self, from: i64) -> rusqlite::Result<Vec<(i64, i64)>> {
+        let mut stmt = self.conn.prepare_cached(schema::NEXT_PENDING)?;
+        let rows = stmt.query_map(params![from, BATCH_ROWS], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect()
+    }
+
+    /// The passages of pending row `rowid`, if its text is still the one
+    /// hashed `hash` (a file rewritten since is left to the next update),
+    /// redacted. `None`: not readable now (left pending).
+    fn pending_text(&self, encoder: &Encoder, rowid: i64, hash: i64) -> Option<PendingText> {
+        let (text, max) = if rowid % SPAN == 0 {
+            (self.meta_passage(rowid)?, USER_PASSAGES)
+        } else {
+            self.entry_passage(rowid)?
+        };
+        if text_hash(&text) != hash {
+            return None;
+        }
+        let text = crate::redact::redact(&text);
+        let passages = if text.trim().chars().count() < TINY_CHARS {
+            Vec::new()
+        } else {
+            passages(encoder, &text, max)
+        };
+        Some(PendingText {
+            rowid,
+            hash,
+            passages,
+        })
+    }
+
+    fn meta_passage(&self, rowid: i64) -> Option<String> {
+        let row = self.meta_row(rowid).ok()??;
+        let [name, tags, summary, ..] = &row.columns;
+        Some(meta_passage(name, summary, tags))
+    }
+
+    /// The text an entry row is embedded from, read again from its session
+    /// file (only a file the gate lets out), and how many passages of it.
+    fn entry_passage(&self, rowid: i64) -> Option<(String, usize)> {
+        let sid = rowid / SPAN;
+        let (path, cwd): (String, String) = self
+            .conn
+            .query_row(schema::SESSION_PATH, [sid], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .ok()??;
+        let path = PathBuf::from(path);
+        if !self.gate.inside(&path) || self.gate.excludes(&cwd, &path) {
+            return None;
+        }
+        let (entry_id, line): (String, i64) = self
+            .conn
+            .query_row(schema::ENTRY_AT, [rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .ok()??;
+        let file = crate::session::open_file(&path).ok()?;
+        let read = crate::session::read_lines(&path, file, line as u64, line as u64 + 1).ok()?;
+        let entry = read.entries.first().filter(|e| e.id.as_str() == entry_id)?;
+        let max = match &entry.kind {
+            EntryKind::Message(AgentMessage::Assistant { .. }) => ASSISTANT_PASSAGES,
+            _ => USER_PASSAGES,
+        };
+        Some((passage_source(entry)?, max))
+    }
+
+    /// Store the vectors of `texts` (one blob each, in order) in one write
+    /// transaction, each with the next `seq`; rows replaced meanwhile (their
+    /// hash changed) are left alone. Returns the rows written.
+    fn write_vectors(
+        &mut self,
+        texts: &[PendingText],
+        vectors: &[Vec<u8>],
+    ) -> rusqlite::Result<u64> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut seq: i64 = tx.query_row(schema::COUNTER, ["vectors"], |r| r.get(0))?;
+        let mut written = 0;
+        {
+            let mut set = tx.prepare_cached(schema::SET_VECTORS)?;
+            for (text, blob) in texts.iter().zip(vectors) {
+                let n = set.execute(params![text.rowid, text.hash, blob, seq + 1])?;
+                if n > 0 {
+                    seq += 1;
+                    written += 1;
+                }
+            }
+        }
+        tx.execute(schema::SET_COUNTER, params!["vectors", seq])?;
+        tx.commit()?;
+        Ok(written)
+    }
+}
+
+/// The first `max` passages of `text`, cut at [`PASSAGE_PIECES`] word
+/// pieces between words (a text the tokenizer cannot take has none).
+fn passages(encoder: &Encoder, text: &str, max: usize) -> Vec<String> {
+    let text = head(text, TEXT_BYTES);
+    let ranges = encoder.passages(text, PASSAGE_PIECES).unwrap_or_default();
+    ranges
+        .into_iter()
+        .take(max)
+        .map(|r| text[r].to_string())
+        .collect()
+}
+
+/// At most `max` bytes of the start of `text`, cut at a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The vectors of each text's passages, back to back, one blob per text.
+fn embed_texts(
+    encoder: &Encoder,
+    texts: &[PendingText],
+) -> Result<Vec<Vec<u8>>, sentence_embed::EncoderError> {
+    let all: Vec<&str> = texts
+        .iter()
+        .flat_map(|t| t.passages.iter().map(String::as_str))
+        .collect();
+    let mut vectors = encoder.embed(&all)?.into_iter();
+    Ok(texts
+        .iter()
+        .map(|t| {
+            vectors
+                .by_ref()
+                .take(t.passages.len())
+                .flat_map(|v| v.quantize().to_bytes())
+                .collect()
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_cuts_at_a_character_boundary() {
+        assert_eq!(head("aé", 2), "a");
+        assert_eq!(head("abc", 8), "abc");
+    }
+}

@@ -1,0 +1,201 @@
+//! What a session's entries become in the store: each entry's text in the
+//! column it ranks in (redacted), the ranking rows of `docs` cut from them
+//! (a session's entries in chunks of about [`CHUNK_BYTES`]), and the text an
+//! entry is embedded from. The update writes these from the lines it reads;
+//! snippets and the embedding job make them again from the same lines, read
+//! back from the session file (the store keeps no copy of the words).
+
+use super::schema::{Column, COLUMNS};
+use crate::session::{text_joined, AgentMessage, Block, Entry, EntryKind};
+
+/// Text per ranking row of `docs` (a session's entries are split in chunks of about this size).
+pub(super) const CHUNK_BYTES: i64 = 16 * 1024;
+
+/// An entry's role, and its text (redacted) with the column it ranks in.
+pub(super) struct EntryText {
+    pub role: &'static str,
+    pub text: Option<String>,
+    /// Where the text goes on the active branch (an abandoned entry's goes to
+    /// [`Column::Abandoned`]).
+    pub column: Column,
+}
+
+impl EntryText {
+    /// The column of this entry's text, given whether it is on the active branch.
+    pub fn column_on(&self, active: bool) -> Column {
+        if active {
+            self.column
+        } else {
+            Column::Abandoned
+        }
+    }
+
+    pub fn bytes(&self) -> i64 {
+        self.text.as_ref().map_or(0, |t| t.len() as i64)
+    }
+}
+
+/// An entry's role, and the column its text goes to (on the active branch)
+/// with the text, redacted.
+pub(super) fn entry_text(entry: &Entry) -> EntryText {
+    let (role, text) = match &entry.kind {
+        // Custom messages are extensions' injections (e.g. `@@` context from other sessions).
+        EntryKind::Message(m @ AgentMessage::Custom { .. }) => (m.role(), String::new()),
+        EntryKind::Message(m) => {
+            let items = crate::features::query::windows::message_items(&entry.id, m);
+            (
+                m.role(),
+                items
+                    .iter()
+                    .map(|i| i.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        }
+        EntryKind::Compaction { summary, .. } => ("compaction", summary.clone()),
+        EntryKind::BranchSummary { summary, .. } => ("branchSummary", summary.clone()),
+        _ => ("other", String::new()),
+    };
+    let column = match role {
+        "user" => Column::User,
+        "toolResult" | "bashExecution" => Column::Tool,
+        _ => Column::Assistant,
+    };
+    let text = (!text.trim().is_empty()).then(|| crate::redact::redact(&text).into_owned());
+    EntryText { role, text, column }
+}
+
+/// The text an entry is embedded from, before redaction (the embedding job
+/// redacts it; the update only hashes it): what the user typed, what the
+/// assistant wrote (not its thinking or tool calls), and compaction and
+/// branch summaries. Tool output and extensions' messages are not embedded.
+pub(super) fn passage_source(entry: &Entry) -> Option<String> {
+    let text = match &entry.kind {
+        EntryKind::Message(AgentMessage::User { content, .. }) => text_joined(content, "\n"),
+        EntryKind::Message(AgentMessage::Assistant { content, .. }) => {
+            let texts: Vec<&str> = content
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Text(t) => Some(t.head.trim()),
+                    _ => None,
+                })
+                .filter(|t| !t.is_empty())
+                .collect();
+            texts.join("\n")
+        }
+        EntryKind::Compaction { summary, .. } | EntryKind::BranchSummary { summary, .. } => {
+            summary.clone()
+        }
+        _ => return None,
+    };
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// A stable 64-bit hash of a text (FNV-1a): rows of the same text share
+/// their vectors (forked sessions, a file read again after a branch change).
+pub(super) fn text_hash(text: &str) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash as i64
+}
+
+/// One row of `docs` (or of the snippets' scratch table): its rowid and the
+/// text of each of the nine columns.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct TextRow {
+    pub rowid: i64,
+    pub columns: [String; COLUMNS.len()],
+}
+
+impl TextRow {
+    pub fn new(rowid: i64) -> TextRow {
+        TextRow {
+            rowid,
+            ..TextRow::default()
+        }
+    }
+
+    /// Add `text` to `column`, on a line of its own (as SQLite's
+    /// `group_concat(column, char(10))` joined the entries of a chunk).
+    pub fn push(&mut self, column: Column, text: &str) {
+        let cell = &mut self.columns[column as usize];
+        if !cell.is_empty() {
+            cell.push('\n');
+        }
+        cell.push_str(text);
+    }
+
+    /// The row's bound parameters: rowid, then the columns (empty ones NULL).
+    pub fn params(&self) -> Vec<rusqlite::types::Value> {
+        use rusqlite::types::Value;
+        std::iter::once(Value::Integer(self.rowid))
+            .chain(self.columns.iter().map(|c| {
+                if c.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Text(c.clone())
+                }
+            }))
+            .collect()
+    }
+}
+
+/// Cuts the text of a session's entries (rowid, column, text; in file order,
+/// starting at a chunk boundary) into ranking rows: a row takes entries while
+/// it holds less than [`CHUNK_BYTES`], and is keyed by its first entry's
+/// rowid. Starting at any earlier row's first entry gives the same rows from
+/// there on, so an append rewrites only the last row and the rows are the
+/// ones a full build writes.
+pub(super) fn chunks<'t>(texts: impl IntoIterator<Item = (i64, Column, &'t str)>) -> Vec<TextRow> {
+    let mut rows: Vec<TextRow> = Vec::new();
+    let mut bytes = 0;
+    for (rowid, column, text) in texts {
+        if rows.is_empty() || bytes >= CHUNK_BYTES {
+            rows.push(TextRow::new(rowid));
+            bytes = 0;
+        }
+        if let Some(row) = rows.last_mut() {
+            row.push(column, text);
+        }
+        bytes += text.len() as i64;
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_restart_at_any_boundary_with_the_same_rows() {
+        let texts: Vec<(i64, Column, String)> = (0..40)
+            .map(|i| {
+                let column = if i % 3 == 0 {
+                    Column::User
+                } else {
+                    Column::Tool
+                };
+                (100 + i, column, "x".repeat(1000 + 97 * i as usize))
+            })
+            .collect();
+        let all = chunks(texts.iter().map(|(r, c, t)| (*r, *c, t.as_str())));
+        assert!(all.len() > 3, "{}", all.len());
+        for (k, row) in all.iter().enumerate() {
+            let from = texts.iter().position(|t| t.0 == row.rowid).unwrap();
+            let again = chunks(texts[from..].iter().map(|(r, c, t)| (*r, *c, t.as_str())));
+            assert_eq!(again, all[k..].to_vec());
+        }
+        let first = &all[0];
+        assert!(first.columns[Column::User as usize].contains('\n') || all.len() == 40);
+    }
+
+    #[test]
+    fn text_hash_is_stable() {
+        assert_eq!(text_hash(""), 0xcbf2_9ce4_8422_2325_u64 as i64);
+        assert_eq!(text_hash("a"), 0xaf63_dc4c_8601_ec8c_u64 as i64);
+        assert_ne!(text_hash("ab"), text_hash("ba"));
+    }
+}

@@ -1,0 +1,225 @@
+//! Snippets of the sessions a query shows, cut from their text read again
+//! from the session files: the store keeps the words only in its full-text
+//! index (which cannot give them back), and where each entry's line starts.
+//! The few entries of a shown session's best ranking row are read at those
+//! offsets, checked to be the entries stored there (a file rewritten since
+//! the last update gives no snippet, not a wrong one), redacted as the
+//! update redacted them, and put in a scratch full-text table of the
+//! connection, where FTS5's `snippet()` marks the query's words.
+
+use std::path::Path;
+
+use rusqlite::OptionalExtension;
+
+use super::rank::Snippet;
+use super::rows::{entry_text, TextRow, CHUNK_BYTES};
+use super::schema::{self, rowids, Column, SPAN};
+
+/// Characters of a passage shown as a snippet.
+const PASSAGE_SNIPPET_CHARS: usize = 240;
+use super::Store;
+
+/// A stored entry whose text a snippet may come from.
+struct TextEntry {
+    rowid: i64,
+    entry_id: String,
+    role: String,
+    active: bool,
+    column: i64,
+    line: u64,
+}
+
+impl Store {
+    /// Up to two snippets of the session in file `path` whose best ranking
+    /// row is `best`: its rows matching the first of `exprs` that finds any,
+    /// then the next. The last, the prefix, only when the others found
+    /// nothing (see `rank::snippet_expressions`).
+    pub(super) fn snippets(
+        &self,
+        path: &Path,
+        best: i64,
+        exprs: &[String],
+    ) -> rusqlite::Result<Vec<Snippet>> {
+        let entries = self.scratch_rows(path, best)?;
+        let first = rowids(best / SPAN).0;
+        let mut find = self.conn.prepare_cached(schema::SNIPPETS)?;
+        let (mut seen, mut snippets) = (Vec::new(), Vec::new());
+        for (i, expr) in exprs.iter().enumerate() {
+            if seen.len() == 2 || (i == exprs.len() - 1 && i > 0 && !seen.is_empty()) {
+                break;
+            }
+            let rows = find.query_map([expr], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            for row in rows {
+                let (rowid, text): (i64, String) = row?;
+                if seen.len() == 2 || seen.contains(&rowid) {
+                    continue;
+                }
+                seen.push(rowid);
+                if rowid == first {
+                    snippets.push(Snippet {
+                        entry_id: None,
+                        role: "meta".into(),
+                        abandoned: false,
+                        text,
+                    });
+                } else if let Some(e) = entries.iter().find(|e| e.rowid == rowid) {
+                    snippets.push(Snippet {
+                        entry_id: Some(e.entry_id.clone()),
+                        role: e.role.clone(),
+                        abandoned: !e.active,
+                        text,
+                    });
+                }
+            }
+        }
+        Ok(snippets)
+    }
+
+    /// Fill the scratch table with the text of the ranking row `best` (the
+    /// meta row, or the entries of one chunk read again from `path`);
+    /// returns the entries put there.
+    fn scratch_rows(&self, path: &Path, best: i64) -> rusqlite::Result<Vec<TextEntry>> {
+        if !self.scratch.get() {
+            self.conn.execute_batch(schema::CREATE_SNIPPET_TABLE)?;
+            self.scratch.set(true);
+        }
+        self.conn.execute(schema::CLEAR_SNIPPETS, [])?;
+        let (first, last) = rowids(best / SPAN);
+        let mut insert = self.conn.prepare_cached(schema::INSERT_SNIPPET_ROW)?;
+        if best == first {
+            if let Some(row) = self.meta_row(best)? {
+                insert.execute(rusqlite::params_from_iter(row.params()))?;
+            }
+            return Ok(Vec::new());
+        }
+        let entries = self.chunk_entries(best, last)?;
+        for (entry, text) in read_texts(path, &entries) {
+            let mut row = TextRow::new(entry.rowid);
+            row.columns[entry.column as usize] = text;
+            insert.execute(rusqlite::params_from_iter(row.params()))?;
+        }
+        Ok(entries)
+    }
+
+    /// The ranking row that holds entry row `row` (a meta row is its own).
+    pub(super) fn ranking_row_of(&self, row: i64) -> rusqlite::Result<Option<i64>> {
+        let first = rowids(row / SPAN).0;
+        if row == first {
+            return Ok(Some(row));
+        }
+        self.conn
+            .prepare_cached(schema::LAST_RANKING_ROW)?
+            .query_row([first + 1, row], |r| r.get(0))
+    }
+
+    /// The beginning of the text of row `row` (an entry read again from
+    /// `path`, or the meta's summary), as a snippet with no match marked:
+    /// what a session the dense ranking found shows when the query's words
+    /// are not in it.
+    pub(super) fn passage_snippet(
+        &self,
+        path: &Path,
+        row: i64,
+    ) -> rusqlite::Result<Option<Snippet>> {
+        let clip = |t: &str| {
+            crate::text::clip(
+                &crate::text::flat(t),
+                PASSAGE_SNIPPET_CHARS,
+                crate::text::Keep::Head,
+            )
+        };
+        if row == rowids(row / SPAN).0 {
+            let Some(meta) = self.meta_row(row)? else {
+                return Ok(None);
+            };
+            let text = [Column::Summary, Column::Name]
+                .iter()
+                .map(|c| meta.columns[*c as usize].trim())
+                .find(|t| !t.is_empty());
+            return Ok(text.map(|t| Snippet {
+                entry_id: None,
+                role: "meta".into(),
+                abandoned: false,
+                text: clip(t),
+            }));
+        }
+        let entries = self.chunk_entries(row, row)?;
+        Ok(read_texts(path, &entries)
+            .into_iter()
+            .next()
+            .map(|(entry, text)| Snippet {
+                entry_id: Some(entry.entry_id.clone()),
+                role: entry.role.clone(),
+                abandoned: !entry.active,
+                text: clip(&text),
+            }))
+    }
+
+    /// The meta row `rowid`'s text, as stored for it.
+    pub(super) fn meta_row(&self, rowid: i64) -> rusqlite::Result<Option<TextRow>> {
+        self.conn
+            .prepare_cached(schema::META_TEXT)?
+            .query_row([rowid / SPAN], |r| {
+                let mut row = TextRow::new(rowid);
+                for i in 0..5 {
+                    row.columns[i] = r.get::<_, Option<String>>(i)?.unwrap_or_default();
+                }
+                Ok(row)
+            })
+            .optional()
+    }
+
+    /// The entries with text of the ranking row that starts at `start`.
+    fn chunk_entries(&self, start: i64, last: i64) -> rusqlite::Result<Vec<TextEntry>> {
+        let mut stmt = self.conn.prepare_cached(schema::ENTRIES_WITH_TEXT)?;
+        let mut rows = stmt.query([start, last])?;
+        let (mut entries, mut bytes) = (Vec::new(), 0);
+        while let Some(r) = rows.next()? {
+            if bytes >= CHUNK_BYTES {
+                break;
+            }
+            bytes += r.get::<_, i64>(6)?;
+            entries.push(TextEntry {
+                rowid: r.get(0)?,
+                entry_id: r.get(1)?,
+                role: r.get(2)?,
+                active: r.get(3)?,
+                column: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+                line: r.get::<_, i64>(5)? as u64,
+            });
+        }
+        Ok(entries)
+    }
+}
+
+/// The text (redacted, as the update stored it) of each of `entries` read
+/// again from the session file `path`; an entry not found where the store
+/// says it is has none.
+fn read_texts<'e>(path: &Path, entries: &'e [TextEntry]) -> Vec<(&'e TextEntry, String)> {
+    let (Some(from), Some(to)) = (entries.first(), entries.last()) else {
+        return Vec::new();
+    };
+    let read = crate::session::open_file(path)
+        .and_then(|file| crate::session::read_lines(path, file, from.line, to.line + 1));
+    let read = match read {
+        Ok(read) => read,
+        Err(e) => {
+            tracing::debug!("search index: no snippet from {e}");
+            return Vec::new();
+        }
+    };
+    let mut texts = Vec::new();
+    for entry in entries {
+        let at = read.lines.iter().position(|&line| line == entry.line);
+        let Some(found) = at.map(|i| &read.entries[i]) else {
+            continue;
+        };
+        if found.id.as_str() != entry.entry_id {
+            continue;
+        }
+        if let Some(text) = entry_text(found).text {
+            texts.push((entry, text));
+        }
+    }
+    texts
+}

@@ -1,0 +1,157 @@
+//! Semantic ranking's query side: the model, loaded once per process, and
+//! the store's vectors, held in memory in one block per store and refreshed
+//! incrementally (only the rows embedded since the last look are read; the
+//! whole block again only after embedded rows were deleted), scored by brute
+//! force (44,640 int8 vectors in ~5 ms: no approximate index is needed at
+//! these sizes).
+//!
+//! The model is all-MiniLM-L6-v2 as `session-index model install` puts it,
+//! in `<agent dir>/session-index/models/all-MiniLM-L6-v2/`. Without it (or
+//! with `search.semantic` off) a store ranks lexically only.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rusqlite::Connection;
+use sentence_embed::{Embedding, Encoder, EncoderOptions, Int8Vector, VectorSet, MINILM_L6_V2};
+
+use super::schema::{self, SPAN};
+
+/// Where the model is installed for an agent directory:
+/// `<agent dir>/session-index/models/all-MiniLM-L6-v2`.
+pub fn model_dir(agent_dir: &Path) -> PathBuf {
+    MINILM_L6_V2.dir_in(&sentence_embed::models_dir(agent_dir))
+}
+
+/// Width of the model's vectors.
+pub(super) const DIMS: usize = 384;
+/// Bytes of one stored vector (scale + 384 int8).
+pub(super) const VECTOR_BYTES: usize = Int8Vector::byte_len(DIMS);
+
+/// A loaded model, by directory and thread count.
+type Loaded = Vec<(PathBuf, usize, Arc<Encoder>)>;
+
+/// The encoder of the model in `dir` running on `threads` threads, loaded
+/// once per process; `None` when the model is not installed there. A model
+/// that is there but does not load is logged and `None`.
+pub(super) fn encoder(dir: &Path, threads: usize) -> Option<Arc<Encoder>> {
+    static LOADED: OnceLock<Mutex<Loaded>> = OnceLock::new();
+    let loaded = LOADED.get_or_init(Default::default);
+    let mut loaded = loaded.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, encoder)) = loaded.iter().find(|(d, t, _)| d == dir && *t == threads) {
+        return Some(encoder.clone());
+    }
+    if !dir.join("model.safetensors").is_file() {
+        return None;
+    }
+    let options = EncoderOptions {
+        threads,
+        ..EncoderOptions::default()
+    };
+    match Encoder::load(dir, &options) {
+        Ok(encoder) => {
+            let encoder = Arc::new(encoder);
+            loaded.push((dir.to_path_buf(), threads, encoder.clone()));
+            Some(encoder)
+        }
+        Err(e) => {
+            tracing::warn!("semantic search is off: {e}");
+            None
+        }
+    }
+}
+
+/// The vectors of one store, as this process last read them.
+struct Block {
+    /// The last `seq` read.
+    seq: i64,
+    /// The `dropped` counter when the block was started.
+    dropped: i64,
+    set: VectorSet,
+    /// The row (`embeddings.rowid`) of each vector of `set`.
+    rows: Vec<i64>,
+}
+
+impl Block {
+    fn new(dropped: i64) -> Block {
+        Block {
+            seq: 0,
+            dropped,
+            set: VectorSet::new(DIMS),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Read what was embedded since the last look (everything again after
+    /// embedded rows were deleted: their vectors must not rank).
+    fn refresh(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        let dropped: i64 = conn.query_row(schema::COUNTER, ["dropped"], |r| r.get(0))?;
+        if dropped != self.dropped {
+            *self = Block::new(dropped);
+        }
+        let mut stmt = conn.prepare_cached(schema::VECTORS_AFTER)?;
+        let mut rows = stmt.query([self.seq])?;
+        while let Some(r) = rows.next()? {
+            let (rowid, seq): (i64, i64) = (r.get(0)?, r.get(1)?);
+            let bytes = r.get_ref(2)?.as_blob_or_null()?.unwrap_or_default();
+            for vector in bytes.chunks_exact(VECTOR_BYTES) {
+                if self.set.push_bytes(vector).is_ok() {
+                    self.rows.push(rowid);
+                }
+            }
+            self.seq = self.seq.max(seq);
+        }
+        Ok(())
+    }
+}
+
+/// The vector block of the store at `path`, shared by the process's stores of it.
+fn block(path: &Path) -> Arc<Mutex<Block>> {
+    static BLOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<Block>>>>> = OnceLock::new();
+    let blocks = BLOCKS.get_or_init(Default::default);
+    let mut blocks = blocks.lock().unwrap_or_else(|e| e.into_inner());
+    blocks
+        .entry(path.to_path_buf())
+        .or_insert_with(|| Arc::new(Mutex::new(Block::new(-1))))
+        .clone()
+}
+
+/// A session's best passage for a query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct DenseHit {
+    pub sid: i64,
+    /// The row whose passage scored best (an entry, or the meta row).
+    pub row: i64,
+    pub score: f32,
+}
+
+/// The sessions whose best passage is most similar to `query`, best first,
+/// at most `n`, from the vectors of the store at `path` (refreshed first
+/// through `conn`).
+pub(super) fn nearest_sessions(
+    conn: &Connection,
+    path: &Path,
+    query: &Embedding,
+    n: usize,
+) -> rusqlite::Result<Vec<DenseHit>> {
+    let block = block(path);
+    let mut block = block.lock().unwrap_or_else(|e| e.into_inner());
+    block.refresh(conn)?;
+    let mut best: HashMap<i64, DenseHit> = HashMap::new();
+    for (score, &row) in block.set.scores(query).into_iter().zip(&block.rows) {
+        let sid = row / SPAN;
+        let hit = DenseHit { sid, row, score };
+        best.entry(sid)
+            .and_modify(|b| {
+                if score > b.score {
+                    *b = hit;
+                }
+            })
+            .or_insert(hit);
+    }
+    let mut hits: Vec<DenseHit> = best.into_values().collect();
+    hits.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.sid.cmp(&b.sid)));
+    hits.truncate(n);
+    Ok(hits)
+}

