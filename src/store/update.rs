@@ -265,7 +265,7 @@ struct StoredFile {
     stat: FileStat,
     /// The offset after the last complete line read.
     read_to: u64,
-    /// The [`TAIL_BYTES`] before `read_to`, to notice a rewritten file.
+    /// A digest of the [`TAIL_BYTES`] before `read_to`, to notice a rewritten file.
     tail: Vec<u8>,
     /// The session format version (appends are read only from version 3).
     version: u32,
@@ -611,14 +611,32 @@ fn write_ranking_rows(
     Ok(())
 }
 
-/// The `TAIL_BYTES` bytes before `offset`.
+/// A digest of the `TAIL_BYTES` bytes before `offset`: what is stored and
+/// compared, never the bytes, which are session text the store keeps only
+/// redacted (issue 24: the raw tail put the last line's secret into
+/// `index.sqlite`).
 fn tail_at(path: &Path, offset: u64) -> Option<Vec<u8>> {
     let start = offset.saturating_sub(TAIL_BYTES);
     let mut file = regular_files::open_regular(path).ok()?;
     file.seek(SeekFrom::Start(start)).ok()?;
     let mut buf = vec![0; (offset - start) as usize];
     file.read_exact(&mut buf).ok()?;
-    Some(buf)
+    Some(digest(&buf))
+}
+
+/// 128 bits of two FNV-1a hashes (distinct offsets) of `bytes`: stable
+/// across builds, so every process compares alike; a mismatch only means a
+/// file is read again.
+fn digest(bytes: &[u8]) -> Vec<u8> {
+    let fnv = |basis: u64| {
+        bytes.iter().fold(basis, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    };
+    [fnv(0xcbf2_9ce4_8422_2325), fnv(0x6c62_272e_07bb_0142)]
+        .iter()
+        .flat_map(|h| h.to_le_bytes())
+        .collect()
 }
 
 /// Drop a session: its row, entries, text and vectors. Returns the vectors,
