@@ -31,7 +31,7 @@ fn agent() -> tempfile::TempDir {
 }
 
 /// The binary, with no keys (offline model) and a HOME that holds nothing.
-fn run(agent: &Path, args: &[&str]) -> Output {
+pub(crate) fn run(agent: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_session-index"));
     cmd.args(args)
         .arg("--agent-dir")

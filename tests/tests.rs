@@ -21,3 +21,4 @@ mod search_tool;
 mod session;
 mod store;
 mod summarize;
+mod trust;

@@ -61,14 +61,19 @@ impl HostApi for FfiHost {
         serde_json::from_str(self.inner.context().as_str()).unwrap_or_default()
     }
 
+    // What pi shows or logs is redacted here (as tool results and command
+    // output are in the router): a notice may name a session or a path.
     fn set_status(&self, key: &str, text: Option<&str>) {
-        self.inner
-            .set_status(RStr::from_str(key), text.map(RStr::from_str).into());
+        let text = text.map(crate::redact::redact);
+        self.inner.set_status(
+            RStr::from_str(key),
+            text.as_deref().map(RStr::from_str).into(),
+        );
     }
 
     fn notify(&self, text: &str, level: NotifyLevel) {
         self.inner.notify(
-            RStr::from_str(text),
+            RStr::from_str(&crate::redact::redact(text)),
             RStr::from_str(&crate::text::variant_name(&level)),
         );
     }
@@ -104,8 +109,9 @@ impl HostApi for FfiHost {
     }
 
     fn log(&self, level: LogLevel, target: &str, message: &str) {
+        let message = crate::redact::redact(message);
         self.inner
-            .log(level, RStr::from_str(target), RStr::from_str(message));
+            .log(level, RStr::from_str(target), RStr::from_str(&message));
     }
 
     fn wait_for_idle(&self, timeout: Duration) -> bool {

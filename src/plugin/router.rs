@@ -104,22 +104,26 @@ impl SessionIndexPlugin {
     pub fn call_tool(&self, call: ToolCall) -> Result<ToolResult, String> {
         panic_if_requested(&format!("tool:{}", call.tool));
         check_version(call.v)?;
-        match call.tool.as_str() {
+        let mut result = match call.tool.as_str() {
             "query_session" if self.services.config.query.enabled => {
-                Ok(crate::features::query::call_tool(&self.services, &call))
+                crate::features::query::call_tool(&self.services, &call)
             }
             "search_sessions" if self.services.config.search.enabled => {
-                Ok(crate::features::search_tool::call(&self.services, &call))
+                crate::features::search_tool::call(&self.services, &call)
             }
-            other => Err(format!("unknown tool '{other}'")),
-        }
+            other => return Err(format!("unknown tool '{other}'")),
+        };
+        outgoing::tool_result(&mut result);
+        Ok(result)
     }
 
     pub fn run_command(&self, call: CommandCall) -> Result<CommandResult, String> {
         panic_if_requested(&format!("command:{}", call.command));
         check_version(call.v)?;
-        crate::features::commands::run(&self.services, &call)
-            .ok_or_else(|| format!("unknown command '{}'", call.command))
+        let mut result = crate::features::commands::run(&self.services, &call)
+            .ok_or_else(|| format!("unknown command '{}'", call.command))?;
+        outgoing::command_result(&mut result);
+        Ok(result)
     }
 
     pub fn request(&self, method: &str, payload: Value) -> Result<Value, String> {
@@ -164,5 +168,63 @@ fn refresh_store(services: &Arc<Services>, ctx: &pi_ext_abi::protocol::SessionCo
     );
     if c.search.enabled {
         crate::features::embedding::embed_in_background(services, ctx);
+    }
+}
+
+/// What the plugin hands pi is redacted on its way out, whatever it holds:
+/// session text comes from the reader already redacted, but paths, project
+/// directories and meta files do not, and a new field of a tool's result
+/// cannot forget it. What pi acts on (a session file to switch to, a
+/// command's arguments) is left as it is.
+mod outgoing {
+    use pi_ext_abi::protocol::{Action, CommandResult, ContentPart, CustomMessage, ToolResult};
+
+    use crate::redact::{redact, strings_in};
+
+    fn text(s: &mut String) {
+        if let std::borrow::Cow::Owned(redacted) = redact(s) {
+            *s = redacted;
+        }
+    }
+
+    pub(super) fn tool_result(result: &mut ToolResult) {
+        for ContentPart::Text { text: t } in &mut result.content {
+            text(t);
+        }
+        strings_in(&mut result.details, redact);
+    }
+
+    fn message(message: &mut CustomMessage) {
+        text(&mut message.content);
+        strings_in(&mut message.details, redact);
+    }
+
+    pub(super) fn command_result(result: &mut CommandResult) {
+        if let Some(m) = &mut result.message {
+            text(m);
+        }
+        strings_in(&mut result.details, redact);
+        actions(&mut result.actions);
+    }
+
+    fn actions(actions: &mut [Action]) {
+        for action in actions {
+            match action {
+                Action::Select { title, options } => {
+                    text(title);
+                    for option in options {
+                        text(&mut option.label);
+                        self::actions(&mut option.actions);
+                    }
+                }
+                Action::NewSession {
+                    message: Some(m), ..
+                } => message(m),
+                Action::InsertText { text: t } => text(t),
+                Action::SwitchSession { .. }
+                | Action::NewSession { .. }
+                | Action::Command { .. } => {}
+            }
+        }
     }
 }

@@ -296,6 +296,25 @@ pub fn session_text(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Every string of `value` (not its keys) passed through `pass`
+/// ([`redact`] or [`session_text`]).
+pub fn strings_in(value: &mut serde_json::Value, pass: fn(&str) -> Cow<'_, str>) {
+    use serde_json::Value;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => {
+                if let Cow::Owned(passed) = pass(s) {
+                    *s = passed;
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Object(map) => stack.extend(map.values_mut()),
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 #[path = "redact_tests.rs"]
 mod tests;

@@ -5,6 +5,14 @@
 //! string (thinking, summaries, names, ids, tool-call arguments) keeps at
 //! most [`STRING_HEAD_BYTES`]. So an entry costs what its heads cost, however
 //! long the line it was read from.
+//!
+//! Every text an entry keeps is also cleaned here ([`clean`]: `<private>`
+//! spans and secrets, [`crate::redact::session_text`]), before it is cut: the
+//! reader is where session text enters the program, so no view, store row,
+//! model request or printed line can hold text that skipped the pass. What
+//! is kept as is: ids, types, roles, tool names, timestamps, the header's
+//! `cwd` and `parentSession` (paths the privacy and containment checks match;
+//! what prints or sends them redacts them there).
 
 use super::entries::*;
 use super::raw::{RawBlock, RawContent, RawLine, RawMessage, Str};
@@ -54,6 +62,25 @@ pub(crate) fn head_of<T: for<'s> From<&'s str>>(s: &str) -> T {
     T::from(&s[..crate::text::floor_char_boundary(s, STRING_HEAD_BYTES)])
 }
 
+/// `text` with its `<private>` spans and secrets replaced: what every text
+/// taken from a session becomes.
+fn clean(text: &str) -> String {
+    crate::redact::session_text(text).into_owned()
+}
+
+/// [`head_of`] `s`, cleaned.
+fn clean_head<T: From<String>>(s: &str) -> T {
+    T::from(clean(
+        &s[..crate::text::floor_char_boundary(s, STRING_HEAD_BYTES)],
+    ))
+}
+
+/// [`bounded`] of `text` cleaned first, so a cut never keeps the body of a
+/// secret whose start it dropped.
+fn clean_bounded(text: &str, head: Head) -> BoundedText {
+    bounded(&clean(text), head.units, head.bytes)
+}
+
 /// Keep a head of `text` of at most `max_units` UTF-16 units and `max_bytes`
 /// bytes (on a char boundary), plus its full lengths.
 pub fn bounded(text: &str, max_units: usize, max_bytes: usize) -> BoundedText {
@@ -99,7 +126,7 @@ fn decode(json: &str) -> String {
         .unwrap_or_default()
 }
 
-/// [`bounded`] of the string the JSON literal `json` stands for, to `head`;
+/// [`bounded`] of the string the JSON literal `json` stands for, cleaned, to `head`;
 /// a long one is measured on its JSON text (each escape is one UTF-16 unit)
 /// and only its head decoded, so a huge text is never copied. JSON text
 /// beyond 6 bytes per kept byte is not decoded: its head decodes to at least
@@ -109,7 +136,7 @@ fn bounded_json(json: &str, head: Head) -> BoundedText {
     let head_json_bytes = 6 * head.bytes;
     let body = &json[1..json.len() - 1];
     if body.len() <= head_json_bytes {
-        return bounded(&decode(json), head.units, head.bytes);
+        return clean_bounded(&decode(json), head);
     }
     let b = body.as_bytes();
     let (mut units, mut bytes) = (utf16_len(body), body.len());
@@ -134,8 +161,15 @@ fn bounded_json(json: &str, head: Head) -> BoundedText {
     BoundedText {
         full_utf16_len: units,
         full_bytes: bytes,
-        ..bounded(&decoded, head.units, head.bytes)
+        ..clean_bounded(&decoded, head)
     }
+}
+
+/// [`bounded_value`] with every string cleaned.
+fn clean_value(json: &str) -> Value {
+    let mut value = bounded_value(json);
+    crate::redact::strings_in(&mut value, crate::redact::session_text);
+    value
 }
 
 /// The JSON value `json` (a tool call's arguments, an entry's `details`)
@@ -250,15 +284,12 @@ fn block(raw: &RawBlock<'_>, head: Head) -> Option<Block> {
                 .unwrap_or("\"\"");
             Some(Block::Text(bounded_json(json, head)))
         }
-        "thinking" => Some(Block::Thinking(head_of(
+        "thinking" => Some(Block::Thinking(clean_head(
             raw.thinking.as_str().unwrap_or_default(),
         ))),
         "toolCall" => Some(Block::ToolCall {
             name: head_of(raw.name.as_str().unwrap_or_default()),
-            arguments: Box::new(
-                raw.arguments
-                    .map_or(Value::Null, |a| bounded_value(a.get())),
-            ),
+            arguments: Box::new(raw.arguments.map_or(Value::Null, |a| clean_value(a.get()))),
         }),
         "image" => Some(Block::Image {
             mime_type: head_of(raw.mime_type.as_str().unwrap_or_default()),
@@ -285,9 +316,7 @@ fn blocks<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>, head: Head) -> B {
 /// throw; it is kept as text so nothing is silently lost.
 fn tool_result_content(raw: &Option<RawContent<'_>>) -> Box<[Block]> {
     match raw {
-        Some(RawContent::Text(t)) => {
-            Box::new([Block::Text(bounded(t, TOOL_TEXT.units, TOOL_TEXT.bytes))])
-        }
+        Some(RawContent::Text(t)) => Box::new([Block::Text(clean_bounded(t, TOOL_TEXT))]),
         _ => blocks(raw, TOOL_TEXT),
     }
 }
@@ -296,11 +325,7 @@ fn tool_result_content(raw: &Option<RawContent<'_>>) -> Box<[Block]> {
 /// block pi's views read it as.
 pub fn content<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>) -> B {
     match raw {
-        Some(RawContent::Text(t)) => B::from(vec![Block::Text(bounded(
-            t,
-            MESSAGE_TEXT.units,
-            MESSAGE_TEXT.bytes,
-        ))]),
+        Some(RawContent::Text(t)) => B::from(vec![Block::Text(clean_bounded(t, MESSAGE_TEXT))]),
         _ => blocks(raw, MESSAGE_TEXT),
     }
 }
@@ -316,7 +341,7 @@ pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
         },
         "assistant" => AgentMessage::Assistant {
             content: blocks(&m.content, MESSAGE_TEXT),
-            error_message: m.error_message.as_str().map(|e| Box::new(head_of(e))),
+            error_message: m.error_message.as_str().map(|e| Box::new(clean_head(e))),
             timestamp,
         },
         "toolResult" => AgentMessage::ToolResult {
@@ -326,29 +351,25 @@ pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
             timestamp,
         },
         "bashExecution" => AgentMessage::BashExecution(Box::new(BashExecution {
-            command: head_of(m.command.as_str().unwrap_or_default()),
+            command: clean_head(m.command.as_str().unwrap_or_default()),
             // pi stores bash output already cut to 50 KB and sends it whole.
-            output: bounded(
-                m.output.as_str().unwrap_or_default(),
-                MESSAGE_TEXT.units,
-                MESSAGE_TEXT.bytes,
-            ),
+            output: clean_bounded(m.output.as_str().unwrap_or_default(), MESSAGE_TEXT),
             exit_code: m.exit_code.0.filter(|v| v.is_finite()).map(|v| v as i64),
             cancelled: m.cancelled.0,
             truncated: m.truncated.0,
-            full_output_path: m.full_output_path.as_str().map(head_of),
+            full_output_path: m.full_output_path.as_str().map(clean_head),
             exclude_from_context: m.exclude_from_context.0,
             timestamp,
         })),
         "custom" => custom(m, timestamp),
         "hookMessage" if version < 3 => custom(m, timestamp),
         "branchSummary" => AgentMessage::BranchSummary {
-            summary: head_of(m.summary.as_str().unwrap_or_default()),
+            summary: clean_head(m.summary.as_str().unwrap_or_default()),
             from_id: head_of(m.from_id.as_str().unwrap_or_default()),
             timestamp,
         },
         "compactionSummary" => AgentMessage::CompactionSummary {
-            summary: head_of(m.summary.as_str().unwrap_or_default()),
+            summary: clean_head(m.summary.as_str().unwrap_or_default()),
             tokens_before: to_u64(m.tokens_before.0),
             timestamp,
         },
@@ -374,7 +395,7 @@ pub(crate) fn string<T: for<'s> From<&'s str>>(s: &Str<'_>) -> T {
 /// it (`fromHook`): then they are not pi's file lists.
 fn pi_details(l: &RawLine<'_>) -> Option<Box<Value>> {
     let details = l.details.filter(|_| !l.from_hook.0)?;
-    Some(Box::new(bounded_value(details.get())))
+    Some(Box::new(clean_value(details.get())))
 }
 
 /// The entry kind of a non-header line. `Err(())` for a `message` entry pi's
@@ -394,14 +415,14 @@ pub fn kind(l: &RawLine<'_>, ty: &str, version: u32) -> Result<EntryKind, ()> {
             model_id: string(&l.model_id),
         },
         "compaction" => EntryKind::Compaction {
-            summary: string(&l.summary),
+            summary: clean_head(l.summary.as_str().unwrap_or_default()),
             first_kept_entry_id: string(&l.first_kept_entry_id),
             tokens_before: to_u64(l.tokens_before.0),
             details: pi_details(l),
         },
         "branch_summary" => EntryKind::BranchSummary {
             from_id: string(&l.from_id),
-            summary: string(&l.summary),
+            summary: clean_head(l.summary.as_str().unwrap_or_default()),
             details: pi_details(l),
         },
         "custom" => EntryKind::Custom {
@@ -414,10 +435,10 @@ pub fn kind(l: &RawLine<'_>, ty: &str, version: u32) -> Result<EntryKind, ()> {
         },
         "label" => EntryKind::Label {
             target_id: string(&l.target_id),
-            label: l.label.as_str().map(head_of),
+            label: l.label.as_str().map(clean_head),
         },
         "session_info" => EntryKind::SessionInfo {
-            name: l.name.as_str().map(head_of),
+            name: l.name.as_str().map(clean_head),
         },
         other => EntryKind::Unknown {
             entry_type: head_of(other),

@@ -180,7 +180,7 @@ impl Scanned {
                     .as_str()
                     .map(str::trim)
                     .filter(|n| !n.is_empty())
-                    .map(str::to_string);
+                    .map(|n| crate::redact::session_text(n).into_owned());
             }
             return;
         }

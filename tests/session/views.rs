@@ -91,13 +91,27 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_session-index"))
 }
 
+/// `inspect` of a copy of fixture `name` in the sessions directory of a temp
+/// agent dir (a file argument is read only there).
+fn inspect(name: &str, extra: &[&str]) -> std::process::Output {
+    let agent = tempfile::tempdir().unwrap();
+    let project = agent.path().join("sessions/--work-p--");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join(fixture(name).file_name().unwrap());
+    std::fs::copy(fixture(name), &file).unwrap();
+    bin()
+        .arg("inspect")
+        .args(extra)
+        .arg(&file)
+        .arg("--agent-dir")
+        .arg(agent.path())
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn inspect_prints_one_json_document() {
-    let out = bin()
-        .args(["inspect"])
-        .arg(fixture("branches-nosummary.jsonl"))
-        .output()
-        .unwrap();
+    let out = inspect("branches-nosummary.jsonl", &[]);
     let doc = crate::support::json_output(&out);
     for key in [
         "id",
@@ -114,11 +128,7 @@ fn inspect_prints_one_json_document() {
     assert_eq!(doc["id"], "branch-plain");
     assert_eq!(doc["name"], "Cache design");
 
-    let out = bin()
-        .args(["inspect", "--leaf", "e0000004"])
-        .arg(fixture("branches-nosummary.jsonl"))
-        .output()
-        .unwrap();
+    let out = inspect("branches-nosummary.jsonl", &["--leaf", "e0000004"]);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["leafId"], "e0000004");
     assert_eq!(
@@ -129,16 +139,54 @@ fn inspect_prints_one_json_document() {
 
 #[test]
 fn inspect_rejects_non_sessions_with_one_line() {
-    let out = bin()
-        .arg("inspect")
-        .arg(fixture("divergent/not-a-session.jsonl"))
-        .output()
-        .unwrap();
+    let out = inspect("divergent/not-a-session.jsonl", &[]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not a pi session"), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(out.stdout.is_empty());
+}
+
+/// Issue 24: `inspect /etc/passwd` printed what it read. A file argument
+/// outside the sessions directory is refused, by name, in one line, for
+/// `inspect` and `show` alike, symlinked in or not.
+#[test]
+fn files_outside_the_sessions_directory_are_refused() {
+    let agent = tempfile::tempdir().unwrap();
+    let project = agent.path().join("sessions/--work-p--");
+    std::fs::create_dir_all(&project).unwrap();
+    let outside = agent.path().join("elsewhere.jsonl");
+    std::fs::copy(fixture("branches-nosummary.jsonl"), &outside).unwrap();
+    let link = project.join("link.jsonl");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    for command in ["inspect", "show"] {
+        for file in [
+            outside.as_path(),
+            link.as_path(),
+            std::path::Path::new("/etc/passwd"),
+        ] {
+            let out = bin()
+                .arg(command)
+                .arg(file)
+                .arg("--agent-dir")
+                .arg(agent.path())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{command} {}: {stderr}",
+                file.display()
+            );
+            assert!(out.stdout.is_empty(), "{command} {}", file.display());
+            assert!(
+                stderr.contains("outside the sessions directory"),
+                "{stderr}"
+            );
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        }
+    }
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use session_index::config::Config;
 use session_index::resolve::Catalog;
-use session_index::store::{Store, UpdateReport};
+use session_index::store::{Gate, Store, UpdateReport};
 
 use crate::Failure;
 
@@ -100,14 +100,20 @@ pub fn stale_note(report: &UpdateReport) {
 /// Print to stdout: every command's output goes through here, never
 /// `println!`, which panics once the reader went away (`| head`). Output
 /// is then dropped quietly, and the command finishes its work.
+///
+/// What is printed is redacted here, whatever it holds: session text comes
+/// from the reader already redacted, but paths, project directories and meta
+/// files do not, and a new field cannot forget it.
 pub fn out(text: &str) {
     use std::io::Write;
+    let text = session_index::redact::redact(text);
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
-/// Session files for `refs`: an existing file is taken as is; anything else
-/// resolves as after `@@` (id, id prefix, name, slug, fuzzy), preferring the
-/// current directory's project, among the sessions of `agent_dir` only.
+/// Session files for `refs`: an existing file is taken when it is inside the
+/// sessions directory (nothing else is ever read); anything else resolves as
+/// after `@@` (id, id prefix, name, slug, fuzzy), preferring the current
+/// directory's project, among the sessions of `agent_dir` only.
 pub fn session_files(agent_dir: &Path, refs: &[String]) -> Vec<Result<PathBuf, String>> {
     // The index it updates keeps out what the user's privacy.exclude names.
     let config = config(None, agent_dir).ok();
@@ -116,10 +122,11 @@ pub fn session_files(agent_dir: &Path, refs: &[String]) -> Vec<Result<PathBuf, S
     let cwd = std::env::current_dir()
         .map(|d| d.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let gate = Gate::new(&sessions, &Default::default());
     refs.iter()
         .map(|r| {
             if Path::new(r).is_file() {
-                return Ok(PathBuf::from(r));
+                return inside_sessions(&gate, &sessions, Path::new(r));
             }
             catalog
                 .resolve(&sessions, &metas, &cwd, r)
@@ -127,6 +134,21 @@ pub fn session_files(agent_dir: &Path, refs: &[String]) -> Vec<Result<PathBuf, S
                 .map_err(|e| e.to_string())
         })
         .collect()
+}
+
+/// `file` (an existing file named on the command line) with its symlinks
+/// resolved, when the gate finds it inside `sessions`: the containment check
+/// every path from the store passes (a link inside pointing out is outside).
+fn inside_sessions(gate: &Gate, sessions: &Path, file: &Path) -> Result<PathBuf, String> {
+    let real = std::fs::canonicalize(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    if gate.inside(&real) {
+        return Ok(real);
+    }
+    Err(format!(
+        "{}: outside the sessions directory {}; only pi's session files there are read",
+        file.display(),
+        sessions.display()
+    ))
 }
 
 /// One session argument (see [`session_files`]).
