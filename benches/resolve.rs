@@ -345,7 +345,7 @@ fn main() {
         let len = 1 + i % 6;
         let prefix: String = name.chars().take(len).collect();
         let t = Instant::now();
-        let got = catalog.complete(&sdir, &mdir, &s.cwd, &prefix, 10);
+        let got = catalog.complete(&sdir, &mdir, &s.cwd, None, &prefix, 10);
         comp.push(t.elapsed());
         assert!(!got.is_empty() || prefix.is_empty());
     }

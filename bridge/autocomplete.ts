@@ -9,8 +9,10 @@ import type { AutocompleteItem, AutocompleteProvider, AutocompleteSuggestions } 
 /** pi-ext-abi catalog `Candidate` (the fields used here). */
 export interface Candidate {
 	id: string;
-	name?: string | null;
-	created?: string;
+	/** How the session is shown: its name, else its first message's title. */
+	title?: string;
+	/** The day it was last active (YYYY-MM-DD). */
+	activeDay?: string;
 	reference: string;
 }
 
@@ -24,9 +26,8 @@ export function referenceToken(textBeforeCursor: string): string | undefined {
 
 export function toItem(candidate: Candidate): AutocompleteItem {
 	const reference = /\s/.test(candidate.reference) ? `"${candidate.reference}"` : candidate.reference;
-	const when = candidate.created ? candidate.created.slice(0, 10) : "";
-	const label = candidate.name ? `${candidate.name}` : candidate.id.slice(0, 8);
-	return { value: `@@${reference}`, label: `@@${reference}`, description: [label, when].filter(Boolean).join(" · ") };
+	const title = candidate.title || candidate.id.slice(0, 8);
+	return { value: `@@${reference}`, label: `@@${reference}`, description: [title, candidate.activeDay].filter(Boolean).join(" · ") };
 }
 
 export function referenceProvider(current: AutocompleteProvider, complete: CompleteRequest): AutocompleteProvider {

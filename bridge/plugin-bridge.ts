@@ -11,6 +11,7 @@ import { appendFileSync } from "node:fs";
 import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { getAgentDir, VERSION } from "@mariozechner/pi-coding-agent";
 import { referenceProvider } from "./autocomplete.js";
+import { continuationRenderer, CONTINUATION_TYPE } from "./continuation.js";
 import { buildState } from "./native.mjs";
 import { errorText, HostClient } from "./host-client.js";
 import { apiKey, complete, modelKey } from "./models.js";
@@ -42,6 +43,8 @@ const TIMEOUTS = {
 	event: cap(10_000),
 	completion: 2_000,
 	beforeAgentStart: cap(30_000),
+	/** Finding the unsure `@@` references of a prompt (it resolves them). */
+	references: cap(5_000),
 	tool: cap(180_000),
 	command: cap(300_000),
 	shutdown: Number(process.env.PI_EXT_SHUTDOWN_MS ?? 5_000),
@@ -62,6 +65,24 @@ export function log(level: string, message: string): void {
 export interface HostCommand {
 	command: string;
 	args: string[];
+}
+
+/**
+ * An unsure `@@` reference of a prompt, to settle in pi's selector (`references.questions`, whose
+ * documents are `Question` and `Pick` in src/features/references/choose.rs).
+ */
+interface ReferenceQuestion {
+	reference: string;
+	title: string;
+	options: { label: string; sessionId: string }[];
+	skip: string;
+	cancel: string;
+}
+
+/** The user's answer for one reference: a session, or `null` (send without it). */
+interface ReferencePick {
+	reference: string;
+	sessionId: string | null;
 }
 
 /** The command running now: its context (`waitForIdle` goes through it) and the notices it showed. */
@@ -114,6 +135,8 @@ export class PluginBridge {
 	private buildPercent: number | undefined;
 	/** pi ended this runtime (session_shutdown): a build that finishes later starts nothing here. */
 	private closed = false;
+	/** The answers to the last prompt's reference questions, for its `before_agent_start`. */
+	private picks: ReferencePick[] = [];
 
 	constructor(private readonly pi: ExtensionAPI) {}
 
@@ -222,13 +245,49 @@ export class PluginBridge {
 	async input(event: { text: string; source: string }, ctx: ExtensionContext) {
 		// Images stay in pi: the plugin works on text.
 		const result = await this.event<InputResult>("input", { text: event.text, source: event.source }, ctx);
-		if (result?.action === "transform" && typeof result.text === "string") return { action: "transform" as const, text: result.text };
 		if (result?.action === "handled") return { action: "handled" as const };
-		return undefined;
+		const transformed = result?.action === "transform" && typeof result.text === "string" ? result.text : undefined;
+		const text = transformed ?? event.text;
+		if (!(await this.settleReferences(text, ctx))) {
+			// Cancelled: nothing is sent and the prompt goes back to the editor.
+			ctx.ui.setEditorText(text);
+			return { action: "handled" as const };
+		}
+		return transformed === undefined ? undefined : { action: "transform" as const, text: transformed };
+	}
+
+	/**
+	 * Before a prompt is sent, let the user settle each unsure `@@` reference (several sessions
+	 * match, or none while some names are close) in pi's selector: a session, "send without it",
+	 * or cancel (returns false). Only where someone can answer (pi's TUI, an RPC client) and the
+	 * prompt starts an agent run; a prompt whose references all resolve is asked nothing.
+	 */
+	private async settleReferences(text: string, ctx: ExtensionContext): Promise<boolean> {
+		this.picks = [];
+		if (!this.on || !ctx.hasUI || !ctx.isIdle() || !text.includes("@@")) return true;
+		let questions: ReferenceQuestion[] = [];
+		try {
+			const started = performance.now();
+			const request = { method: "references.questions", payload: { prompt: text } };
+			const answer = await this.connected().request<{ questions?: ReferenceQuestion[] }>("request", request, TIMEOUTS.references);
+			questions = answer?.questions ?? [];
+			log("debug", `references.questions: ${questions.length} in ${(performance.now() - started).toFixed(1)} ms`);
+		} catch (err) {
+			log("warn", `references.questions: ${errorText(err)}`);
+			return true;
+		}
+		for (const q of questions) {
+			const choice = await ctx.ui.select(q.title, [...q.options.map((o) => o.label), q.skip, q.cancel]);
+			if (choice === undefined || choice === q.cancel) return false;
+			const picked = q.options.find((o) => o.label === choice);
+			this.picks.push({ reference: q.reference, sessionId: picked?.sessionId ?? null });
+		}
+		return true;
 	}
 
 	async beforeAgentStart(event: { prompt: string; systemPrompt: string }, ctx: ExtensionContext) {
-		const payload = { prompt: event.prompt, systemPrompt: event.systemPrompt };
+		const payload = { prompt: event.prompt, systemPrompt: event.systemPrompt, referencePicks: this.picks as unknown as JsonValue };
+		this.picks = [];
 		const result = await this.event<BeforeAgentStartResult>("before_agent_start", payload, ctx, TIMEOUTS.beforeAgentStart);
 		const down = this.startupError ?? this.lastFailure;
 		if (event.prompt.includes("@@")) {
@@ -290,6 +349,7 @@ export class PluginBridge {
 	// ---- the plugin's tools and commands in pi ---------------------------------------------------
 
 	private registerWithPi(): void {
+		this.pi.registerMessageRenderer(CONTINUATION_TYPE, continuationRenderer);
 		for (const tool of this.registrations?.tools ?? []) {
 			this.pi.registerTool({
 				name: tool.name,

@@ -71,6 +71,69 @@ pub fn first_line(text: &str, max: usize) -> String {
     )
 }
 
+/// Longest title made from a first message, in UTF-16 units (pi's session
+/// list cuts its preview about there).
+pub const TITLE_UNITS: usize = 60;
+
+/// A title for a session that has no name, from its first message: the
+/// first line that says something (code fences, markdown markers, quotes
+/// and emphasis dropped), on one line, cut at a word boundary with `…` to
+/// at most [`TITLE_UNITS`]. Empty when the message holds no words.
+pub fn title_from_message(message: &str) -> String {
+    let mut in_fence = false;
+    let line = message
+        .lines()
+        .filter(|line| {
+            let fence = line.trim_start().starts_with("```");
+            in_fence ^= fence;
+            !fence && !in_fence
+        })
+        .map(strip_markdown)
+        .find(|line| line.chars().any(char::is_alphanumeric))
+        .unwrap_or_default();
+    clip_words(&line, TITLE_UNITS)
+}
+
+/// A line without its markdown: leading `#`, `>`, list markers and quote
+/// marks, and `*`, `_`, `` ` `` emphasis, whitespace collapsed.
+fn strip_markdown(line: &str) -> String {
+    let mut rest = line.trim();
+    loop {
+        let trimmed = rest
+            .trim_start_matches(['#', '>', '-', '*', '+', ' ', '\t'])
+            .trim_start();
+        let numbered = trimmed
+            .split_once(['.', ')'])
+            .filter(|(n, _)| !n.is_empty() && n.len() <= 3 && n.chars().all(|c| c.is_ascii_digit()))
+            .map(|(_, after)| after.trim_start());
+        let next = numbered.unwrap_or(trimmed);
+        if next.len() == rest.len() {
+            break;
+        }
+        rest = next;
+    }
+    let plain: String = rest.chars().filter(|c| !matches!(c, '*' | '`')).collect();
+    flat(&plain)
+}
+
+/// At most `max` UTF-16 units of `text`, cut after a whole word when one
+/// ends in the last third (else mid-word), with `…`.
+pub fn clip_words(text: &str, max: usize) -> String {
+    let clipped = clip(text, max, Keep::Head);
+    let Some(head) = clipped.strip_suffix('…') else {
+        return clipped;
+    };
+    match head.rfind(char::is_whitespace) {
+        Some(at) if at >= head.len() * 2 / 3 => {
+            format!(
+                "{}…",
+                head[..at].trim_end_matches([',', ';', ':', '-', ' '])
+            )
+        }
+        _ => clipped,
+    }
+}
+
 /// `/home/me/work/x` as `~/work/x` for the user whose home it is.
 pub fn home_relative(path: &str) -> String {
     let home = std::env::var("HOME").unwrap_or_default();
@@ -136,6 +199,30 @@ mod tests {
         assert_eq!(floor_char_boundary(s, 2), 1);
         assert_eq!(floor_char_boundary(s, 4), 3);
         assert_eq!(floor_char_boundary(s, 99), s.len());
+    }
+
+    #[test]
+    fn a_first_message_becomes_a_one_line_title() {
+        assert_eq!(
+            title_from_message("## Fix the **cron** job\n\nIt fails at night."),
+            "Fix the cron job"
+        );
+        assert_eq!(
+            title_from_message("```\nerror: boom\n```\n> why does `cargo` fail?"),
+            "why does cargo fail?"
+        );
+        assert_eq!(
+            title_from_message("1. Explore how the AI agent can get access"),
+            "Explore how the AI agent can get access"
+        );
+        assert_eq!(title_from_message("  \n```\n```"), "");
+        let long = "Explore how the AI agent can get the credentials it needs without the user pasting them";
+        let title = title_from_message(long);
+        assert_eq!(
+            title,
+            "Explore how the AI agent can get the credentials it needs…"
+        );
+        assert!(title.encode_utf16().count() <= TITLE_UNITS);
     }
 
     #[test]

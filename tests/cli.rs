@@ -277,7 +277,7 @@ fn index_all_never_replaces_a_model_written_meta_with_an_offline_one() {
     let table = stdout(&run(agent.path(), &["list", "--all", "--wait"]));
     let row = table
         .lines()
-        .find(|l| l.contains("JWT expiry and refresh tokens"))
+        .find(|l| l.contains("Named by a model"))
         .unwrap_or_default();
     assert!(
         row.contains("  anthropic/claude-haiku-4-5  "),

@@ -92,7 +92,7 @@ fn continue_returns_a_new_session_with_the_parent_and_its_redacted_context() {
         panic!("one newSession action: {:?}", result.actions)
     };
     assert_eq!(parent_session.as_deref(), Some(old.to_str().unwrap()));
-    assert_eq!(message.custom_type, "session-reference");
+    assert_eq!(message.custom_type, "session-continuation");
     assert!(message.display);
     assert!(
         message.content.contains("We moved tokens to PASETO"),

@@ -289,6 +289,7 @@ fn injected(services: &Arc<Services>, agent: &Agent, prompt: &str) -> String {
         services,
         &agent.ctx("/elsewhere"),
         prompt,
+        &[],
     )
     .expect("a message");
     format!("{}\n{}", message.content, message.details)
@@ -482,6 +483,7 @@ fn excluded_sessions_are_never_indexed_referenced_or_queried() {
         &services,
         &agent.ctx("/elsewhere"),
         &format!("@@{}", &ID[..8]),
+        &[],
     )
     .unwrap();
     assert_eq!(message.details["unresolved"][0]["code"], "SESSION_EXCLUDED");

@@ -151,13 +151,13 @@ fn result_text(hits: &[SessionHit]) -> String {
     );
     for (i, hit) in hits.iter().enumerate() {
         let s = &hit.session;
-        let name = s.title().unwrap_or("");
+        let name = s.title();
         let date = crate::time::iso_from_millis(s.last_activity_ms as i64);
         text.push_str(&format!(
             "\n{}. id {} name {} modified {} project {}",
             i + 1,
             s.id,
-            quote(name),
+            quote(&name),
             &date[..10],
             quote(&s.cwd)
         ));

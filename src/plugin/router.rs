@@ -78,8 +78,10 @@ impl SessionIndexPlugin {
             Event::Input {} => to_value(&InputResult::Continue),
             Event::BeforeAgentStart { prompt } => {
                 services.turn.start();
-                let message =
-                    crate::features::references::before_agent_start(services, &call.ctx, &prompt);
+                let picks = crate::features::references::choose::picks(&call.payload);
+                let message = crate::features::references::before_agent_start(
+                    services, &call.ctx, &prompt, &picks,
+                );
                 match message {
                     Some(message) => to_value(&BeforeAgentStartResult {
                         message: Some(message),
@@ -130,6 +132,10 @@ impl SessionIndexPlugin {
         panic_if_requested(&format!("request:{method}"));
         match method {
             "references.complete" => Ok(crate::features::references::complete(
+                &self.services,
+                &payload,
+            )),
+            "references.questions" => Ok(crate::features::references::choose::questions(
                 &self.services,
                 &payload,
             )),

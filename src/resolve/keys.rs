@@ -39,6 +39,10 @@ pub(crate) struct Row {
     pub names: Vec<String>,
     /// Names, their slugs and loose slugs: what a slug reference is compared with.
     pub slugs: Vec<String>,
+    /// The [`name_key`] of how the session is shown ([`SessionRecord::title`]):
+    /// completion matches its words (a session without a name by its
+    /// first-message title).
+    pub title: String,
     /// Highest weight first; made on the first fuzzy lookup (exact lookups,
     /// the first build and lookups before it never need them).
     fields: std::sync::OnceLock<Vec<Field>>,
@@ -63,6 +67,7 @@ impl Row {
             }
         }
         Row {
+            title: name_key(&without_references(&entry.title())),
             id_lower: entry.id.to_lowercase(),
             missing,
             refused: None,

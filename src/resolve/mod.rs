@@ -35,7 +35,7 @@ pub use rules::Rule;
 
 use crate::store::cache::{cold_lookup, Cache, MISS_GAP};
 use keys::Row;
-use rules::{id_like, path_like, Outcome, Query};
+use rules::{id_like, path_like, MatchKind, Outcome, Query, Scored};
 
 /// A session offered to the user: for ambiguity errors and completion.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,8 +43,12 @@ use rules::{id_like, path_like, Outcome, Query};
 pub struct Candidate {
     pub id: String,
     pub name: Option<String>,
+    /// How the session is shown ([`SessionRecord::title`]).
+    pub title: String,
     /// Header timestamp (ISO).
     pub created: String,
+    /// The day it was last active ([`SessionRecord::active_day`]).
+    pub active_day: String,
     pub cwd: String,
     pub modified_ms: u64,
     /// The reference text, unquoted: a slug, an id prefix, or a name with
@@ -59,11 +63,18 @@ pub struct Candidate {
 impl std::fmt::Display for Candidate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The full id: candidates often share a prefix (UUIDv7 ids start with the time).
-        let date: String = self.created.chars().take(10).collect();
-        match &self.name {
-            Some(n) => write!(f, "{} \"{n}\" {date} {}", self.id, self.cwd),
-            None => write!(f, "{} (unnamed) {date} {}", self.id, self.cwd),
-        }
+        write!(
+            f,
+            "{} \"{}\" {} {}",
+            self.id, self.title, self.active_day, self.cwd
+        )
+    }
+}
+
+impl Candidate {
+    /// `034d1cd7… "Cron in gitclaw"`: how a suggestion names a session.
+    pub fn short(&self) -> String {
+        format!("{} \"{}\"", short_id(&self.id), self.title)
     }
 }
 
@@ -79,7 +90,8 @@ pub enum ResolveError {
     #[error("no session matches \"{reference}\"{}", did_you_mean(suggestions))]
     NotFound {
         reference: String,
-        suggestions: Vec<String>,
+        /// Sessions whose names are close, best first.
+        suggestions: Vec<Candidate>,
     },
     #[error("\"{reference}\" matches {} sessions: {}", candidates.len(), list(candidates))]
     Ambiguous {
@@ -122,11 +134,12 @@ fn list(c: &[Candidate]) -> String {
     s
 }
 
-fn did_you_mean(s: &[String]) -> String {
+fn did_you_mean(s: &[Candidate]) -> String {
     if s.is_empty() {
         String::new()
     } else {
-        format!("; did you mean {}?", s.join(", "))
+        let names: Vec<String> = s.iter().map(Candidate::short).collect();
+        format!("; did you mean {}?", names.join(", "))
     }
 }
 
@@ -331,9 +344,15 @@ impl Catalog {
         if matches!(outcome, Outcome::NotFound(_)) && self.search && words {
             let ranked = store.rank(q.reference.trim(), q.cwd);
             let at = |id: &str| rows.iter().position(|r| r.entry.id == id);
-            let scored: Vec<(f64, usize)> = ranked
+            let scored: Vec<Scored> = ranked
                 .iter()
-                .filter_map(|(id, s)| Some((*s, at(id)?)))
+                .filter_map(|(id, score)| {
+                    Some(Scored {
+                        kind: MatchKind::Text,
+                        score: *score,
+                        row: at(id)?,
+                    })
+                })
                 .collect();
             if !scored.is_empty() {
                 outcome = rules::decide(rows, scored, Rule::Search, q);
@@ -356,10 +375,11 @@ impl Catalog {
             }),
             Outcome::NotFound(near) => Err(ResolveError::NotFound {
                 reference: reference(),
-                suggestions: near
-                    .into_iter()
-                    .map(|i| suggestion(&rows[i].entry))
-                    .collect(),
+                suggestions: candidates(
+                    rows,
+                    &near.into_iter().map(|i| (0.0, i)).collect::<Vec<_>>(),
+                    None,
+                ),
             }),
             Outcome::Outside => Err(ResolveError::Outside {
                 reference: reference(),
@@ -367,18 +387,21 @@ impl Catalog {
         }
     }
 
-    /// Candidates for a `@@` prefix, for editor completion.
+    /// Candidates for a `@@` prefix, for editor completion, typed in project
+    /// `current_cwd` and session `current_session` (offered last).
     pub fn complete(
         &self,
         sessions_dir: &Path,
         meta_dir: &Path,
         current_cwd: &str,
+        current_session: Option<&str>,
         prefix: &str,
         limit: usize,
     ) -> Vec<Candidate> {
+        let current = current_session.map(str::to_lowercase);
         self.with_rows(sessions_dir, meta_dir, |s| {
             let rows = &s.rows;
-            let ranked = rules::complete(rows, current_cwd, prefix, limit);
+            let ranked = rules::complete(rows, current_cwd, current.as_deref(), prefix, limit);
             candidates(rows, &ranked, Some(current_cwd))
         })
     }
@@ -454,13 +477,27 @@ fn found(row: &Row, rule: Rule) -> Result<Resolved, ResolveError> {
     })
 }
 
-/// How a miss names a session: `034d1cd7… "Cron in gitclaw"`.
-fn suggestion(e: &SessionRecord) -> String {
-    let mut s = short_id(&e.id);
-    if let Some(n) = e.pi_name() {
-        s.push_str(&format!(" \"{n}\""));
-    }
-    s
+/// The shortest prefix (8 characters or more) of each id that no other of
+/// `ids` shares: what tells them apart in a list, and what to type after `@@`
+/// (pi's ids start with the time, so sessions of one day share 8).
+pub fn unique_prefixes(ids: &[&str]) -> Vec<String> {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let shortest = |id: &str| {
+        let i = sorted.binary_search(&id).unwrap_or(0);
+        let near = [i.checked_sub(1), Some(i + 1)]
+            .into_iter()
+            .flatten()
+            .filter_map(|j| sorted.get(j));
+        near.map(|other| common(id, other) + 1)
+            .max()
+            .unwrap_or(0)
+            .max(8)
+    };
+    ids.iter()
+        .map(|id| id.chars().take(shortest(id)).collect())
+        .collect()
 }
 
 /// The first 8 characters of an id, with `…` when there are more.
@@ -502,6 +539,8 @@ fn candidates(rows: &[Row], hits: &[(f64, usize)], cwd: Option<&str>) -> Vec<Can
             Candidate {
                 id: e.id.clone(),
                 name: e.pi_name().map(String::from),
+                title: e.title(),
+                active_day: e.active_day(),
                 created: e.created.clone(),
                 cwd: e.cwd.clone(),
                 modified_ms: e.modified_ms,

@@ -49,6 +49,9 @@ pub enum Rule {
     Fuzzy,
     /// The search index's ranking, the last resort (see `Catalog::with_search`).
     Search,
+    /// Chosen by the user in pi's selector when the reference was ambiguous
+    /// or matched nothing (not a rule of the resolver).
+    Picked,
 }
 
 /// A reference as typed, and where.
@@ -60,6 +63,29 @@ pub(crate) struct Query<'a> {
     pub current: Option<&'a str>,
     /// Lowest fuzzy score that resolves.
     pub threshold: f64,
+}
+
+/// Where a fuzzy or search match was found. A word of a session's name or
+/// tags outranks the same word in another session's description or first
+/// message, whatever the project: the current project only breaks ties
+/// between matches of the same kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum MatchKind {
+    /// The description, the first message or the session's text, or a name
+    /// that holds the reference's letters but not its words.
+    Text,
+    /// Every word of the reference is in the session's name or tags.
+    Name,
+}
+
+/// A session a fuzzy or search rule found, and how well.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Scored {
+    pub kind: MatchKind,
+    /// In 0..=1.
+    pub score: f64,
+    /// Row index.
+    pub row: usize,
 }
 
 #[derive(Debug, PartialEq)]
@@ -264,43 +290,43 @@ fn pick(rows: &[Row], hits: Vec<usize>, rule: Rule, q: &Query) -> Outcome {
     Outcome::Ambiguous(hits)
 }
 
-/// The outcome for scored rows (`(score in 0..=1, row)`, any order, not the
-/// current session): the current project's best when it is within
-/// [`LOCAL_MARGIN`] of the best overall; resolved when clearly ahead of the
-/// next session, else the sessions not clearly behind it.
-pub(crate) fn decide(
-    rows: &[Row],
-    mut scored: Vec<(f64, usize)>,
-    rule: Rule,
-    q: &Query,
-) -> Outcome {
+/// The outcome for scored rows (any order, not the current session): only
+/// the best [`MatchKind`] counts; among its matches, the current project's
+/// best when it is within [`LOCAL_MARGIN`] of the best overall; resolved
+/// when clearly ahead of the next session, else the sessions not clearly
+/// behind it.
+pub(crate) fn decide(rows: &[Row], mut scored: Vec<Scored>, rule: Rule, q: &Query) -> Outcome {
     scored.sort_by(|a, b| {
-        let (ra, rb) = (&rows[a.1], &rows[b.1]);
-        b.0.total_cmp(&a.0)
+        let (ra, rb) = (&rows[a.row], &rows[b.row]);
+        b.kind
+            .cmp(&a.kind)
+            .then(b.score.total_cmp(&a.score))
             .then(rb.entry.modified_ms.cmp(&ra.entry.modified_ms))
             .then(ra.id_lower.cmp(&rb.id_lower))
     });
     let mut seen = HashSet::new();
-    scored.retain(|&(_, i)| {
-        seen.insert(rows[i].id_lower.as_str()) && Some(rows[i].id_lower.as_str()) != q.current
+    scored.retain(|m| {
+        let id = rows[m.row].id_lower.as_str();
+        seen.insert(id) && Some(id) != q.current
     });
-    let Some(&(best, _)) = scored.first() else {
+    let Some(&first) = scored.first() else {
         return Outcome::NotFound(Vec::new());
     };
-    let local: Vec<(f64, usize)> = scored
+    scored.retain(|m| m.kind == first.kind);
+    let local: Vec<Scored> = scored
         .iter()
         .copied()
-        .filter(|&(_, i)| in_project(&rows[i], q.cwd))
+        .filter(|m| in_project(&rows[m.row], q.cwd))
         .collect();
     let pool = match local.first() {
-        Some(&(best_local, _)) if best - best_local <= LOCAL_MARGIN => local,
+        Some(best_local) if first.score - best_local.score <= LOCAL_MARGIN => local,
         _ => scored,
     };
-    let top = pool[0].0;
+    let top = pool[0].score;
     let near: Vec<usize> = pool
         .iter()
-        .filter(|(s, _)| *s > top - CLEAR_LEAD)
-        .map(|&(_, i)| i)
+        .filter(|m| m.score > top - CLEAR_LEAD)
+        .map(|m| m.row)
         .collect();
     match near[..] {
         [one] => Outcome::Found(one, rule),
@@ -415,34 +441,55 @@ impl Fuzzy {
     }
 
     /// Every session but the current one scoring at least the threshold.
-    fn rank(mut self, rows: &[Row], q: &Query) -> Vec<(f64, usize)> {
+    fn rank(mut self, rows: &[Row], q: &Query) -> Vec<Scored> {
         let mut out = Vec::new();
         for (i, row) in rows.iter().enumerate() {
             if Some(row.id_lower.as_str()) == q.current {
                 continue;
             }
-            let s = self.score(row, 0.0);
-            if s >= q.threshold && s > 0.0 {
-                out.push((s, i));
+            let (kind, score) = self.score(row, 0.0);
+            if score >= q.threshold && score > 0.0 {
+                out.push(Scored {
+                    kind,
+                    score,
+                    row: i,
+                });
             }
         }
         out
     }
 
-    /// Confidence in 0..=1 that `row` is what the query names: its best
-    /// field weighing at least `min_weight`.
-    fn score(&mut self, row: &Row, min_weight: f64) -> f64 {
-        let mut best = 0.0f64;
+    /// Confidence in 0..=1 that `row` is what the query names, and where it
+    /// was found: its best field weighing at least `min_weight`, a field that
+    /// holds the reference's words as a name (a [`MatchKind::Name`]) first.
+    fn score(&mut self, row: &Row, min_weight: f64) -> (MatchKind, f64) {
+        let mut best = (MatchKind::Text, 0.0f64);
         for f in row.fields().iter().filter(|f| f.weight >= min_weight) {
+            let kind = self.kind(f);
             // A field scores at most its weight.
-            if f.weight <= best || self.mask & !f.mask != 0 {
+            let cannot_win = kind < best.0 || (kind == best.0 && f.weight <= best.1);
+            if cannot_win || self.mask & !f.mask != 0 {
                 continue;
             }
             if let Some(raw) = self.field_score(f) {
-                best = best.max((raw as f64 / self.perfect).min(1.0) * f.weight);
+                best = (kind, (raw as f64 / self.perfect).min(1.0) * f.weight);
             }
         }
         best
+    }
+
+    /// [`MatchKind::Name`] when `f` is a name or tags holding every word of the query.
+    fn kind(&self, f: &Field) -> MatchKind {
+        let named = !f.prose
+            && !self.words.is_empty()
+            && self
+                .words
+                .iter()
+                .all(|(_, finder)| finder.find(f.lower.as_bytes()).is_some());
+        match named {
+            true => MatchKind::Name,
+            false => MatchKind::Text,
+        }
     }
 
     /// The sum of the atoms' scores, as `Pattern::score`; `None` when one does not match.
@@ -488,10 +535,18 @@ fn subsequence(needle: &str, hay: &str) -> bool {
 /// Fuzzy completion candidates score at least this.
 const COMPLETE_FUZZY_MIN: f64 = 0.3;
 
-/// Completion: id and name prefixes first, then (for 3+ characters, when
-/// prefixes do not fill `limit`) fuzzy matches on names and tags; the current
-/// project ahead of others; newest first on equal scores.
-pub(crate) fn complete(rows: &[Row], cwd: &str, prefix: &str, limit: usize) -> Vec<(f64, usize)> {
+/// Completion: id and name (or first-message title) prefixes first, then
+/// words of names and titles, then (for 3+ characters, when these do not
+/// fill `limit`) fuzzy matches on names and tags; the current project ahead
+/// of others; newest first on equal scores; the session it is typed in
+/// (`current`, a lower-cased id) last, never first.
+pub(crate) fn complete(
+    rows: &[Row],
+    cwd: &str,
+    current: Option<&str>,
+    prefix: &str,
+    limit: usize,
+) -> Vec<(f64, usize)> {
     let p = prefix
         .trim()
         .trim_start_matches('@')
@@ -508,10 +563,11 @@ pub(crate) fn complete(rows: &[Row], cwd: &str, prefix: &str, limit: usize) -> V
         } else if row.id_lower.starts_with(&p) {
             3.0
         } else if row.names.iter().any(|n| n.starts_with(&p))
+            || row.title.starts_with(&p)
             || row.slugs.iter().any(|s| s.starts_with(&p_slug))
         {
             2.5
-        } else if row.names.iter().any(|n| n.contains(&word)) {
+        } else if row.names.iter().any(|n| n.contains(&word)) || row.title.contains(&word) {
             2.0
         } else {
             rest.push(i);
@@ -523,14 +579,20 @@ pub(crate) fn complete(rows: &[Row], cwd: &str, prefix: &str, limit: usize) -> V
         if let Some(mut fuzzy) = Fuzzy::new(&p) {
             for i in rest {
                 // Names and tags only: a description holds the letters of almost anything.
-                let s = fuzzy.score(&rows[i], 0.95);
+                let (_, s) = fuzzy.score(&rows[i], 0.95);
                 if s >= COMPLETE_FUZZY_MIN {
                     scored.push((s + local_bonus(&rows[i]), rows[i].entry.modified_ms, i));
                 }
             }
         }
     }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    let is_current = |i: usize| Some(rows[i].id_lower.as_str()) == current;
+    scored.sort_by(|a, b| {
+        is_current(a.2)
+            .cmp(&is_current(b.2))
+            .then(b.0.total_cmp(&a.0))
+            .then(b.1.cmp(&a.1))
+    });
     scored.truncate(limit);
     scored.into_iter().map(|(s, _, i)| (s, i)).collect()
 }

@@ -307,7 +307,10 @@ pub(crate) fn cold_lookup(
         created: s.created,
         modified_ms: s.modified_ms,
         parent_session: s.parent_session.filter(|p| !p.is_empty()),
-        first_message: s.first_message,
+        // Shown as the session's title when it has no name: redacted, as the store's.
+        first_message: s
+            .first_message
+            .map(|m| crate::redact::session_text(&m).into_owned()),
         ..from_meta
     };
     let mut row = Row::new(record, false);

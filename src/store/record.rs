@@ -49,10 +49,33 @@ impl SessionRecord {
         self.session_name.as_deref().or(self.name.as_deref())
     }
 
-    /// What a person reads the session by: its name (the meta's, else pi's),
-    /// else how it began (the first message).
-    pub fn title(&self) -> Option<&str> {
-        self.name.as_deref().or(self.first_message.as_deref())
+    /// How a session is shown to a person, everywhere (confirmations,
+    /// completion, selectors, ambiguity lists, `/continue`, `list`, search):
+    /// its meta name, else pi's own (`session_info`) name, else a title made
+    /// from its first message ([`crate::text::title_from_message`]), else its
+    /// short id.
+    pub fn title(&self) -> String {
+        let named = [self.name.as_deref(), self.session_name.as_deref()]
+            .into_iter()
+            .flatten()
+            .map(crate::text::flat)
+            .find(|n| !n.is_empty());
+        named
+            .or_else(|| {
+                let message = self.first_message.as_deref().unwrap_or_default();
+                Some(crate::text::title_from_message(message)).filter(|t| !t.is_empty())
+            })
+            .unwrap_or_else(|| self.id.chars().take(8).collect())
+    }
+
+    /// The day (`YYYY-MM-DD`, UTC) the session was last active (its last
+    /// message, as pi's session list sorts them), else the day it was created.
+    pub fn active_day(&self) -> String {
+        let iso = match self.last_activity_ms {
+            0 => self.created.clone(),
+            ms => crate::time::iso_from_millis(ms as i64),
+        };
+        iso.chars().take(10).collect()
     }
 
     /// A record from the columns [`super::schema::record_columns`] lists.

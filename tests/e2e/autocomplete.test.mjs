@@ -29,21 +29,23 @@ test("the @@ token is found only at a word start", () => {
 	assert.equal(referenceToken("see @@auth done"), undefined);
 });
 
-test("candidates become @@ items; names with spaces are quoted", async () => {
+test("candidates become @@ items shown by their titles; names with spaces are quoted", async () => {
 	const asked = [];
 	const provider = referenceProvider(pis, async (prefix) => {
 		asked.push(prefix);
 		return { candidates: [
-			{ id: "01a2aaaa-0000", name: "Auth refactor", created: "2026-11-20T10:00:00Z", reference: "auth-refactor" },
-			{ id: "01a2bbbb-0000", name: null, created: "2026-11-21T10:00:00Z", reference: "Two words" },
+			{ id: "01a2aaaa-0000", title: "Auth refactor", activeDay: "2026-11-20", reference: "auth-refactor" },
+			{ id: "01a2bbbb-0000", title: "Fix the cron job", activeDay: "2026-11-21", reference: "Two words" },
+			{ id: "01a2cccc-0000", reference: "01a2cccc" },
 		] };
 	});
 	const result = await provider.getSuggestions(["fix @@au"], 0, 8, { signal });
 	assert.deepEqual(asked, ["au"]);
 	assert.equal(result.prefix, "@@au");
-	assert.deepEqual(result.items.map((i) => i.value), ["@@auth-refactor", '@@"Two words"']);
+	assert.deepEqual(result.items.map((i) => i.value), ["@@auth-refactor", '@@"Two words"', "@@01a2cccc"]);
 	assert.equal(result.items[0].description, "Auth refactor · 2026-11-20");
-	assert.equal(result.items[1].description, "01a2bbbb · 2026-11-21");
+	assert.equal(result.items[1].description, "Fix the cron job · 2026-11-21");
+	assert.equal(result.items[2].description, "01a2cccc");
 });
 
 test("no @@, no candidates or a failing plugin: pi's own completion answers", async () => {

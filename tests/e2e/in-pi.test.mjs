@@ -155,7 +155,13 @@ test("/continue starts a session whose header names the parent and whose first e
 	const first = opening.find((e) => e.type !== "model_change" && e.type !== "thinking_level_change");
 	assert.equal(header.parentSession, alpha.file, "the header records the referenced session as parent");
 	assert.equal(first.type, "custom_message");
-	assert.equal(first.customType, "session-reference");
+	assert.equal(first.customType, "session-continuation");
+	// Framed as a continuation, with one line for pi to show.
+	// Shown by its title: the meta's name (pi's own name only when there is no meta).
+	const headline = `Continued from "${meta.name}" (${alpha.id.slice(0, 8)}, 2026-01-01)`;
+	assert.equal(first.details.headline, headline);
+	assert.ok(first.content.startsWith(`${headline}. This session continues that one.`), first.content.slice(0, 300));
+	assert.ok(!first.content.includes("referenced earlier pi sessions with @@"), "not framed as an @@ reference");
 	assert.ok(first.content.includes(meta.summary.trim().slice(0, 60)), `the first entry carries the summary: ${first.content.slice(0, 400)}`);
 	assert.ok(first.content.length <= 12000, "within references.maxInjectedBytes");
 
@@ -229,4 +235,73 @@ test("/sessions shows the matches in pi's selector; picking one and \"Resume it\
 	pi.child.stdin.write(`${JSON.stringify({ type: "extension_ui_response", id: choices.id, value: "Resume it" })}\n`);
 	await running;
 	await eventually(async () => (await pi.command({ type: "get_state" })).sessionFile === beta.file, `pi switched to ${beta.file}\n${bridgeLog()}`);
+});
+
+/** Answer pi's extension UI request `request` with `value` (or cancel it). */
+function answer(p, request, value) {
+	const reply = value === undefined ? { cancelled: true } : { value };
+	p.child.stdin.write(`${JSON.stringify({ type: "extension_ui_response", id: request.id, ...reply })}\n`);
+}
+
+const selectAfter = (from, what) => pi.waitFor((e) => e.type === "extension_ui_request" && e.method === "select", what, 30_000, from);
+
+test("an ambiguous @@ reference asks in pi's selector before the prompt is sent; the pick is injected and confirmed", async () => {
+	const beta = stored[1];
+	// A new session, so the stored ones are all candidates (the current one never is).
+	await pi.command({ type: "new_session" });
+	const from = pi.events.length;
+	const text = "TOPIC:picked what did we decide in @@stored-plan?";
+	const running = pi.command({ type: "prompt", message: text }, 60_000);
+	const select = await selectAfter(from, "the reference's selector");
+	try {
+		assert.equal(select.title, "@@stored-plan matches 3 sessions: which one?");
+		assert.equal(select.options.length, 5, `three sessions, then "send without it" and "cancel": ${select.options}`);
+		assert.deepEqual(select.options.slice(3), ["Send without @@stored-plan", "Cancel (back to the editor)"]);
+	} catch (err) {
+		answer(pi, select, undefined);
+		throw err;
+	}
+	const title = readMeta(beta.id).name;
+	// Their ids share 35 characters: each is told apart by the shortest prefix that does.
+	const label = select.options.find((o) => o === `${title} · 2026-01-02 · ${world.project} · ${beta.id.slice(0, 36)}`);
+	assert.ok(label, `Beta is offered by its name, day, project and id: ${select.options}`);
+	assert.ok(!pi.events.slice(from).some((e) => e.type === "agent_start"), "nothing is sent while the user picks");
+	answer(pi, select, label);
+	await running;
+	await pi.waitFor((e) => e.type === "agent_end", "the agent run", 60_000, from);
+	const { sessionId } = await pi.command({ type: "get_state" });
+	const entries = readEntries(await eventually(() => sessionFileById(world.agentDir, sessionId), "the session file"));
+	const ref = entries.findLast((e) => e.type === "custom_message" && e.customType === "session-reference");
+	assert.deepEqual(ref?.details.sessionIds, [beta.id], `${JSON.stringify(ref?.details)}\n${bridgeLog()}`);
+	assert.equal(ref.details.resolved[0].rule, "picked");
+	const confirmed = notices(pi, from).filter((m) => m.startsWith("@@stored-plan → "));
+	assert.deepEqual(confirmed, [`@@stored-plan → "${title}" (${beta.id.slice(0, 8)}, 2026-01-02, ${world.project}, your choice)`]);
+});
+
+test("cancelling the reference's selector sends nothing and gives the prompt back to the editor", async () => {
+	const from = pi.events.length;
+	const text = "TOPIC:cancelled look at @@stored-plan";
+	const running = pi.command({ type: "prompt", message: text }, 60_000);
+	const select = await selectAfter(from, "the reference's selector");
+	answer(pi, select, "Cancel (back to the editor)");
+	await running;
+	const back = await pi.waitFor((e) => e.type === "extension_ui_request" && e.method === "set_editor_text", "the prompt back in the editor", 10_000, from);
+	assert.equal(back.text, text);
+	await new Promise((resolve) => setTimeout(resolve, 500));
+	assert.ok(!pi.events.slice(from).some((e) => e.type === "agent_start"), "no agent run");
+	assert.ok(!mock.requests.some((r) => JSON.stringify(r.body).includes("TOPIC:cancelled")), "nothing reached the model");
+});
+
+test("a prompt whose references all resolve asks nothing and is not held up", async () => {
+	const from = pi.events.length;
+	const rounds = 10;
+	for (let i = 0; i < rounds; i++) await pi.prompt(`TOPIC:clear${i} see @@"${stored[2].name}" and @@${stored[0].id.slice(0, 36)}`);
+	assert.ok(!pi.events.slice(from).some((e) => e.type === "extension_ui_request" && e.method === "select"), "no selector");
+	const confirmed = notices(pi, from).filter((m) => m.startsWith(`@@"${stored[2].name}" → `));
+	assert.equal(confirmed.length, rounds, `${notices(pi, from)}`);
+	// What asking costs a prompt that needs no answer: the questions' round trip (a figure, not a target).
+	const asked = [...readFileSync(join(world.root, "bridge.log"), "utf8").matchAll(/references\.questions: 0 in ([\d.]+) ms/g)].map((m) => Number(m[1]));
+	assert.ok(asked.length >= rounds, `the bridge logged each round trip: ${asked}`);
+	const last = asked.slice(-rounds).sort((a, b) => a - b);
+	console.error(`e2e: references.questions round trip for ${rounds} prompts whose 2 references resolve: median ${last[rounds >> 1]} ms, max ${last[rounds - 1]} ms`);
 });

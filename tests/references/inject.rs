@@ -4,8 +4,10 @@
 use crate::support::synth::{appended, notifications, prompt, Agent, Synth};
 use pi_ext_abi::protocol::{EventCall, SessionContext};
 use serde_json::{json, Value};
-use session_index::plugin::host::Effect;
+use session_index::plugin::host::{Effect, RecordingHost};
 use session_index::plugin::router::SessionIndexPlugin;
+use session_index::plugin::state::Services;
+use std::sync::Arc;
 
 fn message(result: &Value) -> &Value {
     result
@@ -132,9 +134,9 @@ fn display_and_meta_and_extractive_bodies() {
     }
     // No meta: built from the session file now.
     for needle in [
-        "extractive summary",
+        "summarized offline",
         "first request: Refactor the login flow to JWT",
-        "last request: Now add refresh tokens",
+        "last exchange:\nuser: Now add refresh tokens\nassistant: Refresh tokens live",
         "15 minute TTL",
         "files read: src/auth/mod.rs",
         "cwd: /proj",
@@ -198,15 +200,13 @@ fn unresolved_references_never_fail_the_turn() {
         json!(["SESSION_NOT_FOUND", "SESSION_OUTSIDE"])
     );
     let notes = notifications(&rec);
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.contains("not resolved") && n.contains("@@no-such-thing")),
-        "{notes:?}"
+    assert_eq!(
+        notes,
+        ["@@auth-refactor → \"Auth refactor\" (01a20000, 2026-02-20, /proj, via slug)\n\
+          @@no-such-thing: not injected: no session matches \"no-such-thing\"\n\
+          @@../../etc/passwd: not injected: \"../../etc/passwd\" is not a session in the sessions directory"],
+        "one notice, a line per reference"
     );
-    assert!(notes.contains(
-        &"@@auth-refactor → \"Auth refactor\" (01a20000, 2026-02-20, /proj, via slug)".into()
-    ));
     assert!(rec
         .effects()
         .iter()
@@ -259,7 +259,16 @@ fn depth_chains_inject_ancestors_and_note_a_missing_parent() {
             .name("Leaf work")
             .parent(&mid),
     );
-    let (r, _) = prompt(&a, "{}", "/p", "@@leaf-work~2");
+    let (r, rec) = prompt(&a, "{}", "/p", "@@leaf-work~2");
+    // The ancestors injected are confirmed too, under their reference.
+    assert_eq!(
+        notifications(&rec),
+        [
+            "@@leaf-work~2 → \"Leaf work\" (d0000000, 2026-02-20, /p, via slug)\n  \
+          ~1 → \"Mid work\" (d0000000, 2026-02-20, /p)\n  \
+          ~2 → \"Root work\" (d0000000, 2026-02-20, /p)"
+        ]
+    );
     assert_eq!(
         ids(&r),
         vec![
@@ -459,4 +468,134 @@ fn session_start_builds_the_catalog_in_the_background() {
     assert!(plugin.flush(std::time::Duration::from_secs(20)).idle);
     assert!(services.catalog.is_warm(&a.sessions(), &a.meta_dir()));
     assert_eq!(services.catalog.len(&a.sessions(), &a.meta_dir()), 3);
+}
+
+/// Sessions named alike in two projects: `@@gitclaw` is unsure.
+fn ambiguous_agent() -> Agent {
+    let a = Agent::new();
+    for (n, cwd, name) in [
+        (1, "/p/gitclaw", "Gitclaw cron"),
+        (2, "/p/gitclaw", "Gitclaw deploy"),
+        (3, "/q/other", "Payment service"),
+    ] {
+        let id = format!("e{n}000000-0000-4000-8000-00000000000{n}");
+        a.session(&Synth::new(&id, cwd).name(name));
+    }
+    a
+}
+
+fn plugin(
+    a: &Agent,
+    cwd: &str,
+    has_ui: bool,
+) -> (SessionIndexPlugin, SessionContext, Arc<RecordingHost>) {
+    let ctx = SessionContext {
+        has_ui,
+        actions: vec!["select".into()],
+        ..a.ctx(cwd)
+    };
+    let rec = RecordingHost::new(ctx.clone());
+    let services = Services::new(rec.clone(), a.dir.clone(), "{}").expect("services");
+    (SessionIndexPlugin::new(services), ctx, rec)
+}
+
+fn before_agent_start(p: &SessionIndexPlugin, ctx: &SessionContext, payload: Value) -> Value {
+    let call = EventCall {
+        v: 1,
+        event: "before_agent_start".into(),
+        payload,
+        ctx: ctx.clone(),
+    };
+    p.on_event(call).expect("event")
+}
+
+#[test]
+fn an_unsure_reference_is_a_question_and_the_pick_is_injected() {
+    let a = ambiguous_agent();
+    let (p, ctx, _) = plugin(&a, "/elsewhere", true);
+    let text = "compare @@gitclaw with @@payment-service and @@payment-gateway";
+    let asked = p
+        .request("references.questions", json!({ "prompt": text }))
+        .expect("questions");
+    let questions = asked["questions"].as_array().expect("questions").clone();
+    // The one that resolves is not asked about; the ambiguous one and the close miss are.
+    assert_eq!(questions.len(), 2, "{asked:#}");
+    let q = &questions[0];
+    assert_eq!(q["reference"], "@@gitclaw");
+    assert_eq!(q["title"], "@@gitclaw matches 2 sessions: which one?");
+    let mut labels: Vec<&str> = q["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["label"].as_str().unwrap())
+        .collect();
+    labels.sort();
+    assert_eq!(
+        labels,
+        [
+            "Gitclaw cron · 2026-02-20 · /p/gitclaw · e1000000",
+            "Gitclaw deploy · 2026-02-20 · /p/gitclaw · e2000000"
+        ]
+    );
+    assert_eq!(q["skip"], "Send without @@gitclaw");
+    assert_eq!(questions[1]["reference"], "@@payment-gateway");
+    assert_eq!(
+        questions[1]["options"][0]["sessionId"],
+        "e3000000-0000-4000-8000-000000000003"
+    );
+
+    // The answers come back with the prompt: a session for one, "send without it" for the other.
+    let picks = json!([
+        {"reference": "@@gitclaw", "sessionId": "e2000000-0000-4000-8000-000000000002"},
+        {"reference": "@@payment-gateway", "sessionId": null}
+    ]);
+    let r = before_agent_start(
+        &p,
+        &ctx,
+        json!({"prompt": text, "systemPrompt": "s", "referencePicks": picks}),
+    );
+    assert_eq!(
+        ids(&r),
+        [
+            "e2000000-0000-4000-8000-000000000002",
+            "e3000000-0000-4000-8000-000000000003"
+        ]
+    );
+    let details = &message(&r)["details"];
+    assert_eq!(details["resolved"][0]["rule"], "picked");
+    assert_eq!(details["unresolved"], json!([]));
+    assert_eq!(details["skipped"], json!(["@@payment-gateway"]));
+}
+
+#[test]
+fn where_no_one_can_pick_the_notice_says_so_and_nothing_is_injected() {
+    let a = ambiguous_agent();
+    let (p, ctx, rec) = plugin(&a, "/elsewhere", false);
+    let r = before_agent_start(
+        &p,
+        &ctx,
+        json!({"prompt": "see @@gitclaw", "systemPrompt": "s"}),
+    );
+    assert!(ids(&r).is_empty());
+    assert_eq!(
+        message(&r)["details"]["unresolved"][0]["code"],
+        "SESSION_AMBIGUOUS"
+    );
+    let notes = notifications(&rec);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let note = &notes[0];
+    assert!(
+        note.starts_with("@@gitclaw: 2 sessions match, nothing injected — "),
+        "{note}"
+    );
+    for listed in [
+        "\"Gitclaw cron\" (e1000000, 2026-02-20)",
+        "\"Gitclaw deploy\" (e2000000, 2026-02-20)",
+    ] {
+        assert!(note.contains(listed), "{note}");
+    }
+    assert!(
+        note.ends_with("; no one can pick here (no UI), write @@<id> to choose"),
+        "{note}"
+    );
 }

@@ -259,7 +259,7 @@ fn missing_names_suggest_the_nearest() {
     match &err {
         ResolveError::NotFound { suggestions, .. } => {
             assert!(
-                suggestions.iter().any(|s| s.contains("Payment service")),
+                suggestions.iter().any(|s| s.title == "Payment service"),
                 "{err}"
             )
         }
@@ -433,10 +433,10 @@ fn completion_ranks_prefixes_and_current_project_first_and_round_trips() {
     a.session(&Synth::new("c3000000-0000-4000-8000-000000000003", "/p").name("Database"));
     a.session(&Synth::new("c4000000-0000-4000-8000-000000000004", "/p").user(&["no name here"]));
     let c = catalog();
-    let got = c.complete(&a.sessions(), &a.meta_dir(), "/p", "auth", 10);
+    let got = c.complete(&a.sessions(), &a.meta_dir(), "/p", None, "auth", 10);
     let ids: Vec<&str> = got.iter().map(|x| &x.id[..2]).collect();
     assert_eq!(ids, vec!["c2", "c1"], "{got:?}");
-    let all = c.complete(&a.sessions(), &a.meta_dir(), "/p", "", 10);
+    let all = c.complete(&a.sessions(), &a.meta_dir(), "/p", None, "", 10);
     assert_eq!(all.len(), 4);
     assert!(all[..3].iter().all(|x| x.cwd == "/p"), "{all:?}");
     for cand in &all {
@@ -451,17 +451,18 @@ fn completion_ranks_prefixes_and_current_project_first_and_round_trips() {
         assert_eq!(back.entry.id, cand.id, "{cand:?}");
     }
     assert_eq!(
-        c.complete(&a.sessions(), &a.meta_dir(), "/p", "c3000", 10)[0].id,
+        c.complete(&a.sessions(), &a.meta_dir(), "/p", None, "c3000", 10)[0].id,
         "c3000000-0000-4000-8000-000000000003"
     );
     assert_eq!(
-        c.complete(&a.sessions(), &a.meta_dir(), "/p", "", 2).len(),
+        c.complete(&a.sessions(), &a.meta_dir(), "/p", None, "", 2)
+            .len(),
         2
     );
     // What to insert: a slug when it round-trips, a quoted name with spaces, else an id prefix.
     a.session(&Synth::new("c5000000-0000-4000-8000-000000000005", "/p").name("Fix: login  (v2)"));
     a.session(&Synth::new("c6000000-0000-4000-8000-000000000006", "/p").name("Fix:bug"));
-    let got = c.complete(&a.sessions(), &a.meta_dir(), "/p", "fix", 10);
+    let got = c.complete(&a.sessions(), &a.meta_dir(), "/p", None, "fix", 10);
     let by_id = |p: &str| {
         got.iter()
             .find(|x| x.id.starts_with(p))
@@ -473,7 +474,7 @@ fn completion_ranks_prefixes_and_current_project_first_and_round_trips() {
     );
     assert_eq!(by_id("c6").insert, "c6000000");
     assert_eq!(
-        c.complete(&a.sessions(), &a.meta_dir(), "/p", "auth", 1)[0].insert,
+        c.complete(&a.sessions(), &a.meta_dir(), "/p", None, "auth", 1)[0].insert,
         "auth-refactor"
     );
     for cand in &got {
@@ -631,4 +632,36 @@ fn before_the_first_build_ids_and_exact_names_resolve_from_file_names_and_meta_f
         p,
         "copies of a session are one session"
     );
+}
+
+#[test]
+fn completion_shows_titles_matches_their_words_and_never_offers_the_current_session_first() {
+    let a = Agent::new();
+    a.session(
+        &Synth::new("c7000000-0000-4000-8000-000000000007", "/p")
+            .user(&["## Cron jobs for the nightly build\nThey fail."]),
+    );
+    a.session(&Synth::new("c8000000-0000-4000-8000-000000000008", "/p").name("Crontab cleanup"));
+    let c = catalog();
+    // An unnamed session is shown by its first-message title, and found by its words.
+    let got = c.complete(&a.sessions(), &a.meta_dir(), "/p", None, "cro", 10);
+    let titles: Vec<&str> = got.iter().map(|x| x.title.as_str()).collect();
+    assert_eq!(titles.len(), 2, "{got:?}");
+    assert!(
+        titles.contains(&"Cron jobs for the nightly build"),
+        "{titles:?}"
+    );
+    let by_word = c.complete(&a.sessions(), &a.meta_dir(), "/p", None, "nightly", 10);
+    assert_eq!(by_word.len(), 1, "{by_word:?}");
+    assert_eq!(by_word[0].id, "c7000000-0000-4000-8000-000000000007");
+    // The session being typed in comes last, however well it matches.
+    let current = Some("C8000000-0000-4000-8000-000000000008");
+    let got = c.complete(&a.sessions(), &a.meta_dir(), "/p", current, "cront", 10);
+    assert_eq!(got.len(), 1);
+    let got = c.complete(&a.sessions(), &a.meta_dir(), "/p", current, "", 10);
+    assert_eq!(
+        got.last().map(|x| x.id.as_str()),
+        Some("c8000000-0000-4000-8000-000000000008")
+    );
+    assert_ne!(got[0].id, "c8000000-0000-4000-8000-000000000008");
 }

@@ -5,7 +5,7 @@
 //! and pi is told what each reference became.
 
 use crate::support::synth::{notifications, prompt, Agent, Synth};
-use session_index::resolve::{Catalog, ResolveError, Resolved, Rule};
+use session_index::resolve::{short_id, Catalog, ResolveError, Resolved, Rule};
 
 /// The project of the real fixtures.
 const GITCLAW: &str = "/home/runner/work/gitclaw/gitclaw";
@@ -44,7 +44,9 @@ fn ids_of(err: &ResolveError) -> Vec<String> {
         ResolveError::Ambiguous { candidates, .. } => {
             candidates.iter().map(|c| c.id.clone()).collect()
         }
-        ResolveError::NotFound { suggestions, .. } => suggestions.clone(),
+        ResolveError::NotFound { suggestions, .. } => {
+            suggestions.iter().map(|c| short_id(&c.id)).collect()
+        }
         _ => Vec::new(),
     }
 }
@@ -195,7 +197,11 @@ fn misses_suggest_only_close_names() {
         assert!(!err.to_string().contains("did you mean"), "{err}");
     }
     let err = resolve(&c, &a, "payment-gateway").unwrap_err();
-    assert_eq!(ids_of(&err), vec!["6a000000… \"Payment service\""], "{err}");
+    assert_eq!(ids_of(&err), vec!["6a000000…"], "{err}");
+    assert!(
+        err.to_string().contains("6a000000… \"Payment service\""),
+        "{err}"
+    );
 }
 
 #[test]
@@ -236,23 +242,20 @@ fn every_resolved_reference_is_confirmed_in_pi_and_details_say_the_rule() {
     );
     // The same session twice: injected once, confirmed for each reference.
     assert_eq!(m["details"]["sessionIds"].as_array().map(Vec::len), Some(3));
-    for line in [
-        format!("@@cron → \"Cron in gitclaw\" (034d1cd7, 2026-02-20, {GITCLAW}, via fuzzy)"),
-        format!("@@\"Cron in gitclaw\" → \"Cron in gitclaw\" (034d1cd7, 2026-02-20, {GITCLAW}, via name)"),
-        format!("@@0f8643 → (unnamed) (0f864356, 2026-02-20, {GITCLAW}, via prefix)"),
-        "@@nightly-deploy → \"Nightly deploy\" (8a000000, 2026-02-20, ~/work/gitclaw, via slug)".to_string(),
-    ] {
-        assert!(notes.contains(&line), "{line}\nnot in {notes:#?}");
-    }
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.contains("not resolved") && n.contains("@@nothing-like-this")),
-        "{notes:?}"
-    );
-    assert!(
-        notes.iter().all(|n| !n.contains('\n')),
-        "one line each: {notes:?}"
+    // Every reference of the prompt in one notice, a line each, the unresolved one too.
+    assert_eq!(notes.len(), 1, "one notice: {notes:#?}");
+    let lines: Vec<&str> = notes[0].lines().collect();
+    let title = "Compare my japer-technology/gitclaw to the orginal forked…";
+    assert_eq!(
+        lines,
+        [
+            format!("@@cron → \"Cron in gitclaw\" (034d1cd7, 2026-02-20, {GITCLAW}, via fuzzy)"),
+            format!("@@\"Cron in gitclaw\" → \"Cron in gitclaw\" (034d1cd7, 2026-02-20, {GITCLAW}, via name)"),
+            format!("@@0f8643 → \"{title}\" (0f864356, 2026-02-20, {GITCLAW}, via prefix)"),
+            "@@nightly-deploy → \"Nightly deploy\" (8a000000, 2026-02-20, ~/work/gitclaw, via slug)".to_string(),
+            "@@nothing-like-this: not injected: no session matches \"nothing-like-this\"".to_string(),
+        ],
+        "{notes:#?}"
     );
 }
 
@@ -278,4 +281,39 @@ fn the_search_rule_resolves_only_a_clear_leader() {
     assert_eq!(resolve(&c, &a, "cron-in-gitclaw").unwrap().rule, Rule::Slug);
     assert!(resolve(&c, &a, "schedule quokka").is_err());
     assert!(resolve(&Catalog::new(), &a, "quokka schedule").is_err());
+}
+
+#[test]
+fn a_word_of_a_name_outranks_the_same_word_in_another_sessions_first_message() {
+    // Issue 25: "@@explore" resolved to the current project's one-liner that
+    // merely says "(explore)", not to the session named for exploring.
+    let a = Agent::new();
+    let named = "9e000000-0000-4000-8000-000000000001";
+    a.session(
+        &Synth::new(named, "/work/other")
+            .name("Explore how the AI agent can get credentials")
+            .user(&["How can the agent get credentials?"]),
+    );
+    a.session(
+        &Synth::new("9e000000-0000-4000-8000-000000000002", "/work/here").user(&["(explore)"]),
+    );
+    a.session(
+        &Synth::new("9e000000-0000-4000-8000-000000000003", "/work/here")
+            .user(&["Let us explore the parser and its tests"]),
+    );
+    let c = Catalog::new();
+    let found = c
+        .resolve(&a.sessions(), &a.meta_dir(), "/work/here", "explore")
+        .unwrap();
+    assert_eq!(found.entry.id, named);
+    assert_eq!(found.rule, Rule::Fuzzy);
+    // Between matches of the same kind the current project still wins.
+    a.session(
+        &Synth::new("9e000000-0000-4000-8000-000000000004", "/work/here")
+            .name("Explore the plugin API"),
+    );
+    let found = c
+        .resolve(&a.sessions(), &a.meta_dir(), "/work/here", "explore")
+        .unwrap();
+    assert_eq!(found.entry.id, "9e000000-0000-4000-8000-000000000004");
 }

@@ -3,6 +3,7 @@
 //! (the search index's `sessions` table, brought up to date first for at
 //! most a second, as `search` does), with what their meta says (model, cost).
 
+use session_index::resolve::unique_prefixes;
 use session_index::session::discovery;
 use session_index::store::SessionRecord;
 use session_index::text::{clip, flat, home_relative, Keep};
@@ -57,9 +58,6 @@ pub fn run(args: Args) -> Result<(), Failure> {
             .cmp(&a.last_activity_ms)
             .then_with(|| a.path.cmp(&b.path))
     });
-    // Known by pi's own name first, as `@@` knows it.
-    rows.iter_mut()
-        .for_each(|r| r.name = r.session_name.take().or(r.name.take()));
     if args.json {
         crate::args::out(&format!(
             "{}\n",
@@ -69,11 +67,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
         let mut cells = vec![["ID", "NAME", "PROJECT", "DATE", "MSGS", "MODEL", "COST"]
             .map(String::from)
             .to_vec()];
-        let ids = short_ids(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
+        let ids = unique_prefixes(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>());
         for (s, id) in rows.iter().zip(ids) {
             cells.push(vec![
                 id,
-                clip(&flat(s.title().unwrap_or("(empty)")), 48, Keep::Head),
+                clip(&s.title(), 48, Keep::Head),
                 clip(&flat(&home_relative(&s.cwd)), 32, Keep::Tail),
                 date(s.last_activity_ms),
                 s.message_count.to_string(),
@@ -86,28 +84,6 @@ pub fn run(args: Args) -> Result<(), Failure> {
     }
     crate::args::stale_note(&report);
     Ok(())
-}
-
-/// The shortest prefix (8 characters or more) of each id that no other listed
-/// id shares: what to type after `@@` or `show` (pi's ids start with the time).
-fn short_ids(ids: &[&str]) -> Vec<String> {
-    let mut sorted = ids.to_vec();
-    sorted.sort_unstable();
-    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-    let shortest = |id: &str| {
-        let i = sorted.binary_search(&id).unwrap_or(0);
-        let near = [i.checked_sub(1), Some(i + 1)]
-            .into_iter()
-            .flatten()
-            .filter_map(|j| sorted.get(j));
-        near.map(|other| common(id, other) + 1)
-            .max()
-            .unwrap_or(0)
-            .max(8)
-    };
-    ids.iter()
-        .map(|id| id.chars().take(shortest(id)).collect())
-        .collect()
 }
 
 /// Rows of cells as aligned columns (two spaces apart), the first row a header.

@@ -152,8 +152,7 @@ fn table(hits: &[SessionHit], colour: bool) -> String {
     };
     for (i, hit) in hits.iter().enumerate() {
         let s = &hit.session;
-        let name = s.title().unwrap_or("(unnamed)");
-        let name: String = session_index::text::flat(name).chars().take(70).collect();
+        let name: String = s.title().chars().take(70).collect();
         let _ = writeln!(
             out,
             "{:>2}. {}  {}  {}",

@@ -1,7 +1,7 @@
 //! `session-index show SESSION [--json]`: one session's meta file, for reading.
 
 use serde_json::json;
-use session_index::store::meta;
+use session_index::store::{meta, SessionRecord};
 
 use crate::args::{session_file, AgentDir};
 use crate::list::date;
@@ -35,12 +35,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
         ));
         return Ok(());
     }
-    let name = s
-        .name
-        .as_deref()
-        .or(meta.as_ref().map(|m| m.name.as_str()))
-        .unwrap_or("(unnamed)");
-    let mut out = format!("{name}\n");
+    // The title every view shows: the meta's name, else pi's, else the first message's.
+    let record = SessionRecord {
+        id: s.id.clone(),
+        name: meta.as_ref().map(|m| m.name.clone()),
+        session_name: s.name.clone(),
+        first_message: s
+            .first_message
+            .as_deref()
+            .map(|m| session_index::redact::session_text(m).into_owned()),
+        ..SessionRecord::default()
+    };
+    let mut out = format!("{}\n", record.title());
     let field =
         |out: &mut String, key: &str, value: String| out.push_str(&format!("  {key:<9} {value}\n"));
     field(&mut out, "id", s.id.clone());

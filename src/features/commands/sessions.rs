@@ -124,7 +124,7 @@ fn choices(services: &Services, call: &CommandCall, hit: &SessionHit) -> Vec<Sel
 
 fn hit_name(hit: &SessionHit) -> String {
     let s = &hit.session;
-    crate::text::clip(s.title().unwrap_or(&s.id), 60, crate::text::Keep::Head)
+    crate::text::clip(&s.title(), 60, crate::text::Keep::Head)
 }
 
 /// One line: name, date, project, the best snippet.

@@ -121,7 +121,7 @@ fn resolve(
         match e {
             ResolveError::NotFound { suggestions, .. } => QueryError::NotFound {
                 message,
-                suggestions,
+                suggestions: suggestions.iter().map(|c| c.short()).collect(),
             },
             ResolveError::Outside { .. } => QueryError::NotFound {
                 message,

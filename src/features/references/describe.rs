@@ -44,7 +44,7 @@ pub fn body(
     if let Some(a) = answer {
         lines.push(answer_text(a));
     }
-    let date = match (entry.created.as_str(), entry.modified_ms) {
+    let date = match (entry.created.as_str(), entry.last_activity_ms) {
         ("", 0) => None,
         (c, 0) => Some(c.to_string()),
         ("", m) => Some(format!(
@@ -103,8 +103,7 @@ fn describe_unindexed(sessions_dir: &Path, entry: &SessionRecord, lines: &mut Ve
     match extract::extract(sessions_dir, entry) {
         Ok(x) => {
             lines.push(
-                "source: extractive summary of the session file (not indexed; no model used)"
-                    .into(),
+                "source: the session file (not indexed; summarized offline, no model used)".into(),
             );
             lines.push(format!(
                 "messages: {} from the user, {} from the assistant",
@@ -113,15 +112,15 @@ fn describe_unindexed(sessions_dir: &Path, entry: &SessionRecord, lines: &mut Ve
             if let Some(t) = &x.first_request {
                 lines.push(format!("first request: {t}"));
             }
-            if let Some(t) = &x.last_request {
-                lines.push(format!("last request: {t}"));
-            }
-            if let Some(t) = &x.last_assistant {
-                lines.push("last assistant reply:".into());
-                lines.push(t.clone());
-            }
+            push_bullets(lines, "decisions", &x.decisions);
+            push_bullets(lines, "open tasks", &x.open_tasks);
             push_list(lines, "files read", &x.files_read);
             push_list(lines, "files modified", &x.files_modified);
+            if x.last_request.is_some() || x.last_reply.is_some() {
+                lines.push("last exchange:".into());
+                lines.extend(x.last_request.as_ref().map(|t| format!("user: {t}")));
+                lines.extend(x.last_reply.as_ref().map(|t| format!("assistant: {t}")));
+            }
         }
         Err(e) => lines.push(format!("source: session file could not be read ({e})")),
     }

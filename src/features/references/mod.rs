@@ -1,27 +1,32 @@
 //! `@@session` references in prompts: parsing, resolution and injection.
 //!
 //! `before_agent_start` returns one `session-reference` message (pi persists
-//! it as a `custom_message`, so it stays in the prompt-cache prefix). A
-//! reference that does not resolve never fails the turn: it is reported by
-//! notify, status, `details.unresolved` and the telemetry entry.
+//! it as a `custom_message`, so it stays in the prompt-cache prefix). Every
+//! reference of the prompt is confirmed in one notice ([`notice`]); one that
+//! does not resolve never fails the turn: the notice says why, and so do the
+//! status line, `details.unresolved` and the telemetry entry. An unsure one
+//! (several sessions, or close names) is settled by the user before the
+//! prompt is sent ([`choose`]).
 
+pub mod choose;
 pub mod describe;
 pub mod extract;
+pub mod notice;
 pub mod render;
 
-use crate::text::{clip, home_relative, Keep};
+use crate::text::{clip, Keep};
 use std::sync::Arc;
 
 use pi_ext_abi::protocol::{CustomMessage, SessionContext};
 use serde_json::{json, Value};
 
 use crate::error_code::ErrorCode;
-use crate::plugin::host::NotifyLevel;
 use crate::plugin::state::Services;
-use crate::resolve::{short_id, Ancestor, Rule};
+use crate::resolve::{Ancestor, Candidate, ResolveError, Rule};
 use crate::store::SessionRecord;
 
 pub use crate::resolve::syntax::{parse, Reference};
+pub use choose::Pick;
 
 pub const CUSTOM_TYPE: &str = "session-reference";
 pub const TELEMETRY_TYPE: &str = "session-reference:inject";
@@ -33,6 +38,37 @@ pub struct Unresolved {
     pub reference: String,
     pub reason: String,
     pub code: ErrorCode,
+    /// The sessions it may mean (an ambiguity), or whose names are close (a miss).
+    pub candidates: Vec<Candidate>,
+}
+
+impl Unresolved {
+    fn new(reference: &str, error: ResolveError) -> Unresolved {
+        let reason = error.to_string();
+        let code = error.code();
+        let candidates = match error {
+            ResolveError::Ambiguous { candidates, .. } => candidates,
+            ResolveError::NotFound { suggestions, .. } => suggestions,
+            _ => Vec::new(),
+        };
+        Unresolved {
+            reference: reference.to_string(),
+            reason,
+            code,
+            candidates,
+        }
+    }
+}
+
+/// A reference that resolved: its session, the rule that found it, and the
+/// ancestors injected with it (`~N`), nearest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirmed {
+    /// As written in the prompt, from `@@`.
+    pub reference: String,
+    pub entry: SessionRecord,
+    pub rule: Rule,
+    pub ancestors: Vec<SessionRecord>,
 }
 
 /// `session_start`: compile the redaction rules in the background (~0.1-0.3
@@ -48,11 +84,13 @@ pub fn on_session_start(services: &Arc<Services>, _ctx: &SessionContext) {
     }
 }
 
-/// `before_agent_start`: the `session-reference` message to inject, if the prompt has references.
+/// `before_agent_start`: the `session-reference` message to inject, if the
+/// prompt has references; `picks`: the user's answers to [`choose`]'s questions.
 pub fn before_agent_start(
     services: &Arc<Services>,
     ctx: &SessionContext,
     prompt: &str,
+    picks: &[Pick],
 ) -> Option<CustomMessage> {
     let cfg = &services.config.references;
     if !cfg.enabled {
@@ -63,7 +101,7 @@ pub fn before_agent_start(
     if refs.is_empty() {
         return None;
     }
-    let built = build(services, ctx, &refs);
+    let built = build(services, ctx, &refs, picks);
     let trailer: Vec<String> = built
         .unresolved
         .iter()
@@ -75,12 +113,21 @@ pub fn before_agent_start(
             ))
         })
         .collect();
-    let rendered = render::render(&built.blocks, &trailer, cfg.max_injected_bytes);
-    report(services, &built, &rendered);
+    let rendered = render::render(
+        render::INTRO,
+        &built.blocks,
+        &trailer,
+        cfg.max_injected_bytes,
+    );
+    report(services, ctx, &built, &rendered);
+    if built.blocks.is_empty() && trailer.is_empty() {
+        // Every reference was left out by the user's choice.
+        return None;
+    }
     let resolved: Vec<Value> = built
         .confirmed
         .iter()
-        .map(|(reference, entry, rule)| json!({"reference": reference, "sessionId": entry.id, "rule": rule}))
+        .map(|c| json!({"reference": c.reference, "sessionId": c.entry.id, "rule": c.rule}))
         .collect();
     let unresolved: Vec<Value> = built
         .unresolved
@@ -95,22 +142,56 @@ pub fn before_agent_start(
             "sessionIds": built.session_ids,
             "resolved": resolved,
             "unresolved": unresolved,
+            "skipped": built.skipped,
             "truncated": rendered.truncated,
         }),
     })
 }
 
 #[derive(Default)]
-struct Built {
+pub struct Built {
     blocks: Vec<render::Block>,
     /// Every injected session (references first, then their ancestors), once.
     session_ids: Vec<String>,
-    /// Each resolved reference (as written), its session and the rule that found it.
-    confirmed: Vec<(String, SessionRecord, Rule)>,
-    unresolved: Vec<Unresolved>,
+    /// Each resolved reference, in prompt order.
+    pub confirmed: Vec<Confirmed>,
+    /// References the user chose to send without (as written).
+    pub skipped: Vec<String>,
+    pub unresolved: Vec<Unresolved>,
 }
 
-fn build(services: &Services, ctx: &SessionContext, refs: &[Reference]) -> Built {
+/// The session `r` names: the user's pick when there is one (`Ok(None)`:
+/// sent without it), else what the resolver finds.
+fn resolve(
+    services: &Services,
+    ctx: &SessionContext,
+    r: &Reference,
+    picks: &[Pick],
+) -> Result<Option<crate::resolve::Resolved>, ResolveError> {
+    let (target, picked) = match picks.iter().find(|p| p.reference == r.raw) {
+        Some(Pick {
+            session_id: None, ..
+        }) => return Ok(None),
+        Some(Pick {
+            session_id: Some(id),
+            ..
+        }) => (id.as_str(), true),
+        None => (r.target.as_str(), false),
+    };
+    let found = services.catalog.resolve_in_session(
+        &services.sessions_dir(ctx),
+        &services.meta_dir(ctx),
+        &ctx.cwd,
+        ctx.session_id.as_deref(),
+        target,
+    )?;
+    Ok(Some(crate::resolve::Resolved {
+        rule: if picked { Rule::Picked } else { found.rule },
+        entry: found.entry,
+    }))
+}
+
+fn build(services: &Services, ctx: &SessionContext, refs: &[Reference], picks: &[Pick]) -> Built {
     let cfg = &services.config.references;
     let sessions_dir = services.sessions_dir(ctx);
     let meta_dir = services.meta_dir(ctx);
@@ -125,26 +206,22 @@ fn build(services: &Services, ctx: &SessionContext, refs: &[Reference]) -> Built
                     cfg.max_refs_per_prompt
                 ),
                 code: ErrorCode::TooManyReferences,
+                candidates: Vec::new(),
             });
             continue;
         }
-        match services.catalog.resolve_in_session(
-            &sessions_dir,
-            &meta_dir,
-            &ctx.cwd,
-            ctx.session_id.as_deref(),
-            &r.target,
-        ) {
-            Ok(found) => {
-                out.confirmed
-                    .push((r.raw.clone(), found.entry.clone(), found.rule));
+        match resolve(services, ctx, r, picks) {
+            Ok(Some(found)) => {
+                out.confirmed.push(Confirmed {
+                    reference: r.raw.clone(),
+                    entry: found.entry.clone(),
+                    rule: found.rule,
+                    ancestors: Vec::new(),
+                });
                 resolved.push((group, r, found.entry));
             }
-            Err(e) => out.unresolved.push(Unresolved {
-                reference: r.raw.clone(),
-                reason: e.to_string(),
-                code: e.code(),
-            }),
+            Ok(None) => out.skipped.push(r.raw.clone()),
+            Err(e) => out.unresolved.push(Unresolved::new(&r.raw, e)),
         }
     }
     // Questions may each wait on a model: answer them side by side, so the
@@ -194,13 +271,13 @@ fn build(services: &Services, ctx: &SessionContext, refs: &[Reference]) -> Built
         let child_index = out.blocks.len();
         out.blocks.push(render::Block {
             id: entry.id.clone(),
-            name: entry.pi_name().map(String::from),
+            name: Some(entry.title()),
             relation: None,
             body,
             group,
         });
         if depth > 0 {
-            add_ancestors(
+            let ancestors = add_ancestors(
                 services,
                 &sessions_dir,
                 &meta_dir,
@@ -210,6 +287,9 @@ fn build(services: &Services, ctx: &SessionContext, refs: &[Reference]) -> Built
                 child_index,
                 &mut out,
             );
+            if let Some(c) = out.confirmed.get_mut(k) {
+                c.ancestors = ancestors;
+            }
         }
     }
     out
@@ -225,7 +305,8 @@ fn add_ancestors(
     group: usize,
     child_index: usize,
     out: &mut Built,
-) {
+) -> Vec<SessionRecord> {
+    let mut found = Vec::new();
     let mut child = entry.clone();
     for (level, a) in services
         .catalog
@@ -249,12 +330,13 @@ fn add_ancestors(
                     let body = describe::body(sessions_dir, meta_dir, &parent, None);
                     out.blocks.push(render::Block {
                         id: parent.id.clone(),
-                        name: parent.pi_name().map(String::from),
+                        name: Some(parent.title()),
                         relation: Some(relation),
                         body,
                         group,
                     });
                 }
+                found.push((*parent).clone());
                 child = *parent;
                 continue;
             }
@@ -280,12 +362,18 @@ fn add_ancestors(
         }
         break;
     }
+    found
 }
+
+/// The custom type of a continuation's first message (`/continue`).
+pub const CONTINUATION_TYPE: &str = "session-continuation";
 
 /// `/continue <ref>`: the referenced session's context (summary, decisions,
 /// open tasks, files; with `~N` its ancestors, with `: question` an answer)
-/// as the first message of a new session, redacted before it is cut to
-/// `references.maxInjectedBytes`. Returns the session's file and the message.
+/// as the first message of a new session, framed as its continuation and
+/// redacted before it is cut to `references.maxInjectedBytes`. Its
+/// `details.headline` (`Continued from "<title>" (<id>, <day>)`) is the one
+/// line pi shows of it. Returns the session's file and the message.
 pub fn continue_message(
     services: &Services,
     ctx: &SessionContext,
@@ -301,33 +389,51 @@ pub fn continue_message(
             "\"{reference}\" is not a session reference (try @@<name>, @@<id prefix> or @@\"Quoted name\")"
         ));
     };
-    let mut built = build(services, ctx, std::slice::from_ref(&r));
+    let mut built = build(services, ctx, std::slice::from_ref(&r), &[]);
     if let Some(u) = built.unresolved.first() {
         return Err(u.reason.clone());
     }
-    let file = built
-        .confirmed
-        .first()
-        .map(|(_, e, _)| e.path.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let Some(parent) = built.confirmed.first().map(|c| c.entry.clone()) else {
+        return Err(format!("{} names no session", r.raw));
+    };
+    let file = parent.path.to_string_lossy().into_owned();
     for block in &mut built.blocks {
         block.body = crate::redact::redact(&block.body).into_owned();
     }
+    let headline = continuation_headline(&parent);
     let rendered = render::render(
+        &render::continuation_intro(&headline),
         &built.blocks,
         &[],
         services.config.references.max_injected_bytes,
     );
-    let details = json!({"sessionIds": built.session_ids, "continuedFrom": file, "truncated": rendered.truncated});
+    let details = json!({
+        "headline": headline,
+        "sessionId": parent.id,
+        "title": parent.title(),
+        "sessionIds": built.session_ids,
+        "continuedFrom": file,
+        "truncated": rendered.truncated,
+    });
     Ok((
         file,
         CustomMessage {
-            custom_type: CUSTOM_TYPE.into(),
+            custom_type: CONTINUATION_TYPE.into(),
             content: rendered.content,
             display: true,
             details,
         },
     ))
+}
+
+/// `Continued from "Cron in gitclaw" (034d1cd7, 2026-02-20)`.
+pub fn continuation_headline(parent: &SessionRecord) -> String {
+    let id: String = parent.id.chars().take(8).collect();
+    format!(
+        "Continued from \"{}\" ({id}, {})",
+        clip(&parent.title(), 80, Keep::Head),
+        parent.active_day()
+    )
 }
 
 fn ask(
@@ -363,31 +469,21 @@ fn ask(
 /// The status line shows unresolved references until a prompt resolves all of its own.
 const STATUS_OWNER: &str = "references";
 
-fn report(services: &Arc<Services>, built: &Built, rendered: &render::Rendered) {
+fn report(
+    services: &Arc<Services>,
+    ctx: &SessionContext,
+    built: &Built,
+    rendered: &render::Rendered,
+) {
     let host = &services.host;
-    // Whatever `display` says, the user sees what each reference became.
-    for (reference, entry, rule) in &built.confirmed {
-        host.notify(&confirmation(reference, entry, *rule), NotifyLevel::Info);
+    // Whatever `display` says, the user sees what each reference became, in one notice.
+    if let Some((text, level)) = notice::notice(built, ctx.has_ui && ctx.can("select")) {
+        host.notify(&text, level);
     }
     if built.unresolved.is_empty() {
         // Clear only our own earlier warning, never another feature's status.
         services.clear_status(STATUS_OWNER);
     } else {
-        let list: Vec<String> = built
-            .unresolved
-            .iter()
-            .map(|u| {
-                format!(
-                    "{}: {}",
-                    clip(&u.reference, 80, Keep::Head),
-                    clip(&u.reason, 300, Keep::Head)
-                )
-            })
-            .collect();
-        host.notify(
-            &format!("Session reference not resolved — {}", list.join(" | ")),
-            NotifyLevel::Warning,
-        );
         let status = format!(
             "@@ {} of {} reference(s) unresolved",
             built.unresolved.len(),
@@ -402,32 +498,13 @@ fn report(services: &Arc<Services>, built: &Built, rendered: &render::Rendered) 
             "success": built.unresolved.is_empty(),
             "resolvedCount": built.confirmed.len(),
             "unresolvedCount": built.unresolved.len(),
+            "skippedCount": built.skipped.len(),
             "unresolvedReasons": reasons,
             "injectedBytes": rendered.content.len(),
             "truncated": rendered.truncated,
             "timestamp": crate::time::iso_now(),
         }),
     );
-}
-
-/// `@@cron → "Cron in gitclaw" (034d1cd7, 2026-02-20, ~/work/gitclaw, via name)`.
-pub fn confirmation(reference: &str, entry: &SessionRecord, rule: Rule) -> String {
-    let name = entry.pi_name().map_or_else(
-        || "(unnamed)".to_string(),
-        |n| format!("\"{}\"", clip(n, 80, Keep::Head)),
-    );
-    let id: String = short_id(&entry.id).trim_end_matches('…').to_string();
-    let mut about = vec![id];
-    about.extend(entry.created.get(..10).map(str::to_string));
-    if !entry.cwd.is_empty() {
-        about.push(home_relative(&entry.cwd));
-    }
-    about.push(format!("via {}", crate::text::variant_name(&rule)));
-    format!(
-        "{} → {name} ({})",
-        clip(reference, 80, Keep::Head),
-        about.join(", ")
-    )
 }
 
 /// Completion candidates for a `@@` prefix (`{"prefix": "..", "limit": n}` →
@@ -451,6 +528,7 @@ pub fn complete(services: &Arc<Services>, payload: &Value) -> Value {
         &services.sessions_dir(&ctx),
         &services.meta_dir(&ctx),
         cwd,
+        ctx.session_id.as_deref(),
         prefix,
         limit,
     );
