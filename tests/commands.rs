@@ -268,6 +268,21 @@ fn the_overview_shows_counts_model_money_problems_and_the_syntax() {
         "{text}"
     );
     assert_eq!(result.details["spentUsd"]["allTime"], 0.5);
+    // No sentence model in the agent dir: the overview says how to get one.
+    assert!(
+        text.contains(
+            "Semantic search: off, the model is not installed; `session-index model install` \
+             turns it on"
+        ),
+        "{text}"
+    );
+    assert_eq!(result.details["semanticSearch"], false);
+    let (off, _, _) = load(&agent, r#"{"search": {"semantic": false}}"#);
+    let text = command(&off, &ctx, "session-index", "").message.unwrap();
+    assert!(
+        text.contains("Semantic search: off (search.semantic is false in the config)"),
+        "{text}"
+    );
 
     let (broken, _, _) = load(&agent, r#"{"minNewUserMessages": 0}"#);
     let text = command(&broken, &ctx, "session-index", "").message.unwrap();

@@ -17,6 +17,7 @@ mod redaction_leaks;
 mod references;
 mod resolve;
 mod search_eval;
+mod search_model;
 mod search_tool;
 mod session;
 mod store;

@@ -279,6 +279,10 @@ pub struct SearchConfig {
     /// Sessions a search returns unless asked for fewer.
     #[garde(range(min = 1, max = 50))]
     pub max_results: usize,
+    /// Rank by meaning as well as by words when the sentence model is
+    /// installed (`session-index model install`); `false`: by words only.
+    #[garde(skip)]
+    pub semantic: bool,
 }
 
 impl Default for SearchConfig {
@@ -288,6 +292,7 @@ impl Default for SearchConfig {
             command_name: "sessions".into(),
             max_calls_per_turn: 3,
             max_results: 8,
+            semantic: true,
         }
     }
 }

@@ -7,6 +7,8 @@
 //! - [`references`]: `@@` references in a prompt, injected as quoted context;
 //! - [`query`]: the `query_session` tool, a budgeted, cited answer;
 //! - [`search_tool`]: the `search_sessions` tool and `/sessions`' rows;
+//! - [`semantic`]: whether search ranks by meaning too (`search.semantic`
+//!   and the installed sentence model), and how to turn it on;
 //! - [`commands`]: the plugin's commands in pi.
 
 pub mod commands;
@@ -14,4 +16,5 @@ pub mod embedding;
 pub mod query;
 pub mod references;
 pub mod search_tool;
+pub mod semantic;
 pub mod summarize;

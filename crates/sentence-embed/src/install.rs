@@ -238,6 +238,30 @@ async fn fetch<'a>(
     sink.finish()
 }
 
+/// Removes the installed `spec` from `models_dir`: under the install lock it
+/// is renamed aside (a reader never sees half a model, an install never
+/// races the removal), then deleted. `false` when it was not installed.
+pub fn remove(models_dir: &Path, spec: &ModelSpec) -> Result<bool, InstallError> {
+    let target = spec.dir_in(models_dir);
+    if std::fs::symlink_metadata(&target).is_err() {
+        return Ok(false);
+    }
+    let lock_path = models_dir.join(".install.lock");
+    let lock = File::create(&lock_path).map_err(io(&lock_path))?;
+    fs4::FileExt::lock(&lock).map_err(io(&lock_path))?;
+    if std::fs::symlink_metadata(&target).is_err() {
+        return Ok(false);
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix(&format!(".removed-{}-", spec.name))
+        .tempdir_in(models_dir)
+        .map_err(io(models_dir))?;
+    std::fs::rename(&target, scratch.path().join(spec.name)).map_err(io(&target))?;
+    drop(lock);
+    scratch.close().map_err(io(models_dir))?;
+    Ok(true)
+}
+
 fn already_installed(models_dir: &Path, spec: &ModelSpec) -> Option<Installed> {
     let dir = spec.dir_in(models_dir);
     verify(&dir, spec)

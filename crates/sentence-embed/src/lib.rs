@@ -14,7 +14,7 @@ pub mod vector;
 
 pub use encoder::{Encoder, EncoderError, EncoderOptions, MAX_PIECES};
 pub use install::{
-    download, install_from_path, verify, DownloadOptions, InstallError, Installed, Progress,
+    download, install_from_path, remove, verify, DownloadOptions, InstallError, Installed, Progress,
 };
 pub use model::{models_dir, ModelFile, ModelSpec, MINILM_L6_V2};
 pub use vector::{Embedding, Hit, Int8Vector, VectorBytesError, VectorSet};

@@ -8,6 +8,7 @@ mod embed;
 mod index;
 mod inspect;
 mod list;
+mod model;
 mod search;
 mod show;
 
@@ -41,6 +42,8 @@ enum Command {
     Search(search::Args),
     /// Embed the passages of the search index for semantic ranking (needs the model).
     Embed(embed::Args),
+    /// The sentence model that lets search find sessions by meaning: install, status, remove.
+    Model(model::Args),
 }
 
 /// Why a command failed, and so its exit code.
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Search(args) => search::run(args),
         Command::Embed(args) => embed::run(args),
+        Command::Model(args) => model::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

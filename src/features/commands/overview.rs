@@ -1,6 +1,6 @@
 //! The overview command (`/session-index`): one screen with what the plugin
-//! knows, the model it uses and why, what it spent, config problems and the
-//! `@@` syntax.
+//! knows, the model it uses and why, whether search ranks by meaning (and
+//! how to turn that on), what it spent, config problems and the `@@` syntax.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use pi_ext_abi::protocol::{CommandCall, CommandResult};
 use serde_json::json;
 
 use super::index_all::{left, survey};
+use crate::features::semantic::Semantic;
 use crate::plugin::host::NotifyLevel;
 use crate::plugin::state::Services;
 use crate::store::meta::{ModelChoice, SessionMeta};
@@ -76,6 +77,8 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
         here.todo.len(),
         left(&report)
     ));
+    let semantic = Semantic::of(&services.agent_dir(&call.ctx), &config.search);
+    lines.push(semantic.describe());
     let cap = config
         .spending
         .daily_cap_usd
@@ -107,6 +110,7 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
         "sessions": everywhere.sessions, "indexed": everywhere.indexed, "stale": everywhere.stale,
         "spentUsd": {"session": session.total(), "today": today.total(), "allTime": ledger.total.total()},
         "configProblems": services.config_problems,
+        "semanticSearch": semantic.model().is_some(),
     });
     CommandResult {
         ok: true,

