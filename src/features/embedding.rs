@@ -45,7 +45,7 @@ pub fn embed_in_background(services: &Arc<Services>, ctx: &SessionContext) {
 /// Embed for at most [`SLICE`]; whether to go on (passages are left and
 /// this slice got some done).
 fn embed_slice(services: &Arc<Services>, agent_dir: &std::path::Path) -> bool {
-    let opened = Store::open(agent_dir).map(|s| s.excluding(&services.config.privacy));
+    let opened = Store::open_configured(agent_dir, &services.config);
     let mut index = match opened {
         Ok(index) => index,
         Err(e) => {

@@ -55,7 +55,7 @@ fn caught_up(
     services: &Services,
     ctx: &SessionContext,
 ) -> Result<(Store, UpdateReport), StoreError> {
-    let mut index = Store::open(&services.agent_dir(ctx))?.excluding(&services.config.privacy);
+    let mut index = Store::open_configured(&services.agent_dir(ctx), &services.config)?;
     let report = index.update(
         &services.sessions_dir(ctx),
         &services.meta_dir(ctx),

@@ -127,6 +127,21 @@ impl Store {
         }
     }
 
+    /// The store of `agent_dir` as the user's config asks for it: the
+    /// sessions `privacy.exclude` names kept out, and ranking by meaning
+    /// only when `search.semantic` is on (every surface opens it this way).
+    pub fn open_configured(
+        agent_dir: &Path,
+        config: &crate::config::Config,
+    ) -> Result<Store, StoreError> {
+        let store = Store::open(agent_dir)?.excluding(&config.privacy);
+        Ok(if config.search.semantic {
+            store
+        } else {
+            store.with_model(None)
+        })
+    }
+
     /// Keep the sessions `privacy` excludes out of the store and its results.
     pub fn excluding(mut self, privacy: &crate::config::PrivacyConfig) -> Store {
         self.gate = self.gate.with_privacy(privacy);

@@ -65,9 +65,7 @@ pub fn index(
     // The library's warnings (a file skipped, the index rebuilt) go to stderr, as `index` prints them.
     session_index::plugin::logging::to_stderr(&format!("session-index {cmd}"));
     let config = config(file, &agent_dir)?;
-    let mut index = Store::open(&agent_dir)
-        .map_err(|e| e.to_string())?
-        .excluding(&config.privacy);
+    let mut index = Store::open_configured(&agent_dir, &config).map_err(|e| e.to_string())?;
     let budget = (!wait).then(|| std::time::Duration::from_secs(1));
     let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
     let report = index
