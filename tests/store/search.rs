@@ -5,31 +5,12 @@
 
 use std::path::Path;
 
-use crate::support::search::{copy_real_sessions, write_meta, Writer};
+use crate::support::search::{
+    copy_real_sessions, hit_ids, store_updated, top5, write_meta, Writer,
+};
 use serde_json::json;
-use session_index::store::{Query, SessionHit, Store};
+use session_index::store::{Query, Store};
 use session_index::text::Keep;
-
-fn update(agent: &Path) -> Store {
-    let mut index = Store::open(agent).expect("open the index");
-    index
-        .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
-        .expect("update the index");
-    index
-}
-
-fn search(index: &Store, text: &str) -> Vec<SessionHit> {
-    index
-        .search(&Query {
-            limit: 5,
-            ..Query::parse(text).expect("a valid query")
-        })
-        .expect("search")
-}
-
-fn ids(hits: &[SessionHit]) -> Vec<String> {
-    hits.iter().map(|h| h.session.id.clone()).collect()
-}
 
 /// Sessions with one fact each, among the shared real sessions.
 fn planted(agent: &Path) {
@@ -91,11 +72,11 @@ fn planted_facts_rank_first() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let agent = dir.path();
     planted(agent);
-    let index = update(agent);
+    let index = store_updated(agent, None);
 
-    let hits = search(&index, "zephyrine toolchain");
+    let hits = top5(&index, "zephyrine toolchain");
     assert_eq!(
-        ids(&hits).first(),
+        hit_ids(&hits).first(),
         Some(&"tool-fact".to_string()),
         "a fact only in a tool result"
     );
@@ -106,9 +87,9 @@ fn planted_facts_rank_first() {
         hits[0].snippets[0].text
     );
 
-    let hits = search(&index, "marmoset sharding");
+    let hits = top5(&index, "marmoset sharding");
     assert_eq!(
-        ids(&hits).first(),
+        hit_ids(&hits).first(),
         Some(&"abandoned-fact".to_string()),
         "a fact only on an abandoned branch"
     );
@@ -119,9 +100,9 @@ fn planted_facts_rank_first() {
     );
     assert!(hits[0].snippets[0].entry_id.is_some());
 
-    let hits = search(&index, "quokkadb");
+    let hits = top5(&index, "quokkadb");
     assert_eq!(
-        ids(&hits),
+        hit_ids(&hits),
         vec!["meta-fact"],
         "a fact only in the meta summary"
     );
@@ -131,36 +112,36 @@ fn planted_facts_rank_first() {
 
     // The phrase finds only the session where the words are together; the words alone find both.
     assert_eq!(
-        ids(&search(&index, "\"purple elephant dance\"")),
+        hit_ids(&top5(&index, "\"purple elephant dance\"")),
         vec!["phrase-fact"]
     );
-    let mut both = ids(&search(&index, "purple elephant dance"));
+    let mut both = hit_ids(&top5(&index, "purple elephant dance"));
     both.sort();
     assert_eq!(both, vec!["phrase-apart", "phrase-fact"]);
     assert_eq!(
-        ids(&search(&index, "purple elephant -car")),
+        hit_ids(&top5(&index, "purple elephant -car")),
         vec!["phrase-fact"],
         "exclusion"
     );
     // Words said together rank above the same words apart, though bm25() alone prefers the shorter row.
     assert_eq!(
-        ids(&search(&index, "flaky quasar")),
+        hit_ids(&top5(&index, "flaky quasar")),
         vec!["words-together", "words-apart"],
         "proximity"
     );
 
     assert_eq!(
-        ids(&search(&index, "file:src/weird/path_finder.rs")),
+        hit_ids(&top5(&index, "file:src/weird/path_finder.rs")),
         vec!["file-fact"]
     );
-    assert_eq!(ids(&search(&index, "path_finder")), vec!["file-fact"]);
-    assert_eq!(ids(&search(&index, "tag:storage")), vec!["meta-fact"]);
+    assert_eq!(hit_ids(&top5(&index, "path_finder")), vec!["file-fact"]);
+    assert_eq!(hit_ids(&top5(&index, "tag:storage")), vec!["meta-fact"]);
     assert_eq!(
-        ids(&search(&index, "persistence tag:cleanup")),
+        hit_ids(&top5(&index, "persistence tag:cleanup")),
         vec!["meta-fact"]
     );
     // Prefix matching of the last word.
-    assert_eq!(ids(&search(&index, "zephyr")), vec!["tool-fact"]);
+    assert_eq!(hit_ids(&top5(&index, "zephyr")), vec!["tool-fact"]);
 
     // The `@@` fallback: reference words, ranked sessions with scores.
     let ranked = index
@@ -194,7 +175,7 @@ fn planted_facts_rank_first() {
             limit: 5,
             ..Query::parse(text).expect("a valid query")
         };
-        ids(&index.search(&query).expect("search"))
+        hit_ids(&index.search(&query).expect("search"))
     };
     let mut beta = only("/p/beta", "purple");
     beta.sort();
@@ -221,7 +202,7 @@ fn planted_facts_rank_first() {
         json!({"command": "cargo build"}),
         "error: linker `cc` not found: the zephyrine toolchain is missing",
     );
-    let index = update(agent);
+    let index = store_updated(agent, None);
     for cwd in ["/p/delta", "/p/alpha"] {
         let query = Query {
             current_cwd: Some(cwd.into()),
@@ -238,7 +219,7 @@ fn bad_queries_get_one_line_errors_and_syntax_is_never_passed_raw() {
     let agent = dir.path();
     let mut w = Writer::new(agent, "/p", "syntax");
     w.user("NEAR(a b) AND OR NOT \"quoted\" column:value ^start");
-    let index = update(agent);
+    let index = store_updated(agent, None);
     for text in [
         "NEAR(a b)",
         "AND",
@@ -261,7 +242,7 @@ fn bad_queries_get_one_line_errors_and_syntax_is_never_passed_raw() {
         }
     }
     assert!(Query::parse("!!! ...").is_err());
-    assert_eq!(ids(&search(&index, "NEAR(a b)")), vec!["syntax"]);
+    assert_eq!(hit_ids(&top5(&index, "NEAR(a b)")), vec!["syntax"]);
 }
 
 #[test]
@@ -271,8 +252,8 @@ fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
     let mut w = Writer::new(agent, "/p", "grows");
     let root = w.user("first words about capybaras");
     w.assistant("capybaras are large rodents");
-    let mut index = update(agent);
-    assert_eq!(ids(&search(&index, "capybaras")), vec!["grows"]);
+    let mut index = store_updated(agent, None);
+    assert_eq!(hit_ids(&top5(&index, "capybaras")), vec!["grows"]);
 
     // Append: only the new lines are read, nothing is indexed twice, and the
     // ranking rows are those a fresh build of the file has: how the index was
@@ -299,8 +280,8 @@ fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
         .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
         .expect("update");
     assert_eq!(report.updated, 1);
-    assert_eq!(ids(&search(&index, "axolotls")), vec!["grows"]);
-    let hits = search(&index, "capybaras");
+    assert_eq!(hit_ids(&top5(&index, "axolotls")), vec!["grows"]);
+    let hits = top5(&index, "capybaras");
     assert_eq!(
         hits[0].snippets.len(),
         2,
@@ -313,7 +294,7 @@ fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
     let copy = crate::support::search::project_dir(fresh.path(), "/p")
         .join(w.path.file_name().expect("a file name"));
     std::fs::copy(&w.path, copy).expect("copy the session");
-    drop(update(fresh.path()));
+    drop(store_updated(fresh.path(), None));
     assert_eq!(
         ranking_rows(agent),
         ranking_rows(fresh.path()),
@@ -327,20 +308,20 @@ fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
         .and_then(|mut f| std::io::Write::write_all(&mut f, b"\",\"parentId\":null,\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"finished half line\"}}\n"))
         .expect("finish the line");
     w.user_after(Some(&root), "a different direction with okapis");
-    update(agent);
-    let hits = search(&index, "axolotls");
+    store_updated(agent, None);
+    let hits = top5(&index, "axolotls");
     assert!(
         hits[0].snippets[0].abandoned,
         "moved off the active branch: {:?}",
         hits[0].snippets
     );
-    assert!(!search(&index, "okapis")[0].snippets[0].abandoned);
-    assert!(!search(&index, "capybaras")[0]
+    assert!(!top5(&index, "okapis")[0].snippets[0].abandoned);
+    assert!(!top5(&index, "capybaras")[0]
         .snippets
         .iter()
         .any(|s| s.entry_id.as_deref() == Some(&root) && s.abandoned));
     assert_eq!(
-        ids(&search(&index, "\"finished half line\"")),
+        hit_ids(&top5(&index, "\"finished half line\"")),
         vec!["grows"]
     );
 
@@ -352,9 +333,9 @@ fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
         "All about capybaras.",
         &["animals"],
     );
-    update(agent);
+    store_updated(agent, None);
     assert_eq!(
-        search(&index, "rodent")[0].session.name.as_deref(),
+        top5(&index, "rodent")[0].session.name.as_deref(),
         Some("Rodent facts")
     );
 
@@ -362,9 +343,9 @@ fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
     let text = std::fs::read_to_string(&w.path).expect("read");
     let first_two: Vec<&str> = text.lines().take(2).collect();
     std::fs::write(&w.path, format!("{}\n", first_two.join("\n"))).expect("truncate");
-    update(agent);
-    assert!(search(&index, "axolotls").is_empty());
-    assert_eq!(ids(&search(&index, "capybaras")), vec!["grows"]);
+    store_updated(agent, None);
+    assert!(top5(&index, "axolotls").is_empty());
+    assert_eq!(hit_ids(&top5(&index, "capybaras")), vec!["grows"]);
 
     // Rewritten in place, same length and inode, different text: read again whole.
     let text = std::fs::read_to_string(&w.path).expect("read");
@@ -378,15 +359,15 @@ fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
         .open(&w.path)
         .and_then(|f| f.set_modified(later))
         .expect("set mtime");
-    update(agent);
-    let stale = search(&index, "capybaras");
+    store_updated(agent, None);
+    let stale = top5(&index, "capybaras");
     assert!(
         stale
             .iter()
             .all(|h| h.snippets.iter().all(|s| s.role == "meta")),
         "stale text after a rewrite: {stale:?}"
     );
-    assert_eq!(ids(&search(&index, "wombatses")), vec!["grows"]);
+    assert_eq!(hit_ids(&top5(&index, "wombatses")), vec!["grows"]);
 
     // Deleted: it drops out.
     std::fs::remove_file(&w.path).expect("delete");
@@ -394,7 +375,7 @@ fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
         .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
         .expect("update");
     assert_eq!(report.removed, 1);
-    assert!(search(&index, "wombatses").is_empty());
+    assert!(top5(&index, "wombatses").is_empty());
     assert!(index.records().expect("sessions").is_empty());
     assert_eq!(index.integrity_check().expect("check"), "ok");
 }
@@ -407,7 +388,7 @@ fn the_sessions_table_holds_the_catalog_fields() {
     w.user("the opening request\nwith two lines");
     w.assistant("fine");
     write_meta(agent, &w, "Catalog row", "a summary", &["t1"]);
-    let index = update(agent);
+    let index = store_updated(agent, None);
     let row = index
         .records()
         .expect("query")
@@ -457,7 +438,7 @@ fn the_sessions_table_lists_what_pi_lists() {
             assert_eq!(row.first_message, s.first_message.map(clip), "{}", row.id);
         }
     };
-    let mut index = update(agent);
+    let mut index = store_updated(agent, None);
     check(&index);
     let before = index
         .records()
@@ -499,8 +480,8 @@ fn secrets_and_image_data_never_reach_the_index_file() {
     );
     w.image(image);
     write_meta(agent, &w, "Walrus", &format!("used {key}"), &[]);
-    let index = update(agent);
-    assert_eq!(ids(&search(&index, "walrus")), vec!["secretive"]);
+    let index = store_updated(agent, None);
+    assert_eq!(hit_ids(&top5(&index, "walrus")), vec!["secretive"]);
     drop(index);
     let mut bytes = Vec::new();
     for entry in std::fs::read_dir(agent.join("sessions-index"))
@@ -526,7 +507,7 @@ fn a_corrupt_or_old_index_is_rebuilt_with_one_warning() {
     let agent = dir.path();
     let mut w = Writer::new(agent, "/p", "survivor");
     w.user("pangolin scales");
-    drop(update(agent));
+    drop(store_updated(agent, None));
     let path = session_index::store::store_path(agent);
 
     // Old schema: another user_version and other tables.
@@ -547,9 +528,9 @@ fn a_corrupt_or_old_index_is_rebuilt_with_one_warning() {
         index.rebuilt
     );
     drop(index);
-    let index = update(agent);
+    let index = store_updated(agent, None);
     assert!(index.rebuilt.is_none(), "warned once only");
-    assert_eq!(ids(&search(&index, "pangolin")), vec!["survivor"]);
+    assert_eq!(hit_ids(&top5(&index, "pangolin")), vec!["survivor"]);
     drop(index);
 
     // Garbage: not a database at all.
@@ -560,8 +541,8 @@ fn a_corrupt_or_old_index_is_rebuilt_with_one_warning() {
     let index = Store::open(agent).expect("reopen");
     assert!(index.rebuilt.is_some());
     drop(index);
-    let index = update(agent);
-    assert_eq!(ids(&search(&index, "pangolin")), vec!["survivor"]);
+    let index = store_updated(agent, None);
+    assert_eq!(hit_ids(&top5(&index, "pangolin")), vec!["survivor"]);
     assert_eq!(index.integrity_check().expect("check"), "ok");
 }
 
@@ -573,19 +554,19 @@ fn sessions_privacy_excludes_are_never_stored_or_returned() {
     let privacy: session_index::config::PrivacyConfig =
         serde_json::from_value(json!({"exclude": ["/p/alpha"]})).expect("a privacy config");
     // Stored before the rule existed: never returned once it does.
-    let before = update(agent);
+    let before = store_updated(agent, None);
     assert_eq!(
-        ids(&search(&before, "zephyrine toolchain")).first(),
+        hit_ids(&top5(&before, "zephyrine toolchain")).first(),
         Some(&"tool-fact".to_string())
     );
     drop(before);
     let hidden = Store::open(agent).expect("open").excluding(&privacy);
     assert!(
-        search(&hidden, "zephyrine toolchain").is_empty(),
+        top5(&hidden, "zephyrine toolchain").is_empty(),
         "an excluded project's session is not returned"
     );
     assert_eq!(
-        ids(&search(&hidden, "quokkadb")),
+        hit_ids(&top5(&hidden, "quokkadb")),
         vec!["meta-fact"],
         "other projects still are"
     );
@@ -596,9 +577,9 @@ fn sessions_privacy_excludes_are_never_stored_or_returned() {
     index
         .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
         .expect("update");
-    assert!(search(&index, "zephyrine").is_empty());
+    assert!(top5(&index, "zephyrine").is_empty());
     assert!(
-        search(&index, "marmoset").is_empty(),
+        top5(&index, "marmoset").is_empty(),
         "both /p/alpha sessions stay out"
     );
     drop(index);

