@@ -250,143 +250,36 @@ impl<'p> Records<'p> {
         }
     }
 
-    /// Take one line.
+    /// Take one line: skip what cannot be read, settle the header with the
+    /// first record, and keep every other record as an entry.
     fn take(&mut self, line: &Line<'_>) -> Result<(), SessionError> {
-        let (text, terminated, cuts) = (line.text, line.terminated, line.cuts);
-        let warnings = &mut self.warnings;
-        match line.skipped {
-            Some(Skipped::Oversized) => {
-                warnings.oversized_lines += 1;
-                return Ok(());
-            }
-            Some(Skipped::Invalid) if terminated => {
-                warnings.malformed_lines += 1;
-                return Ok(());
-            }
-            Some(Skipped::Invalid) => {
-                warnings.truncated_final_line += 1;
-                return Ok(());
-            }
-            None => {}
-        }
-        if is_blank(text) {
-            if terminated {
-                warnings.blank_lines += 1;
-            }
+        if !self.readable(line) {
             return Ok(());
         }
         let mut repaired = None;
-        let (parsed, was_repaired) = parse_line::<RawLine<'_>>(text, &mut repaired);
-        if was_repaired {
-            warnings.invalid_utf8_lines += 1;
-        }
-        let Ok(raw) = parsed else {
-            if terminated {
-                warnings.malformed_lines += 1;
-            } else {
-                warnings.truncated_final_line += 1;
-            }
+        let Some(raw) = self.parse(line, &mut repaired) else {
             return Ok(());
         };
-        let ty = raw.ty.as_str().unwrap_or_default();
-        let v1 = &mut self.v1;
-        if self.header.is_none() {
-            match first_record(&raw) {
-                FirstRecord::Header => {
-                    self.header = Some(header_from(&raw));
-                    v1.by_index.push(None);
-                    self.record_index += 1;
-                    return Ok(());
-                }
-                FirstRecord::NotASession => return Err(not_a_session(self.path, NOT_A_HEADER)),
-                FirstRecord::Damaged => {}
-            }
-            // A damaged pi session: keep its entries under a synthesized header.
-            warnings.missing_header += 1;
-            let mut synthesized = header_from(&raw);
-            synthesized.id = id_from_file_name(self.path);
-            synthesized.version = if ty != "session" && raw.id.0.is_none() {
-                1
-            } else {
-                3
-            };
-            self.header = Some(synthesized);
-            if ty == "session" {
-                v1.by_index.push(None);
-                self.record_index += 1;
-                return Ok(());
-            }
+        if self.header.is_none() && self.take_first_record(&raw)? == Consumed::Yes {
+            return Ok(());
         }
-        let version = self.header.as_ref().map_or(3, |h| h.version);
         let this_index = self.record_index;
         self.record_index += 1;
-        if ty == "session" {
+        if raw.ty.as_str() == Some("session") {
             // pi skips further headers everywhere (`getEntries` filters them).
-            if version < 2 {
-                v1.by_index.push(None);
+            if self.version() < 2 {
+                self.v1.by_index.push(None);
             }
             return Ok(());
         }
-
-        let (id, parent_id) = if version < 2 {
-            let id = compact_str::format_compact!("{:08x}", this_index);
-            let parent = v1.prev.replace(id.clone());
-            v1.by_index.push(Some(id.clone()));
-            (id, parent)
-        } else {
-            match raw.id.as_str().map(convert::head_of::<CompactString>) {
-                // pi tests `parentId` for truthiness: an empty one means a root.
-                Some(id) => (
-                    id,
-                    raw.parent_id
-                        .as_str()
-                        .map(convert::head_of)
-                        .filter(|p: &CompactString| !p.is_empty()),
-                ),
-                None => {
-                    // pi would index it under `undefined`; nothing can reference it.
-                    warnings.malformed_lines += 1;
-                    return Ok(());
-                }
-            }
+        let Some((id, parent_id)) = self.ids(&raw, this_index) else {
+            // pi would index it under `undefined`; nothing can reference it.
+            self.warnings.malformed_lines += 1;
+            return Ok(());
         };
-
-        let mut kind = match convert::kind(&raw, ty, version) {
-            Ok(kind @ EntryKind::Unknown { .. }) => {
-                warnings.unknown_entry_types += 1;
-                kind
-            }
-            Ok(kind) => kind,
-            Err(()) => {
-                // A message without a message object or with a role pi's context
-                // code does not know: kept so the tree stays connected.
-                warnings.unknown_entry_types += 1;
-                EntryKind::Unknown {
-                    entry_type: ty.to_string(),
-                }
-            }
-        };
-        if version < 2 {
-            if let EntryKind::Compaction {
-                first_kept_entry_id,
-                ..
-            } = &mut kind
-            {
-                if let Some(index) = raw.first_kept_entry_index.0 {
-                    *first_kept_entry_id = v1_first_kept(v1, index, this_index, &id);
-                }
-            }
-        }
-        if !cuts.is_empty() {
-            self.warnings.cut_texts += record_cuts(&mut kind, &raw, text, cuts);
-        }
+        let kind = self.kind(&raw, line, this_index, &id);
         let timestamp = convert::iso_to_ms(raw.timestamp.as_str().unwrap_or_default());
-        if self.entries.len() == self.max_entries {
-            // The oldest goes: a branch is read from its newest entries back.
-            self.entries.pop_front();
-            self.warnings.entries_not_kept += 1;
-        }
-        self.entries.push_back(Entry {
+        self.push(Entry {
             id,
             parent_id,
             timestamp,
@@ -394,6 +287,166 @@ impl<'p> Records<'p> {
         });
         Ok(())
     }
+
+    /// Whether the line reader gave a line to parse; the others are counted.
+    fn readable(&mut self, line: &Line<'_>) -> bool {
+        let warnings = &mut self.warnings;
+        match line.skipped {
+            Some(Skipped::Oversized) => warnings.oversized_lines += 1,
+            Some(Skipped::Invalid) if line.terminated => warnings.malformed_lines += 1,
+            Some(Skipped::Invalid) => warnings.truncated_final_line += 1,
+            None if is_blank(line.text) => {
+                if line.terminated {
+                    warnings.blank_lines += 1;
+                }
+            }
+            None => return true,
+        }
+        false
+    }
+
+    /// The line's JSON record (invalid UTF-8 repaired into `repaired`), or
+    /// `None`, counted, when it is not JSON.
+    fn parse<'l>(
+        &mut self,
+        line: &'l Line<'_>,
+        repaired: &'l mut Option<String>,
+    ) -> Option<RawLine<'l>> {
+        let (parsed, was_repaired) = parse_line::<RawLine<'_>>(line.text, repaired);
+        if was_repaired {
+            self.warnings.invalid_utf8_lines += 1;
+        }
+        match parsed {
+            Ok(raw) => Some(raw),
+            Err(_) if line.terminated => {
+                self.warnings.malformed_lines += 1;
+                None
+            }
+            Err(_) => {
+                self.warnings.truncated_final_line += 1;
+                None
+            }
+        }
+    }
+
+    /// The first record settles the header: it is the header, or the file
+    /// is a damaged pi session read under a synthesized one (the record
+    /// itself is then an entry, unless it is an id-less `session` record),
+    /// or it is not a pi session at all.
+    fn take_first_record(&mut self, raw: &RawLine<'_>) -> Result<Consumed, SessionError> {
+        let ty = raw.ty.as_str().unwrap_or_default();
+        match first_record(raw) {
+            FirstRecord::Header => {
+                self.header = Some(header_from(raw));
+            }
+            FirstRecord::NotASession => return Err(not_a_session(self.path, NOT_A_HEADER)),
+            FirstRecord::Damaged => {
+                self.warnings.missing_header += 1;
+                let mut synthesized = header_from(raw);
+                synthesized.id = id_from_file_name(self.path);
+                synthesized.version = if ty != "session" && raw.id.0.is_none() {
+                    1
+                } else {
+                    3
+                };
+                self.header = Some(synthesized);
+                if ty != "session" {
+                    return Ok(Consumed::No);
+                }
+            }
+        }
+        self.v1.by_index.push(None);
+        self.record_index += 1;
+        Ok(Consumed::Yes)
+    }
+
+    /// The session's format version (3 until a header says otherwise).
+    fn version(&self) -> u32 {
+        self.header.as_ref().map_or(3, |h| h.version)
+    }
+
+    /// The entry's id and parent: given in the record (version 2 and later),
+    /// or made linear by the v1 migration. `None` for a record without an id.
+    fn ids(
+        &mut self,
+        raw: &RawLine<'_>,
+        this_index: usize,
+    ) -> Option<(CompactString, Option<CompactString>)> {
+        if self.version() < 2 {
+            let id = compact_str::format_compact!("{:08x}", this_index);
+            let parent = self.v1.prev.replace(id.clone());
+            self.v1.by_index.push(Some(id.clone()));
+            return Some((id, parent));
+        }
+        let id = raw.id.as_str().map(convert::head_of::<CompactString>)?;
+        // pi tests `parentId` for truthiness: an empty one means a root.
+        let parent = raw
+            .parent_id
+            .as_str()
+            .map(convert::head_of)
+            .filter(|p: &CompactString| !p.is_empty());
+        Some((id, parent))
+    }
+
+    /// What the entry is, with the v1 compaction's kept entry resolved and
+    /// the full lengths of texts the line reader cut recorded.
+    fn kind(
+        &mut self,
+        raw: &RawLine<'_>,
+        line: &Line<'_>,
+        this_index: usize,
+        id: &str,
+    ) -> EntryKind {
+        let ty = raw.ty.as_str().unwrap_or_default();
+        let mut kind = match convert::kind(raw, ty, self.version()) {
+            Ok(kind @ EntryKind::Unknown { .. }) => {
+                self.warnings.unknown_entry_types += 1;
+                kind
+            }
+            Ok(kind) => kind,
+            Err(()) => {
+                // A message without a message object or with a role pi's context
+                // code does not know: kept so the tree stays connected.
+                self.warnings.unknown_entry_types += 1;
+                EntryKind::Unknown {
+                    entry_type: ty.to_string(),
+                }
+            }
+        };
+        if self.version() < 2 {
+            if let EntryKind::Compaction {
+                first_kept_entry_id,
+                ..
+            } = &mut kind
+            {
+                if let Some(index) = raw.first_kept_entry_index.0 {
+                    *first_kept_entry_id = v1_first_kept(&self.v1, index, this_index, id);
+                }
+            }
+        }
+        if !line.cuts.is_empty() {
+            self.warnings.cut_texts += record_cuts(&mut kind, raw, line.text, line.cuts);
+        }
+        kind
+    }
+
+    /// Hold the entry; past [`MAX_ENTRIES`] the oldest goes (a branch is
+    /// read from its newest entries back) and is counted.
+    fn push(&mut self, entry: Entry) {
+        if self.entries.len() == self.max_entries {
+            self.entries.pop_front();
+            self.warnings.entries_not_kept += 1;
+        }
+        self.entries.push_back(entry);
+    }
+}
+
+/// Whether taking the first record consumed it (as the header) or left it
+/// to be taken as an entry.
+#[derive(PartialEq, Eq)]
+enum Consumed {
+    Yes,
+    No,
 }
 
 /// The offset of `p` in `line` (a huge value when it is not in it).

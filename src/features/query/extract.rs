@@ -17,47 +17,131 @@ const MAX_FOLLOWED_RESULTS: usize = 2;
 /// ...within the citation limit of model answers.
 const MAX_CITATIONS: usize = 8;
 
-/// An extractive answer: markdown, confidence and citations.
-pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Citation>) {
-    let query: Vec<&str> = {
-        let mut seen = HashSet::new();
-        assembled
-            .query_tokens
-            .iter()
-            .map(String::as_str)
-            .filter(|q| seen.insert(*q))
-            .collect()
-    };
-    // Every quotable item, with its chronological position and window score,
-    // and for tool calls the results that follow them.
-    let mut items: Vec<(&Item, usize, f64)> =
-        assembled.summaries.iter().map(|s| (s, 0, 0.0)).collect();
-    let mut results_of: HashMap<*const Item, Vec<&Item>> = HashMap::new();
-    for (k, chosen) in assembled.chosen.iter().enumerate() {
-        let window = &chosen.window.items;
-        for (j, item) in window.iter().enumerate() {
-            items.push((item, k + 1, chosen.score));
-            if item.role.starts_with("assistant") && item.text.contains("→ ") {
-                let results: Vec<&Item> = window[j + 1..]
-                    .iter()
-                    .take_while(|i| i.role == "toolResult")
-                    .take(MAX_FOLLOWED_RESULTS)
-                    .collect();
-                results_of.insert(item as *const Item, results);
-            }
-        }
-    }
-    let term_sets: Vec<HashSet<String>> = items
+/// An extractive answer, before it becomes a [`super::QueryAnswer`].
+pub struct Extracted {
+    pub markdown: String,
+    pub confidence: Confidence,
+    pub citations: Vec<Citation>,
+}
+
+/// An extractive answer: the best-matching passages, quoted.
+pub fn answer(name: &str, assembled: &Assembled) -> Extracted {
+    let query = distinct_query_terms(assembled);
+    let quotable = Quotable::of(assembled);
+    let term_sets: Vec<HashSet<String>> = quotable
+        .items
         .iter()
-        .map(|(i, _, _)| tokenize(&i.text).into_iter().collect())
+        .map(|q| tokenize(&q.item.text).into_iter().collect())
         .collect();
     let weights = term_weights(&query, &term_sets);
-    let total_weight: f64 = weights.values().sum();
-    let max_window = items.iter().map(|i| i.2).fold(0.0f64, f64::max).max(1e-9);
+    let candidates = rank(&query, &quotable.items, &term_sets, &weights);
+    let mut picked = pick(&candidates, &quotable, &weights);
+    let found = !picked.citations.is_empty();
+    if !found {
+        // Nothing matches: show where the session ended up, so the caller can judge.
+        picked
+            .citations
+            .extend(newest_exchange(assembled).map(|item| cite(item, &weights)));
+    }
+    let confidence = if found && picked.best_coverage >= 0.6 {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    };
+    Extracted {
+        markdown: markdown(name, found, &picked.citations),
+        confidence,
+        citations: picked.citations,
+    }
+}
 
-    // (score, matched weight, position, item)
-    let mut candidates: Vec<(f64, f64, usize, &Item)> = Vec::new();
-    for ((item, position, window_score), terms) in items.iter().zip(&term_sets) {
+/// The question's terms, each once, in order.
+fn distinct_query_terms(assembled: &Assembled) -> Vec<&str> {
+    let mut seen = HashSet::new();
+    assembled
+        .query_tokens
+        .iter()
+        .map(String::as_str)
+        .filter(|q| seen.insert(*q))
+        .collect()
+}
+
+/// An item that can be quoted, with where it came from.
+struct Candidate<'a> {
+    item: &'a Item,
+    /// 0 for the session's summaries, k + 1 for the k-th chosen window
+    /// (chronological: a later one wins a tie).
+    position: usize,
+    /// Its window's score (0 for summaries).
+    window_score: f64,
+}
+
+/// Every quotable item of the context, and for each tool call the results
+/// that follow it in its window.
+struct Quotable<'a> {
+    items: Vec<Candidate<'a>>,
+    results_of: HashMap<*const Item, Vec<&'a Item>>,
+}
+
+impl<'a> Quotable<'a> {
+    fn of(assembled: &'a Assembled) -> Quotable<'a> {
+        let mut items: Vec<Candidate<'a>> = assembled
+            .summaries
+            .iter()
+            .map(|item| Candidate {
+                item,
+                position: 0,
+                window_score: 0.0,
+            })
+            .collect();
+        let mut results_of = HashMap::new();
+        for (k, chosen) in assembled.chosen.iter().enumerate() {
+            let window = &chosen.window.items;
+            for (j, item) in window.iter().enumerate() {
+                items.push(Candidate {
+                    item,
+                    position: k + 1,
+                    window_score: chosen.score,
+                });
+                if item.role.starts_with("assistant") && item.text.contains("→ ") {
+                    let results: Vec<&Item> = window[j + 1..]
+                        .iter()
+                        .take_while(|i| i.role == "toolResult")
+                        .take(MAX_FOLLOWED_RESULTS)
+                        .collect();
+                    results_of.insert(item as *const Item, results);
+                }
+            }
+        }
+        Quotable { items, results_of }
+    }
+}
+
+/// A candidate that matches the question, scored.
+struct Scored<'a> {
+    score: f64,
+    /// The rarity weight of the question's terms it holds.
+    matched: f64,
+    position: usize,
+    item: &'a Item,
+}
+
+/// The candidates holding a question term, best first: matched rarity, a
+/// bare tool call discounted, plus a little of their window's score.
+fn rank<'a>(
+    query: &[&str],
+    candidates: &[Candidate<'a>],
+    term_sets: &[HashSet<String>],
+    weights: &HashMap<&str, f64>,
+) -> Vec<Scored<'a>> {
+    let total_weight: f64 = weights.values().sum();
+    let max_window = candidates
+        .iter()
+        .map(|c| c.window_score)
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let mut scored: Vec<Scored<'a>> = Vec::new();
+    for (candidate, terms) in candidates.iter().zip(term_sets) {
         let matched: f64 = query
             .iter()
             .filter(|q| terms.contains(**q))
@@ -67,64 +151,86 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
             continue;
         }
         // A bare tool call is rarely the answer itself; its result or the reply is.
-        let kind = if item.text.starts_with("→ ") {
+        let kind = if candidate.item.text.starts_with("→ ") {
             0.6
         } else {
             1.0
         };
-        let score = matched * kind + 0.1 * total_weight * window_score / max_window;
-        candidates.push((score, matched, *position, item));
+        let window = 0.1 * total_weight * candidate.window_score / max_window;
+        scored.push(Scored {
+            score: matched * kind + window,
+            matched,
+            position: candidate.position,
+            item: candidate.item,
+        });
     }
-    candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.2.cmp(&a.2)));
+    scored.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.position.cmp(&a.position))
+    });
+    scored
+}
 
-    let cite = |item: &Item| Citation {
-        entry_id: item.entry_id.clone(),
-        role: base_role(&item.role),
-        excerpt: excerpt_weighted(quotable(item), &weights),
-    };
+/// The citations picked, and how much of the question the best one covers.
+struct Picked {
+    citations: Vec<Citation>,
+    best_coverage: f64,
+}
+
+/// The best [`OFFLINE_CITATIONS`] distinct entries, each matching tool call
+/// followed by its results (the answer is usually in what it returned).
+fn pick(scored: &[Scored<'_>], quotable: &Quotable<'_>, weights: &HashMap<&str, f64>) -> Picked {
+    let total_weight: f64 = weights.values().sum();
     let mut citations: Vec<Citation> = Vec::new();
     let mut best_coverage = 0.0f64;
-    for (_, matched, _, item) in &candidates {
+    let cited =
+        |citations: &[Citation], item: &Item| citations.iter().any(|c| c.entry_id == item.entry_id);
+    for candidate in scored {
         if citations.len() >= OFFLINE_CITATIONS {
             break;
         }
-        if citations.iter().any(|c| c.entry_id == item.entry_id) {
+        if cited(&citations, candidate.item) {
             continue;
         }
         if total_weight > 0.0 {
-            best_coverage = best_coverage.max(matched / total_weight);
+            best_coverage = best_coverage.max(candidate.matched / total_weight);
         }
-        citations.push(cite(item));
-        // A matching tool call usually means the answer is in what it returned.
-        for result in results_of
-            .get(&(*item as *const Item))
-            .into_iter()
-            .flatten()
-        {
-            if citations.len() < MAX_CITATIONS
-                && !citations.iter().any(|c| c.entry_id == result.entry_id)
-            {
-                citations.push(cite(result));
+        citations.push(cite(candidate.item, weights));
+        let results = quotable.results_of.get(&(candidate.item as *const Item));
+        for result in results.into_iter().flatten() {
+            if citations.len() < MAX_CITATIONS && !cited(&citations, result) {
+                citations.push(cite(result, weights));
             }
         }
     }
-    let found = !citations.is_empty();
-    if !found {
-        // Nothing matches: show where the session ended up, so the caller can judge.
-        let fallback = assembled
-            .chosen
-            .iter()
-            .rev()
-            .flat_map(|c| c.window.items.iter().rev())
-            .find(|i| i.role.starts_with("user") || i.role.starts_with("assistant"))
-            .or_else(|| assembled.summaries.last());
-        citations.extend(fallback.map(cite));
+    Picked {
+        citations,
+        best_coverage,
     }
-    let confidence = if found && best_coverage >= 0.6 {
-        Confidence::Medium
-    } else {
-        Confidence::Low
-    };
+}
+
+/// The newest user or assistant item of the context (else its last summary).
+fn newest_exchange(assembled: &Assembled) -> Option<&Item> {
+    assembled
+        .chosen
+        .iter()
+        .rev()
+        .flat_map(|c| c.window.items.iter().rev())
+        .find(|i| i.role.starts_with("user") || i.role.starts_with("assistant"))
+        .or_else(|| assembled.summaries.last())
+}
+
+fn cite(item: &Item, weights: &HashMap<&str, f64>) -> Citation {
+    Citation {
+        entry_id: item.entry_id.clone(),
+        role: base_role(&item.role),
+        excerpt: excerpt_weighted(quotable(item), weights),
+    }
+}
+
+/// The answer's markdown: what it is, then one line per citation.
+fn markdown(name: &str, found: bool, citations: &[Citation]) -> String {
     let mut md = String::from(
         "No model was used (offline extractive answer, `local/extractive`): below are the passages of the session \
          that best match the question, quoted verbatim.",
@@ -135,7 +241,7 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
         ));
     }
     md.push('\n');
-    for c in &citations {
+    for c in citations {
         md.push_str(&format!(
             "\n- [{}] {}: {}",
             c.entry_id,
@@ -143,7 +249,7 @@ pub fn answer(name: &str, assembled: &Assembled) -> (String, Confidence, Vec<Cit
             c.excerpt.replace('\n', " ")
         ));
     }
-    (md, confidence, citations)
+    md
 }
 
 /// The entry's own text: tool results lose the `(tool) ` label the context adds.

@@ -275,8 +275,11 @@ pub fn answer(
 
 /// The extractive answer of a prepared context.
 pub fn offline_answer(prepared: &Prepared) -> QueryAnswer {
-    let (answer_markdown, confidence, citations) =
-        extract::answer(&prepared.head.name, &prepared.assembled);
+    let extract::Extracted {
+        markdown: answer_markdown,
+        confidence,
+        citations,
+    } = extract::answer(&prepared.head.name, &prepared.assembled);
     QueryAnswer {
         session_id: prepared.head.id.clone(),
         name: prepared.head.name.clone(),
