@@ -160,6 +160,11 @@ pub fn floor_char_boundary(s: &str, at: usize) -> usize {
     i
 }
 
+/// The longest start of `text` of at most `max` bytes, cut at a char boundary.
+pub fn byte_head(text: &str, max: usize) -> &str {
+    &text[..floor_char_boundary(text, max)]
+}
+
 /// The UTF-8 length and UTF-16 units of the character whose lead byte is
 /// `lead` (valid UTF-8): walking lead bytes is cheaper than decoding chars.
 pub fn char_size(lead: u8) -> (usize, usize) {
@@ -199,6 +204,8 @@ mod tests {
         assert_eq!(floor_char_boundary(s, 2), 1);
         assert_eq!(floor_char_boundary(s, 4), 3);
         assert_eq!(floor_char_boundary(s, 99), s.len());
+        assert_eq!(byte_head("aé", 2), "a");
+        assert_eq!(byte_head("abc", 8), "abc");
     }
 
     #[test]

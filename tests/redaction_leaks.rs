@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use crate::support::mock_provider::{MockProvider, Reply, Wire};
 use crate::support::synth::Agent;
-use pi_ext_abi::protocol::{ContentPart, ToolCall};
 use serde_json::{json, Value};
 use session_index::features::summarize::{index_session, IndexOutcome, IndexRequest};
 use session_index::plugin::state::Services;
@@ -267,23 +266,6 @@ fn request(path: &Path, agent: &Agent, leaf: Option<&str>) -> IndexRequest {
     }
 }
 
-fn tool(services: &Arc<Services>, agent: &Agent, question: &str) -> String {
-    let call = ToolCall {
-        v: 1,
-        tool: "query_session".into(),
-        tool_call_id: "t1".into(),
-        params: json!({"session": ID, "question": question}),
-        ctx: agent.ctx("/elsewhere"),
-    };
-    let result = session_index::features::query::call_tool(services, &call);
-    let text: String = result
-        .content
-        .iter()
-        .map(|ContentPart::Text { text }| text.as_str())
-        .collect();
-    format!("{text}\n{}", result.details)
-}
-
 fn injected(services: &Arc<Services>, agent: &Agent, prompt: &str) -> String {
     let message = session_index::features::references::before_agent_start(
         services,
@@ -359,7 +341,7 @@ fn no_planted_secret_reaches_a_model_or_an_injection() {
         assert_no_leak(
             &c,
             "query_session (model) result",
-            &tool(&services, &agent, q),
+            &agent.query_session(&services, ID, q),
         );
     }
     mock.push(query_reply());
@@ -403,7 +385,7 @@ fn no_planted_secret_reaches_a_model_or_an_injection() {
     // Offline: query_session and @@ answers quote the session; the extractive index writes a meta file.
     let (offline, _) = agent.services("/elsewhere", OFFLINE);
     for q in QUESTIONS {
-        let answer = tool(&offline, &agent, q);
+        let answer = agent.query_session(&offline, ID, q);
         assert_no_leak(&c, "query_session (offline)", &answer);
         assert_no_leak(
             &c,
@@ -477,7 +459,7 @@ fn excluded_sessions_are_never_indexed_referenced_or_queried() {
         "{:?}",
         indexed.err().map(|f| f.error)
     );
-    let answer = tool(&services, &agent, QUESTIONS[0]);
+    let answer = agent.query_session(&services, ID, QUESTIONS[0]);
     assert!(answer.contains("SESSION_EXCLUDED"), "{answer}");
     let message = session_index::features::references::before_agent_start(
         &services,

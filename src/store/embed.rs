@@ -226,25 +226,13 @@ impl Store {
 /// The first `max` passages of `text`, cut at [`PASSAGE_PIECES`] word
 /// pieces between words (a text the tokenizer cannot take has none).
 fn passages(encoder: &Encoder, text: &str, max: usize) -> Vec<String> {
-    let text = head(text, TEXT_BYTES);
+    let text = crate::text::byte_head(text, TEXT_BYTES);
     let ranges = encoder.passages(text, PASSAGE_PIECES).unwrap_or_default();
     ranges
         .into_iter()
         .take(max)
         .map(|r| text[r].to_string())
         .collect()
-}
-
-/// At most `max` bytes of the start of `text`, cut at a character boundary.
-fn head(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// The vectors of each text's passages, back to back, one blob per text.
@@ -267,15 +255,4 @@ fn embed_texts(
                 .collect()
         })
         .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn head_cuts_at_a_character_boundary() {
-        assert_eq!(head("aé", 2), "a");
-        assert_eq!(head("abc", 8), "abc");
-    }
 }

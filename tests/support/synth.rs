@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pi_ext_abi::protocol::SessionContext;
+use pi_ext_abi::protocol::{ContentPart, SessionContext, ToolCall};
 use serde_json::{json, Value};
 use session_index::plugin::host::{Effect, Host, RecordingHost};
 use session_index::plugin::state::Services;
@@ -144,6 +144,26 @@ impl Agent {
         let host: Host = rec.clone();
         let services = Services::new(host, self.dir.clone(), config).expect("app");
         (services, rec)
+    }
+
+    /// `query_session` called through the plugin's router as pi calls it
+    /// (from another project, `/elsewhere`): the answer's text and details.
+    pub fn query_session(&self, services: &Arc<Services>, session: &str, question: &str) -> String {
+        let call = ToolCall {
+            v: 1,
+            tool: "query_session".into(),
+            tool_call_id: "t1".into(),
+            params: json!({"session": session, "question": question}),
+            ctx: self.ctx("/elsewhere"),
+        };
+        let plugin = session_index::plugin::router::SessionIndexPlugin::new(services.clone());
+        let result = plugin.call_tool(call).expect("query_session answers");
+        let text: String = result
+            .content
+            .iter()
+            .map(|ContentPart::Text { text }| text.as_str())
+            .collect();
+        format!("{text}\n{}", result.details)
     }
 }
 

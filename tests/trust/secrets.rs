@@ -17,12 +17,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::support::synth::{encode_cwd, Agent};
-use pi_ext_abi::protocol::{ContentPart, ToolCall};
 use serde_json::{json, Value};
-use session_index::plugin::state::Services;
 
 #[derive(serde::Deserialize)]
 struct CorpusFile {
@@ -143,25 +140,6 @@ fn leaks(p: &Planted, text: &str) -> bool {
     })
 }
 
-fn tool(services: &Arc<Services>, agent: &Agent, session: &str, question: &str) -> String {
-    let call = ToolCall {
-        v: 1,
-        tool: "query_session".into(),
-        tool_call_id: "t1".into(),
-        params: json!({"session": session, "question": question}),
-        ctx: agent.ctx("/elsewhere"),
-    };
-    // Through the router, as pi calls it.
-    let plugin = session_index::plugin::router::SessionIndexPlugin::new(services.clone());
-    let result = plugin.call_tool(call).unwrap();
-    let text: String = result
-        .content
-        .iter()
-        .map(|ContentPart::Text { text }| text.as_str())
-        .collect();
-    format!("{text}\n{}", result.details)
-}
-
 const OFFLINE: &str = r#"{"modelKeys":["local/extractive"],"query":{"maxCallsPerTurn":1000}}"#;
 
 /// Per output path, the formats of `corpus` whose fragments it shows.
@@ -207,7 +185,7 @@ fn measure(corpus: &[Planted]) -> BTreeMap<&'static str, BTreeSet<String>> {
         check(
             "query_session (offline answer)",
             p,
-            &tool(&offline, &agent, &id(i), &question),
+            &agent.query_session(&offline, &id(i), &question),
         );
     }
     // The store holds every session (the searches updated it); its raw bytes.

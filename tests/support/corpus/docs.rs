@@ -19,6 +19,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
+use session_index::text::byte_head as head;
+use session_index::time::iso_from_millis as iso;
 
 use crate::support::rng::Rng;
 use crate::support::search::project_dir;
@@ -216,18 +218,6 @@ fn by_file(sections: &[Section]) -> Vec<FileSections> {
     files
 }
 
-/// The longest prefix of `text` of at most `max` bytes, cut at a char boundary.
-fn head(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
 const USERS: &[&str] = &["dana", "kofi", "lee", "marta", "sam", "yuki"];
 const PROJECTS: &[&str] = &[
     "billing-service",
@@ -299,8 +289,7 @@ impl SessionFile {
             (self.next_id.wrapping_mul(0x9e37_79b9) ^ rng.next()) as u32
         );
         self.next_id += 1;
-        let mut entry =
-            json!({"type": kind, "id": id, "parentId": self.last, "timestamp": iso(self.clock_ms)});
+        let mut entry = json!({"type": kind, "id": id, "parentId": self.last, "timestamp": iso(self.clock_ms as i64)});
         if let (Some(entry), Value::Object(fields)) = (entry.as_object_mut(), fields) {
             entry.extend(fields);
         }
@@ -340,28 +329,6 @@ impl SessionFile {
                    "content": [{"type": "text", "text": output}], "isError": false}),
         );
     }
-}
-
-/// Milliseconds since the epoch as pi writes times (`2026-01-05T09:00:00.000Z`).
-fn iso(ms: u64) -> String {
-    let (days, rest) = (ms / 86_400_000, ms % 86_400_000);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3_600_000,
-        rest / 60_000 % 60,
-        rest / 1000 % 60,
-        rest % 1000
-    )
 }
 
 /// A word of the heading worth grepping for (the longest).
@@ -470,7 +437,7 @@ pub fn write(agent: &Path, count: usize) {
             clock_ms: start_ms,
             next_id: 1,
         };
-        let header = json!({"type": "session", "version": 3, "id": id, "timestamp": iso(start_ms), "cwd": cwd});
+        let header = json!({"type": "session", "version": 3, "id": id, "timestamp": iso(start_ms as i64), "cwd": cwd});
         file.lines = format!("{header}\n");
         file.entry(
             &mut rng,
@@ -517,7 +484,10 @@ pub fn write(agent: &Path, count: usize) {
             let name = sections[first].heading.clone();
             file.entry(&mut rng, "session_info", json!({ "name": name }));
         }
-        let name = format!("{}_{id}.jsonl", iso(start_ms).replace([':', '.'], "-"));
+        let name = format!(
+            "{}_{id}.jsonl",
+            iso(start_ms as i64).replace([':', '.'], "-")
+        );
         let path = project_dir(agent, &cwd).join(name);
         std::fs::File::create(&path)
             .and_then(|mut f| f.write_all(file.lines.as_bytes()))
