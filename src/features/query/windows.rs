@@ -167,6 +167,8 @@ fn item(id: &str, role: &str, text: &str) -> Item {
     }
 }
 
+/// The quotable items of one message: one per part of a long user or
+/// assistant text, one for a tool result or a `!` command.
 pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
     match message {
         AgentMessage::User { content, .. } => split_parts(id, "user", &text_joined(content, "\n")),
@@ -174,85 +176,29 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
             content,
             error_message,
             ..
-        } => {
-            let pieces = content.iter().map(|block| match block {
-                Block::Text(t) => t.shown().trim().to_string(),
-                Block::Thinking(t) => {
-                    format!(
-                        "(thinking) {}",
-                        clip(session_text(t).trim(), THINKING_CHARS, Keep::Head)
-                    )
-                }
-                Block::ToolCall {
-                    name, arguments, ..
-                } => {
-                    format!(
-                        "→ {name}({})",
-                        clip(
-                            &session_text(&compact_args(arguments)),
-                            TOOL_ARGS_CHARS,
-                            Keep::Head
-                        )
-                    )
-                }
-                Block::Image { mime_type, .. } => format!("[image {mime_type}]"),
-            });
-            let mut text = pieces
-                .filter(|piece| !piece.is_empty())
-                .collect::<Vec<_>>()
-                .join("\n");
-            if let Some(error) = error_message.as_deref().filter(|e| !e.is_empty()) {
-                text.push_str(&format!(
-                    "\n(error: {})",
-                    clip(&session_text(error), 300, Keep::Head)
-                ));
-            }
-            split_parts(id, "assistant", &text)
-        }
+        } => split_parts(
+            id,
+            "assistant",
+            &assistant_text(content, error_message.as_deref().map(|e| e.as_str())),
+        ),
         AgentMessage::ToolResult {
             tool_name,
             content,
             is_error,
             ..
         } => {
-            let mut text = String::new();
-            for block in content {
-                match block {
-                    Block::Text(t) => text.push_str(&shorten_bounded(t)),
-                    Block::Image { mime_type, .. } => {
-                        text.push_str(&format!("[image {mime_type}]"))
-                    }
-                    _ => {}
-                }
-            }
             let flag = if *is_error { ", error" } else { "" };
+            let text = tool_result_text(content);
             vec![item(
                 id,
                 "toolResult",
                 &format!("({tool_name}{flag}) {}", text.trim()),
             )]
         }
-        AgentMessage::BashExecution(bash) => {
-            let BashExecution {
-                command,
-                output,
-                exit_code,
-                exclude_from_context,
-                ..
-            } = &**bash;
-            // `!!` commands were kept out of the model's context on purpose.
-            if *exclude_from_context {
-                return Vec::new();
-            }
-            let exit = exit_code
-                .map(|c| format!(" (exit {c})"))
-                .unwrap_or_default();
-            vec![item(
-                id,
-                "bashExecution",
-                &format!("$ {command}{exit}\n{}", shorten_bounded(output)),
-            )]
-        }
+        AgentMessage::BashExecution(bash) => bash_text(bash)
+            .map(|text| item(id, "bashExecution", &text))
+            .into_iter()
+            .collect(),
         AgentMessage::Custom {
             custom_type,
             content,
@@ -265,6 +211,70 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
         AgentMessage::BranchSummary { summary, .. } => vec![item(id, "branchSummary", summary)],
         AgentMessage::CompactionSummary { summary, .. } => vec![item(id, "compaction", summary)],
     }
+}
+
+/// An assistant message as text: its texts, its thinking and tool calls
+/// clipped and labelled, one per line, then its error if it failed.
+fn assistant_text(content: &[Block], error_message: Option<&str>) -> String {
+    let pieces = content.iter().map(|block| match block {
+        Block::Text(t) => t.shown().trim().to_string(),
+        Block::Thinking(t) => {
+            let thinking = clip(session_text(t).trim(), THINKING_CHARS, Keep::Head);
+            format!("(thinking) {thinking}")
+        }
+        Block::ToolCall {
+            name, arguments, ..
+        } => {
+            let arguments = compact_args(arguments);
+            let arguments = session_text(&arguments);
+            format!(
+                "→ {name}({})",
+                clip(&arguments, TOOL_ARGS_CHARS, Keep::Head)
+            )
+        }
+        Block::Image { mime_type, .. } => format!("[image {mime_type}]"),
+    });
+    let mut text = pieces
+        .filter(|piece| !piece.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    if let Some(error) = error_message.filter(|e| !e.is_empty()) {
+        let error = clip(&session_text(error), 300, Keep::Head);
+        text.push_str(&format!("\n(error: {error})"));
+    }
+    text
+}
+
+/// A tool result's texts (long ones shortened) and images, back to back.
+fn tool_result_text(content: &[Block]) -> String {
+    let mut text = String::new();
+    for block in content {
+        match block {
+            Block::Text(t) => text.push_str(&shorten_bounded(t)),
+            Block::Image { mime_type, .. } => text.push_str(&format!("[image {mime_type}]")),
+            _ => {}
+        }
+    }
+    text
+}
+
+/// A `!` command with its exit code and (shortened) output; `None` for a
+/// `!!` command, kept out of the model's context on purpose.
+fn bash_text(bash: &BashExecution) -> Option<String> {
+    let BashExecution {
+        command,
+        output,
+        exit_code,
+        exclude_from_context,
+        ..
+    } = bash;
+    if *exclude_from_context {
+        return None;
+    }
+    let exit = exit_code
+        .map(|c| format!(" (exit {c})"))
+        .unwrap_or_default();
+    Some(format!("$ {command}{exit}\n{}", shorten_bounded(output)))
 }
 
 /// Long messages become several parts with the same entry id, so a fact deep
