@@ -62,6 +62,11 @@ impl Gate {
         Ok(())
     }
 
+    /// Whether `privacy.exclude` names no session at all.
+    pub fn excludes_none(&self) -> bool {
+        self.privacy.exclude.is_empty()
+    }
+
     /// Whether `privacy.exclude` names the session of project `cwd` in file `path`.
     pub fn excludes(&self, cwd: &str, path: &Path) -> bool {
         self.privacy.excludes(cwd, path)

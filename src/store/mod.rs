@@ -17,8 +17,15 @@
 //! re-read each session's stored state under the write lock, so two processes never both append the same lines, and a crash
 //! (even SIGKILL) leaves the last committed state. The store is a cache of
 //! the session and meta files, never the source of truth: a schema change
-//! (`PRAGMA user_version`) or a corrupt file rebuilds it from them, with one
-//! warning. Its SQL is in [`schema`].
+//! (`PRAGMA user_version`) or a damaged file rebuilds it from them, with one
+//! warning (a damaged file, found by the quick check each process runs once
+//! or by any statement, is moved aside to `index.sqlite.corrupt`). Its SQL
+//! is in [`schema`].
+//!
+//! It keeps no deleted text: freed pages are zeroed (`secure_delete`), and
+//! after a session's rows are dropped (its file deleted, rewritten, or
+//! named by `privacy.exclude`) the full-text index is written again and the
+//! WAL cut (`Store::scrub`), so none of its bytes stay in the files.
 //!
 //! Session files are append-only, so an update reads only the lines added
 //! since the last one ([`crate::session::read_appended`]); a file that shrank,
@@ -39,6 +46,8 @@ mod update;
 mod vectors;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
 
 use rusqlite::{Connection, ErrorCode};
 
@@ -101,29 +110,75 @@ impl Store {
         }
         let gate = Gate::new(&agent_dir.join("sessions"), &Default::default());
         let model = Some(vectors::model_dir(agent_dir));
-        let opened = Store::open_at(&path).map(|store| Store {
-            gate,
-            model: model.clone(),
-            ..store
-        });
-        match opened {
-            Err(StoreError::Sql { source, .. }) if is_corrupt(&source) => {
-                let reason = format!("it was not a readable database ({source})");
-                tracing::warn!("search index {}: {reason}; rebuilding it", path.display());
-                for suffix in ["", "-wal", "-shm"] {
-                    let mut file = path.clone().into_os_string();
-                    file.push(suffix);
-                    let _ = std::fs::remove_file(file);
+        let reason = match Store::open_at(&path) {
+            Ok(store) => match store.damage_found_once() {
+                None => {
+                    return Ok(Store {
+                        gate,
+                        model,
+                        ..store
+                    })
                 }
-                let store = Store::open_at(&path)?;
-                Ok(Store {
-                    rebuilt: Some(reason),
-                    gate: Gate::new(&agent_dir.join("sessions"), &Default::default()),
-                    model,
-                    ..store
-                })
+                Some(damage) => damage,
+            },
+            Err(StoreError::Sql { source, .. }) if is_corrupt(&source) => {
+                format!("it was not a readable database ({source})")
             }
-            other => other,
+            Err(e) => return Err(e),
+        };
+        set_aside(&path, &reason);
+        let store = Store::open_at(&path)?;
+        Ok(Store {
+            rebuilt: Some(reason),
+            gate,
+            model,
+            ..store
+        })
+    }
+
+    /// Once per process and store file, `PRAGMA quick_check`: a store
+    /// damaged while no one had it open (flipped bytes, a file cut short)
+    /// is found before it serves anything, since the pages a command reads
+    /// may not be the damaged ones (issue 24: 4 of 10 damaged files went on
+    /// serving silently). What is wrong, when something is.
+    fn damage_found_once(&self) -> Option<String> {
+        // A file is its inode and birth time (an inode number is soon reused).
+        static CHECKED: Mutex<Vec<(PathBuf, u64, Option<SystemTime>)>> = Mutex::new(Vec::new());
+        let Ok(md) = std::fs::metadata(&self.path) else {
+            return None;
+        };
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&md);
+        #[cfg(not(unix))]
+        let inode = 0;
+        let file = (self.path.clone(), inode, md.created().ok());
+        {
+            let mut checked = CHECKED.lock().unwrap_or_else(PoisonError::into_inner);
+            if checked.contains(&file) {
+                return None;
+            }
+            checked.push(file);
+        }
+        let first_problem = || -> rusqlite::Result<Option<String>> {
+            for check in schema::QUICK_CHECKS {
+                let verdict: String = self.conn.query_row(check, [], |r| r.get(0))?;
+                if verdict != "ok" {
+                    return Ok(Some(verdict));
+                }
+            }
+            Ok(None)
+        };
+        match first_problem() {
+            Ok(None) => None,
+            Ok(Some(verdict)) => Some(format!(
+                "its quick check failed ({})",
+                crate::text::one_line(&verdict, 160)
+            )),
+            Err(e) if is_corrupt(&e) => Some(format!("it is damaged ({e})")),
+            Err(e) => {
+                tracing::debug!("search index {}: no quick check: {e}", self.path.display());
+                None
+            }
         }
     }
 
@@ -190,6 +245,10 @@ impl Store {
         // connection is open (the catalog keeps one) unless cut when it restarts.
         conn.pragma_update(None, "journal_size_limit", 64 << 20)
             .map_err(sql)?;
+        // Deleted rows' pages are zeroed, not left as free pages holding their
+        // text (an excluded or rewritten session must leave no bytes behind).
+        conn.pragma_update(None, "secure_delete", "ON")
+            .map_err(sql)?;
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
@@ -200,6 +259,46 @@ impl Store {
         };
         store.rebuilt = store.ensure_schema().map_err(sql)?;
         Ok(store)
+    }
+
+    /// Open the store's file again after a statement found it damaged and
+    /// [`Store::sql`] set it aside: a new, empty one the caller fills.
+    fn reopen(&mut self, damage: &rusqlite::Error) -> Result<(), StoreError> {
+        let fresh = Store::open_at(&self.path)?;
+        self.conn = fresh.conn;
+        self.scratch = Default::default();
+        self.rebuilt = fresh
+            .rebuilt
+            .or_else(|| Some(format!("it was damaged ({damage})")));
+        Ok(())
+    }
+
+    /// After sessions' rows were dropped (a file deleted, rewritten or
+    /// excluded): their text leaves every byte of the store. Deleted rows
+    /// of the contentless full-text index are only marked (tombstones) until
+    /// the segments holding them are written again, so the segments are
+    /// merged into one (`optimize`; FTS5's `secure-delete` cannot help a
+    /// table that does not know a deleted row's words); freed pages are
+    /// zeroed (`secure_delete`); then the WAL is copied in and cut to
+    /// nothing, so no frame keeps them. The cut is best effort: a reader
+    /// still using the WAL keeps it (the next drop tries again), and it
+    /// waits for none.
+    fn scrub(&mut self) -> Result<(), StoreError> {
+        let optimize = |conn: &mut Connection| -> rusqlite::Result<()> {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            tx.execute_batch(schema::OPTIMIZE)?;
+            tx.commit()
+        };
+        optimize(&mut self.conn).map_err(|e| self.sql(e))?;
+        let _ = self.conn.busy_timeout(std::time::Duration::from_millis(50));
+        if let Err(e) = self.conn.query_row(schema::TRUNCATE_WAL, [], |_| Ok(())) {
+            tracing::debug!(
+                "search index {}: WAL not truncated: {e}",
+                self.path.display()
+            );
+        }
+        let _ = self.conn.busy_timeout(std::time::Duration::from_secs(10));
+        Ok(())
     }
 
     /// Create the tables, or rebuild them when they are of another schema
@@ -240,7 +339,13 @@ impl Store {
         Ok(rebuilt)
     }
 
+    /// The error of a statement. A corrupt file found by any statement is
+    /// set aside here, so the next open rebuilds it ([`Store::update`] does
+    /// at once): a damaged store fails once, never for good.
     fn sql(&self, source: rusqlite::Error) -> StoreError {
+        if is_corrupt(&source) {
+            set_aside(&self.path, &format!("it is damaged ({source})"));
+        }
         StoreError::Sql {
             path: self.path.clone(),
             source,
@@ -278,8 +383,41 @@ impl Store {
     }
 }
 
+/// Move a damaged store file to `<file>.corrupt` (replacing an older one;
+/// its WAL and shared memory go) so that the next open builds a new one from
+/// the session files, with one warning. Another process may have done it
+/// first: then there is nothing to move.
+fn set_aside(path: &Path, reason: &str) {
+    let mut aside = path.to_path_buf().into_os_string();
+    aside.push(".corrupt");
+    if std::fs::rename(path, &aside).is_err() {
+        return;
+    }
+    for suffix in ["-wal", "-shm"] {
+        let mut file = path.to_path_buf().into_os_string();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
+    tracing::warn!(
+        "search index {}: {reason}; moved aside to {}, rebuilding it from the session files",
+        path.display(),
+        Path::new(&aside).display()
+    );
+}
+
+/// Whether `e` says the store's file is damaged: SQLite found it so, or a
+/// value does not read back as the store wrote it (text that is not UTF-8,
+/// a number where a string was: flipped bytes inside a record, which SQLite
+/// does not check).
 fn is_corrupt(e: &rusqlite::Error) -> bool {
+    use rusqlite::Error::*;
     matches!(
+        e,
+        FromSqlConversionFailure(..)
+            | Utf8Error(..)
+            | InvalidColumnType(..)
+            | IntegralValueOutOfRange(..)
+    ) || matches!(
         e.sqlite_error_code(),
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
     )

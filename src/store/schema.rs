@@ -5,7 +5,7 @@
 //! only ever reaches SQL as a bound parameter.
 
 /// Bump when the tables or what goes into them change: the store is rebuilt.
-pub(super) const SCHEMA_VERSION: i64 = 8;
+pub(super) const SCHEMA_VERSION: i64 = 9;
 
 /// Column order of the ranking table, and each column's `bm25()` weight: what
 /// a session is about (name, tags, summaries, decisions) above what the user
@@ -125,6 +125,22 @@ ORDER BY sql LIKE 'CREATE VIRTUAL%' DESC";
 pub(super) const USER_VERSION: &str = "PRAGMA user_version";
 pub(super) const DATA_VERSION: &str = "PRAGMA data_version";
 pub(super) const INTEGRITY_CHECK: &str = "PRAGMA integrity_check";
+/// What opening checks: the b-trees of every table (the full-text index's
+/// shadow tables included) and their indexes, a table at a time. Not one
+/// `PRAGMA quick_check` of the file: that runs FTS5's own integrity check
+/// of the whole index too, which reads and compares every term.
+pub(super) const QUICK_CHECKS: &[&str] = &[
+    "PRAGMA quick_check(sqlite_schema)",
+    "PRAGMA quick_check(sessions)",
+    "PRAGMA quick_check(entries)",
+    "PRAGMA quick_check(meta_text)",
+    "PRAGMA quick_check(docs_data)",
+    "PRAGMA quick_check(docs_idx)",
+    "PRAGMA quick_check(docs_docsize)",
+    "PRAGMA quick_check(docs_config)",
+    "PRAGMA quick_check(embeddings)",
+    "PRAGMA quick_check(counters)",
+];
 
 /// The columns of the session `s` a record is read from, in the order of
 /// [`SessionRecord::from_row`](super::SessionRecord::from_row).
@@ -282,6 +298,18 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 pub(super) const SNIPPETS: &str = "
 SELECT rowid, snippet(snips, -1, char(2), char(3), '…', 14) FROM temp.snips
 WHERE snips MATCH ?1 ORDER BY rowid LIMIT 2";
+
+// Deleted text (issue 24: a deleted, rewritten or excluded session leaves no
+// bytes behind).
+
+/// Where every stored session is (the gate's question, before its rows go).
+pub(super) const SESSION_PLACES: &str = "SELECT sid, path, cwd FROM sessions";
+/// Write every segment of the full-text index again, as one: rows deleted
+/// from a contentless table leave its words until then.
+pub(super) const OPTIMIZE: &str = "INSERT INTO docs(docs) VALUES('optimize')";
+/// Copy the WAL into the file and cut it to nothing, so the frames that held
+/// deleted text go too (a checkpoint alone leaves them until overwritten).
+pub(super) const TRUNCATE_WAL: &str = "PRAGMA wal_checkpoint(TRUNCATE)";
 
 #[cfg(test)]
 mod tests {

@@ -50,7 +50,7 @@ pub struct UpdateReport {
     pub files: usize,
     /// Sessions (re)read or whose meta was picked up.
     pub updated: usize,
-    /// Sessions dropped because their file is gone.
+    /// Sessions dropped because their file is gone or `privacy.exclude` names them.
     pub removed: usize,
     /// Changed sessions left for later because the time budget ran out.
     pub stale: usize,
@@ -91,17 +91,35 @@ fn meta_mtime(meta_dir: &Path, id: &str) -> i64 {
         .map_or(0, |s| s.mtime_ns)
 }
 
-/// How many files a write went through, and how many of them changed.
+/// How many files a write went through, how many of them changed, and
+/// whether stored text was dropped (a file rewritten or gone).
 #[derive(Debug, Default)]
 struct Written {
     seen: usize,
     changed: usize,
+    dropped: bool,
 }
 
 impl Store {
     /// Bring every session under `sessions_dir` up to date, newest first,
-    /// until `budget` runs out (the rest is counted as stale).
+    /// until `budget` runs out (the rest is counted as stale). A store found
+    /// damaged on the way is set aside and this update builds a new one.
     pub fn update(
+        &mut self,
+        sessions_dir: &Path,
+        meta_dir: &Path,
+        budget: Option<Duration>,
+    ) -> Result<UpdateReport, StoreError> {
+        match self.update_once(sessions_dir, meta_dir, budget) {
+            Err(StoreError::Sql { source, .. }) if super::is_corrupt(&source) => {
+                self.reopen(&source)?;
+                self.update_once(sessions_dir, meta_dir, budget)
+            }
+            other => other,
+        }
+    }
+
+    fn update_once(
         &mut self,
         sessions_dir: &Path,
         meta_dir: &Path,
@@ -141,10 +159,15 @@ impl Store {
             .map(PathBuf::from)
             .collect();
         let removed = self.write(&gone, meta_dir, None)?;
+        let excluded = self.drop_excluded()?;
+        // Rewritten, deleted or excluded: the text they held leaves the files.
+        if written.dropped || removed.dropped || excluded > 0 {
+            self.scrub()?;
+        }
         Ok(UpdateReport {
             files: files.len(),
             updated: written.changed,
-            removed: removed.changed,
+            removed: removed.changed + excluded,
             stale: changed.len() - written.seen,
         })
     }
@@ -153,7 +176,34 @@ impl Store {
     /// when something changed. A file that is gone or not a pi session drops out.
     pub fn update_file(&mut self, path: &Path, meta_dir: &Path) -> Result<bool, StoreError> {
         let written = self.write(&[path.to_path_buf()], meta_dir, None)?;
+        if written.dropped {
+            self.scrub()?;
+        }
         Ok(written.changed > 0)
+    }
+
+    /// Drop the stored sessions `privacy.exclude` names now (it may have
+    /// changed since they were stored): their rows and text go, not only
+    /// their records from the results. How many went.
+    fn drop_excluded(&mut self) -> Result<usize, StoreError> {
+        if self.gate.excludes_none() {
+            return Ok(0);
+        }
+        let gate = &self.gate;
+        let drop_all = |conn: &mut Connection| -> rusqlite::Result<usize> {
+            if excluded_sessions(conn, gate)?.is_empty() {
+                return Ok(0);
+            }
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let sids = excluded_sessions(&tx, gate)?;
+            let mut counters = Counters::read(&tx)?;
+            for &sid in &sids {
+                drop_session(&tx, sid, &mut counters)?;
+            }
+            counters.write(&tx)?;
+            tx.commit().map(|_| sids.len())
+        };
+        drop_all(&mut self.conn).map_err(|e| self.sql(e))
     }
 
     /// Plan and write `paths` until `deadline`: one file in the calling
@@ -193,6 +243,26 @@ impl Store {
         };
         written.map_err(|e| self.sql(e))
     }
+}
+
+/// The stored sessions `gate`'s `privacy.exclude` names.
+fn excluded_sessions(conn: &Connection, gate: &Gate) -> rusqlite::Result<Vec<i64>> {
+    let mut rows = conn.prepare(schema::SESSION_PLACES)?;
+    let places = rows.query_map([], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    let mut sids = Vec::new();
+    for place in places {
+        let (sid, path, cwd) = place?;
+        if gate.excludes(&cwd, Path::new(&path)) {
+            sids.push(sid);
+        }
+    }
+    Ok(sids)
 }
 
 /// A read-only connection to the store at `path`, for planning.
@@ -237,6 +307,7 @@ fn write_plans(
             if stored_file(&tx, &key)? != todo.stored {
                 todo = plan(&tx, &path, meta_dir, gate)?;
             }
+            written.dropped |= todo.drop;
             written.changed += usize::from(apply(&tx, &key, todo, &mut counters)?);
             if began.elapsed() >= BATCH || past(deadline) {
                 break;

@@ -1,1 +1,3 @@
+mod corruption;
+mod deleted_text;
 mod secrets;
