@@ -29,7 +29,8 @@
 //!
 //! Session files are append-only, so an update reads only the lines added
 //! since the last one ([`crate::session::read_appended`]); a file that shrank,
-//! changed inode or whose last read bytes changed is read again whole.
+//! changed inode, was written without growing (its ctime moved, even with
+//! the mtime put back) or whose last read bytes changed is read again whole.
 //! Text is redacted ([`crate::redact`]) before it is stored; image data never
 //! reaches the reader's model, so it never reaches the store.
 

@@ -5,7 +5,7 @@
 //! only ever reaches SQL as a bound parameter.
 
 /// Bump when the tables or what goes into them change: the store is rebuilt.
-pub(super) const SCHEMA_VERSION: i64 = 9;
+pub(super) const SCHEMA_VERSION: i64 = 10;
 
 /// Column order of the ranking table, and each column's `bm25()` weight: what
 /// a session is about (name, tags, summaries, decisions) above what the user
@@ -95,7 +95,8 @@ CREATE TABLE sessions(sid INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL 
   message_count INTEGER NOT NULL DEFAULT 0, model TEXT, cost_usd REAL, session_name TEXT,
   last_activity_ms INTEGER NOT NULL DEFAULT 0,
   size INTEGER NOT NULL DEFAULT 0, mtime_ns INTEGER NOT NULL DEFAULT 0,
-  inode INTEGER NOT NULL DEFAULT 0, read_to INTEGER NOT NULL DEFAULT 0, tail BLOB,
+  inode INTEGER NOT NULL DEFAULT 0, ctime_ns INTEGER NOT NULL DEFAULT 0,
+  read_to INTEGER NOT NULL DEFAULT 0, tail BLOB,
   version INTEGER NOT NULL, meta_mtime_ns INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX sessions_id ON sessions(id);
 CREATE INDEX sessions_newest ON sessions(modified_ms, cwd);
@@ -178,16 +179,17 @@ pub(super) const SESSION_PATH: &str = "SELECT path, cwd FROM sessions WHERE sid 
 
 /// What the last update saw of every stored file.
 pub(super) const KNOWN_FILES: &str =
-    "SELECT path, size, mtime_ns, inode, meta_mtime_ns, id FROM sessions";
+    "SELECT path, size, mtime_ns, inode, ctime_ns, meta_mtime_ns, id FROM sessions";
 /// How far one file was read ([`super::update`]'s `StoredFile`).
 pub(super) const STORED_FILE: &str = "
-SELECT sid, id, size, mtime_ns, inode, read_to, tail, version, meta_mtime_ns
+SELECT sid, id, size, mtime_ns, inode, ctime_ns, read_to, tail, version, meta_mtime_ns
 FROM sessions WHERE path = ?1";
 pub(super) const INSERT_SESSION: &str = "
 INSERT INTO sessions(path, id, cwd, created, modified_ms, parent_session, version)
 VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6)";
 pub(super) const SET_READ_STATE: &str = "
-UPDATE sessions SET size = ?2, mtime_ns = ?3, inode = ?4, read_to = ?5, tail = ?6, modified_ms = ?7
+UPDATE sessions SET size = ?2, mtime_ns = ?3, inode = ?4, ctime_ns = ?5, read_to = ?6, tail = ?7,
+  modified_ms = ?8
 WHERE sid = ?1";
 pub(super) const SET_SESSION_NAME: &str = "UPDATE sessions SET session_name = ?2 WHERE sid = ?1";
 pub(super) const ADD_MESSAGES: &str = "

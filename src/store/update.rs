@@ -56,12 +56,15 @@ pub struct UpdateReport {
     pub stale: usize,
 }
 
-/// What a file looked like when it was stat'ed.
+/// What a file looked like when it was stat'ed. The ctime is there for an
+/// edit in place that kept the size and put the mtime back (issue 24): no
+/// one can set a ctime, and every write or `utime` moves it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct FileStat {
     size: u64,
     mtime_ns: i64,
     inode: u64,
+    ctime_ns: i64,
 }
 
 fn stat(path: &Path) -> Option<FileStat> {
@@ -74,13 +77,22 @@ fn stat(path: &Path) -> Option<FileStat> {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos().min(i64::MAX as u128) as i64);
     #[cfg(unix)]
-    let inode = std::os::unix::fs::MetadataExt::ino(&md);
+    let (inode, ctime_ns) = {
+        use std::os::unix::fs::MetadataExt;
+        (
+            md.ino(),
+            md.ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(md.ctime_nsec()),
+        )
+    };
     #[cfg(not(unix))]
-    let inode = 0;
+    let (inode, ctime_ns) = (0, 0);
     Some(FileStat {
         size: md.len(),
         mtime_ns,
         inode,
+        ctime_ns,
     })
 }
 
@@ -132,7 +144,7 @@ impl Store {
             .prepare(schema::KNOWN_FILES)
             .and_then(|mut s| {
                 s.query_map([], |r| {
-                    Ok((r.get(0)?, (file_stat(r, 1)?, r.get(4)?, r.get(5)?)))
+                    Ok((r.get(0)?, (file_stat(r, 1)?, r.get(5)?, r.get(6)?)))
                 })?
                 .collect()
             })
@@ -325,6 +337,7 @@ fn file_stat(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<FileStat> {
         size: r.get::<_, i64>(at)? as u64,
         mtime_ns: r.get(at + 1)?,
         inode: r.get::<_, i64>(at + 2)? as u64,
+        ctime_ns: r.get(at + 3)?,
     })
 }
 
@@ -346,15 +359,15 @@ struct StoredFile {
 
 fn stored_file(conn: &Connection, key: &str) -> rusqlite::Result<Option<StoredFile>> {
     conn.query_row(schema::STORED_FILE, [key], |r| {
-        let (read_to, tail): (i64, Option<Vec<u8>>) = (r.get(5)?, r.get(6)?);
+        let (read_to, tail): (i64, Option<Vec<u8>>) = (r.get(6)?, r.get(7)?);
         Ok(StoredFile {
             sid: r.get(0)?,
             id: r.get(1)?,
             stat: file_stat(r, 2)?,
             read_to: read_to as u64,
             tail: tail.unwrap_or_default(),
-            version: r.get(7)?,
-            meta_mtime_ns: r.get(8)?,
+            version: r.get(8)?,
+            meta_mtime_ns: r.get(9)?,
         })
     })
     .optional()
@@ -417,7 +430,7 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, gate: &Gate) -> rusqlit
     // Where to read from (`None`: the file is as read, only the meta may have changed).
     let mut from = Some(0);
     if let Some(old) = &stored {
-        if st == Some(old.stat) {
+        if st == Some(old.stat) && ends_as_read(path, old) {
             from = None;
         } else if st.is_some_and(|st| is_append(path, old, st)) {
             from = Some(old.read_to);
@@ -552,6 +565,13 @@ fn read_from(
     Ok((read, again.to_vec()))
 }
 
+/// Whether the bytes before the offset the file was read to are still those
+/// read (their digest): a file whose stat did not move may still have been
+/// written in place within the filesystem's clock tick.
+fn ends_as_read(path: &Path, old: &StoredFile) -> bool {
+    tail_at(path, old.read_to).is_some_and(|t| t == old.tail)
+}
+
 /// Whether the file grew by appends since it was read as `old`: same inode,
 /// larger, and the bytes before the old read offset unchanged (a file that
 /// did not grow, or whose last read bytes changed, was rewritten).
@@ -560,7 +580,7 @@ fn is_append(path: &Path, old: &StoredFile, now: FileStat) -> bool {
         && now.inode == old.stat.inode
         && now.size > old.stat.size
         && old.read_to > 0
-        && tail_at(path, old.read_to).is_some_and(|t| t == old.tail)
+        && ends_as_read(path, old)
 }
 
 /// The counters a write transaction moves (see `schema::CREATE_TABLES`).
@@ -643,6 +663,7 @@ fn apply(
                 st.size as i64,
                 st.mtime_ns,
                 st.inode as i64,
+                st.ctime_ns,
                 lines.read.end as i64,
                 lines.tail,
                 st.mtime_ns / 1_000_000

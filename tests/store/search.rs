@@ -380,6 +380,50 @@ fn updates_follow_appends_truncation_rewrites_deletion_and_meta() {
     assert_eq!(index.integrity_check().expect("check"), "ok");
 }
 
+/// Issue 24: an edit in place that keeps the size and puts the mtime back
+/// is read again (the ctime moved), by a whole pass and by the one-file
+/// update `agent_end` runs, never served stale.
+#[test]
+fn an_edit_in_place_that_keeps_size_and_mtime_is_read_again() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let mut w = Writer::new(agent, "/p", "edited");
+    w.user("notes about narwhals");
+    w.assistant("narwhals have tusks");
+    let mut index = store_updated(agent, None);
+    assert_eq!(hit_ids(&top5(&index, "narwhals")), vec!["edited"]);
+    let (sessions, metas) = (agent.join("sessions"), agent.join("sessions-meta"));
+    for (round, (old, new)) in [("narwhals", "seahorse"), ("seahorse", "starfish")]
+        .into_iter()
+        .enumerate()
+    {
+        // Past the filesystem's clock tick, so the ctime moves.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mtime = std::fs::metadata(&w.path)
+            .and_then(|m| m.modified())
+            .expect("mtime");
+        let text = std::fs::read_to_string(&w.path).expect("read");
+        let edited = text.replace(old, new);
+        assert_eq!(edited.len(), text.len());
+        std::fs::write(&w.path, edited).expect("edit in place");
+        std::fs::File::options()
+            .append(true)
+            .open(&w.path)
+            .and_then(|f| f.set_modified(mtime))
+            .expect("put the mtime back");
+        if round == 0 {
+            index.update(&sessions, &metas, None).expect("update");
+        } else {
+            index.update_file(&w.path, &metas).expect("update the file");
+        }
+        assert!(
+            top5(&index, old).is_empty(),
+            "{old}: served stale (round {round})"
+        );
+        assert_eq!(hit_ids(&top5(&index, new)), vec!["edited"], "round {round}");
+    }
+}
+
 #[test]
 fn the_sessions_table_holds_the_catalog_fields() {
     let dir = tempfile::tempdir().expect("a temporary directory");
