@@ -385,19 +385,21 @@ fn change_locked<T>(
 /// moved aside and replaced by an unknown-spending one).
 fn load(meta_dir: &Path) -> std::io::Result<(Ledger, bool)> {
     let path = ledger_path(meta_dir);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
+    // Opened without blocking: a FIFO, a directory or a device in the
+    // ledger's place is damage like garbage is, never waited on.
+    let problem = match regular_files::read_regular(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok((Ledger::default(), false))
         }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => e.to_string(),
         Err(e) => return Err(e),
-    };
-    let problem = match serde_json::from_slice::<Ledger>(&bytes) {
-        Ok(ledger) => match ledger.problem() {
-            None => return Ok((ledger, false)),
-            Some(problem) => problem,
+        Ok(bytes) => match serde_json::from_slice::<Ledger>(&bytes) {
+            Ok(ledger) => match ledger.problem() {
+                None => return Ok((ledger, false)),
+                Some(problem) => problem,
+            },
+            Err(e) => e.to_string(),
         },
-        Err(e) => e.to_string(),
     };
     let since = crate::time::iso_now();
     let kept_as = format!("{LEDGER_FILE}.corrupt-{}", since.replace([':', '.'], "-"));
@@ -498,6 +500,41 @@ mod tests {
         assert!(
             capped.reserve(0.1, MINUTE).is_ok(),
             "the expired hold is gone"
+        );
+    }
+
+    /// Issue 24: never a blocking open. A FIFO in the ledger's place is
+    /// refused at once (a plain read waits for a writer forever) and counts
+    /// as a damaged ledger: moved aside, the cap reached.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_the_ledgers_place_is_damage_never_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = std::ffi::CString::new(
+            ledger_path(dir.path())
+                .into_os_string()
+                .into_encoded_bytes(),
+        )
+        .unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let meta_dir = dir.path().to_path_buf();
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || send.send(over_cap(Some(100.0), &meta_dir)));
+        let message = receive
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the ledger read returned (a FIFO is never waited on)")
+            .expect("an unreadable ledger counts as the cap reached");
+        assert!(message.contains("unknown"), "{message}");
+        let kept = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("spending.json.corrupt-"))
+            .count();
+        assert_eq!(kept, 1, "moved aside");
+        assert!(
+            ledger_path(dir.path()).is_file(),
+            "a regular ledger in its place"
         );
     }
 
