@@ -104,12 +104,13 @@ fn meta_mtime(meta_dir: &Path, id: &str) -> i64 {
 }
 
 /// How many files a write went through, how many of them changed, and
-/// whether stored text was dropped (a file rewritten or gone).
+/// whether stored text was dropped that the files may no longer hold
+/// ([`Plan::forget`]).
 #[derive(Debug, Default)]
 struct Written {
     seen: usize,
     changed: usize,
-    dropped: bool,
+    forgot: bool,
 }
 
 impl Store {
@@ -173,7 +174,7 @@ impl Store {
         let removed = self.write(&gone, meta_dir, None)?;
         let excluded = self.drop_excluded()?;
         // Rewritten, deleted or excluded: the text they held leaves the files.
-        if written.dropped || removed.dropped || excluded > 0 {
+        if written.forgot || removed.forgot || excluded > 0 {
             self.scrub()?;
         }
         Ok(UpdateReport {
@@ -188,7 +189,7 @@ impl Store {
     /// when something changed. A file that is gone or not a pi session drops out.
     pub fn update_file(&mut self, path: &Path, meta_dir: &Path) -> Result<bool, StoreError> {
         let written = self.write(&[path.to_path_buf()], meta_dir, None)?;
-        if written.dropped {
+        if written.forgot {
             self.scrub()?;
         }
         Ok(written.changed > 0)
@@ -319,7 +320,7 @@ fn write_plans(
             if stored_file(&tx, &key)? != todo.stored {
                 todo = plan(&tx, &path, meta_dir, gate)?;
             }
-            written.dropped |= todo.drop;
+            written.forgot |= todo.forget;
             written.changed += usize::from(apply(&tx, &key, todo, &mut counters)?);
             if began.elapsed() >= BATCH || past(deadline) {
                 break;
@@ -405,8 +406,13 @@ impl Lines {
 /// prepared from, and what to write.
 struct Plan {
     stored: Option<StoredFile>,
-    /// Drop the stored session first (its file was rewritten or is gone).
+    /// Drop the stored session first (its file was rewritten or is gone,
+    /// or another branch was taken and it is read again whole).
     drop: bool,
+    /// What is dropped may be in no file any more (the file was rewritten,
+    /// is gone or is excluded now; not a branch change: its file still
+    /// holds every entry), so the store is scrubbed after it.
+    forget: bool,
     lines: Option<Lines>,
     /// The meta to store and its file's mtime (`None`: unchanged).
     meta: Option<(Option<SessionMeta>, i64)>,
@@ -424,6 +430,7 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, gate: &Gate) -> rusqlit
     let mut plan = Plan {
         stored: stored.clone(),
         drop: false,
+        forget: false,
         lines: None,
         meta: None,
     };
@@ -436,10 +443,12 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, gate: &Gate) -> rusqlit
             from = Some(old.read_to);
         } else {
             plan.drop = true;
+            plan.forget = true;
         }
     }
     let Some(st) = st else {
         plan.drop = stored.is_some();
+        plan.forget = plan.drop;
         return Ok(plan);
     };
     let mut id = stored.as_ref().filter(|_| !plan.drop).map(|s| s.id.clone());
@@ -472,6 +481,7 @@ fn plan(conn: &Connection, path: &Path, meta_dir: &Path, gate: &Gate) -> rusqlit
                     .is_some_and(|h| gate.excludes(&h.cwd, path)) =>
             {
                 plan.drop = stored.is_some();
+                plan.forget = plan.drop;
                 return Ok(plan);
             }
             Ok((read, again)) => {
