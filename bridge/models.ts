@@ -5,7 +5,7 @@
  */
 import { completeSimple } from "@mariozechner/pi-ai";
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
-import type { CompletionRequest, CompletionResponse, JsonValue } from "./protocol.js";
+import { type CompletionRequest, type CompletionResponse, type JsonValue, UNAVAILABLE } from "./protocol.js";
 
 /** Why the bridge picked the model (CompletionResponse.choice). */
 type Choice = "configured" | "cheapest" | "session";
@@ -17,12 +17,22 @@ export function modelKey(model: { provider: string; id: string } | undefined): s
 /** Typical indexing call: about ten input tokens per output token. */
 const priceOf = (m: { cost: { input: number; output: number } }) => m.cost.input * 10 + m.cost.output;
 
+/** The cheapest model in pi's registry with credentials (text input, a context of
+ * at least 16k tokens, a known price: an all-zero price is unknown, not free). */
+function cheapest(ctx: ExtensionContext) {
+	return ctx.modelRegistry
+		.getAvailable()
+		.filter((m) => m.input.includes("text") && m.contextWindow >= 16_000 && priceOf(m) > 0)
+		.sort((a, b) => priceOf(a) - priceOf(b))[0];
+}
+
 /**
- * The first requested `provider/id` pi knows and has credentials for; else the
- * cheapest model in pi's registry with credentials (text input, a context of
- * at least 16k tokens, a known price: an all-zero price is unknown, not free);
- * else the session's current model (which the user is evidently able to use).
- * The response names the model that answered and why, so the plugin records the truth.
+ * The first requested `provider/id` pi knows and has credentials for; else what
+ * the request's `fallback` allows: nothing (`offline`, the default: the error
+ * starts with UNAVAILABLE and names the cheapest logged-in model, so the plugin
+ * can say how to choose it), the cheapest model with credentials (`cheapest`),
+ * or that else the session's current model (`session`). The response names the
+ * model that answered and why, so the plugin records the truth.
  */
 function pickModel(ctx: ExtensionContext, request: CompletionRequest) {
 	const registry = ctx.modelRegistry;
@@ -32,12 +42,15 @@ function pickModel(ctx: ExtensionContext, request: CompletionRequest) {
 		const found = registry.find(wanted.slice(0, slash), wanted.slice(slash + 1));
 		if (found && (found === ctx.model || registry.hasConfiguredAuth(found))) return { model: found, choice: "configured" as Choice };
 	}
-	const capable = registry
-		.getAvailable()
-		.filter((m) => m.input.includes("text") && m.contextWindow >= 16_000 && priceOf(m) > 0)
-		.sort((a, b) => priceOf(a) - priceOf(b));
-	if (capable[0]) return { model: capable[0], choice: "cheapest" as Choice };
-	return { model: ctx.model, choice: "session" as Choice };
+	const fallback = request.fallback ?? "offline";
+	const cheap = cheapest(ctx);
+	if (fallback === "offline") {
+		const hint = cheap ? `; the cheapest logged-in model in pi is ${modelKey(cheap)}` : "";
+		throw new Error(`${UNAVAILABLE}none of modelKeys has credentials in pi${hint}`);
+	}
+	if (cheap) return { model: cheap, choice: "cheapest" as Choice };
+	if (fallback === "session") return { model: ctx.model, choice: "session" as Choice };
+	throw new Error(`${UNAVAILABLE}none of modelKeys has credentials in pi, nor any priced model`);
 }
 
 export async function complete(ctx: ExtensionContext, request: CompletionRequest): Promise<CompletionResponse> {

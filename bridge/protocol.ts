@@ -9,6 +9,9 @@ export const ACTIONS = ["select", "switchSession", "newSession", "insertText", "
 /** The events a plugin may subscribe to. */
 export const EVENTS = ["session_start", "input", "before_agent_start", "agent_end", "session_shutdown"] as const;
 
+/** How a host's completion error starts when no model may be used. */
+export const UNAVAILABLE = "unavailable: ";
+
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
 
 /**
@@ -168,13 +171,24 @@ export type CompletionRequest = {
 model?: string | null, 
 /**
  * Since 1.1: every acceptable `provider/id`, in order of preference. When
- * none is usable the host picks its cheapest capable model, else the session's.
+ * none is usable, [`CompletionRequest::fallback`] says what the host may do.
  */
-candidates?: Array<string>, system: string, messages: Array<ChatMessage>, maxTokens: number, 
+candidates?: Array<string>, 
+/**
+ * Since 1.2: what the host may use when no candidate is usable; absent
+ * means [`ModelFallback::Offline`] (a plugin never spends on a model the
+ * user did not choose).
+ */
+fallback?: ModelFallback | null, system: string, messages: Array<ChatMessage>, maxTokens: number, 
 /**
  * When set, the answer must be a JSON object matching this schema.
  */
 jsonSchema?: JsonValue | null, timeoutMs: number, };
+
+/**
+ * What a host may answer with when none of a [`CompletionRequest`]'s models is usable.
+ */
+export type ModelFallback = "offline" | "cheapest" | "session";
 
 /**
  * Token usage of a completion.

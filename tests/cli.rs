@@ -63,10 +63,10 @@ fn list_prints_a_table_newest_first() {
     let agent = agent();
     let table = stdout(&run(agent.path(), &["list", "--all", "--wait"]));
     let expected = "\
-ID          NAME                                              PROJECT          DATE              MSGS  MODEL  COST
-01a200f2-c  The gateway_handles_concurrent_clients test fai…  /home/user/demo  2026-11-22 01:50  22    -      -
-01a200f2-9  JWT expiry and refresh tokens                     /home/user/demo  2026-11-22 01:50  20    -      -
-01a200f2-8  Add per-client rate limiting to the API gateway…  /home/user/demo  2026-11-22 01:50  22    -      -
+ID          NAME                                                      PROJECT          DATE              MSGS  MODEL  COST
+01a200f2-c  The gateway_handles_concurrent_clients test fails about…  /home/user/demo  2026-11-22 01:50  22    -      -
+01a200f2-9  JWT expiry and refresh tokens                             /home/user/demo  2026-11-22 01:50  20    -      -
+01a200f2-8  Add per-client rate limiting to the API gateway for…      /home/user/demo  2026-11-22 01:50  22    -      -
 ";
     assert_eq!(table, expected);
 
@@ -193,10 +193,15 @@ fn index_all_skips_up_to_date_sessions_and_files_that_are_not_sessions() {
         3,
         "{first}"
     );
+    assert_eq!(
+        first.lines().count(),
+        4,
+        "what was done and one summary line: {first}"
+    );
+    let summary = first.lines().last().unwrap_or_default();
     assert!(
-        first
-            .lines()
-            .any(|l| l.starts_with("skipped  ") && l.contains("notes.jsonl: not a pi session")),
+        summary.starts_with("3 indexed (")
+            && summary.contains(", 1 skipped (-v lists them), 0 failed; meta files in "),
         "{first}"
     );
     let before: Vec<Vec<u8>> = [JWT_ID, RATE_LIMITER_ID]
@@ -236,7 +241,7 @@ fn index_all_skips_up_to_date_sessions_and_files_that_are_not_sessions() {
         .collect();
     assert_eq!(before, after, "meta files untouched");
 
-    let forced = stdout(&run(agent.path(), &["index", "--all", "--force"]));
+    let forced = stdout(&run(agent.path(), &["index", "--all", "--force", "-v"]));
     assert_eq!(
         forced
             .lines()
@@ -244,6 +249,12 @@ fn index_all_skips_up_to_date_sessions_and_files_that_are_not_sessions() {
             .count(),
         3,
         "--force re-indexes: {forced}"
+    );
+    assert!(
+        forced
+            .lines()
+            .any(|l| l.starts_with("skipped  ") && l.contains("notes.jsonl: not a pi session")),
+        "-v lists the skips: {forced}"
     );
 }
 
@@ -260,7 +271,7 @@ fn index_all_never_replaces_a_model_written_meta_with_an_offline_one() {
     std::fs::write(&path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
     let written = std::fs::read(&path).unwrap();
 
-    let out = stdout(&run(agent.path(), &["index", "--all"]));
+    let out = stdout(&run(agent.path(), &["index", "--all", "-v"]));
     let line = out.lines().find(|l| l.contains(JWT_ID)).unwrap_or_default();
     assert!(
         line.starts_with("skipped  ")
@@ -302,21 +313,39 @@ fn exit_codes_and_help() {
     assert_eq!(out.status.code(), Some(2));
 
     let config = agent.path().join("session-index.config.json");
-    std::fs::write(&config, r#"{"minNewUserMessages": 0}"#).unwrap();
+    std::fs::write(
+        &config,
+        r#"{"minNewUserMessages": 0, "search": {"maxResults": "ten"}}"#,
+    )
+    .unwrap();
     let out = run(agent.path(), &["index", "--all"]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "an invalid config is a usage error"
-    );
+    assert_eq!(out.status.code(), Some(0), "a bad key takes its default");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(&format!(
-            "{}: invalid config: minNewUserMessages",
+            "session-index: warning: {}: minNewUserMessages: lower than 1; its default applies; \
+             search.maxResults: expected an integer, got \"ten\"; its default applies. \
+             The rest of the config applies.",
             config.display()
         )),
         "{stderr}"
     );
+    std::fs::write(&config, r#"{"privacy": {"exclude": [""]}}"#).unwrap();
+    let out = run(agent.path(), &["index", "--all"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a bad key guarding privacy stops the command"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}: invalid config: privacy.exclude[0]",
+            config.display()
+        )),
+        "{stderr}"
+    );
+    std::fs::remove_file(&config).unwrap();
 
     let help = stdout(&run(agent.path(), &["--help"]));
     assert!(
@@ -404,4 +433,150 @@ fn a_config_file_that_is_not_an_object_is_refused_by_name() {
             "{text}: {stderr}"
         );
     }
+}
+
+#[test]
+fn a_wrong_agent_dir_is_one_error_for_every_command_and_nothing_is_created() {
+    let wrong = tempfile::tempdir().unwrap();
+    let typo = wrong.path().join("agnet");
+    std::fs::create_dir(&typo).unwrap();
+    for args in [
+        &["list"][..],
+        &["list", "--all"],
+        &["search", "cron"],
+        &["show", "abc"],
+        &["index", "--all"],
+        &["inspect", "abc"],
+    ] {
+        let out = run(&typo, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "{}: not a pi agent directory (no sessions/ in it)",
+                typo.display()
+            )),
+            "{args:?}: {stderr}"
+        );
+        let created: Vec<_> = std::fs::read_dir(&typo).unwrap().collect();
+        assert!(created.is_empty(), "{args:?} created {created:?}");
+    }
+}
+
+#[test]
+fn purge_asks_then_removes_what_session_index_wrote_and_keeps_the_sessions() {
+    let agent = agent();
+    let sessions = || {
+        let mut files: Vec<(PathBuf, Vec<u8>)> =
+            std::fs::read_dir(agent.path().join("sessions").join(DEMO))
+                .unwrap()
+                .map(|f| f.unwrap().path())
+                .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+                .collect();
+        files.sort();
+        files
+    };
+    stdout(&run(agent.path(), &["index", "--all"]));
+    stdout(&run(agent.path(), &["search", "token"]));
+    let before = sessions();
+    let written = ["sessions-meta", "sessions-index"].map(|d| agent.path().join(d));
+    assert!(written.iter().all(|d| d.is_dir()));
+
+    let out = run(agent.path(), &["purge"]);
+    assert_eq!(out.status.code(), Some(2), "no terminal to ask on");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("pass --yes"),
+        "{out:?}"
+    );
+    assert!(
+        written.iter().all(|d| d.is_dir()),
+        "nothing removed unasked"
+    );
+
+    let purged = stdout(&run(agent.path(), &["purge", "--yes"]));
+    assert!(written.iter().all(|d| !d.exists()), "{purged}");
+    assert!(purged.contains("Kept: pi's session files"), "{purged}");
+    assert_eq!(sessions(), before, "pi's session files untouched");
+    let again = stdout(&run(agent.path(), &["purge", "--yes"]));
+    assert!(again.starts_with("Nothing to remove"), "{again}");
+}
+
+/// The binary's stdout on a terminal `columns` wide (util-linux `script`
+/// gives it a pseudo-terminal), ANSI colours and carriage returns removed.
+#[cfg(target_os = "linux")]
+fn on_terminal(agent: &Path, args: &str, columns: usize) -> String {
+    let bin = env!("CARGO_BIN_EXE_session-index");
+    let line = format!(
+        "stty cols {columns} rows 50; '{bin}' {args} --agent-dir '{}'",
+        agent.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("HOME", agent)
+        .env_remove("PI_CODING_AGENT_DIR")
+        .env_remove("COLUMNS")
+        .output()
+        .expect("util-linux script runs the binary on a pseudo-terminal");
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let ansi = regex::Regex::new("\x1b\\[[0-9;]*m").unwrap();
+    ansi.replace_all(&text, "").into_owned()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn output_fits_the_terminal_and_is_whole_when_piped_or_wide() {
+    let agent = agent();
+    stdout(&run(agent.path(), &["index", "--all"]));
+    let widest = |text: &str| text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    for args in [
+        "list --cwd /home/user/demo",
+        "list --all",
+        "search token refresh",
+        "show jwt",
+        "--help",
+        "index --help",
+    ] {
+        let text = on_terminal(agent.path(), args, 60);
+        assert!(text.lines().count() > 2, "{args}: {text}");
+        assert!(
+            widest(&text) <= 60,
+            "{args} is wider than the terminal:\n{text}"
+        );
+    }
+    assert!(on_terminal(agent.path(), "list --all", 60).contains('…'));
+    let wide = on_terminal(agent.path(), "list --all --wide", 60);
+    assert!(widest(&wide) > 60 && !wide.contains('…'), "--wide: {wide}");
+    let piped = stdout(&run(agent.path(), &["list", "--all"]));
+    assert!(
+        widest(&piped) > 60 && !piped.contains('…'),
+        "piped: {piped}"
+    );
+}
+
+#[test]
+fn index_with_a_paid_model_shows_the_estimate_and_needs_a_yes() {
+    let agent = agent();
+    let config = agent.path().join("paid.json");
+    std::fs::write(&config, r#"{"modelKeys": ["openai/gpt-4.1-mini"]}"#).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_session-index"))
+        .args(["index", "--all", "--agent-dir"])
+        .arg(agent.path())
+        .arg("--config")
+        .arg(&config)
+        .env("HOME", agent.path())
+        .env("OPENAI_API_KEY", "sk-test-never-sent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "no terminal to ask on");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not spending without asking (3 sessions, about ")
+            && stderr.contains(" input tokens with openai/gpt-4.1-mini: at most $0.0")
+            && stderr.contains("pass --yes to spend it, or --offline"),
+        "{stderr}"
+    );
+    assert!(
+        !agent.path().join("sessions-meta").exists(),
+        "nothing indexed, nothing spent"
+    );
 }

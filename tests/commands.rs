@@ -254,8 +254,20 @@ fn the_overview_shows_counts_model_money_problems_and_the_syntax() {
         "{text}"
     );
     assert!(
-        text.contains("Model: local/extractive (reason not recorded"),
+        text.contains(
+            "Model: the first of anthropic/claude-haiku-4-5, openai/gpt-4.1-mini, google/gemini-2.5-flash \
+             that has credentials (anthropic/claude-haiku-4-5: at most $0.0203 a session, 12800 input + \
+             1500 output tokens); with none, the offline model (free; modelFallback: offline)"
+        ),
+        "what would be used before anything ran, and why: {text}"
+    );
+    assert!(
+        text.contains("Last index: local/extractive (reason not recorded) at "),
         "{text}"
+    );
+    assert!(
+        text.contains("/sessions <words> (search)"),
+        "every command: {text}"
     );
     assert!(
         text.contains(
@@ -287,7 +299,15 @@ fn the_overview_shows_counts_model_money_problems_and_the_syntax() {
     let (broken, _, _) = load(&agent, r#"{"minNewUserMessages": 0}"#);
     let text = command(&broken, &ctx, "session-index", "").message.unwrap();
     assert!(
-        text.contains("config invalid") && text.contains("Config problems: minNewUserMessages"),
+        text.contains("— ok")
+            && text
+                .contains("Config problems: minNewUserMessages: lower than 1; its default applies"),
+        "{text}"
+    );
+    let (broken, _, _) = load(&agent, r#"{"privacy": {"exclude": [""]}}"#);
+    let text = command(&broken, &ctx, "session-index", "").message.unwrap();
+    assert!(
+        text.contains("config invalid") && text.contains("Config problems: privacy.exclude[0]"),
         "{text}"
     );
 }
@@ -389,7 +409,7 @@ fn sessions_searches_and_offers_resume_mention_and_continue() {
         option.label
     );
     assert!(
-        option.label.contains(CWD) && option.label.contains("marmoset tables to postgres"),
+        option.label.contains(CWD) && option.label.contains("*marmoset* tables to *postgres*"),
         "{}",
         option.label
     );
@@ -439,4 +459,85 @@ fn sessions_searches_and_offers_resume_mention_and_continue() {
     );
     let usage = command(&instance, &ctx, "sessions", " ");
     assert!(!usage.ok && usage.message.unwrap().starts_with("usage: /sessions"));
+}
+
+#[test]
+fn bulk_indexing_with_a_paid_model_shows_the_estimate_and_asks_first() {
+    let agent = Agent::new();
+    for n in 1..=2 {
+        agent.session(
+            &Synth::new(&format!("0a100000-0000-4000-8000-00000000000{n}"), CWD)
+                .user(&["Add caching to the gateway"]),
+        );
+    }
+    // A key for the model's provider, as pi keeps it: this model would be paid for.
+    std::fs::write(
+        agent.dir.join("auth.json"),
+        r#"{"openai": {"type": "api_key", "key": "sk-test-not-used"}}"#,
+    )
+    .unwrap();
+    let config = r#"{"modelKeys": ["openai/gpt-4.1-mini"], "useHostModels": false}"#;
+    let (instance, _host, ctx) = load(&agent, config);
+    let asked = command(&instance, &ctx, "index-all", "");
+    let [Action::Select { title, options }] = asked.actions.as_slice() else {
+        panic!("{asked:?}")
+    };
+    assert!(
+        title.starts_with("session-index: index 2 sessions, about ")
+            && title.contains(" input tokens with openai/gpt-4.1-mini: at most $0.00"),
+        "{title}"
+    );
+    let labels: Vec<&str> = options.iter().map(|o| o.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "Index with openai/gpt-4.1-mini",
+            "Index with the offline model (free)",
+            "Cancel"
+        ]
+    );
+    let again = |args: &str| Action::Command {
+        command: "index-all".into(),
+        args: args.into(),
+    };
+    assert_eq!(options[0].actions, [again(" --yes")]);
+    assert_eq!(options[1].actions, [again(" --offline")]);
+    assert!(options[2].actions.is_empty());
+    let written: Vec<_> = std::fs::read_dir(agent.meta_dir())
+        .into_iter()
+        .flatten()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".meta.json"))
+        .collect();
+    assert!(
+        written.is_empty(),
+        "nothing indexed before the answer: {written:?}"
+    );
+
+    let offline = command(&instance, &ctx, "index-all", " --offline");
+    assert!(offline.message.unwrap().starts_with("Indexing 2 of 2"));
+    assert!(instance.flush(Duration::from_secs(60)).idle);
+    let meta: Value = serde_json::from_slice(
+        &std::fs::read(
+            agent
+                .meta_dir()
+                .join("0a100000-0000-4000-8000-000000000001.meta.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["model"], "local/extractive");
+
+    // Where no one can pick, nothing is spent and the notice says how to go on.
+    let no_ui = SessionContext {
+        actions: Vec::new(),
+        ..ctx.clone()
+    };
+    std::fs::remove_dir_all(agent.meta_dir()).unwrap();
+    let refused = command(&instance, &no_ui, "index-all", "");
+    assert!(!refused.ok);
+    assert!(refused
+        .message
+        .unwrap()
+        .contains("not indexing without asking (2 sessions, about "),);
 }

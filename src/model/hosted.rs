@@ -22,6 +22,7 @@ pub(super) fn call(
             .filter(|k| !k.starts_with("local/"))
             .cloned()
             .collect(),
+        fallback: Some(env.config.model_fallback),
         system: system.to_string(),
         messages: turns.to_vec(),
         max_tokens: task.max_output_tokens,

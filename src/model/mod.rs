@@ -30,7 +30,7 @@ pub mod spend;
 use std::fmt;
 use std::time::Duration;
 
-use pi_ext_abi::protocol::{ChatMessage, Usage};
+use pi_ext_abi::protocol::{ChatMessage, Usage, UNAVAILABLE};
 use serde::de::DeserializeOwned;
 
 use crate::config::Config;
@@ -359,8 +359,13 @@ impl SelectedModel {
 impl ModelError {
     /// A host's completion error. The host protocol carries it as text: the pi
     /// bridge starts it with the model it tried, after the host's
-    /// `complete: `, which is read here, where the text arrives, once.
+    /// `complete: `, which is read here, where the text arrives, once. A host
+    /// that may use none of the models says [`UNAVAILABLE`]: no model is
+    /// available, as when none is configured.
     pub fn from_host(message: String) -> ModelError {
+        if let Some((_, why)) = message.split_once(UNAVAILABLE) {
+            return ModelError::Unavailable(why.to_string());
+        }
         let model = tried_model(&message).map(str::to_string);
         ModelError::Host { model, message }
     }
@@ -494,6 +499,10 @@ mod tests {
             None
         );
         assert_eq!(tried("no model available in pi for x/y"), None);
+        assert_eq!(
+            ModelError::from_host("complete: unavailable: none is logged in".into()),
+            ModelError::Unavailable("none is logged in".into())
+        );
         assert_eq!(
             ModelError::Transport("x/y: down".into()).model_tried(),
             None

@@ -68,11 +68,11 @@ pub fn select_model_with_env(
     let mut skipped = Vec::new();
     for key in &config.model_keys {
         let Some((provider, model)) = key.split_once('/') else {
-            skipped.push(format!("{key}: not provider/model"));
+            skipped.push(format!("{key} is not provider/model"));
             continue;
         };
         if provider == LOCAL_PROVIDER {
-            skipped.push(format!("{key}: offline model comes first"));
+            skipped.push(format!("{key} is the offline model"));
             break;
         }
         if host_serves {
@@ -88,17 +88,14 @@ pub fn select_model_with_env(
                     route: Route::Provider(endpoint),
                 })
             }
-            Err(reason) => skipped.push(format!("{key}: {reason}")),
+            Err(reason) => skipped.push(format!("{key} {reason}")),
         }
     }
-    let detail = if skipped.is_empty() {
+    Err(ModelError::Unavailable(if skipped.is_empty() {
         "modelKeys is empty".to_string()
     } else {
-        skipped.join("; ")
-    };
-    Err(ModelError::Unavailable(format!(
-        "no configured model is available ({detail})"
-    )))
+        format!("none of modelKeys is usable: {}", skipped.join("; "))
+    }))
 }
 
 fn endpoint(
@@ -110,7 +107,7 @@ fn endpoint(
     let configured: Option<&ProviderConfig> = model_env.config.providers.get(provider);
     let built_in = BUILT_INS.iter().find(|(name, ..)| *name == provider);
     if configured.is_none() && built_in.is_none() {
-        return Err("unknown provider (define it under providers with a baseUrl)".into());
+        return Err("has an unknown provider (define it under providers with a baseUrl)".into());
     }
     let kind = configured
         .and_then(|c| c.kind)
@@ -119,7 +116,7 @@ fn endpoint(
     let base_url = configured
         .and_then(|c| c.base_url.clone())
         .or(built_in.map(|(_, _, url, _)| url.to_string()))
-        .ok_or_else(|| "no baseUrl configured".to_string())?;
+        .ok_or_else(|| "has no baseUrl".to_string())?;
     // Built-in local endpoints stay keyless when only their baseUrl is overridden.
     let no_key = configured.is_some_and(|c| c.no_api_key)
         || (built_in.is_some_and(|(.., env)| env.is_none())
@@ -133,7 +130,7 @@ fn endpoint(
             .unwrap_or_else(|| default_env_name(provider));
         let key = non_empty(model_env.host.and_then(|h| h.api_key(provider)))
             .or_else(|| non_empty(env(&env_name)))
-            .ok_or_else(|| format!("no API key (host or ${env_name})"))?;
+            .ok_or_else(|| format!("has no API key (set ${env_name})"))?;
         Some(ApiKey(key))
     };
     Ok(Endpoint {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use pi_ext_abi::protocol::{
     check_version, BeforeAgentStartResult, CommandCall, CommandResult, Event, EventCall,
-    FlushReport, InputResult, Registrations, ToolCall, ToolResult, EVENTS,
+    FlushReport, InputResult, Registrations, SessionContext, ToolCall, ToolResult, EVENTS,
 };
 use serde_json::Value;
 
@@ -31,11 +31,8 @@ fn panic_if_requested(handler: &str) {
 
 impl SessionIndexPlugin {
     pub fn new(services: Arc<Services>) -> Self {
-        if !services.config_problems.is_empty() {
-            tracing::warn!(
-                "session-index config is invalid, indexing is off: {}",
-                services.config_problems.join("; ")
-            );
+        if let Some(warning) = services.config_warning(&SessionContext::default()) {
+            tracing::warn!("{warning}");
         }
         SessionIndexPlugin { services }
     }
@@ -64,12 +61,8 @@ impl SessionIndexPlugin {
         let services = &self.services;
         match call.typed()? {
             Event::SessionStart {} => {
-                if !services.config_problems.is_empty() {
-                    let text = format!(
-                        "session-index config is invalid: {}",
-                        services.config_problems.join("; ")
-                    );
-                    services.host.notify(&text, NotifyLevel::Warning);
+                if let Some(warning) = services.config_warning(&call.ctx) {
+                    services.host.notify(&warning, NotifyLevel::Warning);
                 }
                 crate::features::references::on_session_start(services, &call.ctx);
                 refresh_store(services, &call.ctx);

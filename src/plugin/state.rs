@@ -21,8 +21,13 @@ pub struct Services {
     pub host: Host,
     /// The effective config (the default when the file was invalid).
     pub config: Config,
-    /// Problems found in the config file (`path: message`); non-empty disables indexing.
+    /// Problems found in the config file (`path: message`, saying what applies instead).
     pub config_problems: Vec<String>,
+    /// False when the config file cannot be used: the features that read
+    /// sessions or spend stay off ([`crate::config::Loaded::usable`]).
+    pub config_usable: bool,
+    /// The host could not use the config file (its problem names the file).
+    pub config_unreadable: bool,
     /// Directory of the plugin's `plugin.toml`.
     pub plugin_dir: PathBuf,
     pub runtime: Runtime,
@@ -87,10 +92,16 @@ impl Services {
         plugin_dir: PathBuf,
         config_json: &str,
     ) -> Result<Arc<Services>, String> {
-        let (config, config_problems) = match crate::config::parse(config_json) {
-            Ok(config) => (config, Vec::new()),
-            Err(problems) => (Config::default(), problems),
-        };
+        let crate::config::Loaded {
+            config,
+            problems: config_problems,
+            usable: config_usable,
+        } = crate::config::load(config_json);
+        // The host hands over a string when it could not use the file.
+        let config_unreadable = matches!(
+            serde_json::from_str::<serde_json::Value>(config_json),
+            Ok(serde_json::Value::String(_))
+        );
         let catalog = Catalog::with_fuzzy_threshold(config.references.fuzzy_threshold)
             .excluding(&config.privacy)
             .with_search(config.search.enabled);
@@ -98,6 +109,8 @@ impl Services {
             host,
             config,
             config_problems,
+            config_usable,
+            config_unreadable,
             plugin_dir,
             runtime: Runtime::new()?,
             jobs: Jobs::default(),
@@ -120,9 +133,36 @@ impl Services {
         }
     }
 
-    /// True when the config file was valid (features that write must check this).
+    /// True when the config file can be used (features that write must check this).
     pub fn config_ok(&self) -> bool {
-        self.config_problems.is_empty()
+        self.config_usable
+    }
+
+    /// The config's problems as one warning naming the file (the one the
+    /// bridge hands over: `$PI_EXT_CONFIG`, else the user's in the agent
+    /// directory, else the package's) and what applies; `None` without problems.
+    pub fn config_warning(&self, ctx: &SessionContext) -> Option<String> {
+        if self.config_problems.is_empty() {
+            return None;
+        }
+        let problems = self.config_problems.join("; ");
+        if self.config_unreadable {
+            return Some(format!(
+                "session-index config is invalid, indexing is off: {problems}"
+            ));
+        }
+        let user = self.agent_dir(ctx).join("session-index.config.json");
+        let file = std::env::var_os("PI_EXT_CONFIG")
+            .map(PathBuf::from)
+            .or_else(|| user.is_file().then_some(user))
+            .unwrap_or_else(|| self.plugin_dir.join("session-index.config.json"));
+        let file = crate::text::home_relative(&file.to_string_lossy());
+        Some(match self.config_usable {
+            true => {
+                format!("session-index config {file}: {problems}. The rest of the config applies.")
+            }
+            false => format!("session-index config {file} is invalid, indexing is off: {problems}"),
+        })
     }
 
     /// The agent directory of a context, falling back to the host's current one.

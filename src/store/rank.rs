@@ -43,6 +43,12 @@ const FUNCTION_WORDS: &[&str] = &[
     "we", "were", "what", "when", "where", "which", "while", "who", "why", "will", "with", "you", "your",
 ];
 
+/// Whether `word` (lower-case) only joins the words a user remembers: never
+/// paired, never marked in a snippet.
+pub(super) fn is_function_word(word: &str) -> bool {
+    FUNCTION_WORDS.contains(&word)
+}
+
 /// A parsed query.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Query {
@@ -198,12 +204,15 @@ impl Query {
         Ok(query)
     }
 
-    /// The terms searched for: the words and the phrases, and the last
-    /// word (of 3 letters or more) also as a prefix: the whole word counts
-    /// twice, so it ranks above longer words it begins.
+    /// The terms searched for: the words and the phrases, and a last word
+    /// of 3 or 4 letters (one still being typed: `auth`, `sche`) also as a
+    /// prefix: the whole word counts twice, so it ranks above longer words
+    /// it begins. A longer last word is taken as typed (`chart` never finds
+    /// `charter`; the stemmer finds `charts` and `charting`).
     fn terms(&self) -> Vec<String> {
         let mut terms: Vec<String> = self.words.iter().filter_map(|w| phrase(w)).collect();
-        if let Some(last) = terms.last().filter(|t| t.len() >= 5) {
+        let unfinished = |t: &&String| (3..=4).contains(&t.trim_matches('"').chars().count());
+        if let Some(last) = terms.last().filter(unfinished) {
             terms.push(format!("{last}*"));
         }
         terms.extend(self.phrases.iter().filter_map(|p| phrase(p)));
@@ -218,7 +227,7 @@ impl Query {
         let content = self
             .words
             .iter()
-            .filter(|w| !FUNCTION_WORDS.contains(&w.to_lowercase().as_str()));
+            .filter(|w| !is_function_word(&w.to_lowercase()));
         let words: Vec<String> = content.filter_map(|w| phrase(w)).collect();
         words
             .windows(2)

@@ -6,6 +6,7 @@
 //! back from the session file (the store keeps no copy of the words).
 
 use super::schema::{Column, COLUMNS};
+use crate::resolve::syntax::without_references;
 use crate::session::{text_joined, AgentMessage, Block, Entry, EntryKind};
 
 /// Text per ranking row of `docs` (a session's entries are split in chunks of about this size).
@@ -43,14 +44,17 @@ pub(super) fn entry_text(entry: &Entry) -> EntryText {
         EntryKind::Message(m @ AgentMessage::Custom { .. }) => (m.role(), String::new()),
         EntryKind::Message(m) => {
             let items = crate::features::query::windows::message_items(&entry.id, m);
-            (
-                m.role(),
-                items
-                    .iter()
-                    .map(|i| i.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            )
+            let text = items
+                .iter()
+                .map(|i| i.text.as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
+            // `@@x` names another session: it must not make this one match `x`.
+            let text = match m {
+                AgentMessage::User { .. } => without_references(&text).into_owned(),
+                _ => text,
+            };
+            (m.role(), text)
         }
         EntryKind::Compaction { summary, .. } => ("compaction", summary.clone()),
         EntryKind::BranchSummary { summary, .. } => ("branchSummary", summary.clone()),
@@ -71,7 +75,9 @@ pub(super) fn entry_text(entry: &Entry) -> EntryText {
 /// branch summaries. Tool output and extensions' messages are not embedded.
 pub(super) fn passage_source(entry: &Entry) -> Option<String> {
     let text = match &entry.kind {
-        EntryKind::Message(AgentMessage::User { content, .. }) => text_joined(content, "\n"),
+        EntryKind::Message(AgentMessage::User { content, .. }) => {
+            without_references(&text_joined(content, "\n")).into_owned()
+        }
         EntryKind::Message(AgentMessage::Assistant { content, .. }) => {
             let texts: Vec<&str> = content
                 .iter()

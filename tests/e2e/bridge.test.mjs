@@ -78,7 +78,8 @@ test("prompts: input transform, injected message, tool call, background effects"
 	assert.ok(ended.data.leafId, "context request answered with the leaf id");
 	assert.equal(ended.data.completion.model, "mock/mock-cheap");
 	assert.deepEqual(Object.keys(JSON.parse(ended.data.completion.text)), ["summary"]);
-	assert.deepEqual(ended.data.fallbacks, ["mock/mock-main", "mock/mock-main"], "unusable model keys fall back to the session's model");
+	assert.deepEqual(ended.data.fallbacks.slice(0, 2), ["mock/mock-main", "mock/mock-main"], "unusable model keys fall back to the session's model when allowed");
+	assert.match(ended.data.fallbacks[2], /unavailable: none of modelKeys has credentials in pi/, "and to none by default");
 
 	// The plugin call went through pi's registry with pi's key and a json_schema response_format.
 	const pluginCall = mock.requests.find((r) => r.reply.kind === "plugin");

@@ -82,10 +82,12 @@ async function event(call) {
 			} catch (err) {
 				completion = { error: err.message };
 			}
-			// A built-in model without credentials, and one pi does not know: both fall back to the session's model.
+			// A built-in model without credentials, and one pi does not know: both fall back to the session's
+			// model when the request allows it, and to nothing without a fallback (the plugin goes offline).
 			const fallbacks = [];
-			for (const model of ["anthropic/claude-haiku-4-5", "nope/unknown"]) {
-				const r = await hostRequest("complete", { model, system: "s", messages: [{ role: "user", content: "hi" }], maxTokens: 10, timeoutMs: 10000 }).catch((e) => ({ error: e.message }));
+			for (const [model, fallback] of [["anthropic/claude-haiku-4-5", "session"], ["nope/unknown", "session"], ["nope/unknown", undefined]]) {
+				const request = { model, fallback, system: "s", messages: [{ role: "user", content: "hi" }], maxTokens: 10, timeoutMs: 10000 };
+				const r = await hostRequest("complete", request).catch((e) => ({ error: e.message }));
 				fallbacks.push(r.model ?? r.error);
 			}
 			send({ method: "appendEntry", params: { customType: "fake:agent_end", data: { n: agentEnds, leafId: ctx.leafId ?? null, hasKey: !!key.key, completion, fallbacks } } });

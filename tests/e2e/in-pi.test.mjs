@@ -16,8 +16,8 @@ import { eventually, makeWorld, piCli, piEnv, readEntries, REPO, BRIDGE, session
 const SO = process.platform === "darwin" ? "dylib" : process.platform === "win32" ? "dll" : "so";
 const HOST = process.env.PI_E2E_HOST ?? join(REPO, `target/debug/pi-ext-host${process.platform === "win32" ? ".exe" : ""}`);
 const LIB = process.env.PI_E2E_LIB ?? join(REPO, `target/debug/${SO === "dll" ? "" : "lib"}session_index.${SO}`);
-// No modelKeys entry has credentials in pi: the bridge must pick the cheapest priced registry model.
-const CONFIG = { minNewUserMessages: 2, modelKeys: ["absent/not-in-pi"], useHostModels: true, offlineFallback: false, timeoutMs: 20000 };
+// No modelKeys entry has credentials in pi and the user opted in to the cheapest priced registry model.
+const CONFIG = { minNewUserMessages: 2, modelKeys: ["absent/not-in-pi"], useHostModels: true, modelFallback: "cheapest", offlineFallback: false, timeoutMs: 20000 };
 const ARGS = ["--provider", "mock", "--model", "mock-main", "-e", BRIDGE];
 
 let mock;
@@ -101,9 +101,47 @@ test("get_commands lists the overview, /continue, /index-all and /sessions", asy
 	}
 });
 
-test("/index-all indexes the stored sessions in the background with n/N progress, through the cheapest priced model", async () => {
+test("without an opt-in, no model of modelKeys logged in means the offline model and one notice saying how to choose one", async () => {
+	const { modelFallback, offlineFallback, ...defaults } = CONFIG;
+	writeFileSync(join(world.root, "default-fallback.json"), JSON.stringify(defaults));
+	const offline = piFor(join(world.root, "default-fallback.json"), "default-fallback.log");
+	try {
+		await offline.command({ type: "prompt", message: "/index-all" }, 60_000);
+		await offline.waitFor((e) => e.method === "setStatus" && e.statusText === "bulk indexing: 3/3 indexed", "the final bulk status", 60_000);
+		for (const s of stored) {
+			const meta = readMeta(s.id);
+			assert.equal(meta.model, "local/extractive", `${JSON.stringify(meta)}\n${bridgeLog("default-fallback.log")}`);
+			assert.equal(meta.modelChoice, "offline");
+		}
+		assert.equal(mock.requests.filter((r) => r.reply.kind === "plugin").length, 0, "no model call");
+		const told = notices(offline).filter((m) => m.startsWith("session-index indexes with the offline model"));
+		assert.equal(told.length, 1, `${notices(offline)}`);
+		assert.match(told[0], /the cheapest logged-in model in pi is mock\/mock-cheap\. To index with a model, list it first in "modelKeys"/);
+		assert.match(told[0], /"modelFallback": "cheapest"/);
+		assert.ok(existsSync(join(world.agentDir, "session-index", "offline-notice-shown")), "shown once for this agent dir");
+	} finally {
+		await offline.stop();
+		rmSync(join(world.agentDir, "sessions-meta"), { recursive: true, force: true });
+	}
+});
+
+/** Answer pi's selector (an extension UI request over RPC) with the option starting `label`. */
+async function pick(p, from, what, label) {
+	const select = await p.waitFor((e) => e.type === "extension_ui_request" && e.method === "select", what, 30_000, from);
+	const value = select.options.find((o) => o.startsWith(label));
+	assert.ok(value, `${label} among ${select.options}`);
+	p.child.stdin.write(`${JSON.stringify({ type: "extension_ui_response", id: select.id, value })}\n`);
+	return select;
+}
+
+test("/index-all asks first with the estimate, then indexes in the background with n/N progress, through the cheapest priced model", async () => {
 	const from = pi.events.length;
-	await pi.command({ type: "prompt", message: "/index-all" }, 60_000);
+	const running = pi.command({ type: "prompt", message: "/index-all" }, 60_000);
+	const asked = await pick(pi, from, "the estimate's selector", "Index with ");
+	assert.match(asked.title, /^session-index: index 3 sessions, about \d+ input tokens with pi's cheapest logged-in model: its price is not known here\?$/);
+	assert.deepEqual(asked.options, ["Index with pi's cheapest logged-in model", "Index with the offline model (free)", "Cancel"]);
+	await running;
+	await pi.waitFor((e) => e.method === "notify" && (e.message ?? "").startsWith("Indexing 3 of 3"), "the bulk run after the answer", 30_000, from);
 	assert.ok(notices(pi, from).some((m) => m.startsWith("Indexing 3 of 3 sessions of this project")), `${notices(pi, from)}\n${bridgeLog()}`);
 	await pi.waitFor((e) => e.method === "setStatus" && e.statusText === "bulk indexing: 3/3 indexed", "the final bulk status", 60_000, from);
 	const progress = pi.events.slice(from).filter((e) => e.method === "setStatus" && /^indexing \d\/3$/.test(e.statusText ?? "")).map((e) => e.statusText);
@@ -131,7 +169,9 @@ test("the overview shows version and health, the model and why, counts, money an
 	const text = notices(pi, from).find((m) => m.startsWith("session-index "));
 	assert.ok(text, `no overview notice: ${notices(pi, from)}\n${bridgeLog()}`);
 	assert.match(text, /^session-index \d+\.\d+\.\d+ — ok$/m);
-	assert.match(text, /^Model: mock\/mock-cheap \(cheapest in pi's registry; last index .*\), through pi's model registry$/m);
+	assert.match(text, /^Model: the first of absent\/not-in-pi that has credentials \(absent\/not-in-pi: price unknown, set prices\); with none, pi's cheapest logged-in model \(modelFallback: cheapest\), through pi's model registry$/m);
+	assert.match(text, /^Last index: mock\/mock-cheap \(cheapest in pi's registry\) at /m);
+	assert.match(text, /^Commands: .*\/sessions <words> \(search\)/m);
 	assert.match(text, /^Sessions: 3 in all, 3 indexed, 0 stale, 0 without meta; this project 3 \(0 to index\)$/m);
 	assert.match(text, /^Spent: this session \$[\d.]+; today \$[\d.]+ \(no daily cap\); all time \$[\d.]+ \(indexing \$[\d.]+, queries \$[\d.]+\)$/m);
 	assert.match(text, /@@auth-refactor~1 +with its parent session/);
@@ -206,10 +246,11 @@ test("past the daily cap a second pi process pauses auto-indexing once and asks 
 
 		const from = capped.events.length;
 		const running = capped.command({ type: "prompt", message: "/index-all" }, 60_000);
-		const select = await capped.waitFor((e) => e.type === "extension_ui_request" && e.method === "select", "the cap's selector", 30_000, from);
+		const select = await pick(capped, from, "the cap's selector", "Spend anyway");
 		assert.match(select.title, /spending cap is reached/);
 		assert.deepEqual(select.options, ["Spend anyway", "Cancel"]);
-		capped.child.stdin.write(`${JSON.stringify({ type: "extension_ui_response", id: select.id, value: "Spend anyway" })}\n`);
+		// "Spend anyway" runs /index-all again, which shows the estimate and asks (the prompt waits for it).
+		await pick(capped, capped.events.indexOf(select) + 1, "the estimate's selector", "Index with ");
 		await running;
 		await capped.waitFor((e) => e.method === "notify" && /^Indexing \d+ of \d+ sessions of this project/.test(e.message ?? ""), "the bulk run after the answer", 30_000, from);
 		await eventually(() => readMeta(sessionId), `the capped session indexed after "Spend anyway"\n${bridgeLog("capped.log")}`, 60_000);

@@ -109,7 +109,7 @@ fn paid_config(s: &Scratch, mock: &MockProvider, price: (f64, f64), cap: Option<
 /// `session-index index --all` with `config` and `$MOCK_KEY`.
 fn index_all(s: &Scratch, config: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
-        .args(["index", "--all", "--agent-dir"])
+        .args(["index", "--all", "--yes", "--agent-dir"])
         .arg(&s.agent_dir)
         .arg("--config")
         .arg(config)

@@ -744,7 +744,7 @@ fn no_available_model_is_unavailable_and_names_each_key() {
         "{message}"
     );
     assert!(
-        message.contains("mystery/model-x: unknown provider"),
+        message.contains("mystery/model-x has an unknown provider"),
         "{message}"
     );
     assert!(!error.to_string().contains('\n'));

@@ -140,8 +140,8 @@ fn planted_facts_rank_first() {
         hit_ids(&top5(&index, "persistence tag:cleanup")),
         vec!["meta-fact"]
     );
-    // Prefix matching of the last word.
-    assert_eq!(hit_ids(&top5(&index, "zephyr")), vec!["tool-fact"]);
+    // Prefix matching of a last word still being typed (3-4 letters).
+    assert_eq!(hit_ids(&top5(&index, "zeph")), vec!["tool-fact"]);
 
     // The `@@` fallback: reference words, ranked sessions with scores.
     let ranked = index
@@ -634,4 +634,38 @@ fn sessions_privacy_excludes_are_never_stored_or_returned() {
             "excluded text reached the index files"
         );
     }
+}
+
+#[test]
+fn a_finished_word_is_never_the_prefix_of_an_unrelated_one() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    Writer::new(agent, "/p/alpha", "charter-talk").user("the project charter is signed");
+    Writer::new(agent, "/p/alpha", "auth-talk").user("the authentication flow is broken");
+    let index = store_updated(agent, None);
+    assert!(
+        hit_ids(&top5(&index, "chart")).is_empty(),
+        "chart never finds charter"
+    );
+    assert_eq!(
+        hit_ids(&top5(&index, "auth")),
+        vec!["auth-talk"],
+        "a short last word may still be being typed"
+    );
+}
+
+#[test]
+fn an_at_reference_names_another_session_and_never_makes_this_one_match() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    Writer::new(agent, "/p/alpha", "refers").user("Link @@copyrigth with @@cron-jobs please");
+    Writer::new(agent, "/p/alpha", "says-it").user("fix the cron jobs of the nightly report");
+    let index = store_updated(agent, None);
+    assert!(hit_ids(&top5(&index, "copyrigth")).is_empty());
+    assert_eq!(hit_ids(&top5(&index, "cron")), vec!["says-it"]);
+    assert_eq!(
+        hit_ids(&top5(&index, "link please")),
+        vec!["refers"],
+        "the rest of the prompt is indexed"
+    );
 }

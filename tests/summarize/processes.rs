@@ -214,7 +214,7 @@ fn an_offline_cli_index_that_waited_for_the_lock_keeps_the_model_meta_that_lande
     let s = scratch();
     let mut writer = Command::new(BIN);
     writer
-        .args(["index", "--offline", "--agent-dir"])
+        .args(["index", "--offline", "-v", "--agent-dir"])
         .arg(&s.agent_dir)
         .arg(&s.session_file);
     let stdout = offline_writer_waits_while_a_model_meta_lands(&s, &mut writer);
@@ -281,9 +281,8 @@ fn model_and_offline_index_all_side_by_side_replace_no_model_meta() {
                 .arg("--config")
                 .arg(&config)
                 .env("MOCK_KEY", "sk-mock");
-            if offline {
-                command.arg("--offline");
-            }
+            // Without a terminal to ask on, spending needs --yes.
+            command.arg(if offline { "--offline" } else { "--yes" });
             command
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())

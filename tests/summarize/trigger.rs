@@ -118,9 +118,10 @@ fn ephemeral_sessions_invalid_config_and_auto_off_do_nothing() {
     assert!(f.services.jobs.flush(Duration::from_secs(10)).idle);
     assert!(f.effects().is_empty());
 
+    // A bad key guarding privacy keeps indexing off (its default would read excluded sessions).
     let f = Fixture::new(
         RATE_LIMITER,
-        json!({"minNewUserMessages": 0, "bogus": true}),
+        json!({"privacy": {"exclude": [""]}, "bogus": true}),
     );
     assert!(!f.services.config_ok());
     f.agent_end();
@@ -144,6 +145,30 @@ fn ephemeral_sessions_invalid_config_and_auto_off_do_nothing() {
     f.agent_end();
     assert!(f.effects().is_empty());
     assert!(f.command().ok, "the command still indexes");
+    assert!(f.meta().is_some());
+}
+
+#[test]
+fn a_typo_in_one_key_leaves_the_rest_of_the_config_working() {
+    let f = Fixture::new(
+        RATE_LIMITER,
+        offline(
+            json!({"minNewUserMessages": 1, "bogus": true, "indexing": {"maxOutputTokens": "many"}}),
+        ),
+    );
+    assert!(f.services.config_ok(), "{:?}", f.services.config_problems);
+    assert_eq!(
+        f.services.config_problems,
+        [
+            "bogus: unknown key, ignored",
+            "indexing.maxOutputTokens: expected an integer, got \"many\"; its default applies",
+        ]
+    );
+    assert_eq!(
+        f.services.config.min_new_user_messages, 1,
+        "the rest applies"
+    );
+    assert!(f.command().ok, "indexing stays on");
     assert!(f.meta().is_some());
 }
 

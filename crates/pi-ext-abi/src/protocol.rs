@@ -379,9 +379,14 @@ pub struct CompletionRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// Since 1.1: every acceptable `provider/id`, in order of preference. When
-    /// none is usable the host picks its cheapest capable model, else the session's.
+    /// none is usable, [`CompletionRequest::fallback`] says what the host may do.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<String>,
+    /// Since 1.2: what the host may use when no candidate is usable; absent
+    /// means [`ModelFallback::Offline`] (a plugin never spends on a model the
+    /// user did not choose).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<ModelFallback>,
     pub system: String,
     pub messages: Vec<ChatMessage>,
     pub max_tokens: u32,
@@ -391,6 +396,25 @@ pub struct CompletionRequest {
     #[cfg_attr(test, ts(type = "number"))]
     pub timeout_ms: u64,
 }
+
+/// What a host may answer with when none of a [`CompletionRequest`]'s models is usable.
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelFallback {
+    /// Nothing: the call fails with an error starting [`UNAVAILABLE`], and the
+    /// plugin uses its offline model.
+    #[default]
+    Offline,
+    /// The host's cheapest capable model that has credentials.
+    Cheapest,
+    /// That, else the model of the user's session.
+    Session,
+}
+
+/// How a host's completion error starts when no model may be used (the
+/// plugin then answers offline instead of failing).
+pub const UNAVAILABLE: &str = "unavailable: ";
 
 /// Token usage of a completion.
 #[cfg_attr(test, derive(ts_rs::TS))]

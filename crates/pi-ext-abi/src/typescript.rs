@@ -30,7 +30,10 @@ fn generated() -> String {
          export const ACTIONS = [{}] as const;\n\
          \n\
          /** The events a plugin may subscribe to. */\n\
-         export const EVENTS = [{}] as const;\n",
+         export const EVENTS = [{}] as const;\n\
+         \n\
+         /** How a host's completion error starts when no model may be used. */\n\
+         export const UNAVAILABLE = {UNAVAILABLE:?};\n",
         actions.join(", "),
         events.join(", "),
     );
@@ -54,6 +57,7 @@ fn generated() -> String {
         declaration::<FlushReport>(),
         declaration::<ChatMessage>(),
         declaration::<CompletionRequest>(),
+        declaration::<ModelFallback>(),
         declaration::<Usage>(),
         declaration::<CompletionResponse>(),
     ];

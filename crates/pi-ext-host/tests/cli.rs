@@ -137,10 +137,13 @@ fn an_invalid_config_shows_up_as_a_notify_effect() {
     let notify: Vec<&Value> = effects.iter().filter(|e| e["type"] == "notify").collect();
     assert_eq!(notify.len(), 1, "{effects:?}");
     assert_eq!(notify[0]["level"], "warning");
-    assert!(notify[0]["text"]
-        .as_str()
-        .unwrap()
-        .contains("config is invalid"));
+    // A bad key takes its default; the rest of the config applies.
+    let text = notify[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("timeoutMs: expected an integer, got \"soon\"; its default applies")
+            && text.contains("The rest of the config applies"),
+        "{text}"
+    );
 }
 
 /// Every config fault leaves the host running: a one-line warning naming the
@@ -245,18 +248,23 @@ fn config_faults_are_warnings_never_exits_or_hangs() {
         .find(|e| e["type"] == "notify")
         .and_then(|n| n["text"].as_str())
         .unwrap_or_default();
+    // The plugin names every problem by its key path; none of them guards
+    // privacy or money, so each bad key takes its default and the rest applies.
     for want in [
-        "bogus: unknown field",
-        "other: unknown field",
-        "timeoutMs: invalid type",
-        "query.enabled: invalid type",
+        "bogus: unknown key, ignored",
+        "other: unknown key, ignored",
+        "timeoutMs: expected an integer, got \"soon\"; its default applies",
+        "query.enabled: expected a boolean, got \"no\"; its default applies",
+        "The rest of the config applies.",
     ] {
         assert!(text.contains(want), "{want}: {text}");
     }
-    // The plugin is up with indexing off: the command says why instead of indexing.
+    // A bad key that guards privacy: the plugin is up with indexing off, and
+    // the command says why instead of indexing.
+    let guarded = write("guarded.json", br#"{"privacy":{"exclude":[""]}}"#);
     let doc = run(&t.args(&[
         "--config",
-        &s(&many),
+        &s(&guarded),
         "command",
         "index-session",
         "--session",

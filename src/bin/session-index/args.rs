@@ -18,18 +18,31 @@ pub struct AgentDir {
 
 impl AgentDir {
     /// pi's `getAgentDir`: `--agent-dir`, `$PI_CODING_AGENT_DIR` (`~` expanded) or `~/.pi/agent`.
+    /// One check for every command, before anything is read or created: it
+    /// holds pi's `sessions/` directory (a typo is an error, not an empty list
+    /// and a new index in a wrong place).
     pub fn path(&self) -> Result<PathBuf, Failure> {
         let dir = self.dir.clone().or_else(pi_ext_abi::protocol::agent_dir);
-        dir.ok_or_else(|| Failure::Usage("HOME is not set; pass --agent-dir".into()))
+        let dir = dir.ok_or_else(|| Failure::Usage("HOME is not set; pass --agent-dir".into()))?;
+        if !dir.join("sessions").is_dir() {
+            return Err(Failure::Usage(format!(
+                "{}: not a pi agent directory (no sessions/ in it); pass --agent-dir or set PI_CODING_AGENT_DIR",
+                dir.display()
+            )));
+        }
+        Ok(dir)
     }
 }
 
-/// The config: `--config`, else the user's `<agent dir>/session-index.config.json`
-/// if present (a file must hold a JSON object, as the host requires), else the defaults.
-pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<Config, Failure> {
+/// The config file's text and path: `--config`, else the user's
+/// `<agent dir>/session-index.config.json` if present; `None`: no file (the defaults).
+fn config_file(
+    explicit: Option<&Path>,
+    agent_dir: &Path,
+) -> Result<Option<(String, PathBuf)>, Failure> {
     let user = agent_dir.join("session-index.config.json");
     let Some(path) = explicit.or(user.is_file().then_some(user.as_path())) else {
-        return Ok(Config::default());
+        return Ok(None);
     };
     let text = regular_files::read_regular(path)
         .and_then(|b| {
@@ -42,13 +55,33 @@ pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<Config, Failu
                 path.display()
             ))
         })?;
-    session_index::config::parse_file(&text).map_err(|problems| {
-        Failure::Usage(format!(
-            "{}: invalid config: {}",
-            path.display(),
-            problems.join("; ")
-        ))
-    })
+    Ok(Some((text, path.to_path_buf())))
+}
+
+/// The config that applies (`--config`, else the user's, else the defaults):
+/// a bad key takes its default with one warning on stderr naming the file and
+/// the key's full path, and the rest applies; a file that cannot be used (it
+/// must hold a JSON object, as the host requires), or a bad key guarding
+/// privacy or money, stops the command (exit code 2).
+pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<Config, Failure> {
+    let Some((text, path)) = config_file(explicit, agent_dir)? else {
+        return Ok(Config::default());
+    };
+    let loaded = session_index::config::load_file(&text);
+    let problems = loaded.problems.join("; ");
+    if !loaded.usable {
+        return Err(Failure::Usage(format!(
+            "{}: invalid config: {problems}",
+            path.display()
+        )));
+    }
+    if !problems.is_empty() {
+        crate::width::note(&format!(
+            "session-index: warning: {}: {problems}. The rest of the config applies.",
+            path.display()
+        ));
+    }
+    Ok(loaded.config)
 }
 
 /// The search index of the agent directory `dir` (the one store of what is known about
@@ -87,11 +120,11 @@ pub fn encoder_threads(threads: usize) {
 /// After the output: how many changed sessions the index does not hold yet.
 pub fn stale_note(report: &UpdateReport) {
     if report.stale > 0 {
-        eprintln!(
+        crate::width::note(&format!(
             "session-index: {} changed sessions are not in the index yet (updating stopped after 1 s); \
              run again, or pass --wait",
             report.stale
-        );
+        ));
     }
 }
 
@@ -114,8 +147,12 @@ pub fn out(text: &str) {
 /// directory's project, among the sessions of `agent_dir` only.
 pub fn session_files(agent_dir: &Path, refs: &[String]) -> Vec<Result<PathBuf, String>> {
     // The index it updates keeps out what the user's privacy.exclude names.
-    let config = config(None, agent_dir).ok();
-    let catalog = Catalog::new().excluding(&config.unwrap_or_default().privacy);
+    let config = config_file(None, agent_dir)
+        .ok()
+        .flatten()
+        .map(|(text, _)| session_index::config::load_file(&text).config)
+        .unwrap_or_default();
+    let catalog = Catalog::new().excluding(&config.privacy);
     let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
     let cwd = std::env::current_dir()
         .map(|d| d.to_string_lossy().into_owned())
@@ -155,4 +192,21 @@ pub fn session_file(agent_dir: &Path, reference: &str) -> Result<PathBuf, Failur
     found
         .unwrap_or_else(|| Err(format!("no session matches \"{reference}\"")))
         .map_err(Failure::Failed)
+}
+
+/// Ask `question` on the terminal (`[y/N]`); without a terminal, stop with
+/// `without_terminal` (exit code 2: the command needs `--yes`).
+pub fn ask(question: &str, without_terminal: &str) -> Result<bool, Failure> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        return Err(Failure::Usage(without_terminal.into()));
+    }
+    out(&format!("{question} [y/N] "));
+    let _ = std::io::stdout().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::Failed(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
 }

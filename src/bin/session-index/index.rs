@@ -39,9 +39,15 @@ pub struct IndexArgs {
     /// Spend past the daily cap (spending.dailyCapUsd) for this run.
     #[arg(long)]
     over_cap: bool,
+    /// Spend on the model without asking (the estimate is asked about on a terminal; needed without one).
+    #[arg(long)]
+    yes: bool,
     /// Print the summary as one JSON document.
     #[arg(long)]
     json: bool,
+    /// Also list the sessions skipped (up to date, not a session, …), one line each.
+    #[arg(short, long)]
+    verbose: bool,
     /// A session-index.config.json (default: <agent dir>/session-index.config.json if present, else built-in defaults).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -58,15 +64,9 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
             "nothing to index: pass --all or sessions (files or references)".into(),
         ));
     }
-    let config = shared::config(args.config.as_deref(), &agent_dir)?;
     session_index::plugin::logging::to_stderr("session-index index");
+    let config = shared::config(args.config.as_deref(), &agent_dir)?;
     let sessions_dir = agent_dir.join("sessions");
-    if args.all && !sessions_dir.is_dir() {
-        return Err(Failure::Usage(format!(
-            "{}: no such directory (pass --agent-dir)",
-            sessions_dir.display()
-        )));
-    }
     let files: Vec<(String, Result<PathBuf, String>)> = if args.all {
         discovery::session_files(&sessions_dir)
             .into_iter()
@@ -95,6 +95,10 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
     };
     env.runtime = runtime.as_ref();
     let meta_dir = agent_dir.join("sessions-meta");
+    if !offline && !args.yes && !spending_agreed(&env, &files, &meta_dir, args.force)? {
+        out("Nothing indexed.\n");
+        return Ok(());
+    }
     // Once the daily cap stops a session, the rest are not tried.
     let mut capped: Option<String> = None;
     let mut report: Vec<(&str, Value)> = Vec::new();
@@ -156,7 +160,11 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
             serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?
         ));
     } else {
-        for (kind, v) in &report {
+        // What was done; the skips only when asked for (`index --all` skips most).
+        let shown = report
+            .iter()
+            .filter(|(kind, _)| args.verbose || *kind != "skipped");
+        for (kind, v) in shown {
             let text = |key: &str| v[key].as_str().unwrap_or_default().to_string();
             let what = match *kind {
                 "indexed" => format!("{} ({})", text("name"), text("model")),
@@ -166,10 +174,19 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
             out(&format!("{kind:<8} {}: {what}\n", text("sessionFile")));
         }
         let (i, s, f) = (indexed.len(), skipped.len(), failed.len());
+        let skips = if s > 0 && !args.verbose {
+            " (-v lists them)"
+        } else {
+            ""
+        };
         out(&format!(
-            "{i} indexed (${cost:.4}), {s} skipped, {f} failed; meta files in {}\n",
+            "{i} indexed (${cost:.4}), {s} skipped{skips}, {f} failed; meta files in {}\n",
             meta_dir.display()
         ));
+        // Why the run stopped spending is no routine skip: said whatever -v.
+        if let Some(reached) = &capped {
+            out(&format!("stopped: {reached}\n"));
+        }
     }
     match failed.len() {
         0 => Ok(()),
@@ -178,6 +195,34 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
             report.len()
         ))),
     }
+}
+
+/// A run that would call a paid model shows the estimate first (the
+/// sessions it would index, their input tokens, at most what that costs) and
+/// asks on the terminal; without one it stops unless `--yes`.
+fn spending_agreed(
+    env: &ModelEnv,
+    files: &[(String, Result<PathBuf, String>)],
+    meta_dir: &Path,
+    force: bool,
+) -> Result<bool, Failure> {
+    let Ok(model) = model::select_model(env) else {
+        return Ok(true);
+    };
+    let todo: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|(_, file)| file.as_ref().ok())
+        .filter(|file| matches!(to_index(file, meta_dir, force), Ok(ToIndex::Yes(_))))
+        .cloned()
+        .collect();
+    if todo.is_empty() {
+        return Ok(true);
+    }
+    let estimate =
+        session_index::features::commands::index_all::estimate(env.config, &todo, model.key());
+    let without_terminal =
+        format!("not spending without asking ({estimate}): pass --yes to spend it, or --offline");
+    crate::args::ask(&format!("Index {estimate}?"), &without_terminal)
 }
 
 /// Index one session file unless [`to_index`] says not to: the outcome and its JSON.
@@ -214,7 +259,7 @@ fn index_one(
             static SAID: std::sync::Once = std::sync::Once::new();
             if let Some(reason) = &done.fallback_reason {
                 SAID.call_once(|| {
-                    eprintln!("session-index index: using the offline model ({reason})")
+                    eprintln!("session-index index: using the offline model because {reason}")
                 });
             }
             let meta = &done.meta;

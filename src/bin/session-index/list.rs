@@ -6,9 +6,10 @@
 use session_index::resolve::unique_prefixes;
 use session_index::session::discovery;
 use session_index::store::SessionRecord;
-use session_index::text::{clip, flat, home_relative, Keep};
+use session_index::text::{flat, home_relative, Keep};
 
 use crate::args::AgentDir;
+use crate::width::{table, Wide};
 use crate::Failure;
 
 #[derive(clap::Args)]
@@ -32,6 +33,8 @@ pub struct Args {
     /// Finish bringing the index up to date first, however long it takes.
     #[arg(long)]
     wait: bool,
+    #[command(flatten)]
+    wide: Wide,
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
@@ -47,10 +50,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
         rows.retain(|r| discovery::in_project(&r.path, &cwd));
         if rows.is_empty() && !args.json {
             let sessions = agent_dir.join("sessions");
-            eprintln!(
+            crate::width::note(&format!(
                 "session-index: no sessions for {cwd} in {} (--all lists every project)",
                 sessions.display()
-            );
+            ));
         }
     }
     rows.sort_by(|a, b| {
@@ -71,8 +74,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
         for (s, id) in rows.iter().zip(ids) {
             cells.push(vec![
                 id,
-                clip(&s.title(), 48, Keep::Head),
-                clip(&flat(&home_relative(&s.cwd)), 32, Keep::Tail),
+                flat(&s.title()),
+                flat(&home_relative(&s.cwd)),
                 date(s.last_activity_ms),
                 s.message_count.to_string(),
                 s.model.clone().unwrap_or_else(|| "-".into()),
@@ -80,32 +83,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
                     .map_or_else(|| "-".into(), |c| format!("${c:.4}")),
             ]);
         }
-        crate::args::out(&table(&cells));
+        // The widest columns (name, project) give up what the terminal lacks.
+        let keep = [Keep::Head, Keep::Head, Keep::Tail];
+        crate::args::out(&table(&cells, &keep, args.wide.columns()));
     }
     crate::args::stale_note(&report);
     Ok(())
-}
-
-/// Rows of cells as aligned columns (two spaces apart), the first row a header.
-pub fn table(rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = Vec::new();
-    for row in rows {
-        widths.resize(widths.len().max(row.len()), 0);
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 /// `YYYY-MM-DD HH:MM` (UTC) of a time in ms since the epoch.

@@ -9,8 +9,10 @@ mod index;
 mod inspect;
 mod list;
 mod model;
+mod purge;
 mod search;
 mod show;
+mod width;
 
 use std::process::ExitCode;
 
@@ -44,6 +46,8 @@ enum Command {
     Embed(embed::Args),
     /// The sentence model that lets search find sessions by meaning: install, status, remove.
     Model(model::Args),
+    /// Remove what session-index wrote (metas, the search index, models); asks first.
+    Purge(purge::Args),
 }
 
 /// Why a command failed, and so its exit code.
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         Command::Search(args) => search::run(args),
         Command::Embed(args) => embed::run(args),
         Command::Model(args) => model::run(args),
+        Command::Purge(args) => purge::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

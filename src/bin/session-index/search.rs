@@ -5,8 +5,10 @@
 use std::io::IsTerminal;
 
 use session_index::store::{self, Query, SessionHit};
+use session_index::text::{clip, flat, home_relative, Keep};
 
 use crate::args::AgentDir;
+use crate::width::Wide;
 use crate::Failure;
 
 #[derive(clap::Args)]
@@ -46,6 +48,8 @@ pub struct Args {
     /// A session-index.config.json (its privacy.exclude keeps sessions out).
     #[arg(long)]
     config: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    wide: Wide,
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
@@ -83,7 +87,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             .iter()
             .map(|h| {
                 let mut v = serde_json::to_value(h).unwrap_or_default();
-                v["reopen"] = reopen(h).into();
+                v["reopen"] = reopen(h, None).into();
                 v
             })
             .collect();
@@ -93,7 +97,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
             serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
         ));
     } else {
-        crate::args::out(&table(&hits, std::io::stdout().is_terminal()));
+        let colour = std::io::stdout().is_terminal();
+        crate::args::out(&table(&hits, colour, args.wide.columns()));
     }
     crate::args::stale_note(&report);
     semantic.note(&agent_dir);
@@ -113,31 +118,44 @@ impl Semantic {
     /// After the output: how to turn semantic ranking on, or how much it lacked.
     fn note(&self, agent_dir: &std::path::Path) {
         if !self.model {
-            eprintln!(
+            crate::width::note(&format!(
                 "session-index: ranked by words only; for semantic ranking run \
                  `session-index model install` (into {})",
                 store::model_dir(agent_dir).display()
-            );
+            ));
         } else if self.status.pending > 0 {
-            eprintln!(
+            crate::width::note(&format!(
                 "session-index: semantic ranking used {} embedded turns, {} are not embedded yet; \
                  run `session-index embed`",
                 self.status.embedded, self.status.pending
-            );
+            ));
         }
     }
 }
 
-fn reopen(hit: &SessionHit) -> String {
+/// The command that reopens a hit: its file, or (when that line would not
+/// fit) its id, which pi finds too.
+fn reopen(hit: &SessionHit, width: Option<usize>) -> String {
     let path = hit.session.path.to_string_lossy();
-    if path.contains(|c: char| c.is_whitespace() || c == '\'') {
+    let by_path = if path.contains(|c: char| c.is_whitespace() || c == '\'') {
         format!("pi --session '{}'", path.replace('\'', "'\\''"))
     } else {
         format!("pi --session {path}")
+    };
+    match width {
+        Some(w) if by_path.chars().count() + INDENT.len() > w => {
+            format!("pi --session {}", hit.session.id)
+        }
+        _ => by_path,
     }
 }
 
-fn table(hits: &[SessionHit], colour: bool) -> String {
+/// Where a hit's snippets and command start.
+const INDENT: &str = "    ";
+
+/// Each hit: `N. title  date  project` (title and project cut to fit `width`),
+/// its snippets as one clean line each, and the command that reopens it.
+fn table(hits: &[SessionHit], colour: bool, width: Option<usize>) -> String {
     use std::fmt::Write;
     if hits.is_empty() {
         return "No session matches.\n".into();
@@ -152,21 +170,17 @@ fn table(hits: &[SessionHit], colour: bool) -> String {
     };
     for (i, hit) in hits.iter().enumerate() {
         let s = &hit.session;
-        let name: String = s.title().chars().take(70).collect();
+        let date = crate::list::date(s.last_activity_ms);
+        let (title, project) = heading(&s.title(), &home_relative(&s.cwd), &date, width);
         let _ = writeln!(
             out,
             "{:>2}. {}  {}  {}",
             i + 1,
-            paint("1", &name),
-            paint("2", &crate::list::date(s.last_activity_ms)),
-            s.cwd
+            paint("1", &title),
+            paint("2", &date),
+            project
         );
         for snippet in &hit.snippets {
-            let text = if colour {
-                snippet.marked("\x1b[1;33m", "\x1b[0m")
-            } else {
-                snippet.marked("**", "**")
-            };
             let entry = snippet
                 .entry_id
                 .as_deref()
@@ -177,16 +191,38 @@ fn table(hits: &[SessionHit], colour: bool) -> String {
             } else {
                 ""
             };
-            let _ = writeln!(
-                out,
-                "    {}{}{}: {}",
-                paint("2", &snippet.role),
-                paint("2", &entry),
-                abandoned,
-                text.replace('\n', " ")
-            );
+            let label = format!("{}{entry}{abandoned}: ", snippet.role);
+            let room = width.map(|w| w.saturating_sub(INDENT.len() + label.chars().count()));
+            let (open, close) = if colour {
+                ("\x1b[1;33m", "\x1b[0m")
+            } else {
+                ("**", "**")
+            };
+            let text = snippet.sentence_within(open, close, room);
+            let _ = writeln!(out, "{INDENT}{}{text}", paint("2", &label));
         }
-        let _ = writeln!(out, "    {}", paint("36", &reopen(hit)));
+        let _ = writeln!(out, "{INDENT}{}", paint("36", &reopen(hit, width)));
     }
     out
+}
+
+/// A hit's title and project, cut (the title's end, the project's start) so
+/// that `NN. title  date  project` fits `width`.
+fn heading(title: &str, project: &str, date: &str, width: Option<usize>) -> (String, String) {
+    let (title, project) = (flat(title), flat(project));
+    let Some(width) = width else {
+        return (title, project);
+    };
+    let room = width.saturating_sub("NN. ".len() + date.len() + 4);
+    let (t, p) = (title.chars().count(), project.chars().count());
+    if t + p <= room {
+        return (title, project);
+    }
+    // The title gives up all but a third of the room first, then the project what is left.
+    let title_room = t.min(room.saturating_sub(p.min(room / 3))).max(1);
+    let project_room = room.saturating_sub(title_room).max(1);
+    (
+        clip(&title, title_room, Keep::Head),
+        clip(&project, project_room, Keep::Tail),
+    )
 }

@@ -5,6 +5,7 @@ use session_index::store::{meta, SessionRecord};
 
 use crate::args::{session_file, AgentDir};
 use crate::list::date;
+use crate::width::{hang, Wide};
 use crate::Failure;
 
 #[derive(clap::Args)]
@@ -20,6 +21,8 @@ pub struct Args {
     /// Print `{"session": …, "meta": … | null}` instead.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    wide: Wide,
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
@@ -46,9 +49,15 @@ pub fn run(args: Args) -> Result<(), Failure> {
             .map(|m| session_index::redact::session_text(m).into_owned()),
         ..SessionRecord::default()
     };
-    let mut out = format!("{}\n", record.title());
-    let field =
-        |out: &mut String, key: &str, value: String| out.push_str(&format!("  {key:<9} {value}\n"));
+    let width = args.wide.columns();
+    let mut out = format!("{}\n", hang("", &record.title(), width));
+    // `  key       value`, the value wrapped under itself.
+    let field = |out: &mut String, key: &str, value: String| {
+        out.push_str(&format!(
+            "{}\n",
+            hang(&format!("  {key:<9} "), &value, width)
+        ));
+    };
     field(&mut out, "id", s.id.clone());
     field(&mut out, "file", s.path.display().to_string());
     field(&mut out, "project", s.cwd.clone());
@@ -82,8 +91,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
     field(&mut out, "tags", m.tags.join(", "));
     out.push_str(&format!(
         "\n{}\n\n{}\n",
-        m.description,
-        m.summary.trim_end()
+        paragraphs(&m.description, width),
+        paragraphs(m.summary.trim_end(), width)
     ));
     let files = m.files.unwrap_or_default();
     for (title, items) in [
@@ -96,9 +105,25 @@ pub fn run(args: Args) -> Result<(), Failure> {
             out.push_str(&format!("\n{title}\n"));
             items
                 .iter()
-                .for_each(|i| out.push_str(&format!("  - {i}\n")));
+                .for_each(|i| out.push_str(&format!("{}\n", hang("  - ", i, width))));
         }
     }
     crate::args::out(&out);
     Ok(())
+}
+
+/// Each line of `text` wrapped to `width` (blank lines and the indent of
+/// `- ` items kept).
+fn paragraphs(text: &str, width: Option<usize>) -> String {
+    text.lines()
+        .map(|line| {
+            let rest = line.trim_start();
+            let indent = &line[..line.len() - rest.len()];
+            match rest.strip_prefix("- ") {
+                Some(item) => hang(&format!("{indent}- "), item, width),
+                None => hang(indent, rest, width),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

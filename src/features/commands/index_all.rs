@@ -12,12 +12,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use pi_ext_abi::protocol::{CommandCall, CommandResult};
+use pi_ext_abi::protocol::{Action, CommandCall, CommandResult, SelectOption};
 
 use super::{ask_over_cap, failed, OVER_CAP};
+use crate::config::{Config, ModelFallback};
 use crate::features::summarize::job::{self, index_session, IndexOutcome, IndexRequest};
-use crate::features::summarize::report::RunLock;
-use crate::model::ModelError;
+use crate::features::summarize::report::{self, RunLock};
+use crate::model::{ModelError, LOCAL_PROVIDER};
 use crate::plugin::host::NotifyLevel;
 use crate::plugin::state::Services;
 use crate::session::discovery;
@@ -81,11 +82,14 @@ pub fn run_command(services: &Arc<Services>, call: &CommandCall) -> CommandResul
     if args.contains(&"--cancel") {
         return done(services, "No bulk indexing is running".into());
     }
-    if let Some(unknown) = args.iter().find(|a| !["--all", OVER_CAP].contains(a)) {
+    if let Some(unknown) = args
+        .iter()
+        .find(|a| !["--all", OVER_CAP, YES, OFFLINE].contains(a))
+    {
         return failed(
             services,
             format!(
-                "/{}: unknown argument {unknown} (use --all or --cancel)",
+                "/{}: unknown argument {unknown} (use --all, --offline or --cancel)",
                 call.command
             ),
         );
@@ -121,6 +125,12 @@ pub fn run_command(services: &Arc<Services>, call: &CommandCall) -> CommandResul
         );
         return done(services, text);
     }
+    let offline = args.contains(&OFFLINE);
+    if !offline && !args.contains(&YES) {
+        if let Some(model) = paid_model(services) {
+            return ask_first(services, call, &found.todo, &model);
+        }
+    }
     let cancel = Arc::new(AtomicBool::new(false));
     if let Ok(mut bulk) = services.bulk.lock() {
         *bulk = Some(Arc::clone(&cancel));
@@ -133,7 +143,7 @@ pub fn run_command(services: &Arc<Services>, call: &CommandCall) -> CommandResul
     let key = format!("bulk-index:{:p}", Arc::as_ptr(&cancel));
     services.jobs.submit(&services.runtime, &key, move || {
         if let Some(services) = weak.upgrade() {
-            run(&services, &todo, &meta_dir, &cancel, over_cap_ok);
+            run(&services, &todo, &meta_dir, &cancel, over_cap_ok, offline);
         }
     });
     let text = format!(
@@ -143,6 +153,113 @@ pub fn run_command(services: &Arc<Services>, call: &CommandCall) -> CommandResul
         left(&report)
     );
     done(services, text)
+}
+
+/// The argument with which a bulk run spends on a model without asking.
+const YES: &str = "--yes";
+/// The argument with which a bulk run uses the offline model only.
+const OFFLINE: &str = "--offline";
+/// What a bulk run names when pi picks the model (`modelFallback`).
+const PIS_CHEAPEST: &str = "pi's cheapest logged-in model";
+
+/// The model a bulk run would pay for, before it runs: the first `modelKeys`
+/// entry with credentials (in pi, the provider's key as pi has it), else
+/// what `modelFallback` allows; `None`: the offline model.
+fn paid_model(services: &Services) -> Option<String> {
+    let config = &services.config;
+    if !(config.use_host_models && services.host.can_complete()) {
+        return crate::model::select_model(&services.model_env())
+            .ok()
+            .map(|m| m.key().to_string());
+    }
+    for key in &config.model_keys {
+        let Some((provider, _)) = key.split_once('/') else {
+            continue;
+        };
+        if provider == LOCAL_PROVIDER {
+            return None;
+        }
+        if services.host.api_key(provider).is_some() {
+            return Some(key.clone());
+        }
+    }
+    match config.model_fallback {
+        ModelFallback::Offline => None,
+        ModelFallback::Cheapest | ModelFallback::Session => Some(PIS_CHEAPEST.into()),
+    }
+}
+
+/// Bulk indexing with a paid model asks first, with the estimate: the
+/// sessions, their input tokens (each file up to `maxInputBytes`, 4 bytes a
+/// token), and at most what that costs at the model's price. Pick: run with
+/// the model (`--yes`), offline (`--offline`), or nothing. Without a
+/// selector nothing is spent and the notice says how to go on.
+fn ask_first(
+    services: &Services,
+    call: &CommandCall,
+    todo: &[PathBuf],
+    model: &str,
+) -> CommandResult {
+    let estimate = estimate(&services.config, todo, model);
+    let again = |flag: &str| Action::Command {
+        command: call.command.clone(),
+        args: format!("{} {flag}", call.args.trim()),
+    };
+    if !call.ctx.can("select") {
+        return failed(
+            services,
+            format!(
+                "/{}: not indexing without asking ({estimate}): run /{} {YES} to spend it, or {OFFLINE}",
+                call.command, call.command
+            ),
+        );
+    }
+    let options = vec![
+        SelectOption {
+            label: format!("Index with {model}"),
+            actions: vec![again(YES)],
+        },
+        SelectOption {
+            label: "Index with the offline model (free)".into(),
+            actions: vec![again(OFFLINE)],
+        },
+        SelectOption {
+            label: "Cancel".into(),
+            actions: Vec::new(),
+        },
+    ];
+    CommandResult {
+        ok: true,
+        message: Some(format!("session-index: {estimate}")),
+        actions: vec![Action::Select {
+            title: format!("session-index: index {estimate}?"),
+            options,
+        }],
+        ..CommandResult::default()
+    }
+}
+
+/// What indexing `files` with `model` costs at most, in words: `2 sessions,
+/// about 3100 input tokens with openai/gpt-4.1-mini: at most $0.01` (each
+/// file up to `maxInputBytes`, 4 bytes a token; `maxOutputTokens` each).
+pub fn estimate(config: &Config, files: &[PathBuf], model: &str) -> String {
+    let per_file = |p: &PathBuf| {
+        let bytes = std::fs::metadata(p).map_or(0, |m| m.len());
+        bytes.min(config.indexing.max_input_bytes as u64) / 4
+    };
+    let input: u64 = files.iter().map(per_file).sum();
+    let output = files.len() as u64 * u64::from(config.indexing.max_output_tokens);
+    let cost = match crate::model::price_for(config, model) {
+        Some(_) => format!(
+            "at most ${:.2}",
+            crate::model::cost_usd(config, model, input, output)
+        ),
+        None => "its price is not known here".to_string(),
+    };
+    format!(
+        "{} sessions, about {input} input tokens with {model}: {cost}",
+        files.len()
+    )
 }
 
 /// What the counts leave out while the index catches up (a first build).
@@ -168,6 +285,7 @@ fn run(
     meta_dir: &Path,
     cancel: &AtomicBool,
     over_cap_ok: bool,
+    offline: bool,
 ) {
     let total = todo.len();
     let (mut indexed, mut failures) = (0, 0);
@@ -192,12 +310,17 @@ fn run(
             meta_dir: meta_dir.to_path_buf(),
             leaf_id: None,
             force: true,
-            offline: false,
+            offline,
             replace: crate::store::meta::Replace::KeepModelWritten,
             past_cap: over_cap_ok,
         };
         match index_session(&services.model_env(), &request, &|| {}) {
-            Ok(IndexOutcome::Indexed(_)) => indexed += 1,
+            Ok(IndexOutcome::Indexed(done)) => {
+                indexed += 1;
+                if let Some(reason) = &done.fallback_reason {
+                    report::offline_notice(services, meta_dir, reason);
+                }
+            }
             // Sessions that privacy.exclude keeps out, or whose model-written meta
             // the offline model leaves alone, are not failures.
             Ok(IndexOutcome::Skipped { .. } | IndexOutcome::Kept { .. })

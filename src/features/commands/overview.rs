@@ -9,7 +9,9 @@ use pi_ext_abi::protocol::{CommandCall, CommandResult};
 use serde_json::json;
 
 use super::index_all::{left, survey};
+use crate::config::{Config, ModelFallback};
 use crate::features::semantic::Semantic;
+use crate::model::{cost_usd, price_for, LOCAL_PROVIDER};
 use crate::plugin::host::NotifyLevel;
 use crate::plugin::state::Services;
 use crate::store::meta::{ModelChoice, SessionMeta};
@@ -49,6 +51,7 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
     } else {
         "own API keys"
     };
+    lines.push(format!("Model: {}, {route}", next_model(config)));
     lines.push(match newest_meta(&meta_dir) {
         Some(m) => {
             let why = m
@@ -57,15 +60,9 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
                 .map(ModelChoice::label)
                 .filter(|w| !w.is_empty())
                 .unwrap_or("reason not recorded");
-            format!(
-                "Model: {} ({why}; last index {}), {route}",
-                m.model, m.updated_at
-            )
+            format!("Last index: {} ({why}) at {}", m.model, m.updated_at)
         }
-        None => format!(
-            "Model: none used yet; modelKeys {} {route}",
-            config.model_keys.join(", ")
-        ),
+        None => "Last index: none yet".to_string(),
     });
     lines.push(format!(
         "Sessions: {} in all, {} indexed, {} stale, {} without meta; this project {} ({} to index){}",
@@ -98,11 +95,7 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
             services.config_problems.join("; ")
         ));
     }
-    let names = &config.commands;
-    lines.push(format!(
-        "Commands: /{} (this session now), /{} <@@ref> (new session from one), /{} [--all] [--cancel]",
-        config.command_name, names.continue_from, names.index_all
-    ));
+    lines.push(commands_line(config));
     lines.push(SYNTAX.to_string());
     let text = lines.join("\n");
     services.host.notify(&text, NotifyLevel::Info);
@@ -118,6 +111,56 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
         details,
         ..CommandResult::default()
     }
+}
+
+/// Which model the next index would use and why, with what it costs a
+/// session at most (before anything ran): the first `modelKeys` entry with
+/// credentials, else what `modelFallback` allows.
+fn next_model(config: &Config) -> String {
+    let fallback = match config.model_fallback {
+        ModelFallback::Offline => "the offline model (free; modelFallback: offline)",
+        ModelFallback::Cheapest => "pi's cheapest logged-in model (modelFallback: cheapest)",
+        ModelFallback::Session => {
+            "pi's cheapest logged-in model, else the session's own (modelFallback: session)"
+        }
+    };
+    let paid: Vec<&String> = config
+        .model_keys
+        .iter()
+        .take_while(|k| !k.starts_with(&format!("{LOCAL_PROVIDER}/")))
+        .collect();
+    let Some(first) = paid.first() else {
+        return "the offline model (modelKeys lists no paid model)".to_string();
+    };
+    let input = config.indexing.max_input_bytes as u64 / 4;
+    let output = u64::from(config.indexing.max_output_tokens);
+    let cost = match price_for(config, first) {
+        Some(_) => format!(
+            "at most ${:.4} a session, {input} input + {output} output tokens",
+            cost_usd(config, first, input, output)
+        ),
+        None => "price unknown, set prices".to_string(),
+    };
+    let keys: Vec<&str> = paid.iter().map(|k| k.as_str()).collect();
+    format!(
+        "the first of {} that has credentials ({first}: {cost}); with none, {fallback}",
+        keys.join(", ")
+    )
+}
+
+/// Every command the plugin registered, with what it is for.
+fn commands_line(config: &Config) -> String {
+    let names = &config.commands;
+    let mut commands = vec![
+        format!("/{} (this session now)", config.command_name),
+        format!("/{} <@@ref> (new session from one)", names.continue_from),
+        format!("/{} [--all] [--cancel]", names.index_all),
+    ];
+    if config.search.enabled {
+        commands.push(format!("/{} <words> (search)", config.search.command_name));
+    }
+    commands.push(format!("/{} (this overview)", names.overview));
+    format!("Commands: {}", commands.join(", "))
 }
 
 /// The meta file written last (by modification time).

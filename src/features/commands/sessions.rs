@@ -127,19 +127,19 @@ fn hit_name(hit: &SessionHit) -> String {
     crate::text::clip(&s.title(), 60, crate::text::Keep::Head)
 }
 
-/// One line: name, date, project, the best snippet.
+/// One line: title · day last active · project · the best snippet's sentence,
+/// its meaningful words between `*` (pi's selector shows plain text).
 fn label(hit: &SessionHit) -> String {
-    let date = crate::time::iso_from_millis(hit.session.last_activity_ms as i64);
-    let snippet = hit
-        .snippets
-        .first()
-        .map(|s| s.marked("", ""))
-        .unwrap_or_default();
-    let snippet = crate::text::flat(&snippet);
-    format!(
-        "{} · {} · {} · {snippet}",
+    let s = &hit.session;
+    let mut parts = vec![
         hit_name(hit),
-        date.get(..10).unwrap_or(&date),
-        hit.session.cwd
-    )
+        s.active_day(),
+        crate::text::home_relative(&s.cwd),
+    ];
+    parts.extend(
+        hit.snippets
+            .first()
+            .map(|snippet| snippet.sentence("*", "*")),
+    );
+    parts.join(" · ")
 }

@@ -159,6 +159,8 @@ pub fn answer(
                 tracing::info!("answering offline: {reached}");
                 return Ok(None);
             }
+            // The host may use none of the models: as when none is configured.
+            Err(ModelError::Unavailable(_)) if services.config.offline_fallback => return Ok(None),
             Err(other) => return Err(map_error(other)),
         };
     let roles = roles_by_id(prepared);

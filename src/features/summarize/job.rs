@@ -286,12 +286,17 @@ fn generate(
         max_output_tokens: env.config.indexing.max_output_tokens,
     };
     let budget = env.budget(&request.meta_dir, Kind::Indexing, request.past_cap);
-    let outcome = selected
-        .complete_json::<IndexSummary>(env, &budget, &task, &())
-        .map_err(|e| {
+    let outcome = match selected.complete_json::<IndexSummary>(env, &budget, &task, &()) {
+        Ok(outcome) => outcome,
+        // The host may use none of the models (issue 25: never the chat model unasked).
+        Err(ModelError::Unavailable(reason)) if offline_allowed(env) => {
+            return Ok(generate_offline(reading, Some(reason)))
+        }
+        Err(e) => {
             let tried = e.model_tried().unwrap_or(selected.key()).to_string();
-            (e.into(), Some(tried))
-        })?;
+            return Err((e.into(), Some(tried)));
+        }
+    };
     Ok(Generated {
         summary: outcome.value,
         model: outcome.model,
@@ -508,22 +513,22 @@ fn choose_model(env: &ModelEnv, offline: bool) -> Result<Chosen, IndexError> {
     }
     match model::select_model(env) {
         Ok(selected) => Ok(Chosen::Remote(selected)),
-        Err(ModelError::Unavailable(reason)) => {
-            let listed = env
-                .config
-                .model_keys
-                .iter()
-                .any(|k| k.split('/').next() == Some(LOCAL_PROVIDER));
-            if env.config.offline_fallback || listed {
-                Ok(Chosen::Offline {
-                    reason: Some(reason),
-                })
-            } else {
-                Err(IndexError::NoModel(reason))
-            }
-        }
+        Err(ModelError::Unavailable(reason)) if offline_allowed(env) => Ok(Chosen::Offline {
+            reason: Some(reason),
+        }),
+        Err(ModelError::Unavailable(reason)) => Err(IndexError::NoModel(reason)),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The offline model may stand in: `offlineFallback`, or `local/…` in `modelKeys`.
+fn offline_allowed(env: &ModelEnv) -> bool {
+    let listed = env
+        .config
+        .model_keys
+        .iter()
+        .any(|k| k.split('/').next() == Some(LOCAL_PROVIDER));
+    env.config.offline_fallback || listed
 }
 
 /// Files touched, for the prompt (bounded).

@@ -39,16 +39,16 @@ pub fn run_reported(
             services.clear_status("indexing");
         }
         // The model layer recorded what it cost in the ledger.
-        Ok(IndexOutcome::Indexed(indexed)) => report_success(services, indexed),
+        Ok(IndexOutcome::Indexed(indexed)) => report_success(services, &request.meta_dir, indexed),
         Err(failure) => report_failure(services, failure),
     }
     outcome
 }
 
-fn report_success(services: &Arc<Services>, indexed: &Indexed) {
+fn report_success(services: &Arc<Services>, meta_dir: &Path, indexed: &Indexed) {
     let meta = &indexed.meta;
     if let Some(reason) = &indexed.fallback_reason {
-        warn_offline_once(services, reason);
+        offline_notice(services, meta_dir, reason);
     }
     // The name a user set is never replaced; the meta file took it too.
     if !indexed.user_named && indexed.previous_session_name.as_deref() != Some(meta.name.as_str()) {
@@ -154,16 +154,50 @@ impl Drop for RunLock {
     }
 }
 
-fn warn_offline_once(services: &Arc<Services>, reason: &str) {
-    static WARNED: AtomicBool = AtomicBool::new(false);
-    if !WARNED.swap(true, Ordering::SeqCst) {
-        tracing::warn!("using the offline model local/extractive: {reason}");
-        services.host.notify(
-            &format!(
-                "session-index: no model available, indexing with the offline model ({})",
-                one_line(reason, 200)
-            ),
-            NotifyLevel::Warning,
-        );
+/// Where the offline notice's "shown" mark lives: `<agent dir>/session-index/`.
+const OFFLINE_NOTICE_MARK: &str = "session-index/offline-notice-shown";
+
+/// Indexing went offline because no chosen model is usable: logged once per
+/// process, and shown to the user once (a mark in the agent directory) with
+/// how to choose a model.
+pub fn offline_notice(services: &Services, meta_dir: &Path, reason: &str) {
+    static LOGGED: AtomicBool = AtomicBool::new(false);
+    if !LOGGED.swap(true, Ordering::SeqCst) {
+        tracing::warn!("using the offline model local/extractive because {reason}");
     }
+    let Some(mark) = meta_dir
+        .parent()
+        .map(|agent| agent.join(OFFLINE_NOTICE_MARK))
+    else {
+        return;
+    };
+    // Created, never followed or overwritten: the one process that creates it shows the notice.
+    let created = mark
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&mark)
+        });
+    match created {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return,
+        Err(e) => tracing::warn!("cannot write {}: {e}", mark.display()),
+    }
+    services
+        .host
+        .notify(&offline_notice_text(reason), NotifyLevel::Warning);
+}
+
+/// The notice: what happened, why, and the two ways to choose a model.
+fn offline_notice_text(reason: &str) -> String {
+    format!(
+        "session-index indexes with the offline model (free, extractive) because {}. \
+         To index with a model, list it first in \"modelKeys\" in ~/.pi/agent/session-index.config.json, \
+         or set \"modelFallback\": \"cheapest\" (pi's cheapest logged-in model) or \"session\" \
+         (also the session's own model). Shown once.",
+        one_line(reason, 300)
+    )
 }
