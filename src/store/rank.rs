@@ -291,6 +291,21 @@ impl Store {
         self.ranked(query, None)
     }
 
+    /// The semantic half of [`Store::search`] alone: the sessions the fused
+    /// ranking takes from the dense side, in its order (nearest best
+    /// passage first, after the filters and the gate), at most
+    /// `query.limit` and [`FUSED_DEPTH`], scored by cosine, without
+    /// snippets; empty without the model or vectors. For measuring what each
+    /// side brings (`tests/search_eval`); no surface ranks with it.
+    pub fn search_dense(&self, query: &Query) -> Result<Vec<SessionHit>, StoreError> {
+        let Some(dense) = self.dense_ranking(query)? else {
+            return Ok(Vec::new());
+        };
+        let mut hits = self.dense_records(query, &dense).map_err(|e| self.sql(e))?;
+        hits.truncate(query.limit);
+        Ok(hits.into_iter().map(|(hit, _)| hit).collect())
+    }
+
     fn ranked(
         &self,
         query: &Query,

@@ -1,19 +1,21 @@
 //! Building an evaluation corpus and running the queries through the
-//! rankings: the store's search (the function `session-index search --json`
-//! calls, with its defaults: every project, none ranked first), and the
-//! rankings computed beside it.
+//! store's rankings: its search (the function `session-index search --json`
+//! calls, with its defaults: every project, none ranked first) without the
+//! model (lexical), with the model after its own embedding job embedded
+//! every passage (fused: what users get), and the dense half of that fusion
+//! alone ([`Store::search_dense`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use session_index::store::{Query, Store};
+use session_index::store::{EmbedReport, Query, SessionHit, Store};
 
 use super::dev_set::DevQuery;
 use super::report::Ranks;
 use crate::support::corpus::{copy_targets, Distractors};
 
 /// Sessions each ranking returns per query: enough for top-10, and the
-/// candidates a fusion of two rankings takes from each.
+/// candidates the store's fusion takes from each side.
 pub const DEPTH: usize = 50;
 
 /// What surrounds the targets.
@@ -26,11 +28,24 @@ pub struct Corpus {
 /// A corpus written and indexed in a temporary agent directory.
 pub struct Built {
     _dir: tempfile::TempDir,
-    pub store: Store,
+    /// Ranks without the model.
+    pub lexical: Store,
+    /// Ranks with the model, every passage embedded (when a model was given).
+    pub semantic: Option<Store>,
+    pub embedded: Option<Embedded>,
     pub sessions: usize,
     pub bytes: u64,
     pub write_secs: f64,
     pub index_secs: f64,
+}
+
+/// What the store's embedding job did on a corpus.
+pub struct Embedded {
+    pub report: EmbedReport,
+    pub threads: usize,
+    pub secs: f64,
+    /// CPU time of this process while it ran (all threads).
+    pub cpu_secs: f64,
 }
 
 impl Corpus {
@@ -40,8 +55,9 @@ impl Corpus {
 
     /// Writes the targets and the distractors, and builds the store from
     /// them, in a temporary directory, or under `$SEARCH_EVAL_KEEP/<corpus>`
-    /// (kept, to look at or to search with the CLI's `--agent-dir`).
-    pub fn build(&self) -> Built {
+    /// (kept, to look at or to search with the CLI's `--agent-dir`). With
+    /// `model`, the store's embedding job then embeds every pending passage.
+    pub fn build(&self, model: Option<&Path>) -> Built {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let agent = match std::env::var_os("SEARCH_EVAL_KEEP") {
             Some(keep) => {
@@ -58,7 +74,9 @@ impl Corpus {
         self.distractors.write(&agent, self.count);
         let write_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
-        let mut store = Store::open(&agent).expect("open the store");
+        let mut store = Store::open(&agent)
+            .expect("open the store")
+            .with_model(None);
         let report = store
             .update(&agent.join("sessions"), &agent.join("sessions-meta"), None)
             .expect("build the store");
@@ -69,9 +87,18 @@ impl Corpus {
             .filter_map(|f| f.metadata().ok())
             .map(|m| m.len())
             .sum();
+        let (semantic, embedded) = match model {
+            Some(model) => {
+                let (store, embedded) = embed_all(&agent, model);
+                (Some(store), Some(embedded))
+            }
+            None => (None, None),
+        };
         Built {
             _dir: dir,
-            store,
+            lexical: store,
+            semantic,
+            embedded,
             sessions: report.files,
             bytes,
             write_secs,
@@ -80,23 +107,81 @@ impl Corpus {
     }
 }
 
+/// The store of `agent` ranking with the model in `model`, after its
+/// embedding job (on every core) embedded every pending passage.
+fn embed_all(agent: &Path, model: &Path) -> (Store, Embedded) {
+    let mut store = Store::open(agent)
+        .expect("open the store")
+        .with_model(Some(model.to_path_buf()));
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let encoder = store.encoder(threads).expect("the model loads");
+    let (started, cpu) = (Instant::now(), cpu_secs());
+    let report = store
+        .embed_pending(&encoder, None, &mut |_| {})
+        .expect("embed the passages");
+    let embedded = Embedded {
+        report,
+        threads,
+        secs: started.elapsed().as_secs_f64(),
+        cpu_secs: cpu_secs() - cpu,
+    };
+    assert_eq!(report.pending, 0, "every passage embedded");
+    (store, embedded)
+}
+
+/// This process's CPU time (user + system, all threads), in seconds.
+fn cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command's closing parenthesis: utime is the 12th, stime the 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 impl Built {
     pub fn describe(&self, corpus: &Corpus) -> String {
-        format!(
+        let mut out = format!(
             "{} ({} sessions, {:.1} MB; written in {:.1} s, indexed in {:.1} s)",
             corpus.describe(),
             self.sessions,
             self.bytes as f64 / 1e6,
             self.write_secs,
             self.index_secs
-        )
+        );
+        if let Some(e) = &self.embedded {
+            out.push_str(&format!(
+                "\n  embedded by the store's job: {} passages of {} rows in {:.1} s on {} threads, \
+                 {:.1} CPU-s ({:.1} passages/s, {:.1} passages per CPU-s)",
+                e.report.passages,
+                e.report.rows,
+                e.secs,
+                e.threads,
+                e.cpu_secs,
+                e.report.passages as f64 / e.secs.max(1e-3),
+                e.report.passages as f64 / e.cpu_secs.max(1e-3),
+            ));
+        }
+        out
     }
 }
 
-/// The store's ranking for `text`, as `session-index search --all --json
-/// --limit DEPTH` returns it: session ids, best first. A query the parser
+/// A store's ranking for `text` by `search` (`Store::search` as
+/// `session-index search --all --json --limit DEPTH` calls it, or
+/// `Store::search_dense`): session ids, best first. A query the parser
 /// refuses finds nothing.
-pub fn lexical(store: &Store, text: &str) -> Vec<String> {
+pub fn ranking(
+    store: &Store,
+    search: fn(&Store, &Query) -> Result<Vec<SessionHit>, session_index::store::StoreError>,
+    text: &str,
+) -> Vec<String> {
     let Ok(parsed) = Query::parse(text) else {
         return Vec::new();
     };
@@ -104,8 +189,7 @@ pub fn lexical(store: &Store, text: &str) -> Vec<String> {
         limit: DEPTH,
         ..parsed
     };
-    store
-        .search(&query)
+    search(store, &query)
         .expect("search")
         .into_iter()
         .map(|hit| hit.session.id)

@@ -8,7 +8,14 @@
 //!
 //! Each query runs through the store's search, the function `session-index
 //! search --json` calls, and the table reports top-1 / top-3 / top-10 per
-//! half and per kind of query.
+//! half and per kind of query, for three rankings: **lexical** (the store
+//! without the model), **fused** (the store with the model from
+//! `target/test-model`, after its own embedding job embedded every passage:
+//! the lexical and dense top 50 fused by RRF, k = 60, what every surface
+//! shows) and **dense** (the fusion's dense half alone,
+//! `Store::search_dense`). Nothing of the fusion was chosen on these
+//! queries: k = 60 and the top 50 are the issue's experiment's, fixed in
+//! advance.
 //!
 //! **The holdout half is never used to choose anything**: not a ranking
 //! change, not a weight, not a corpus. Only the tune half's figures and its
@@ -18,51 +25,82 @@
 //! - `lexical_holdout_floor_*` (CI): without the model, the store's ranking
 //!   keeps its measured holdout top-3 on each corpus (1,000 distractors), so
 //!   a change that costs recall fails.
+//! - `fused_holdout_floor` (CI, with the model): the fused ranking keeps
+//!   its measured holdout top-3 among [`CI_FUSED_DISTRACTORS`] generated
+//!   distractors.
 //! - [`report`] (ignored): the whole table, both corpora at the size of the
-//!   held-out corpus (3,000 distractors), with `SEARCH_EVAL_MISSES=1` the
-//!   tune half's misses query by query.
+//!   held-out corpus (3,000 distractors), lexical, dense and fused (dense and
+//!   fused only with the model), with the embedding job's throughput; with
+//!   `SEARCH_EVAL_MISSES=1` the tune half's misses query by query.
 
 mod dev_set;
 mod harness;
 mod report;
 
+use std::path::Path;
+
 use dev_set::{queries, Half};
-use harness::{lexical, ranks, Corpus};
+use harness::{ranking, ranks, Corpus};
 use report::{table, tally, tune_misses, Ranks, Row};
+use session_index::store::Store;
 
 use crate::support::corpus::Distractors;
+use crate::support::model::model_dir;
 
-/// The CI corpora: small enough for a debug build on 2 cores.
+/// The CI corpora of the lexical floors: small enough for a debug build on 2 cores.
 const CI_DISTRACTORS: usize = 1_000;
 
-/// Every query through the store's search on one built corpus.
-fn evaluate(corpus: &Corpus) -> (String, Vec<Ranks>) {
+/// Every query through the store's rankings on one built corpus: lexical,
+/// and with `model` dense and fused.
+fn evaluate(corpus: &Corpus, model: Option<&Path>) -> (String, Vec<Ranks>) {
     let queries = queries();
-    let built = corpus.build();
-    harness::assert_targets_indexed(&built.store, &queries);
-    let lexical = ranks("lexical", &queries, |q| lexical(&built.store, &q.query));
-    (built.describe(corpus), vec![lexical])
+    let built = corpus.build(model);
+    harness::assert_targets_indexed(&built.lexical, &queries);
+    let mut rankings = vec![ranks("lexical", &queries, |q| {
+        ranking(&built.lexical, Store::search, &q.query)
+    })];
+    if let Some(semantic) = &built.semantic {
+        rankings.push(ranks("dense", &queries, |q| {
+            ranking(semantic, Store::search_dense, &q.query)
+        }));
+        rankings.push(ranks("fused", &queries, |q| {
+            ranking(semantic, Store::search, &q.query)
+        }));
+    }
+    (built.describe(corpus), rankings)
 }
 
-/// Fails when the store's ranking finds fewer holdout targets in its top 3
-/// than `floor` (of 72) among `CI_DISTRACTORS` distractors.
-fn lexical_floor(distractors: Distractors, floor: usize) {
+/// Fails when `ranking` (of the rankings [`evaluate`] gives) finds fewer
+/// holdout targets in its top 3 than `floor` (of 72) among `count`
+/// `distractors`.
+fn holdout_floor(
+    distractors: Distractors,
+    count: usize,
+    model: Option<&Path>,
+    ranking: &str,
+    floor: usize,
+) {
     let queries = queries();
-    let corpus = Corpus {
-        distractors,
-        count: CI_DISTRACTORS,
-    };
-    let (described, rankings) = evaluate(&corpus);
+    let corpus = Corpus { distractors, count };
+    let (described, rankings) = evaluate(&corpus, model);
     eprintln!("{}", table(&described, &queries, &rankings, Half::Tune));
     eprintln!("{}", table(&described, &queries, &rankings, Half::Holdout));
-    let holdout = tally(&queries, &rankings[0], Half::Holdout, Row::All);
+    let ranks = rankings
+        .iter()
+        .find(|r| r.ranking == ranking)
+        .expect("the ranking");
+    let holdout = tally(&queries, ranks, Half::Holdout, Row::All);
     assert!(
         holdout.top3 >= floor,
-        "{}: holdout top-3 {}/{} is below the floor {floor}",
+        "{}, {ranking}: holdout top-3 {}/{} is below the floor {floor}",
         corpus.describe(),
         holdout.top3,
         holdout.queries
     );
+}
+
+fn lexical_floor(distractors: Distractors, floor: usize) {
+    holdout_floor(distractors, CI_DISTRACTORS, None, "lexical", floor);
 }
 
 /// Measured when written: holdout top-3 64/72 (tune 63/70); the floor
@@ -80,20 +118,28 @@ fn lexical_holdout_floor_among_docs_distractors() {
 
 /// The whole table. `cargo test --release --test tests search_eval::report
 /// -- --ignored --nocapture`; `SEARCH_EVAL_DISTRACTORS` (default 3000),
-/// `SEARCH_EVAL_MISSES=1` for the tune half's misses.
+/// `SEARCH_EVAL_CORPORA` (default `generated,docs`), `SEARCH_EVAL_MISSES=1`
+/// for the tune half's misses. Dense and fused need the model
+/// (`target/test-model`); its embedding is most of the time (1,000
+/// generated distractors: 7,423 passages, 713 CPU-s in a debug build).
 #[test]
-#[ignore = "the full report (minutes in a release build); run with --ignored --nocapture"]
+#[ignore = "the full report (the model embeds every passage: minutes to an hour); run with --ignored --nocapture"]
 fn report() {
     let count = std::env::var("SEARCH_EVAL_DISTRACTORS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3_000);
+    let corpora = std::env::var("SEARCH_EVAL_CORPORA").unwrap_or("generated,docs".into());
     let misses = std::env::var_os("SEARCH_EVAL_MISSES").is_some();
+    let model = model_dir();
     let queries = queries();
     let mut results = Vec::new();
     for distractors in [Distractors::Generated, Distractors::Docs] {
+        if !corpora.split(',').any(|c| c.trim() == distractors.name()) {
+            continue;
+        }
         let corpus = Corpus { distractors, count };
-        let (described, rankings) = evaluate(&corpus);
+        let (described, rankings) = evaluate(&corpus, model);
         println!("{}", table(&described, &queries, &rankings, Half::Tune));
         if misses {
             for ranks in &rankings {
@@ -106,4 +152,26 @@ fn report() {
     for (described, rankings) in &results {
         println!("{}", table(described, &queries, rankings, Half::Holdout));
     }
+}
+
+/// Generated distractors around the targets for the fused floor in CI: the
+/// model embeds every passage of the corpus (1,178 passages, 110 CPU-s in a
+/// debug build; the test took 5.3 min wall on the shared 2 cores).
+const CI_FUSED_DISTRACTORS: usize = 100;
+
+/// With the model: the store's fused ranking keeps its measured holdout
+/// top-3 among [`CI_FUSED_DISTRACTORS`] generated distractors. Measured
+/// when written: 65/72 (90.3%; lexical alone 67/72, dense alone 63/72;
+/// tune: fused 66/70, lexical 65/70). The issue asks >= 90%: the floor is
+/// the measured value minus one query (64/72, 88.9%), not 90%.
+#[test]
+fn fused_holdout_floor_among_generated_distractors() {
+    let Some(model) = model_dir() else { return };
+    holdout_floor(
+        Distractors::Generated,
+        CI_FUSED_DISTRACTORS,
+        Some(model),
+        "fused",
+        64,
+    );
 }

