@@ -161,3 +161,47 @@ fn a_store_cut_short_or_with_garbage_pages_is_rebuilt_with_one_line() {
         assert_eq!(hits(&again), SESSIONS, "{damage}");
     }
 }
+
+/// A command skips the quick check when the store file is as it was when
+/// the check last passed (`index.sqlite.checked`), and damage written in
+/// place with the file's length and mtime put back is still found: the
+/// stamp holds the ctime, which no one can set back.
+#[test]
+fn damage_behind_an_unchanged_length_and_mtime_is_still_found() {
+    let agent = Agent::new();
+    write_sessions(&agent);
+    let first = cli_search(&agent);
+    assert_eq!(hits(&first), SESSIONS);
+    let usual = String::from_utf8_lossy(&first.stderr).into_owned();
+    let dir = agent.dir.join("sessions-index");
+    let path = dir.join("index.sqlite");
+    let stamp = dir.join("index.sqlite.checked");
+    // The next command finds the file as checked and says nothing new.
+    let again = cli_search(&agent);
+    assert!(stamp.is_file(), "the passed check is kept beside the store");
+    assert_eq!(String::from_utf8_lossy(&again.stderr), usual);
+
+    let before = std::fs::metadata(&path).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let pages = bytes.len() / PAGE;
+    let mut rng = Rng(0xc7e1);
+    for byte in &mut bytes[PAGE * (pages / 2)..PAGE * (pages / 2 + 2)] {
+        *byte = rng.next() as u8;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(before.modified().unwrap()))
+        .unwrap();
+    let after = std::fs::metadata(&path).unwrap();
+    assert_eq!(
+        (after.len(), after.modified().unwrap()),
+        (before.len(), before.modified().unwrap())
+    );
+
+    let out = cli_search(&agent);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(hits(&out), SESSIONS, "{stderr}");
+    assert!(stderr.contains("moved aside"), "{stderr}");
+}
