@@ -74,12 +74,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let agent_dir = args.agent.path()?;
     let (mut index, report) =
         crate::args::index("search", &agent_dir, args.config.as_deref(), args.wait)?;
-    if args.wait && index.encoder(1).is_some() {
+    let model = index.encoder(1).is_some();
+    if args.wait && model {
         crate::embed::embed_pending(&mut index, &agent_dir, 1, None)?;
     }
     let hits = index.search(&query).map_err(|e| e.to_string())?;
     let semantic = Semantic {
-        model: index.encoder(1).is_some(),
+        model,
         status: index.embed_status().map_err(|e| e.to_string())?,
     };
     if args.json {
