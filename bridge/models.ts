@@ -5,7 +5,7 @@
  */
 import { completeSimple } from "@mariozechner/pi-ai";
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
-import { type CompletionRequest, type CompletionResponse, type JsonValue, UNAVAILABLE } from "./protocol.js";
+import { type CompletionRequest, type CompletionResponse, type JsonValue, OVER_CAP, UNAVAILABLE } from "./protocol.js";
 
 /** Why the bridge picked the model (CompletionResponse.choice). */
 type Choice = "configured" | "cheapest" | "session";
@@ -16,6 +16,21 @@ export function modelKey(model: { provider: string; id: string } | undefined): s
 
 /** Typical indexing call: about ten input tokens per output token. */
 const priceOf = (m: { cost: { input: number; output: number } }) => m.cost.input * 10 + m.cost.output;
+
+type PiModel = NonNullable<ExtensionContext["model"]>;
+
+/** The most `request` can cost on `model` at pi's price: every byte of the request an input token
+ * (no tokenizer makes more tokens than bytes) and all of `maxTokens` as output. */
+function worstCaseUsd(model: PiModel, request: CompletionRequest): number {
+	const bytes = [request.system, JSON.stringify(request.jsonSchema ?? ""), ...request.messages.map((m) => m.content)]
+		.map((text) => Buffer.byteLength(text))
+		.reduce((a, b) => a + b, 0);
+	return (bytes * model.cost.input + request.maxTokens * model.cost.output) / 1_000_000;
+}
+
+/** Whether `model` may answer `request` within its `maxCostUsd` (the room left under the plugin's daily cap). */
+const withinLimit = (model: PiModel, request: CompletionRequest) =>
+	request.maxCostUsd == null || worstCaseUsd(model, request) <= request.maxCostUsd;
 
 /** The cheapest model in pi's registry with credentials (text input, a context of
  * at least 16k tokens, a known price: an all-zero price is unknown, not free). */
@@ -31,25 +46,39 @@ function cheapest(ctx: ExtensionContext) {
  * the request's `fallback` allows: nothing (`offline`, the default: the error
  * starts with UNAVAILABLE and names the cheapest logged-in model, so the plugin
  * can say how to choose it), the cheapest model with credentials (`cheapest`),
- * or that else the session's current model (`session`). The response names the
- * model that answered and why, so the plugin records the truth.
+ * or that else the session's current model (`session`). A model whose worst case
+ * passes the request's `maxCostUsd` is never picked; when that leaves none, the
+ * error starts with OVER_CAP. The response names the model that answered and why,
+ * so the plugin records the truth.
  */
-function pickModel(ctx: ExtensionContext, request: CompletionRequest) {
+export function pickModel(ctx: ExtensionContext, request: CompletionRequest) {
 	const registry = ctx.modelRegistry;
+	// The first usable model left out for its cost, to name in the OVER_CAP error.
+	let overLimit: PiModel | undefined;
+	const fits = (model: PiModel) => {
+		if (withinLimit(model, request)) return true;
+		overLimit ??= model;
+		return false;
+	};
 	for (const wanted of [request.model, ...(request.candidates ?? [])]) {
 		const slash = wanted?.indexOf("/") ?? -1;
 		if (!wanted || slash <= 0) continue;
 		const found = registry.find(wanted.slice(0, slash), wanted.slice(slash + 1));
-		if (found && (found === ctx.model || registry.hasConfiguredAuth(found))) return { model: found, choice: "configured" as Choice };
+		if (found && (found === ctx.model || registry.hasConfiguredAuth(found)) && fits(found)) return { model: found, choice: "configured" as Choice };
 	}
 	const fallback = request.fallback ?? "offline";
 	const cheap = cheapest(ctx);
+	if (fallback !== "offline") {
+		if (cheap && fits(cheap)) return { model: cheap, choice: "cheapest" as Choice };
+		if (!cheap && fallback === "session" && ctx.model && fits(ctx.model)) return { model: ctx.model, choice: "session" as Choice };
+	}
+	if (overLimit) {
+		throw new Error(`${OVER_CAP}${modelKey(overLimit)} may cost up to $${worstCaseUsd(overLimit, request).toFixed(4)}, more than the $${request.maxCostUsd?.toFixed(4)} left under the daily cap`);
+	}
 	if (fallback === "offline") {
 		const hint = cheap ? `; the cheapest logged-in model in pi is ${modelKey(cheap)}` : "";
 		throw new Error(`${UNAVAILABLE}none of modelKeys has credentials in pi${hint}`);
 	}
-	if (cheap) return { model: cheap, choice: "cheapest" as Choice };
-	if (fallback === "session") return { model: ctx.model, choice: "session" as Choice };
 	throw new Error(`${UNAVAILABLE}none of modelKeys has credentials in pi, nor any priced model`);
 }
 

@@ -12,6 +12,9 @@ export const EVENTS = ["session_start", "input", "before_agent_start", "agent_en
 /** How a host's completion error starts when no model may be used. */
 export const UNAVAILABLE = "unavailable: ";
 
+/** How a host's completion error starts when every usable model may cost more than `maxCostUsd`. */
+export const OVER_CAP = "over cap: ";
+
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
 
 /**
@@ -183,7 +186,16 @@ fallback?: ModelFallback | null, system: string, messages: Array<ChatMessage>, m
 /**
  * When set, the answer must be a JSON object matching this schema.
  */
-jsonSchema?: JsonValue | null, timeoutMs: number, };
+jsonSchema?: JsonValue | null, timeoutMs: number, 
+/**
+ * Since 1.3: the most this call may cost in USD, at the host's price for
+ * the model it picks, counting every byte of `system`, `messages` and
+ * `json_schema` as an input token and all of `max_tokens` as output. The
+ * host picks no model whose worst case is higher; when none fits it
+ * fails with an error starting [`OVER_CAP`]. Absent: no limit (no daily
+ * cap is set).
+ */
+maxCostUsd?: number | null, };
 
 /**
  * What a host may answer with when none of a [`CompletionRequest`]'s models is usable.

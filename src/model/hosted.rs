@@ -3,31 +3,47 @@
 use pi_ext_abi::protocol::{ChatMessage, CompletionRequest};
 
 use super::{Answer, JsonTask, ModelEnv, ModelError};
+use crate::config::Config;
 use crate::redact::redact;
 use crate::text::one_line;
 
+/// Every model the host may answer with before its fallback: the selected
+/// `key` and the configured `modelKeys` (not the plugin's own `local/` ones).
+pub(super) fn answerable_keys<'a>(
+    config: &'a Config,
+    key: &'a str,
+) -> impl Iterator<Item = &'a str> + 'a {
+    std::iter::once(key).chain(candidates(config))
+}
+
+fn candidates(config: &Config) -> impl Iterator<Item = &str> + '_ {
+    config
+        .model_keys
+        .iter()
+        .map(String::as_str)
+        .filter(|k| !k.starts_with("local/"))
+}
+
+/// `limit_usd`: the most the call may cost (see
+/// [`CompletionRequest::max_cost_usd`]), when a daily cap is set.
 pub(super) fn call(
     env: &ModelEnv,
     key: &str,
     system: &str,
     turns: &[ChatMessage],
     task: &JsonTask,
+    limit_usd: Option<f64>,
 ) -> Result<Answer, ModelError> {
     let request = CompletionRequest {
         model: Some(key.to_string()),
-        candidates: env
-            .config
-            .model_keys
-            .iter()
-            .filter(|k| !k.starts_with("local/"))
-            .cloned()
-            .collect(),
+        candidates: candidates(env.config).map(str::to_string).collect(),
         fallback: Some(env.config.model_fallback),
         system: system.to_string(),
         messages: turns.to_vec(),
         max_tokens: task.max_output_tokens,
         json_schema: Some(task.schema.clone()),
         timeout_ms: env.config.timeout_ms,
+        max_cost_usd: limit_usd,
     };
     let host = env
         .host

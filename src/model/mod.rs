@@ -30,16 +30,17 @@ pub mod spend;
 use std::fmt;
 use std::time::Duration;
 
-use pi_ext_abi::protocol::{ChatMessage, Usage, UNAVAILABLE};
+use pi_ext_abi::protocol::{ChatMessage, ModelFallback, Usage, OVER_CAP, UNAVAILABLE};
 use serde::de::DeserializeOwned;
 
 use crate::config::Config;
-use crate::config::ProviderKind;
+use crate::config::{Price, ProviderKind};
 use crate::plugin::host::HostApi;
 use crate::plugin::runtime::Runtime;
 use crate::redact::redact;
 use crate::store::meta::ModelChoice;
 use crate::text::one_line;
+use spend::MaxCost;
 
 pub use prices::{cost_usd, price_for};
 pub use select::{select_model, select_model_with_env, LOCAL_PROVIDER};
@@ -236,24 +237,27 @@ impl SelectedModel {
                     call_lifetime(env),
                 )
                 .map_err(ModelError::OverCap)?;
-            let answer = self.call(env, &system, &turns, task)?;
+            let answer = self.call(env, &system, &turns, task, hold.limit())?;
             if let Some(answered_by) = answer.model.filter(|m| m.contains('/')) {
                 model = answered_by;
             }
             choice = answer.choice.map_or(choice, ModelChoice::from);
             input_tokens += answer.input_tokens;
             output_tokens += answer.output_tokens;
-            // A host may price the call itself; otherwise our price table does.
-            let paid = answer.cost_usd.unwrap_or_else(|| {
-                cost_usd(
-                    env.config,
-                    &model,
-                    answer.input_tokens,
-                    answer.output_tokens,
-                )
+            // A host may price the call itself; otherwise our price table does;
+            // a cost nobody knows settles at the whole hold.
+            let paid = answer.cost_usd.or_else(|| {
+                price_for(env.config, &model).map(|_| {
+                    cost_usd(
+                        env.config,
+                        &model,
+                        answer.input_tokens,
+                        answer.output_tokens,
+                    )
+                })
             });
             hold.settle(paid);
-            cost += paid;
+            cost += paid.unwrap_or(0.0);
             let text = answer.text.unwrap_or_default();
             match parse_and_validate::<T>(&text, answer.problem.as_deref(), answer.truncated, ctx) {
                 Ok(value) => {
@@ -286,23 +290,44 @@ impl SelectedModel {
 
     /// The most one answer can cost: every byte of the request a token (no
     /// tokenizer makes more tokens than bytes) and the whole output budget,
-    /// at the model's price (0 when the price is unknown: then nothing is
-    /// recorded either).
+    /// at the price of the most expensive model that may answer. Our own
+    /// HTTP client answers with the selected model only (an unknown price
+    /// there is 0: nothing is recorded either). A host may answer with any
+    /// of `modelKeys` and, if `modelFallback` allows, a model of its own
+    /// choice: unless every one of them is priced here, the cost is
+    /// [`MaxCost::Unknown`] and the host is held to the room left.
     fn max_cost(
         &self,
         env: &ModelEnv,
         system: &str,
         turns: &[ChatMessage],
         task: &JsonTask,
-    ) -> f64 {
-        let Some(price) = price_for(env.config, &self.key) else {
-            return 0.0;
-        };
+    ) -> MaxCost {
         let schema = task.schema.to_string().len();
         let input = system.len() + schema + turns.iter().map(|t| t.content.len()).sum::<usize>();
-        (input as f64 * price.input_per_mtok
-            + f64::from(task.max_output_tokens) * price.output_per_mtok)
-            / 1_000_000.0
+        let worst_case = |price: Price| {
+            (input as f64 * price.input_per_mtok
+                + f64::from(task.max_output_tokens) * price.output_per_mtok)
+                / 1_000_000.0
+        };
+        match &self.route {
+            Route::Provider(_) => {
+                MaxCost::Known(price_for(env.config, &self.key).map_or(0.0, worst_case))
+            }
+            Route::Host => {
+                if env.config.model_fallback != ModelFallback::Offline {
+                    return MaxCost::Unknown;
+                }
+                let mut most = 0.0f64;
+                for key in hosted::answerable_keys(env.config, &self.key) {
+                    match price_for(env.config, key) {
+                        Some(price) => most = most.max(worst_case(price)),
+                        None => return MaxCost::Unknown,
+                    }
+                }
+                MaxCost::Known(most)
+            }
+        }
     }
 
     fn call(
@@ -311,9 +336,10 @@ impl SelectedModel {
         system: &str,
         turns: &[ChatMessage],
         task: &JsonTask,
+        limit_usd: Option<f64>,
     ) -> Result<Answer, ModelError> {
         match &self.route {
-            Route::Host => hosted::call(env, &self.key, system, turns, task),
+            Route::Host => hosted::call(env, &self.key, system, turns, task, limit_usd),
             Route::Provider(endpoint) => {
                 type Parse = fn(&[u8], bool) -> Result<Answer, String>;
                 let (request, parse): (_, Parse) = match endpoint.kind {
@@ -365,6 +391,9 @@ impl ModelError {
     pub fn from_host(message: String) -> ModelError {
         if let Some((_, why)) = message.split_once(UNAVAILABLE) {
             return ModelError::Unavailable(why.to_string());
+        }
+        if let Some((_, why)) = message.split_once(OVER_CAP) {
+            return ModelError::OverCap(why.to_string());
         }
         let model = tried_model(&message).map(str::to_string);
         ModelError::Host { model, message }
@@ -502,6 +531,10 @@ mod tests {
         assert_eq!(
             ModelError::from_host("complete: unavailable: none is logged in".into()),
             ModelError::Unavailable("none is logged in".into())
+        );
+        assert_eq!(
+            ModelError::from_host("complete: over cap: a/b may cost up to $1".into()),
+            ModelError::OverCap("a/b may cost up to $1".into())
         );
         assert_eq!(
             ModelError::Transport("x/y: down".into()).model_tried(),

@@ -184,26 +184,28 @@ pub fn ledger_path(meta_dir: &Path) -> PathBuf {
 
 /// The ledger as it is now (a missing one is empty; a damaged one is moved
 /// aside and read as unknown spending). Nothing is created when there is no
-/// meta directory yet.
-pub fn read(meta_dir: &Path) -> Ledger {
+/// meta directory yet. `Err`: it could not be read at all (permissions, I/O);
+/// never taken for zero spending.
+pub fn read(meta_dir: &Path) -> std::io::Result<Ledger> {
     if !meta_dir.is_dir() {
-        return Ledger::default();
+        return Ok(Ledger::default());
     }
-    match change(meta_dir, |_| Ok(())) {
-        Ok((ledger, _)) => ledger,
-        Err(e) => {
-            tracing::warn!(
-                "could not read the spending ledger in {}: {e}",
-                meta_dir.display()
-            );
-            Ledger::default()
-        }
-    }
+    change(meta_dir, |_| Ok(())).map(|(ledger, _)| ledger)
 }
 
-/// When the daily cap is set and reached, the message that says so.
+/// When the daily cap is set and reached, the message that says so. A
+/// ledger that cannot be read counts as the cap reached: what was spent
+/// today is not known.
 pub fn over_cap(cap: Option<f64>, meta_dir: &Path) -> Option<String> {
-    read(meta_dir).over_cap(cap?, meta_dir)
+    let cap = cap?;
+    match read(meta_dir) {
+        Ok(ledger) => ledger.over_cap(cap, meta_dir),
+        Err(e) => Some(format!(
+            "today's spending is unknown: the spending ledger in {} cannot be read ({e}), so \
+             the daily cap counts as reached",
+            meta_dir.display()
+        )),
+    }
 }
 
 /// Add `usd` spent on `kind` to today's line and the total.
@@ -227,22 +229,37 @@ pub struct Budget<'a> {
     pub session: Option<&'a Mutex<Spent>>,
 }
 
+/// The most a call may cost, as far as the plugin can tell before making it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MaxCost {
+    /// Every model that may answer is priced: at most this many USD.
+    Known(f64),
+    /// The host may answer with a model the plugin cannot price (its
+    /// fallback, or a key with no price). The hold is then all the room left
+    /// under the cap today, and the host is told it may spend no more
+    /// ([`Hold::limit`]), so the cap holds whatever it picks; calls in
+    /// parallel are refused until this one settles.
+    Unknown,
+}
+
 /// The maximum cost of a call, held in the ledger until [`Hold::settle`].
 /// Dropped unsettled (the call failed), it gives the hold back.
 pub struct Hold<'a> {
     budget: Budget<'a>,
     reservation: Option<String>,
+    /// USD held; `None` without a cap.
+    held: Option<f64>,
 }
 
 impl<'a> Budget<'a> {
-    /// Hold `max_usd` against the cap for a call that lives at most
-    /// `lifetime`; `Err`: the cap would be passed (the message says why).
-    pub fn reserve(&self, max_usd: f64, lifetime: std::time::Duration) -> Result<Hold<'a>, String> {
-        let max_usd = if valid_amount(max_usd) { max_usd } else { 0.0 };
+    /// Hold the call's maximum cost against the cap for a call that lives at
+    /// most `lifetime`; `Err`: the cap would be passed (the message says why).
+    pub fn reserve(&self, max: MaxCost, lifetime: std::time::Duration) -> Result<Hold<'a>, String> {
         let Some(cap) = self.cap else {
             return Ok(Hold {
                 budget: *self,
                 reservation: None,
+                held: None,
             });
         };
         let meta_dir = self.meta_dir;
@@ -251,24 +268,34 @@ impl<'a> Budget<'a> {
                 return Err(unknown_message(unknown, meta_dir));
             }
             let (spent, held) = (ledger.today().total(), ledger.reserved_today());
-            if spent + held + max_usd > cap {
-                return Err(cap_message(spent, held, max_usd, cap));
+            let usd = match max {
+                MaxCost::Known(usd) if valid_amount(usd) => usd,
+                MaxCost::Known(_) => 0.0,
+                MaxCost::Unknown => cap - spent - held,
+            };
+            let refused = match max {
+                MaxCost::Known(_) => spent + held + usd > cap,
+                MaxCost::Unknown => usd <= 0.0,
+            };
+            if refused {
+                return Err(cap_message(spent, held, max, cap));
             }
             let id = reservation_id();
             ledger.reserved.push(Reservation {
                 id: id.clone(),
                 kind: self.kind,
-                usd: max_usd,
+                usd,
                 day: today(),
                 expires_ms: crate::time::now_ms()
                     .saturating_add(lifetime.as_millis().min(u128::from(u64::MAX)) as u64),
             });
-            Ok(id)
+            Ok((id, usd))
         });
         match reserved {
-            Ok((_, Ok(id))) => Ok(Hold {
+            Ok((_, Ok((id, usd)))) => Ok(Hold {
                 budget: *self,
                 reservation: Some(id),
+                held: Some(usd),
             }),
             Ok((_, Err(refused))) => Err(refused),
             // A ledger that cannot be written cannot hold the cap.
@@ -281,8 +308,17 @@ impl<'a> Budget<'a> {
 }
 
 impl Hold<'_> {
-    /// The call cost `usd`: its hold becomes that spending.
-    pub fn settle(mut self, usd: f64) {
+    /// The most the call may spend (what is held), when a cap is set: what a
+    /// host that picks the model is told ([`MaxCost::Unknown`]).
+    pub fn limit(&self) -> Option<f64> {
+        self.held
+    }
+
+    /// The call cost `usd`: its hold becomes that spending. `None`: its cost
+    /// is not known (a model nobody could price), so the whole hold counts
+    /// as spent.
+    pub fn settle(mut self, usd: Option<f64>) {
+        let usd = usd.unwrap_or(self.held.unwrap_or(0.0));
         self.finish(usd);
     }
 
@@ -327,15 +363,16 @@ impl Drop for Hold<'_> {
     }
 }
 
-fn cap_message(spent: f64, held: f64, max_usd: f64, cap: f64) -> String {
+fn cap_message(spent: f64, held: f64, max: MaxCost, cap: f64) -> String {
     let held = match held {
         0.0 => String::new(),
         held => format!(" and ${held:.4} held by calls in flight"),
     };
-    format!(
-        "today's spending cap would be passed (${spent:.4} spent{held}, this call may cost up to \
-         ${max_usd:.4}; cap ${cap:.2})"
-    )
+    let this_call = match max {
+        MaxCost::Known(usd) => format!("this call may cost up to ${usd:.4}"),
+        MaxCost::Unknown => "this call's model cannot be priced, so it needs room".into(),
+    };
+    format!("today's spending cap would be passed (${spent:.4} spent{held}, {this_call}; cap ${cap:.2})")
 }
 
 /// Unique across processes and within one.
@@ -456,7 +493,7 @@ mod tests {
                 queries: 0.5
             }
         );
-        assert_eq!(read(dir.path()), ledger);
+        assert_eq!(read(dir.path()).unwrap(), ledger);
         assert_eq!(ledger.total.total(), 0.75);
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -474,31 +511,63 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         add(dir.path(), Kind::Queries, 0.45).unwrap();
         let capped = budget(dir.path(), Some(0.5));
-        let first = capped.reserve(0.04, MINUTE).unwrap();
-        assert!((read(dir.path()).reserved_today() - 0.04).abs() < 1e-12);
-        let refused = capped.reserve(0.04, MINUTE).err().unwrap();
+        let first = capped.reserve(MaxCost::Known(0.04), MINUTE).unwrap();
+        assert!((read(dir.path()).unwrap().reserved_today() - 0.04).abs() < 1e-12);
+        let refused = capped.reserve(MaxCost::Known(0.04), MINUTE).err().unwrap();
         assert!(refused.contains("would be passed"), "{refused}");
-        first.settle(0.01);
-        let ledger = read(dir.path());
+        first.settle(Some(0.01));
+        let ledger = read(dir.path()).unwrap();
         assert!(ledger.reserved.is_empty());
         assert!((ledger.today().total() - 0.46).abs() < 1e-12);
         // The unused part came back.
-        capped.reserve(0.04, MINUTE).unwrap().settle(0.0);
+        capped
+            .reserve(MaxCost::Known(0.04), MINUTE)
+            .unwrap()
+            .settle(Some(0.0));
         // A failed call (dropped unsettled) gives its hold back.
-        drop(capped.reserve(0.04, MINUTE).unwrap());
-        assert!(read(dir.path()).reserved.is_empty());
-        assert!(budget(dir.path(), None).reserve(100.0, MINUTE).is_ok());
+        drop(capped.reserve(MaxCost::Known(0.04), MINUTE).unwrap());
+        assert!(read(dir.path()).unwrap().reserved.is_empty());
+        assert!(budget(dir.path(), None)
+            .reserve(MaxCost::Known(100.0), MINUTE)
+            .is_ok());
+    }
+
+    /// A host that may answer with a model nobody here can price is held to
+    /// the room left under the cap: told it may spend no more, and parallel
+    /// calls refused until it settles; an unknown real cost counts as all of it.
+    #[test]
+    fn an_unpriced_call_holds_the_room_left_and_counts_whole_when_its_cost_is_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        add(dir.path(), Kind::Queries, 0.45).unwrap();
+        let capped = budget(dir.path(), Some(0.5));
+        let first = capped.reserve(MaxCost::Unknown, MINUTE).unwrap();
+        assert!((first.limit().unwrap() - 0.05).abs() < 1e-12);
+        let refused = capped.reserve(MaxCost::Unknown, MINUTE).err().unwrap();
+        assert!(refused.contains("cannot be priced"), "{refused}");
+        assert!(capped.reserve(MaxCost::Known(0.001), MINUTE).is_err());
+        first.settle(None);
+        let ledger = read(dir.path()).unwrap();
+        assert!(ledger.reserved.is_empty());
+        assert!((ledger.today().total() - 0.5).abs() < 1e-12);
+        assert!(
+            capped.reserve(MaxCost::Unknown, MINUTE).is_err(),
+            "no room left"
+        );
+        let free = budget(dir.path(), None)
+            .reserve(MaxCost::Unknown, MINUTE)
+            .unwrap();
+        assert_eq!(free.limit(), None, "no cap, no limit");
     }
 
     #[test]
     fn a_dead_process_hold_expires() {
         let dir = tempfile::tempdir().unwrap();
         let capped = budget(dir.path(), Some(0.1));
-        let dead = capped.reserve(0.1, Duration::ZERO).unwrap();
+        let dead = capped.reserve(MaxCost::Known(0.1), Duration::ZERO).unwrap();
         std::mem::forget(dead);
         std::thread::sleep(Duration::from_millis(5));
         assert!(
-            capped.reserve(0.1, MINUTE).is_ok(),
+            capped.reserve(MaxCost::Known(0.1), MINUTE).is_ok(),
             "the expired hold is gone"
         );
     }
@@ -538,6 +607,23 @@ mod tests {
         );
     }
 
+    /// A ledger that cannot be read at all (here: its lock cannot be taken,
+    /// a directory stands in the lock file's place) is not zero spending.
+    #[test]
+    fn a_ledger_that_cannot_be_read_counts_as_the_cap_reached() {
+        let dir = tempfile::tempdir().unwrap();
+        add(dir.path(), Kind::Queries, 0.1).unwrap();
+        std::fs::remove_file(dir.path().join(LOCK_FILE)).unwrap();
+        std::fs::create_dir(dir.path().join(LOCK_FILE)).unwrap();
+        assert!(read(dir.path()).is_err());
+        let message = over_cap(Some(100.0), dir.path()).expect("not read as zero");
+        assert!(message.contains("cannot be read"), "{message}");
+        assert_eq!(over_cap(None, dir.path()), None, "no cap, nothing to hold");
+        assert!(budget(dir.path(), Some(100.0))
+            .reserve(MaxCost::Known(0.0), MINUTE)
+            .is_err());
+    }
+
     #[test]
     fn a_damaged_ledger_is_kept_aside_and_counts_as_the_cap_reached() {
         for damaged in [
@@ -563,14 +649,14 @@ mod tests {
                 std::fs::read_to_string(dir.path().join(&kept[0])).unwrap(),
                 damaged
             );
-            let refused = budget(dir.path(), Some(100.0)).reserve(0.0, MINUTE);
+            let refused = budget(dir.path(), Some(100.0)).reserve(MaxCost::Known(0.0), MINUTE);
             assert!(refused.is_err(), "{damaged:?}");
             // Spending past an unknown ledger still counts, and no cap means no refusal.
             budget(dir.path(), None)
-                .reserve(1.0, MINUTE)
+                .reserve(MaxCost::Known(1.0), MINUTE)
                 .unwrap()
-                .settle(0.5);
-            let ledger = read(dir.path());
+                .settle(Some(0.5));
+            let ledger = read(dir.path()).unwrap();
             assert!(ledger.unknown.is_some());
             assert_eq!(ledger.today().queries, 0.5);
             // The user deletes the file: counting starts from zero.

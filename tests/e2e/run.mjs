@@ -60,6 +60,7 @@ const tests = files.length
 			join(REPO, "tests/e2e/bridge-types.test.mjs"),
 			join(REPO, "tests/e2e/native.test.mjs"),
 			join(REPO, "tests/e2e/autocomplete.test.mjs"),
+			join(REPO, "tests/e2e/models.test.mjs"),
 			join(REPO, "tests/e2e/bridge.test.mjs"),
 			join(REPO, "tests/e2e/session-index.test.mjs"),
 			join(REPO, "tests/e2e/in-pi.test.mjs"),

@@ -54,7 +54,7 @@ fn concurrent_processes_lose_no_addition_and_never_tear_the_ledger() {
     for mut child in children {
         assert!(child.wait().unwrap().success());
     }
-    let ledger = spend::read(&meta_dir);
+    let ledger = spend::read(&meta_dir).unwrap();
     let each = (PROCESSES * ADDS / 2) as f64 * 0.125;
     assert_eq!(
         ledger.total,
@@ -120,7 +120,7 @@ fn index_all(s: &Scratch, config: &Path, args: &[&str]) -> Output {
 }
 
 fn today(meta_dir: &Path) -> f64 {
-    spend::read(meta_dir).today().total()
+    spend::read(meta_dir).unwrap().today().total()
 }
 
 /// Issue 24: cap $0.50 with $0.45 spent, six `query_session` calls in six
@@ -193,7 +193,7 @@ fn parallel_query_processes_never_pass_the_daily_cap() {
         "every paid call is recorded: {spent}"
     );
     assert!(
-        spend::read(&meta_dir).reserved.is_empty(),
+        spend::read(&meta_dir).unwrap().reserved.is_empty(),
         "every hold settled"
     );
 }

@@ -841,6 +841,75 @@ fn custom_api_key_env_and_keyless_local_endpoints() {
     assert_eq!(req.json["model"], "anthropic/claude-haiku-4.5");
 }
 
+/// Issue 24: the cap holds whatever model the host picks. The hold is priced
+/// at the most expensive model the host may answer with, and the host is told
+/// that limit; when it may fall back to a model nobody here can price, it is
+/// held to the room left under the cap.
+#[test]
+fn a_host_is_told_the_most_it_may_spend_under_the_cap() {
+    let ledger = tempfile::tempdir().unwrap();
+    let capped = spend::Budget {
+        meta_dir: ledger.path(),
+        kind: spend::Kind::Queries,
+        cap: Some(1.0),
+        session: None,
+    };
+    let ask = |fallback: &str| {
+        let host = ServingHost::new(&[VALID]);
+        let config = json!({
+            "modelKeys": ["openai/gpt-4.1-nano", "anthropic/claude-haiku-4-5"],
+            "modelFallback": fallback,
+        });
+        let services = make_app(host.clone(), config);
+        let selected = select_model_with_env(&services.model_env(), env_of(&[])).unwrap();
+        assert!(selected.is_host_served());
+        selected
+            .complete_json::<Summary>(&services.model_env(), &capped, &task("x"), &())
+            .unwrap();
+        host.requests()[0].clone()
+    };
+    let priced = ask("offline");
+    let request_bytes = |request: &pi_ext_abi::protocol::CompletionRequest| {
+        request.system.len()
+            + request.json_schema.as_ref().unwrap().to_string().len()
+            + request
+                .messages
+                .iter()
+                .map(|m| m.content.len())
+                .sum::<usize>()
+    };
+    // Haiku (1 / 5 USD per million) is the dearer of the two keys.
+    let haiku_worst = (request_bytes(&priced) as f64 * 1.0 + 500.0 * 5.0) / 1e6;
+    let limit = priced
+        .max_cost_usd
+        .expect("a cap is set: the host gets a limit");
+    assert!(
+        (limit - haiku_worst).abs() < 1e-9,
+        "{limit} vs {haiku_worst}"
+    );
+
+    // Spent so far: the host's reported 0.001.
+    let room = ask("cheapest").max_cost_usd.unwrap();
+    assert!((room - (1.0 - 0.001)).abs() < 1e-9, "{room}");
+    let spent = spend::read(ledger.path()).unwrap();
+    assert!(spent.reserved.is_empty(), "both holds settled");
+    assert!((spent.today().total() - 0.002).abs() < 1e-9);
+    let uncapped = ServingHost::new(&[VALID]);
+    let services = make_app(
+        uncapped.clone(),
+        json!({"modelKeys": ["openai/gpt-4.1-nano"]}),
+    );
+    select_model_with_env(&services.model_env(), env_of(&[]))
+        .unwrap()
+        .complete_json::<Summary>(&services.model_env(), &no_cap(), &task("x"), &())
+        .unwrap();
+    assert_eq!(
+        uncapped.requests()[0].max_cost_usd,
+        None,
+        "no cap, no limit"
+    );
+}
+
 #[test]
 fn host_served_models_come_first_and_get_the_schema() {
     let host = ServingHost::new(&["{\"name\": 1}", VALID]);

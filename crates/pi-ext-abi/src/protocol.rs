@@ -395,6 +395,14 @@ pub struct CompletionRequest {
     pub json_schema: Option<Value>,
     #[cfg_attr(test, ts(type = "number"))]
     pub timeout_ms: u64,
+    /// Since 1.3: the most this call may cost in USD, at the host's price for
+    /// the model it picks, counting every byte of `system`, `messages` and
+    /// `json_schema` as an input token and all of `max_tokens` as output. The
+    /// host picks no model whose worst case is higher; when none fits it
+    /// fails with an error starting [`OVER_CAP`]. Absent: no limit (no daily
+    /// cap is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
 }
 
 /// What a host may answer with when none of a [`CompletionRequest`]'s models is usable.
@@ -415,6 +423,11 @@ pub enum ModelFallback {
 /// How a host's completion error starts when no model may be used (the
 /// plugin then answers offline instead of failing).
 pub const UNAVAILABLE: &str = "unavailable: ";
+
+/// How a host's completion error starts when every usable model may cost more
+/// than [`CompletionRequest::max_cost_usd`] (the plugin then says the daily
+/// cap is reached).
+pub const OVER_CAP: &str = "over cap: ";
 
 /// Token usage of a completion.
 #[cfg_attr(test, derive(ts_rs::TS))]

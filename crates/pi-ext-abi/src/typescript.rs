@@ -33,7 +33,10 @@ fn generated() -> String {
          export const EVENTS = [{}] as const;\n\
          \n\
          /** How a host's completion error starts when no model may be used. */\n\
-         export const UNAVAILABLE = {UNAVAILABLE:?};\n",
+         export const UNAVAILABLE = {UNAVAILABLE:?};\n\
+         \n\
+         /** How a host's completion error starts when every usable model may cost more than `maxCostUsd`. */\n\
+         export const OVER_CAP = {OVER_CAP:?};\n",
         actions.join(", "),
         events.join(", "),
     );

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::index_all::{left, survey};
 use crate::config::{Config, ModelFallback};
 use crate::features::semantic::Semantic;
+use crate::model::spend::{Ledger, Spent};
 use crate::model::{cost_usd, price_for, LOCAL_PROVIDER};
 use crate::plugin::host::NotifyLevel;
 use crate::plugin::state::Services;
@@ -35,7 +36,8 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
     let everywhere = survey(&rows, &meta_dir, None);
     let here = survey(&rows, &meta_dir, Some(&call.ctx.cwd));
     let ledger = crate::model::spend::read(&meta_dir);
-    let session = services.spent.lock().map(|s| *s).unwrap_or_default();
+    let spent_line = spent_line(config, &ledger, &services.spent);
+    let session = spent_by_this_process(&services.spent);
     let over = crate::model::spend::over_cap(services.config.spending.daily_cap_usd, &meta_dir);
     let health = match (services.config_ok(), over) {
         (false, _) => "config invalid: indexing is off",
@@ -76,19 +78,7 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
     ));
     let semantic = Semantic::of(&services.agent_dir(&call.ctx), &config.search);
     lines.push(semantic.describe());
-    let cap = config
-        .spending
-        .daily_cap_usd
-        .map_or("no daily cap".to_string(), |c| format!("cap ${c:.2}/day"));
-    let today = ledger.today();
-    lines.push(format!(
-        "Spent: this session ${:.4}; today ${:.4} ({cap}); all time ${:.4} (indexing ${:.4}, queries ${:.4})",
-        session.total(),
-        today.total(),
-        ledger.total.total(),
-        ledger.total.indexing,
-        ledger.total.queries
-    ));
+    lines.push(spent_line);
     if !services.config_problems.is_empty() {
         lines.push(format!(
             "Config problems: {}",
@@ -101,7 +91,10 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
     services.host.notify(&text, NotifyLevel::Info);
     let details = json!({
         "sessions": everywhere.sessions, "indexed": everywhere.indexed, "stale": everywhere.stale,
-        "spentUsd": {"session": session.total(), "today": today.total(), "allTime": ledger.total.total()},
+        "spentUsd": match &ledger {
+            Ok(ledger) => json!({"session": session.total(), "today": ledger.today().total(), "allTime": ledger.total.total()}),
+            Err(_) => json!({"session": session.total(), "today": null, "allTime": null}),
+        },
         "configProblems": services.config_problems,
         "semanticSearch": semantic.model().is_some(),
     });
@@ -172,4 +165,36 @@ fn newest_meta(meta_dir: &Path) -> Option<SessionMeta> {
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .max_by_key(|(modified, _)| *modified)?;
     crate::store::meta::read_path(&newest.1).ok().flatten()
+}
+
+fn spent_by_this_process(spent: &std::sync::Mutex<Spent>) -> Spent {
+    spent.lock().map(|s| *s).unwrap_or_default()
+}
+
+/// `Spent: this session …; today … (cap); all time …`, or why the ledger
+/// could not be read (never shown as zero).
+fn spent_line(
+    config: &Config,
+    ledger: &std::io::Result<Ledger>,
+    spent: &std::sync::Mutex<Spent>,
+) -> String {
+    let session = spent_by_this_process(spent);
+    let cap = config
+        .spending
+        .daily_cap_usd
+        .map_or("no daily cap".to_string(), |c| format!("cap ${c:.2}/day"));
+    match ledger {
+        Ok(ledger) => format!(
+            "Spent: this session ${:.4}; today ${:.4} ({cap}); all time ${:.4} (indexing ${:.4}, queries ${:.4})",
+            session.total(),
+            ledger.today().total(),
+            ledger.total.total(),
+            ledger.total.indexing,
+            ledger.total.queries
+        ),
+        Err(e) => format!(
+            "Spent: this session ${:.4}; today and all time unknown: the spending ledger cannot be read ({e}) ({cap})",
+            session.total()
+        ),
+    }
 }
