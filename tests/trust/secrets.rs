@@ -9,8 +9,9 @@
 //! answer through the plugin's router. (Requests to a model are
 //! `redaction_leaks`' part.)
 //!
-//! The tuned formats (`tuned.toml`, `held-out-1.toml`) must not leak
-//! anywhere. The held-out formats (`held-out-2.toml`, never tuned on) may
+//! The tuned formats (`tuned.toml`, `held-out-1.toml`, `held-out-2.toml`)
+//! must not leak anywhere. The held-out formats (`held-out-3.toml`, never
+//! tuned on) may
 //! leak only where the rules themselves miss them: an output path that
 //! shows a held-out secret the redaction pass catches is a path that skipped
 //! the pass. Run with `--nocapture` for the per-path counts.
@@ -40,11 +41,12 @@ fn corpus(files: &[&str]) -> Vec<Planted> {
         .collect()
 }
 
-const TUNED: [&str; 2] = [
+const TUNED: [&str; 3] = [
     include_str!("../fixtures/secrets/tuned.toml"),
     include_str!("../fixtures/secrets/held-out-1.toml"),
+    include_str!("../fixtures/secrets/held-out-2.toml"),
 ];
-const HELD_OUT: [&str; 1] = [include_str!("../fixtures/secrets/held-out-2.toml")];
+const HELD_OUT: [&str; 1] = [include_str!("../fixtures/secrets/held-out-3.toml")];
 
 /// The word that finds session `i` in a search (next to every planted copy).
 fn marker(i: usize) -> String {
