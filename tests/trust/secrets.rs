@@ -6,8 +6,8 @@
 //! text into output: `list --json`, `search --json` snippets, `show` (text and
 //! JSON), `inspect`, the meta files `index --all --offline` writes, the raw
 //! bytes of `index.sqlite` and its WAL, and the offline `query_session`
-//! answer through the plugin's router. (Requests to a model are
-//! `redaction_leaks`' part.)
+//! answer through the plugin's router, and the requests a model is sent when
+//! a session is indexed and asked about (a mock provider on loopback).
 //!
 //! The tuned formats (`tuned.toml`, `held-out-1.toml`, `held-out-2.toml`)
 //! must not leak anywhere. The held-out formats (`held-out-3.toml`, never
@@ -19,8 +19,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::support::mock_provider::{MockProvider, Reply, Wire};
 use crate::support::synth::{encode_cwd, Agent};
 use serde_json::{json, Value};
+use session_index::features::summarize::{index_session, IndexOutcome, IndexRequest};
 
 #[derive(serde::Deserialize)]
 struct CorpusFile {
@@ -190,6 +192,7 @@ fn measure(corpus: &[Planted]) -> BTreeMap<&'static str, BTreeSet<String>> {
             &agent.query_session(&offline, &id(i), &question),
         );
     }
+    model_requests(&agent, corpus, &paths, &mut check);
     // The store holds every session (the searches updated it); its raw bytes.
     let store = dir.join("sessions-index/index.sqlite");
     let mut bytes = std::fs::read(&store).unwrap();
@@ -199,6 +202,55 @@ fn measure(corpus: &[Planted]) -> BTreeMap<&'static str, BTreeSet<String>> {
         check("index.sqlite + WAL bytes", p, &raw);
     }
     found
+}
+
+/// What a model is sent: each session indexed through a mock provider (the
+/// OpenAI wire) and asked about by `query_session`; each request's body is
+/// checked against the secret planted in the session it was about.
+fn model_requests(
+    agent: &Agent,
+    corpus: &[Planted],
+    paths: &[PathBuf],
+    check: &mut impl FnMut(&'static str, &Planted, &str),
+) {
+    let mock = MockProvider::start(Wire::OpenAi);
+    let mut provider = mock.provider_config();
+    provider["noApiKey"] = json!(true);
+    let config = json!({"modelKeys": ["mock/gpt-test"], "providers": {"mock": provider},
+        "useHostModels": false, "timeoutMs": 30000, "query": {"maxCallsPerTurn": 1000}});
+    let (services, _) = agent.services("/elsewhere", &config.to_string());
+    for (i, (p, path)) in corpus.iter().zip(paths).enumerate() {
+        mock.push(Reply::answer_json(&json!({
+            "name": "Vault setup", "description": "Set up the vault.",
+            "summary": "## Goal\nVault\n## Outcome\nDone", "tags": ["vault", "ops", "setup"],
+            "decisions": [], "openTasks": []
+        })));
+        let request = IndexRequest {
+            session_file: path.clone(),
+            meta_dir: agent.meta_dir(),
+            leaf_id: None,
+            force: true,
+            offline: false,
+            replace: session_index::store::meta::Replace::Any,
+            past_cap: false,
+        };
+        let indexed = index_session(&services.model_env(), &request, &|| {});
+        assert!(
+            matches!(indexed, Ok(IndexOutcome::Indexed(_))),
+            "{indexed:?}"
+        );
+        mock.push(Reply::answer_json(&json!({
+            "answerMarkdown": "It was set.", "confidence": "low", "citations": []
+        })));
+        let question = format!("What password or key was used in {}?", marker(i));
+        agent.query_session(&services, &id(i), &question);
+        let sent = mock.requests();
+        let [.., index, query] = sent.as_slice() else {
+            panic!("session {i}: {} requests", sent.len())
+        };
+        check("model request (indexing)", p, &index.body);
+        check("model request (query_session)", p, &query.body);
+    }
 }
 
 /// The formats whose fragments survive the redaction pass itself.
