@@ -8,15 +8,59 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use session_index::store::{EmbedReport, Query, SessionHit, Store};
+use session_index::store::{EmbedReport, Query, SessionHit, Store, StoreError};
 
 use super::dev_set::DevQuery;
 use super::report::Ranks;
 use crate::support::corpus::{copy_targets, Distractors};
 
-/// Sessions each ranking returns per query: enough for top-10, and the
-/// candidates the store's fusion takes from each side.
-pub const DEPTH: usize = 50;
+/// Sessions each ranking returns per query in the report: where a missed
+/// target came (`SEARCH_EVAL_MISSES=1` prints "#23").
+pub const REPORT_DEPTH: usize = 50;
+
+/// Sessions each ranking returns per query for a floor: the table's top-10.
+/// The fusion takes its own candidates from each side whatever the limit
+/// (`FUSED_DEPTH` in the store), so the top 10 are those of a deeper
+/// search; only fewer sessions get their snippets (most of a lexical
+/// query's cost in a debug build).
+pub const FLOOR_DEPTH: usize = 10;
+
+/// The store's rankings an evaluation runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ranking {
+    /// The store's search without the model.
+    Lexical,
+    /// The dense half of the fusion alone ([`Store::search_dense`]).
+    Dense,
+    /// The store's search with the model: what every surface shows.
+    Fused,
+}
+
+impl Ranking {
+    /// The table's columns, in its order.
+    pub const ALL: [Ranking; 3] = [Ranking::Lexical, Ranking::Dense, Ranking::Fused];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Ranking::Lexical => "lexical",
+            Ranking::Dense => "dense",
+            Ranking::Fused => "fused",
+        }
+    }
+
+    /// The store that ranks and the search it ranks by (`None`: a ranking
+    /// with the model on a corpus built without it).
+    fn search(self, built: &Built) -> Option<(&Store, Search)> {
+        match self {
+            Ranking::Lexical => Some((&built.lexical, Store::search)),
+            Ranking::Dense => Some((built.semantic.as_ref()?, Store::search_dense)),
+            Ranking::Fused => Some((built.semantic.as_ref()?, Store::search)),
+        }
+    }
+}
+
+/// `Store::search` or `Store::search_dense`.
+type Search = fn(&Store, &Query) -> Result<Vec<SessionHit>, StoreError>;
 
 /// What surrounds the targets.
 #[derive(Debug, Clone, Copy)]
@@ -174,19 +218,15 @@ impl Built {
 }
 
 /// A store's ranking for `text` by `search` (`Store::search` as
-/// `session-index search --all --json --limit DEPTH` calls it, or
-/// `Store::search_dense`): session ids, best first. A query the parser
-/// refuses finds nothing.
-pub fn ranking(
-    store: &Store,
-    search: fn(&Store, &Query) -> Result<Vec<SessionHit>, session_index::store::StoreError>,
-    text: &str,
-) -> Vec<String> {
+/// `session-index search --all --json --limit <depth>` calls it, or
+/// `Store::search_dense`): at most `depth` session ids, best first. A query
+/// the parser refuses finds nothing.
+fn ranking(store: &Store, search: Search, text: &str, depth: usize) -> Vec<String> {
     let Ok(parsed) = Query::parse(text) else {
         return Vec::new();
     };
     let query = Query {
-        limit: DEPTH,
+        limit: depth,
         ..parsed
     };
     search(store, &query)
@@ -196,20 +236,22 @@ pub fn ranking(
         .collect()
 }
 
-/// Where each query's target is in the ranking `rank` gives it.
-pub fn ranks(
-    name: &'static str,
-    queries: &[DevQuery],
-    mut rank: impl FnMut(&DevQuery) -> Vec<String>,
-) -> Ranks {
+/// Where each query's target is in `ranking` of `built`, searched `depth`
+/// deep (`None`: a ranking with the model on a corpus built without it).
+pub fn ranks(ranking: Ranking, built: &Built, queries: &[DevQuery], depth: usize) -> Option<Ranks> {
+    let (store, search) = ranking.search(built)?;
     let ranks = queries
         .iter()
-        .map(|q| rank(q).iter().position(|id| *id == q.target))
+        .map(|q| {
+            self::ranking(store, search, &q.query, depth)
+                .iter()
+                .position(|id| *id == q.target)
+        })
         .collect();
-    Ranks {
-        ranking: name,
+    Some(Ranks {
+        ranking: ranking.name(),
         ranks,
-    }
+    })
 }
 
 /// Checks that every target of the set is in the store.
