@@ -10,6 +10,7 @@
 use rusqlite::types::Value as SqlValue;
 
 use super::schema::{self, record_columns, COLUMNS, RECORD_COLUMNS, SPAN};
+use super::snippets::Shown;
 use super::vectors::{self, DenseHit};
 use super::{SessionRecord, Store, StoreError};
 
@@ -382,13 +383,7 @@ impl Store {
                 .collect(),
         };
         let exprs = snippet_expressions(&counts);
-        ranked
-            .into_iter()
-            .map(|(hit, best)| {
-                let snippets = self.best_snippets(&hit, best, &exprs)?;
-                Ok(SessionHit { snippets, ..hit })
-            })
-            .collect()
+        self.with_snippets(ranked, &exprs)
     }
 
     /// The lexical ranking: at most `depth` sessions and their best ranking row.
@@ -462,29 +457,50 @@ impl Store {
         Ok(hits)
     }
 
-    /// The snippets of a hit: from its best ranking row (that of its best
-    /// passage when only the dense ranking found it); when the query's
-    /// words are in none, the beginning of its best passage.
-    fn best_snippets(
+    /// The hits with their snippets: from each one's best ranking row (that
+    /// of its best passage when only the dense ranking found it); when the
+    /// query's words are in none, the beginning of its best passage.
+    fn with_snippets(
         &self,
-        hit: &SessionHit,
-        best: Best,
+        ranked: Vec<(SessionHit, Best)>,
         exprs: &[String],
-    ) -> rusqlite::Result<Vec<Snippet>> {
-        let path = &hit.session.path;
-        let chunk = match (best.ranked, best.passage) {
-            (Some(row), _) => Some(row),
-            (None, Some(passage)) => self.ranking_row_of(passage)?,
-            (None, None) => None,
-        };
-        let mut snippets = match chunk {
-            Some(chunk) if !exprs.is_empty() => self.snippets(path, chunk, exprs)?,
-            _ => Vec::new(),
-        };
-        if let (true, Some(passage)) = (snippets.is_empty(), best.passage) {
-            snippets.extend(self.passage_snippet(path, passage)?);
+    ) -> rusqlite::Result<Vec<SessionHit>> {
+        let mut chunks = Vec::with_capacity(ranked.len());
+        for (_, best) in &ranked {
+            chunks.push(match (best.ranked, best.passage) {
+                (Some(row), _) => Some(row),
+                (None, Some(passage)) => self.ranking_row_of(passage)?,
+                (None, None) => None,
+            });
         }
-        Ok(snippets)
+        let shown: Vec<Shown<'_>> = ranked
+            .iter()
+            .zip(&chunks)
+            .filter_map(|((hit, _), chunk)| {
+                Some(Shown {
+                    path: &hit.session.path,
+                    chunk: (*chunk)?,
+                })
+            })
+            .collect();
+        let mut cut = if exprs.is_empty() || shown.is_empty() {
+            Vec::new()
+        } else {
+            self.snippets(&shown, exprs)?
+        }
+        .into_iter();
+        let mut hits = Vec::with_capacity(ranked.len());
+        for ((hit, best), chunk) in ranked.into_iter().zip(chunks) {
+            let mut snippets = match chunk {
+                Some(_) => cut.next().unwrap_or_default(),
+                None => Vec::new(),
+            };
+            if let (true, Some(passage)) = (snippets.is_empty(), best.passage) {
+                snippets.extend(self.passage_snippet(&hit.session.path, passage)?);
+            }
+            hits.push(SessionHit { snippets, ..hit });
+        }
+        Ok(hits)
     }
 
     /// How many ranking rows hold each term (at most `common + 1` are

@@ -147,6 +147,20 @@ impl TextRow {
             }))
             .collect()
     }
+
+    /// The row as a JSON array: rowid, then the columns (empty ones null).
+    pub fn to_json(&self) -> serde_json::Value {
+        let columns = self.columns.iter().map(|c| {
+            if c.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::Value::from(c.as_str())
+            }
+        });
+        std::iter::once(serde_json::Value::from(self.rowid))
+            .chain(columns)
+            .collect()
+    }
 }
 
 /// Cuts the text of a session's entries (rowid, column, text; in file order,

@@ -292,14 +292,20 @@ pub(super) const CREATE_SNIPPET_TABLE: &str = "
 PRAGMA temp_store = MEMORY;
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.snips USING fts5(name, tags, summary, decisions, files,
   user, assistant, tool, abandoned, tokenize = 'porter unicode61');";
-pub(super) const CLEAR_SNIPPETS: &str = "DELETE FROM temp.snips";
-pub(super) const INSERT_SNIPPET_ROW: &str = "
+/// The savepoint the scratch rows of one query are written in, and its
+/// rollback (see `snippets::Scratch`).
+pub(super) const OPEN_SCRATCH: &str = "SAVEPOINT snippet_scratch";
+pub(super) const DISCARD_SCRATCH: &str = "ROLLBACK TO snippet_scratch; RELEASE snippet_scratch";
+/// Scratch rows, from a JSON array of `[rowid, the nine columns' text]`.
+pub(super) const INSERT_SNIPPET_ROWS: &str = "
 INSERT INTO temp.snips(rowid, name, tags, summary, decisions, files, user, assistant, tool, abandoned)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
-/// Up to two snippets of the rows matching ?1.
+SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
+  value ->> 7, value ->> 8, value ->> 9
+FROM json_each(?1)";
+/// Up to two snippets of the rows ?2..=?3 matching ?1.
 pub(super) const SNIPPETS: &str = "
 SELECT rowid, snippet(snips, -1, char(2), char(3), '…', 14) FROM temp.snips
-WHERE snips MATCH ?1 ORDER BY rowid LIMIT 2";
+WHERE snips MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY rowid LIMIT 2";
 
 // Deleted text (issue 24: a deleted, rewritten or excluded session leaves no
 // bytes behind).
@@ -326,7 +332,7 @@ mod tests {
         assert!(flat(CREATE_TABLES).contains(&format!("fts5({listed},")));
         assert!(flat(CREATE_SNIPPET_TABLE).contains(&format!("fts5({listed},")));
         assert!(flat(INSERT_RANKING_ROW).contains(&format!("docs(rowid, {listed})")));
-        assert!(flat(INSERT_SNIPPET_ROW).contains(&format!("snips(rowid, {listed})")));
+        assert!(flat(INSERT_SNIPPET_ROWS).contains(&format!("snips(rowid, {listed})")));
         for (i, (name, _)) in COLUMNS.iter().enumerate() {
             let column = [
                 Column::Name,

@@ -1,15 +1,23 @@
 //! Snippets of the sessions a query shows, cut from their text read again
 //! from the session files: the store keeps the words only in its full-text
 //! index (which cannot give them back), and where each entry's line starts.
-//! The few entries of a shown session's best ranking row are read at those
-//! offsets, checked to be the entries stored there (a file rewritten since
-//! the last update gives no snippet, not a wrong one), redacted as the
-//! update redacted them, and put in a scratch full-text table of the
+//! The few entries of each shown session's best ranking row are read at
+//! those offsets, checked to be the entries stored there (a file rewritten
+//! since the last update gives no snippet, not a wrong one), redacted by the
+//! reader as the update's were, and put in a scratch full-text table of the
 //! connection, where FTS5's `snippet()` marks the query's words.
+//!
+//! The scratch rows of all the shown sessions are written by one statement
+//! inside a savepoint that is always rolled back ([`Scratch`]): FTS5 keeps
+//! them in its in-memory pending terms, which its queries read, and the
+//! rollback discards them. Written row by row in autocommit, as before, each
+//! row was flushed to a segment of its own, the segments merged, and the
+//! rows deleted again (which tokenizes their text a second time): 1-5 ms of
+//! a shown session's snippet, most of a slow query.
 
 use std::path::Path;
 
-use rusqlite::OptionalExtension;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::rank::Snippet;
 use super::rows::{entry_text, TextRow, CHUNK_BYTES};
@@ -29,26 +37,95 @@ struct TextEntry {
     line: u64,
 }
 
+/// A shown session whose snippets are cut: its file and its best ranking row.
+pub(super) struct Shown<'p> {
+    pub path: &'p Path,
+    pub chunk: i64,
+}
+
+/// The scratch table, open for one query's snippets: a savepoint that is
+/// rolled back when it is dropped, so its rows never outlive the query (nor
+/// reach a segment: FTS5 flushes its pending terms only when a transaction
+/// commits, or at a savepoint of a transaction it is already in).
+struct Scratch<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> Scratch<'c> {
+    fn open(store: &'c Store) -> rusqlite::Result<Scratch<'c>> {
+        if !store.scratch.get() {
+            store.conn.execute_batch(schema::CREATE_SNIPPET_TABLE)?;
+            store.scratch.set(true);
+        }
+        store.conn.execute_batch(schema::OPEN_SCRATCH)?;
+        Ok(Scratch { conn: &store.conn })
+    }
+
+    /// Write `rows` in one statement (each statement of a transaction is a
+    /// savepoint, at which FTS5 would flush the rows written before).
+    fn write(&self, rows: &[TextRow]) -> rusqlite::Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<serde_json::Value> = rows.iter().map(TextRow::to_json).collect();
+        let rows = serde_json::Value::Array(rows).to_string();
+        self.conn
+            .prepare_cached(schema::INSERT_SNIPPET_ROWS)?
+            .execute([rows])?;
+        Ok(())
+    }
+}
+
+impl Drop for Scratch<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.conn.execute_batch(schema::DISCARD_SCRATCH) {
+            tracing::debug!("search index: scratch rows not rolled back: {e}");
+        }
+    }
+}
+
 impl Store {
-    /// Up to two snippets of the session in file `path` whose best ranking
-    /// row is `best`: its rows matching the first of `exprs` that finds any,
-    /// then the next. The last, the prefix, only when the others found
-    /// nothing (see `rank::snippet_expressions`).
+    /// Up to two snippets of each of the `shown` sessions: the rows of its
+    /// best ranking row matching the first of `exprs` that finds any, then
+    /// the next. The last, the prefix, only when the others found nothing
+    /// (see `rank::snippet_expressions`).
     pub(super) fn snippets(
         &self,
-        path: &Path,
+        shown: &[Shown<'_>],
+        exprs: &[String],
+    ) -> rusqlite::Result<Vec<Vec<Snippet>>> {
+        let scratch = Scratch::open(self)?;
+        let mut rows = Vec::new();
+        let mut entries = Vec::with_capacity(shown.len());
+        for s in shown {
+            entries.push(self.scratch_rows(s.path, s.chunk, &mut rows)?);
+        }
+        scratch.write(&rows)?;
+        shown
+            .iter()
+            .zip(&entries)
+            .map(|(s, entries)| self.cut(s.chunk, entries, exprs))
+            .collect()
+    }
+
+    /// The snippets of the scratch rows of the ranking row `best`, whose
+    /// entries are `entries`.
+    fn cut(
+        &self,
         best: i64,
+        entries: &[TextEntry],
         exprs: &[String],
     ) -> rusqlite::Result<Vec<Snippet>> {
-        let entries = self.scratch_rows(path, best)?;
-        let first = rowids(best / SPAN).0;
+        let (first, last) = rowids(best / SPAN);
         let mut find = self.conn.prepare_cached(schema::SNIPPETS)?;
         let (mut seen, mut snippets) = (Vec::new(), Vec::new());
         for (i, expr) in exprs.iter().enumerate() {
             if seen.len() == 2 || (i == exprs.len() - 1 && i > 0 && !seen.is_empty()) {
                 break;
             }
-            let rows = find.query_map([expr], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let rows = find.query_map(rusqlite::params![expr, first, last], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
             for row in rows {
                 let (rowid, text): (i64, String) = row?;
                 if seen.len() == 2 || seen.contains(&rowid) {
@@ -75,28 +152,25 @@ impl Store {
         Ok(snippets)
     }
 
-    /// Fill the scratch table with the text of the ranking row `best` (the
-    /// meta row, or the entries of one chunk read again from `path`);
-    /// returns the entries put there.
-    fn scratch_rows(&self, path: &Path, best: i64) -> rusqlite::Result<Vec<TextEntry>> {
-        if !self.scratch.get() {
-            self.conn.execute_batch(schema::CREATE_SNIPPET_TABLE)?;
-            self.scratch.set(true);
-        }
-        self.conn.execute(schema::CLEAR_SNIPPETS, [])?;
+    /// The scratch rows of the ranking row `best` (the meta row, or the
+    /// entries of one chunk read again from `path`), added to `rows`;
+    /// returns the entries among them.
+    fn scratch_rows(
+        &self,
+        path: &Path,
+        best: i64,
+        rows: &mut Vec<TextRow>,
+    ) -> rusqlite::Result<Vec<TextEntry>> {
         let (first, last) = rowids(best / SPAN);
-        let mut insert = self.conn.prepare_cached(schema::INSERT_SNIPPET_ROW)?;
         if best == first {
-            if let Some(row) = self.meta_row(best)? {
-                insert.execute(rusqlite::params_from_iter(row.params()))?;
-            }
+            rows.extend(self.meta_row(best)?);
             return Ok(Vec::new());
         }
         let entries = self.chunk_entries(best, last)?;
         for (entry, text) in read_texts(path, &entries) {
             let mut row = TextRow::new(entry.rowid);
             row.columns[entry.column as usize] = text;
-            insert.execute(rusqlite::params_from_iter(row.params()))?;
+            rows.push(row);
         }
         Ok(entries)
     }
