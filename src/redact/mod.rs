@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::sync::{LazyLock, OnceLock};
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use regex::bytes::{Captures, Match, Regex, RegexBuilder};
 use serde::Deserialize;
 
@@ -105,8 +105,13 @@ static ENGINE: LazyLock<Engine> = LazyLock::new(|| {
             });
         }
     }
+    // A DFA: the overlapping search steps through every byte of every text
+    // (most texts hold some keyword, so no prefilter skips them), and the
+    // default contiguous NFA's steps, with their failure transitions, made it
+    // 40% of the redaction; the DFA costs ~0.75 MB.
     let keywords = AhoCorasick::builder()
         .ascii_case_insensitive(true)
+        .kind(Some(AhoCorasickKind::DFA))
         .build(&keywords)
         .expect("keywords build");
     Engine {
