@@ -100,22 +100,31 @@ impl Corpus {
     /// Writes the targets and the distractors, and builds the store from
     /// them, in a temporary directory, or under `$SEARCH_EVAL_KEEP/<corpus>`
     /// (kept, to look at or to search with the CLI's `--agent-dir`). With
-    /// `model`, the store's embedding job then embeds every pending passage.
+    /// `SEARCH_EVAL_REUSE=1` a corpus kept there is ranked again as it is
+    /// (nothing written, nothing left to embed): a fusion change measured in
+    /// seconds instead of an embedding run. With `model`, the store's
+    /// embedding job then embeds every pending passage.
     pub fn build(&self, model: Option<&Path>) -> Built {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let agent = match std::env::var_os("SEARCH_EVAL_KEEP") {
+        let reuse = std::env::var_os("SEARCH_EVAL_REUSE").is_some();
+        let (agent, kept) = match std::env::var_os("SEARCH_EVAL_KEEP") {
             Some(keep) => {
                 let agent =
                     PathBuf::from(keep).join(format!("{}-{}", self.distractors.name(), self.count));
-                let _ = std::fs::remove_dir_all(&agent);
-                agent
+                let kept = reuse && agent.join("sessions").is_dir();
+                if !kept {
+                    let _ = std::fs::remove_dir_all(&agent);
+                }
+                (agent, kept)
             }
-            None => dir.path().to_path_buf(),
+            None => (dir.path().to_path_buf(), false),
         };
         let started = Instant::now();
-        let targets = copy_targets(&agent);
-        assert!(targets >= 32, "the targets: {targets} files");
-        self.distractors.write(&agent, self.count);
+        if !kept {
+            let targets = copy_targets(&agent);
+            assert!(targets >= 32, "the targets: {targets} files");
+            self.distractors.write(&agent, self.count);
+        }
         let write_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
         let mut store = Store::open(&agent)
