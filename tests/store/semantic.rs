@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::support::model::model_dir;
 use crate::support::search::{hit_ids, store_updated, top5, write_meta, Writer};
 use serde_json::json;
-use session_index::store::EmbedStatus;
+use session_index::store::{EmbedStatus, Query};
 
 /// Sessions on unrelated subjects; the one about 429s never says "throttled".
 fn sessions(agent: &Path) {
@@ -166,6 +166,47 @@ fn a_paraphrase_finds_its_session_once_passages_are_embedded() {
     std::fs::remove_file(path.expect("the retries session")).expect("delete it");
     let index = store_updated(agent, Some(model));
     assert!(!hit_ids(&top5(&index, "getting throttled")).contains(&"retries".to_string()));
+}
+
+/// A long answer's last paragraph is embedded too: a long turn is split
+/// into passages, all of them, not cut after its first two (what the store
+/// did before; the dense ranking then never saw what a user remembers from
+/// deep inside an answer).
+#[test]
+fn a_detail_at_the_end_of_a_long_answer_is_found_by_meaning() {
+    let Some(model) = model_dir() else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    sessions(agent);
+    let mut long = Writer::new(agent, "/p/ops", "long-answer");
+    long.user("Tidy up the settings page layout.");
+    let layout = "The settings page now uses a flexbox column; the header stays fixed \
+                  while the list of options scrolls underneath it. "
+        .repeat(40);
+    long.assistant(&format!(
+        "{layout}\n\nOne more thing: the nightly backup job now compresses the database \
+         dump with zstd before uploading it to the S3 bucket."
+    ));
+    let mut index = store_updated(agent, Some(model));
+    let encoder = index.encoder(1).expect("the model loads");
+    let report = index
+        .embed_pending(&encoder, None, &mut |_| {})
+        .expect("embed");
+    assert!(
+        report.passages >= 16,
+        "{report:?}: the long answer is ~800 word pieces, 7 passages or more"
+    );
+    let query = Query {
+        limit: 3,
+        ..Query::parse("nightly backup compressed with zstd before the upload to S3")
+            .expect("a valid query")
+    };
+    let dense = index.search_dense(&query).expect("search");
+    assert_eq!(
+        hit_ids(&dense).first().map(String::as_str),
+        Some("long-answer"),
+        "the answer's last passage is embedded"
+    );
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
