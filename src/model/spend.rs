@@ -197,8 +197,17 @@ pub fn read(meta_dir: &Path) -> std::io::Result<Ledger> {
 /// ledger that cannot be read counts as the cap reached: what was spent
 /// today is not known.
 pub fn over_cap(cap: Option<f64>, meta_dir: &Path) -> Option<String> {
+    cap_reached(&read(meta_dir), cap, meta_dir)
+}
+
+/// [`over_cap`] of a ledger [`read`] already.
+pub fn cap_reached(
+    ledger: &std::io::Result<Ledger>,
+    cap: Option<f64>,
+    meta_dir: &Path,
+) -> Option<String> {
     let cap = cap?;
-    match read(meta_dir) {
+    match ledger {
         Ok(ledger) => ledger.over_cap(cap, meta_dir),
         Err(e) => Some(format!(
             "today's spending is unknown: the spending ledger in {} cannot be read ({e}), so \

@@ -85,9 +85,6 @@ pub fn config(explicit: Option<&Path>, agent_dir: &Path) -> Result<Config, Failu
     Ok(loaded.config)
 }
 
-/// The search index of the agent directory `dir` (the one store of what is known about
-/// sessions), keeping out what the config's `privacy.exclude` names, brought
-/// up to date for at most a second unless `wait` ([`stale_note`] says what is left).
 /// An agent directory's store, brought up to date, and the config it was
 /// opened under.
 pub struct Opened {
@@ -105,6 +102,9 @@ impl Opened {
     }
 }
 
+/// The search index of the agent directory `dir` (the one store of what is known about
+/// sessions), keeping out what the config's `privacy.exclude` names, brought
+/// up to date for at most a second unless `wait` ([`stale_note`] says what is left).
 pub fn index(
     cmd: &'static str,
     dir: &Path,

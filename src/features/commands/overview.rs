@@ -36,9 +36,9 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
     let everywhere = survey(&rows, &meta_dir, None);
     let here = survey(&rows, &meta_dir, Some(&call.ctx.cwd));
     let ledger = crate::model::spend::read(&meta_dir);
-    let spent_line = spent_line(config, &ledger, &services.spent);
-    let session = spent_by_this_process(&services.spent);
-    let over = crate::model::spend::over_cap(services.config.spending.daily_cap_usd, &meta_dir);
+    let session = services.spent.lock().map(|s| *s).unwrap_or_default();
+    let spent_line = spent_line(config, &ledger, session);
+    let over = crate::model::spend::cap_reached(&ledger, config.spending.daily_cap_usd, &meta_dir);
     let health = match (services.config_ok(), over) {
         (false, _) => "config invalid: indexing is off",
         (true, Some(_)) => "daily spending cap reached: automatic indexing paused",
@@ -167,18 +167,9 @@ fn newest_meta(meta_dir: &Path) -> Option<SessionMeta> {
     crate::store::meta::read_path(&newest.1).ok().flatten()
 }
 
-fn spent_by_this_process(spent: &std::sync::Mutex<Spent>) -> Spent {
-    spent.lock().map(|s| *s).unwrap_or_default()
-}
-
 /// `Spent: this session …; today … (cap); all time …`, or why the ledger
 /// could not be read (never shown as zero).
-fn spent_line(
-    config: &Config,
-    ledger: &std::io::Result<Ledger>,
-    spent: &std::sync::Mutex<Spent>,
-) -> String {
-    let session = spent_by_this_process(spent);
+fn spent_line(config: &Config, ledger: &std::io::Result<Ledger>, session: Spent) -> String {
     let cap = config
         .spending
         .daily_cap_usd
