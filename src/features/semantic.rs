@@ -11,21 +11,16 @@
 
 use std::path::{Path, PathBuf};
 
-use sentence_embed::{ModelSpec, MINILM_L6_V2};
-
 use crate::config::SearchConfig;
 
-/// The sentence encoder semantic search ranks with.
-pub const MODEL: &ModelSpec = &MINILM_L6_V2;
+/// The sentence encoder semantic search ranks with, and where
+/// [`INSTALL`] puts it for an agent directory
+/// (`<agent dir>/session-index/models/all-MiniLM-L6-v2/`): the store's,
+/// whose vectors come from it.
+pub use crate::store::{model_dir, MODEL};
 
 /// The command that installs it.
 pub const INSTALL: &str = "session-index model install";
-
-/// Where [`INSTALL`] puts the model for an agent directory:
-/// `<agent dir>/session-index/models/all-MiniLM-L6-v2/`.
-pub fn model_dir(agent_dir: &Path) -> PathBuf {
-    MODEL.dir_in(&sentence_embed::models_dir(agent_dir))
-}
 
 /// The model's size on disk, in bytes.
 pub fn model_bytes() -> u64 {

@@ -8,12 +8,13 @@ use crate::redact::redact;
 use crate::text::one_line;
 
 /// Every model the host may answer with before its fallback: the selected
-/// `key` and the configured `modelKeys` (not the plugin's own `local/` ones).
+/// `key` and the configured `modelKeys` (not the plugin's own `local/` ones),
+/// each once.
 pub(super) fn answerable_keys<'a>(
     config: &'a Config,
     key: &'a str,
 ) -> impl Iterator<Item = &'a str> + 'a {
-    std::iter::once(key).chain(candidates(config))
+    std::iter::once(key).chain(candidates(config).filter(move |k| *k != key))
 }
 
 fn candidates(config: &Config) -> impl Iterator<Item = &str> + '_ {

@@ -14,14 +14,19 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rusqlite::Connection;
-use sentence_embed::{Embedding, Encoder, EncoderOptions, Int8Vector, VectorSet, MINILM_L6_V2};
+use sentence_embed::{
+    Embedding, Encoder, EncoderOptions, Int8Vector, ModelSpec, VectorSet, MINILM_L6_V2,
+};
 
 use super::schema::{self, SPAN};
+
+/// The sentence encoder the store's vectors come from.
+pub const MODEL: &ModelSpec = &MINILM_L6_V2;
 
 /// Where the model is installed for an agent directory:
 /// `<agent dir>/session-index/models/all-MiniLM-L6-v2`.
 pub fn model_dir(agent_dir: &Path) -> PathBuf {
-    MINILM_L6_V2.dir_in(&sentence_embed::models_dir(agent_dir))
+    MODEL.dir_in(&sentence_embed::models_dir(agent_dir))
 }
 
 /// Width of the model's vectors.
