@@ -19,12 +19,25 @@ const priceOf = (m: { cost: { input: number; output: number } }) => m.cost.input
 
 type PiModel = NonNullable<ExtensionContext["model"]>;
 
-/** The most `request` can cost on `model` at pi's price: every byte of the request an input token
- * (no tokenizer makes more tokens than bytes) and all of `maxTokens` as output. */
+/** What `complete` appends to the system prompt for a request with a JSON schema: providers
+ * without a structured-output switch still get the contract in words. */
+function schemaInstructions(request: CompletionRequest): string {
+	if (!request.jsonSchema) return "";
+	return `\n\nAnswer with one JSON object (no prose, no code fence) matching this JSON schema:\n${JSON.stringify(request.jsonSchema)}`;
+}
+
+/** The most `request` can cost on `model` at pi's price: every byte sent an input token (no
+ * tokenizer makes more tokens than bytes) and all of `maxTokens` as output. The bytes sent are the
+ * system prompt with its schema instructions, the messages, and the schema once more where the
+ * API takes it as a structured-output switch. */
 function worstCaseUsd(model: PiModel, request: CompletionRequest): number {
-	const bytes = [request.system, JSON.stringify(request.jsonSchema ?? ""), ...request.messages.map((m) => m.content)]
-		.map((text) => Buffer.byteLength(text))
-		.reduce((a, b) => a + b, 0);
+	const sent = [
+		request.system,
+		schemaInstructions(request),
+		request.jsonSchema ? JSON.stringify(request.jsonSchema) : "",
+		...request.messages.map((m) => m.content),
+	];
+	const bytes = sent.map((text) => Buffer.byteLength(text)).reduce((a, b) => a + b, 0);
 	return (bytes * model.cost.input + request.maxTokens * model.cost.output) / 1_000_000;
 }
 
@@ -89,11 +102,7 @@ export async function complete(ctx: ExtensionContext, request: CompletionRequest
 	const auth = await ctx.modelRegistry.getApiKeyAndHeaders(model);
 	if (!auth.ok) throw new Error(`${modelKey(model)}: no credentials: ${auth.error}`);
 
-	let systemPrompt = request.system;
-	if (request.jsonSchema) {
-		// Providers without a structured-output switch still get the contract in words.
-		systemPrompt += `\n\nAnswer with one JSON object (no prose, no code fence) matching this JSON schema:\n${JSON.stringify(request.jsonSchema)}`;
-	}
+	const systemPrompt = request.system + schemaInstructions(request);
 	const now = Date.now();
 	const messages = request.messages.map((m) =>
 		m.role === "assistant"

@@ -79,6 +79,11 @@ impl<'a> ModelEnv<'a> {
 /// Answers requested at most per [`SelectedModel::complete_json`] call (1 + 2 retries).
 pub const MAX_ATTEMPTS: u32 = 3;
 
+/// Room in a call's worst case for the words a request puts around a task's
+/// schema in the prompt (anthropic.rs without structured outputs, the host's
+/// bridge: both under 100 bytes).
+const SCHEMA_WORDS_BYTES: usize = 128;
+
 /// A request for one JSON object matching `schema`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JsonTask {
@@ -303,7 +308,9 @@ impl SelectedModel {
         turns: &[ChatMessage],
         task: &JsonTask,
     ) -> MaxCost {
-        let schema = task.schema.to_string().len();
+        // The schema may be sent twice: as the output format and, with the
+        // words around it, in the system prompt.
+        let schema = 2 * task.schema.to_string().len() + SCHEMA_WORDS_BYTES;
         let input = system.len() + schema + turns.iter().map(|t| t.content.len()).sum::<usize>();
         let worst_case = |price: Price| {
             (input as f64 * price.input_per_mtok

@@ -67,3 +67,14 @@ test("the cheapest and session fallbacks are held to the limit too", () => {
 	assert.throws(() => pickModel(ctx, ask({ ...unknown, fallback: "session", maxCostUsd: 0.001 })), (e) => e.message.startsWith(OVER_CAP));
 	assert.throws(() => pickModel(ctx, ask({ ...unknown, maxCostUsd: 0.001 })), (e) => e.message.startsWith(UNAVAILABLE), "no fallback: unavailable, as before");
 });
+
+test("the worst case counts what is sent with a schema: its instructions and the schema as the output format", () => {
+	const jsonSchema = { type: "object", properties: { title: { type: "string" } } };
+	// Enough for the messages, the schema once and 40 bytes more at mock-main's price: less than
+	// the instructions the bridge appends to the system prompt, so mock-main no longer fits.
+	const schemaBytes = JSON.stringify(jsonSchema).length;
+	const maxCostUsd = ((9_998 + schemaBytes + 40) * 3 + 1000 * 15) / 1_000_000;
+	const request = ask({ model: "mock/mock-main", candidates: ["mock/mock-cheap"], jsonSchema, maxCostUsd });
+	assert.equal(picked(request), "mock/mock-cheap");
+	assert.equal(picked({ ...request, jsonSchema: undefined }), "mock/mock-main", "without a schema it fits");
+});

@@ -869,9 +869,13 @@ fn a_host_is_told_the_most_it_may_spend_under_the_cap() {
         host.requests()[0].clone()
     };
     let priced = ask("offline");
+    // Every byte sent: the system prompt, the schema twice (as the output
+    // format and in the prompt) with 128 bytes for the words around it, the
+    // messages.
     let request_bytes = |request: &pi_ext_abi::protocol::CompletionRequest| {
         request.system.len()
-            + request.json_schema.as_ref().unwrap().to_string().len()
+            + 2 * request.json_schema.as_ref().unwrap().to_string().len()
+            + 128
             + request
                 .messages
                 .iter()
