@@ -67,38 +67,56 @@ fn evaluate(
     (built.describe(corpus), ranks)
 }
 
-/// Fails when `ranking` finds fewer holdout targets in its top 3 than
-/// `floor` (of 72) among `count` `distractors`. Only that ranking runs, to
-/// the table's top 10: the report compares the rankings.
-fn holdout_floor(
-    distractors: Distractors,
-    count: usize,
-    model: Option<&Path>,
+/// A ranking's least holdout top-3 (of 72).
+#[derive(Debug, Clone, Copy)]
+struct Floor {
     ranking: Ranking,
-    floor: usize,
-) {
+    top3: usize,
+}
+
+/// Fails when a ranking of `floors` finds fewer holdout targets in its top
+/// 3 than its floor among `count` `distractors`. Only those rankings run,
+/// to the table's top 10, on one built corpus: the report compares them all.
+fn holdout_floors(distractors: Distractors, count: usize, model: Option<&Path>, floors: &[Floor]) {
     let queries = queries();
     let corpus = Corpus { distractors, count };
-    let (described, rankings) = evaluate(&corpus, model, &[ranking], FLOOR_DEPTH);
+    let wanted: Vec<Ranking> = floors.iter().map(|f| f.ranking).collect();
+    let (described, rankings) = evaluate(&corpus, model, &wanted, FLOOR_DEPTH);
     eprintln!("{}", table(&described, &queries, &rankings, Half::Tune));
     eprintln!("{}", table(&described, &queries, &rankings, Half::Holdout));
-    let ranks = rankings
+    let below: Vec<String> = floors
         .iter()
-        .find(|r| r.ranking == ranking.name())
-        .expect("the ranking ran: its store was built");
-    let holdout = tally(&queries, ranks, Half::Holdout, Row::All);
+        .filter_map(|floor| {
+            let ranks = rankings
+                .iter()
+                .find(|r| r.ranking == floor.ranking.name())
+                .expect("the ranking ran: its store was built");
+            let holdout = tally(&queries, ranks, Half::Holdout, Row::All);
+            (holdout.top3 < floor.top3).then(|| {
+                format!(
+                    "{}: holdout top-3 {}/{} is below the floor {}",
+                    floor.ranking.name(),
+                    holdout.top3,
+                    holdout.queries,
+                    floor.top3
+                )
+            })
+        })
+        .collect();
     assert!(
-        holdout.top3 >= floor,
-        "{}, {}: holdout top-3 {}/{} is below the floor {floor}",
+        below.is_empty(),
+        "{}: {}",
         corpus.describe(),
-        ranking.name(),
-        holdout.top3,
-        holdout.queries
+        below.join("; ")
     );
 }
 
-fn lexical_floor(distractors: Distractors, floor: usize) {
-    holdout_floor(distractors, CI_DISTRACTORS, None, Ranking::Lexical, floor);
+fn lexical_floor(distractors: Distractors, top3: usize) {
+    let floor = Floor {
+        ranking: Ranking::Lexical,
+        top3,
+    };
+    holdout_floors(distractors, CI_DISTRACTORS, None, &[floor]);
 }
 
 /// Measured when written: holdout top-3 64/72 (tune 63/70); the floor
@@ -153,23 +171,34 @@ fn report() {
 }
 
 /// Generated distractors around the targets for the fused floor in CI: the
-/// model embeds every passage of the corpus (1,178 passages, 116 CPU-s of
-/// the test's 143 in a debug build).
+/// model embeds every passage of the corpus (1,261 passages, 130 CPU-s of
+/// the test's 309 s in a debug build on a loaded machine).
 const CI_FUSED_DISTRACTORS: usize = 100;
 
-/// With the model: the store's fused ranking keeps its measured holdout
-/// top-3 among [`CI_FUSED_DISTRACTORS`] generated distractors. Measured
-/// when written: 65/72 (90.3%; lexical alone 67/72, dense alone 63/72;
-/// tune: fused 66/70, lexical 65/70). The issue asks >= 90%: the floor is
-/// the measured value minus one query (64/72, 88.9%), not 90%.
+/// With the model: the store's fused ranking, and its dense half alone,
+/// keep their measured holdout top-3 among [`CI_FUSED_DISTRACTORS`]
+/// generated distractors, each floor the measured value minus one query.
+/// Measured when written (a400d21, every passage embedded): fused 67/72
+/// (93.1%), dense 64/72 (tune: fused 66/70, dense 64/70). The dense floor is
+/// what catches a broken dense side: the fusion alone could fall back to the
+/// lexical ranking's 67/72 and pass.
 #[test]
 fn fused_holdout_floor_among_generated_distractors() {
     let Some(model) = model_dir() else { return };
-    holdout_floor(
+    let floors = [
+        Floor {
+            ranking: Ranking::Fused,
+            top3: 66,
+        },
+        Floor {
+            ranking: Ranking::Dense,
+            top3: 63,
+        },
+    ];
+    holdout_floors(
         Distractors::Generated,
         CI_FUSED_DISTRACTORS,
         Some(model),
-        Ranking::Fused,
-        64,
+        &floors,
     );
 }
