@@ -10,8 +10,8 @@
 //! a session is indexed and asked about (a mock provider on loopback).
 //!
 //! The tuned formats (`tuned.toml`, `held-out-1.toml`, `held-out-2.toml`)
-//! must not leak anywhere. The held-out formats (`held-out-3.toml`, never
-//! tuned on) may
+//! must not leak anywhere. The held-out formats (`held-out-3.toml` and
+//! `held-out-4.toml`, never tuned on) may
 //! leak only where the rules themselves miss them: an output path that
 //! shows a held-out secret the redaction pass catches is a path that skipped
 //! the pass. Run with `--nocapture` for the per-path counts.
@@ -48,7 +48,10 @@ const TUNED: [&str; 3] = [
     include_str!("../fixtures/secrets/held-out-1.toml"),
     include_str!("../fixtures/secrets/held-out-2.toml"),
 ];
-const HELD_OUT: [&str; 1] = [include_str!("../fixtures/secrets/held-out-3.toml")];
+const HELD_OUT: [&str; 2] = [
+    include_str!("../fixtures/secrets/held-out-3.toml"),
+    include_str!("../fixtures/secrets/held-out-4.toml"),
+];
 
 /// The word that finds session `i` in a search (next to every planted copy).
 fn marker(i: usize) -> String {
