@@ -1,6 +1,7 @@
 //! Semantic ranking inside pi: the search index's pending passages embedded
 //! in the background, when the model is installed (`session-index model
-//! install`). One job per agent directory, on one encoder thread, in slices
+//! install`). One job per agent directory, on one encoder thread of its own
+//! at the lowest CPU priority (queries rank on another), in slices
 //! of [`SLICE`] (a slice re-runs the job while passages are left, so a
 //! shutdown waits for one slice at most and stops the rest), the status line
 //! saying how many are left. Queries never wait for it: they rank with what
@@ -53,7 +54,7 @@ fn embed_slice(services: &Arc<Services>, agent_dir: &std::path::Path) -> bool {
             return false;
         }
     };
-    let Some(encoder) = index.encoder(1) else {
+    let Some(encoder) = index.background_encoder() else {
         return false;
     };
     match index.embed_pending(&encoder, Some(SLICE), &mut |_| {}) {

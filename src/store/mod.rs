@@ -275,6 +275,14 @@ impl Store {
         vectors::encoder(self.model.as_deref()?, threads)
     }
 
+    /// The encoder a backfill in the background embeds with: the weights of
+    /// [`Store::encoder`]`(1)` on a pool of its own at the lowest CPU
+    /// priority, so queries never wait for it; `None` when the model is not
+    /// installed.
+    pub fn background_encoder(&self) -> Option<std::sync::Arc<sentence_embed::Encoder>> {
+        vectors::background_encoder(self.model.as_deref()?)
+    }
+
     fn open_at(path: &Path) -> Result<Store, StoreError> {
         let sql = |source| StoreError::Sql {
             path: path.to_path_buf(),

@@ -37,6 +37,9 @@ pub(super) const VECTOR_BYTES: usize = Int8Vector::byte_len(DIMS);
 /// A loaded model, by directory and thread count.
 type Loaded = Vec<(PathBuf, usize, Arc<Encoder>)>;
 
+/// The background encoder of a model directory.
+type Background = Vec<(PathBuf, Arc<Encoder>)>;
+
 /// The encoder of the model in `dir` running on `threads` threads, loaded
 /// once per process; `None` when the model is not installed there. A model
 /// that is there but does not load is logged and `None`.
@@ -62,6 +65,35 @@ pub(super) fn encoder(dir: &Path, threads: usize) -> Option<Arc<Encoder>> {
         }
         Err(e) => {
             tracing::warn!("semantic search is off: {e}");
+            None
+        }
+    }
+}
+
+/// The encoder of the model in `dir` for a backfill nobody waits for: the
+/// weights of [`encoder`]`(dir, 1)`, on a one-thread pool of its own at the
+/// lowest CPU priority, loaded once per process. A query's encoder is another
+/// pool, so a query never waits for the backfill's batch in progress.
+pub(super) fn background_encoder(dir: &Path) -> Option<Arc<Encoder>> {
+    static BACKGROUND: OnceLock<Mutex<Background>> = OnceLock::new();
+    let background = BACKGROUND.get_or_init(Default::default);
+    let mut background = background.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, encoder)) = background.iter().find(|(d, _)| d == dir) {
+        return Some(encoder.clone());
+    }
+    let options = EncoderOptions {
+        threads: 1,
+        background: true,
+        ..EncoderOptions::default()
+    };
+    match encoder(dir, 1)?.sharing_weights(&options) {
+        Ok(encoder) => {
+            let encoder = Arc::new(encoder);
+            background.push((dir.to_path_buf(), encoder.clone()));
+            Some(encoder)
+        }
+        Err(e) => {
+            tracing::warn!("semantic search cannot embed in the background: {e}");
             None
         }
     }

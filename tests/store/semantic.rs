@@ -100,6 +100,7 @@ fn without_the_model_search_stays_lexical() {
     // The model directory named but not installed there.
     let index = store_updated(agent, Some(&agent.join("no-model")));
     assert!(index.encoder(1).is_none());
+    assert!(index.background_encoder().is_none());
     assert!(top5(&index, "getting throttled").is_empty());
     assert_eq!(
         hit_ids(&top5(&index, "exponential backoff")),
@@ -220,4 +221,31 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// The backfill never holds a query up: it embeds on an encoder of its own
+/// (the same weights, another pool) at the lowest CPU priority, and gives the
+/// query's encoder the same vectors.
+#[test]
+fn the_backfill_embeds_on_its_own_low_priority_pool() {
+    let Some(model) = model_dir() else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let index = store_updated(dir.path(), Some(model));
+    let query = index.encoder(1).expect("the model is installed");
+    let background = index.background_encoder().expect("the model is installed");
+    assert!(!std::sync::Arc::ptr_eq(&query, &background));
+    assert!(std::sync::Arc::ptr_eq(
+        &background,
+        &index.background_encoder().expect("loaded once")
+    ));
+    let text = "the client waits and retries after a 429";
+    let cosine = query
+        .embed_query(text)
+        .expect("embeds")
+        .cosine(&background.embed_query(text).expect("embeds"));
+    assert!(cosine > 0.99999, "{cosine}");
+    if cfg!(target_os = "linux") {
+        assert_eq!(background.pool_priority(), 19);
+        assert!(query.pool_priority() < 19);
+    }
 }

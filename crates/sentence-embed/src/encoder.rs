@@ -9,6 +9,13 @@
 //! which bounds the attention matrices (batch × 12 heads × len²) and so the memory.
 //! The work runs on the encoder's own thread pool of [`EncoderOptions::threads`]
 //! threads, so a background backfill can use one core while a query uses another.
+//! A backfill takes its own encoder ([`Encoder::sharing_weights`]: the same
+//! weights, another pool, at the lowest CPU priority with
+//! [`EncoderOptions::background`]): on a shared pool a query would wait for the
+//! backfill's batch in progress (seconds), and the backfill would compete with
+//! the user's own work at full priority.
+
+use std::sync::Arc;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -33,6 +40,9 @@ pub struct EncoderOptions {
     pub threads: usize,
     /// The most word pieces one batch holds, padding included.
     pub batch_pieces: usize,
+    /// The pool's threads run at the lowest CPU priority (nice 19 on Linux,
+    /// background QoS on macOS), for work nobody waits for.
+    pub background: bool,
 }
 
 impl Default for EncoderOptions {
@@ -41,6 +51,7 @@ impl Default for EncoderOptions {
         Self {
             threads,
             batch_pieces: 4096,
+            background: false,
         }
     }
 }
@@ -73,8 +84,7 @@ struct Pieces {
 /// threads (each call runs on the encoder's pool).
 pub struct Encoder {
     tokenizer: Tokenizer,
-    embeddings: Embeddings,
-    layers: BertEncoder,
+    weights: Arc<Weights>,
     cls: u32,
     sep: u32,
     pool: rayon::ThreadPool,
@@ -107,25 +117,36 @@ impl Encoder {
         };
         let (cls, sep) = (special("[CLS]")?, special("[SEP]")?);
         let (embeddings, layers) = load_weights(&files.weights, &config)?;
-        let threads = options.threads.max(1);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("sentence-embed-{i}"))
-            .build()
-            .map_err(|e| EncoderError::Threads {
-                threads,
-                message: e.to_string(),
-            })?;
         Ok(Self {
             tokenizer,
-            embeddings,
-            layers,
+            weights: Arc::new(Weights { embeddings, layers }),
             cls,
             sep,
-            pool,
+            pool: thread_pool(options)?,
             batch_pieces: options.batch_pieces.max(MAX_PIECES),
             dims: config.hidden_size,
         })
+    }
+
+    /// Another encoder of the same model, sharing this one's weights (nothing
+    /// is loaded or copied but the tokenizer), on a pool of its own as
+    /// `options` say.
+    pub fn sharing_weights(&self, options: &EncoderOptions) -> Result<Self, EncoderError> {
+        Ok(Self {
+            tokenizer: self.tokenizer.clone(),
+            weights: self.weights.clone(),
+            cls: self.cls,
+            sep: self.sep,
+            pool: thread_pool(options)?,
+            batch_pieces: options.batch_pieces.max(MAX_PIECES),
+            dims: self.dims,
+        })
+    }
+
+    /// The CPU priority (nice value) of the pool's threads, as the system
+    /// reports it; 0 where it cannot be asked.
+    pub fn pool_priority(&self) -> i32 {
+        self.pool.install(priority::current)
     }
 
     /// Width of the vectors (384).
@@ -251,14 +272,14 @@ impl Encoder {
         }
         let device = Device::Cpu;
         let shape = (batch.len(), len);
-        let input = self.embeddings.forward(&ids, shape)?;
+        let input = self.weights.embeddings.forward(&ids, shape)?;
         // Attention ignores padding: f32::MIN is added to the scores of padded keys.
         let blocked: Vec<f32> = mask
             .iter()
             .map(|&m| if m == 1 { 0.0 } else { f32::MIN })
             .collect();
         let blocked = Tensor::from_vec(blocked, (batch.len(), 1, 1, len), &device)?;
-        let hidden = self.layers.forward(&input, &blocked)?;
+        let hidden = self.weights.layers.forward(&input, &blocked)?;
         let mask = Tensor::from_vec(mask, shape, &device)?;
         // Mean over the real pieces: padded positions are zeroed, then the sum is
         // divided by each text's piece count.
@@ -271,6 +292,66 @@ impl Encoder {
             .into_iter()
             .map(Embedding::normalized)
             .collect())
+    }
+}
+
+/// The model's weights, shared by the encoders of one load.
+struct Weights {
+    embeddings: Embeddings,
+    layers: BertEncoder,
+}
+
+/// The pool `options` ask for.
+fn thread_pool(options: &EncoderOptions) -> Result<rayon::ThreadPool, EncoderError> {
+    let threads = options.threads.max(1);
+    let background = options.background;
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("sentence-embed-{i}"))
+        .start_handler(move |_| {
+            if background {
+                priority::lowest();
+            }
+        })
+        .build()
+        .map_err(|e| EncoderError::Threads {
+            threads,
+            message: e.to_string(),
+        })
+}
+
+/// The calling thread's CPU priority. Best effort: a system that refuses
+/// leaves the thread as it was.
+mod priority {
+    /// Moves the calling thread (not the process) to the lowest priority.
+    pub fn lowest() {
+        // SAFETY: plain system calls on the calling thread, no pointers.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            // On Linux a thread id names that thread alone.
+            let thread = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, thread, 19);
+        }
+        #[cfg(target_os = "macos")]
+        unsafe {
+            libc::setpriority(libc::PRIO_DARWIN_THREAD, 0, libc::PRIO_DARWIN_BG);
+        }
+    }
+
+    /// The calling thread's nice value (0 where it cannot be asked).
+    pub fn current() -> i32 {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: as above.
+            unsafe {
+                let thread = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                libc::getpriority(libc::PRIO_PROCESS, thread)
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            0
+        }
     }
 }
 

@@ -155,6 +155,7 @@ fn a_text_gets_the_same_vector_alone_or_in_any_batch() {
         &EncoderOptions {
             threads: 1,
             batch_pieces: MAX_PIECES,
+            ..EncoderOptions::default()
         },
     )
     .unwrap();
@@ -271,4 +272,36 @@ fn a_paraphrase_finds_its_passage() {
         .map(|hit| texts[hit.index])
         .collect();
     assert!(best.iter().any(|t| t.contains("429")), "{best:?}");
+}
+
+/// A backfill's encoder: the same weights on a pool of its own whose threads
+/// run at the lowest priority, giving the same vectors; the encoder it shares
+/// with keeps its priority.
+#[test]
+fn an_encoder_sharing_weights_runs_on_its_own_pool_at_the_lowest_priority() {
+    let Some(dir) = model_dir() else { return };
+    let (reference, expected) = reference();
+    let foreground = encoder(dir);
+    let background = foreground
+        .sharing_weights(&EncoderOptions {
+            threads: 1,
+            background: true,
+            ..EncoderOptions::default()
+        })
+        .unwrap();
+    for (sentence, expected) in reference.sentences.iter().zip(&expected).take(5) {
+        let cosine = background
+            .embed_query(&sentence.text)
+            .unwrap()
+            .cosine(expected);
+        assert!(cosine > 0.999, "{:?}: cosine {cosine}", sentence.text);
+    }
+    let before = foreground.pool_priority();
+    if cfg!(target_os = "linux") {
+        assert_eq!(background.pool_priority(), 19);
+        assert!(
+            before < 19,
+            "the foreground pool keeps its priority: {before}"
+        );
+    }
 }
