@@ -154,6 +154,17 @@ fn readable_text_is_borrowed_and_unchanged() {
         "if line.starts_with(\"-----BEGIN\") { continue }",
         "const KEY_LENGTH: usize = 32;",
         "the bypass=true flag, passes: 3",
+        "fn admin(id: u64) -> Result<Admin, Error>",
+        "root -> left -> leaf2 in the tree",
+        "login => LoginPage, admin → dashboard",
+        "enter the password, then confirm it",
+        "the pin (see the README) is optional",
+        r"net use Z: \\srv\share /user:corp\bob",
+        "net use * /delete",
+        "echo $REGISTRY_TOKEN | docker login ghcr.io --password-stdin",
+        "the recovery code is printed once",
+        "backup key: ~/.ssh/id_ed25519",
+        "das Passwort ist geheim",
     ] {
         let out = redact(text);
         assert!(matches!(out, Cow::Borrowed(_)), "{text:?} became {out:?}");
