@@ -477,6 +477,10 @@ fn bulk_indexing_with_a_paid_model_shows_the_estimate_and_asks_first() {
     )
     .unwrap();
     let config = r#"{"modelKeys": ["openai/gpt-4.1-mini"], "useHostModels": false}"#;
+    // The search store up to date first: /index-all counts what the store
+    // holds, and a loaded machine can take longer than the command's update
+    // budget (1 s) to bring in even two new sessions.
+    drop(crate::support::search::store_updated(&agent.dir, None));
     let (instance, _host, ctx) = load(&agent, config);
     let asked = command(&instance, &ctx, "index-all", "");
     let [Action::Select { title, options }] = asked.actions.as_slice() else {
