@@ -9,9 +9,10 @@
 //! answer through the plugin's router, and the requests a model is sent when
 //! a session is indexed and asked about (a mock provider on loopback).
 //!
-//! The tuned formats (`tuned.toml`, `held-out-1.toml`, `held-out-2.toml`)
-//! must not leak anywhere. The held-out formats (`held-out-3.toml` and
-//! `held-out-4.toml`, never tuned on) may
+//! The tuned formats (`tuned.toml`, `held-out-1.toml` to `held-out-3.toml`:
+//! each held-out round became tuned once the rules were changed for its
+//! leaks) must not leak anywhere. The held-out formats (`held-out-4.toml`,
+//! written before the rules were changed for round 3, never tuned on) may
 //! leak only where the rules themselves miss them: an output path that
 //! shows a held-out secret the redaction pass catches is a path that skipped
 //! the pass. Run with `--nocapture` for the per-path counts.
@@ -43,15 +44,13 @@ fn corpus(files: &[&str]) -> Vec<Planted> {
         .collect()
 }
 
-const TUNED: [&str; 3] = [
+const TUNED: [&str; 4] = [
     include_str!("../fixtures/secrets/tuned.toml"),
     include_str!("../fixtures/secrets/held-out-1.toml"),
     include_str!("../fixtures/secrets/held-out-2.toml"),
-];
-const HELD_OUT: [&str; 2] = [
     include_str!("../fixtures/secrets/held-out-3.toml"),
-    include_str!("../fixtures/secrets/held-out-4.toml"),
 ];
+const HELD_OUT: [&str; 1] = [include_str!("../fixtures/secrets/held-out-4.toml")];
 
 /// The word that finds session `i` in a search (next to every planted copy).
 fn marker(i: usize) -> String {
