@@ -5,6 +5,8 @@
 //! snippets and the embedding job make them again from the same lines, read
 //! back from the session file (the store keeps no copy of the words).
 
+use std::borrow::Cow;
+
 use super::schema::{Column, COLUMNS};
 use crate::resolve::syntax::without_references;
 use crate::session::{text_joined, AgentMessage, Block, Entry, EntryKind};
@@ -37,7 +39,14 @@ impl EntryText {
 }
 
 /// An entry's role, and the column its text goes to (on the active branch)
-/// with the text, redacted.
+/// with the text, redacted: by the reader, which cleans every text an entry
+/// keeps, and by [`message_items`](crate::features::query::windows::message_items),
+/// which cleans again what it puts together (a tool's name with its output,
+/// a call's argument names with their values, a message's blocks). The items
+/// of one message are joined here with no further pass: they are one cleaned
+/// text cut in parts (a long user or assistant text) or a single item. (Each
+/// text was cleaned three times before; a search's snippets make these texts
+/// again for the sessions they show.)
 pub(super) fn entry_text(entry: &Entry) -> EntryText {
     let (role, text) = match &entry.kind {
         // Custom messages are extensions' injections (e.g. `@@` context from other sessions).
@@ -49,9 +58,13 @@ pub(super) fn entry_text(entry: &Entry) -> EntryText {
                 .map(|i| i.text.as_str())
                 .collect::<Vec<_>>()
                 .join("\n");
-            // `@@x` names another session: it must not make this one match `x`.
+            // `@@x` names another session: it must not make this one match
+            // `x`. What its removal brings together is cleaned again.
             let text = match m {
-                AgentMessage::User { .. } => without_references(&text).into_owned(),
+                AgentMessage::User { .. } => match without_references(&text) {
+                    Cow::Borrowed(_) => text,
+                    Cow::Owned(joined) => crate::redact::redact(&joined).into_owned(),
+                },
                 _ => text,
             };
             (m.role(), text)
@@ -65,7 +78,7 @@ pub(super) fn entry_text(entry: &Entry) -> EntryText {
         "toolResult" | "bashExecution" => Column::Tool,
         _ => Column::Assistant,
     };
-    let text = (!text.trim().is_empty()).then(|| crate::redact::redact(&text).into_owned());
+    let text = (!text.trim().is_empty()).then_some(text);
     EntryText { role, text, column }
 }
 

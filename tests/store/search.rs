@@ -669,3 +669,56 @@ fn an_at_reference_names_another_session_and_never_makes_this_one_match() {
         "the rest of the prompt is indexed"
     );
 }
+
+#[test]
+fn snippets_read_again_from_the_file_show_no_secret_of_any_entry() {
+    // The snippets are cut from each shown entry's text made again from its
+    // line, redacted by the reader and by the items of the message (not a
+    // third time as a whole): each entry kind with a secret beside a word
+    // that finds it, and a secret brought next to its label by the removal
+    // of an `@@` reference.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let key = "sk-ant-api03-Zq8vLr2Xw9Tb4Nc7Md1Pe6Hf3Jg5Ks0";
+    let token = "ghp_R8mVq2Lx7Tn4Wc9Pz1Hk6Jd3Fs5Gb0Ya2Ue";
+    let filler = "the walrus ledger was reconciled again ".repeat(70);
+    let mut w = Writer::new(agent, "/p", "leaky-snippets");
+    w.user(&format!("wombatone my key is {key} keep it"));
+    w.assistant(&format!("wombattwo the token {token} works"));
+    w.tool(
+        "bash",
+        json!({"command": format!("curl -H 'Authorization: Bearer {key}' wombatthree"), "token": token}),
+        &format!("wombatfour ANTHROPIC_API_KEY={key}\nGITHUB_TOKEN={token}"),
+    );
+    w.assistant(&format!("{filler}\nwombatfive {key} and {token}\n{filler}"));
+    w.user(&format!("wombatsix GITHUB_TOKEN=`@@older-session` {token}"));
+    let index = store_updated(agent, None);
+    for marker in [
+        "wombatone",
+        "wombattwo",
+        "wombatthree",
+        "wombatfour",
+        "wombatfive",
+        "wombatsix",
+    ] {
+        let hits = top5(&index, marker);
+        assert_eq!(hit_ids(&hits), vec!["leaky-snippets"], "{marker}");
+        let shown: Vec<String> = hits[0]
+            .snippets
+            .iter()
+            .map(|s| s.marked("[", "]"))
+            .collect();
+        assert!(
+            shown.iter().any(|s| s.contains(&format!("[{marker}]"))),
+            "{marker}: the entry holding it is shown: {shown:?}"
+        );
+        for secret in [key, token] {
+            assert!(
+                !shown
+                    .iter()
+                    .any(|s| s.contains(&secret[..16]) || s.contains(&secret[secret.len() - 16..])),
+                "{marker}: a secret in a snippet: {shown:?}"
+            );
+        }
+    }
+}
