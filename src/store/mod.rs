@@ -42,6 +42,7 @@ mod rank;
 mod record;
 mod rows;
 mod schema;
+mod snippet_filter;
 mod snippet_line;
 mod snippets;
 mod update;

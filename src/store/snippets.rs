@@ -13,7 +13,9 @@
 //! rollback discards them. Written row by row in autocommit, as before, each
 //! row was flushed to a segment of its own, the segments merged, and the
 //! rows deleted again (which tokenizes their text a second time): 1-5 ms of
-//! a shown session's snippet, most of a slow query.
+//! a shown session's snippet, most of a slow query. Only the entries that
+//! may hold a word of the query are written ([`EntryFilter`]): tokenizing the
+//! others was most of what was left of a snippet's cost.
 
 use std::path::Path;
 
@@ -22,6 +24,7 @@ use rusqlite::{Connection, OptionalExtension};
 use super::rank::Snippet;
 use super::rows::{entry_text, TextRow, CHUNK_BYTES};
 use super::schema::{self, rowids, Column, SPAN};
+use super::snippet_filter::EntryFilter;
 
 /// Characters of a passage shown as a snippet.
 const PASSAGE_SNIPPET_CHARS: usize = 240;
@@ -95,10 +98,11 @@ impl Store {
         exprs: &[String],
     ) -> rusqlite::Result<Vec<Vec<Snippet>>> {
         let scratch = Scratch::open(self)?;
+        let filter = EntryFilter::new(exprs);
         let mut rows = Vec::new();
         let mut entries = Vec::with_capacity(shown.len());
         for s in shown {
-            entries.push(self.scratch_rows(s.path, s.chunk, &mut rows)?);
+            entries.push(self.scratch_rows(s.path, s.chunk, &filter, &mut rows)?);
         }
         scratch.write(&rows)?;
         shown
@@ -153,12 +157,13 @@ impl Store {
     }
 
     /// The scratch rows of the ranking row `best` (the meta row, or the
-    /// entries of one chunk read again from `path`), added to `rows`;
-    /// returns the entries among them.
+    /// entries of one chunk read again from `path` that `filter` lets in),
+    /// added to `rows`; returns the chunk's entries.
     fn scratch_rows(
         &self,
         path: &Path,
         best: i64,
+        filter: &EntryFilter,
         rows: &mut Vec<TextRow>,
     ) -> rusqlite::Result<Vec<TextEntry>> {
         let (first, last) = rowids(best / SPAN);
@@ -168,6 +173,9 @@ impl Store {
         }
         let entries = self.chunk_entries(best, last)?;
         for (entry, text) in read_texts(path, &entries) {
+            if !filter.may_match(&text) {
+                continue;
+            }
             let mut row = TextRow::new(entry.rowid);
             row.columns[entry.column as usize] = text;
             rows.push(row);

@@ -1,0 +1,556 @@
+//! Which entries a snippet can come from, told before SQLite tokenizes them.
+//!
+//! A search's snippets are cut by FTS5 in a scratch table holding the text
+//! of each shown session's best ranking row, read again from its file (see
+//! `snippets.rs`): ~16 KB per session, all of it tokenized and stemmed when
+//! it is written, though the query's words are in a few of its entries.
+//! An entry only goes in when it may hold one of the words: a token matches
+//! a query word when both stem to the same word under the Porter stemmer as
+//! FTS5's `porter` tokenizer applies it ([`stem`]), and a stem keeps all of
+//! its token but the last two letters at most (it cuts a suffix and appends
+//! at most two letters: `possibility` → `possibl`, `happy` → `happi`). So
+//! every token matching a word starts with the word's stem less its last two
+//! letters, its *root*, and an entry whose text holds none of the roots
+//! matches none of the words. The test below checks both facts against
+//! SQLite's own tokenizer over a vocabulary.
+//!
+//! The check is only ever a superset: text that FTS5 would fold into other
+//! letters (accents, combining marks, letter-like symbols) always goes in,
+//! as does every entry when a word has no root of 2 letters or more.
+
+use aho_corasick::AhoCorasick;
+
+/// Tokens longer than this (in bytes) are not stemmed (FTS5's `FTS5_PORTER_MAX_TOKEN`).
+const MAX_STEMMED: usize = 64;
+/// Shortest root worth looking for: a shorter one lets every entry in.
+const MIN_ROOT: usize = 2;
+
+/// Letters a stem appends at most to what it keeps of its token.
+const APPENDED_AT_MOST: usize = 2;
+
+/// A suffix rule of steps 1b to 4: the suffix, the condition on what comes
+/// before it, and its replacement.
+struct Rule {
+    suffix: &'static [u8],
+    condition: fn(&[u8]) -> bool,
+    replacement: &'static [u8],
+}
+
+const fn rule(
+    suffix: &'static str,
+    condition: fn(&[u8]) -> bool,
+    replacement: &'static str,
+) -> Rule {
+    Rule {
+        suffix: suffix.as_bytes(),
+        condition,
+        replacement: replacement.as_bytes(),
+    }
+}
+
+fn always(_: &[u8]) -> bool {
+    true
+}
+
+const STEP_1B: [Rule; 3] = [
+    rule("eed", measure_above_0, "ee"),
+    rule("ed", has_vowel, ""),
+    rule("ing", has_vowel, ""),
+];
+const STEP_1B2: [Rule; 3] = [
+    rule("at", always, "ate"),
+    rule("bl", always, "ble"),
+    rule("iz", always, "ize"),
+];
+const STEP_2: [Rule; 21] = [
+    rule("ational", measure_above_0, "ate"),
+    rule("tional", measure_above_0, "tion"),
+    rule("enci", measure_above_0, "ence"),
+    rule("anci", measure_above_0, "ance"),
+    rule("izer", measure_above_0, "ize"),
+    rule("logi", measure_above_0, "log"),
+    rule("bli", measure_above_0, "ble"),
+    rule("alli", measure_above_0, "al"),
+    rule("entli", measure_above_0, "ent"),
+    rule("eli", measure_above_0, "e"),
+    rule("ousli", measure_above_0, "ous"),
+    rule("ization", measure_above_0, "ize"),
+    rule("ation", measure_above_0, "ate"),
+    rule("ator", measure_above_0, "ate"),
+    rule("alism", measure_above_0, "al"),
+    rule("iveness", measure_above_0, "ive"),
+    rule("fulness", measure_above_0, "ful"),
+    rule("ousness", measure_above_0, "ous"),
+    rule("aliti", measure_above_0, "al"),
+    rule("iviti", measure_above_0, "ive"),
+    rule("biliti", measure_above_0, "ble"),
+];
+const STEP_3: [Rule; 7] = [
+    rule("icate", measure_above_0, "ic"),
+    rule("ative", measure_above_0, ""),
+    rule("alize", measure_above_0, "al"),
+    rule("iciti", measure_above_0, "ic"),
+    rule("ical", measure_above_0, "ic"),
+    rule("ful", measure_above_0, ""),
+    rule("ness", measure_above_0, ""),
+];
+const STEP_4: [Rule; 19] = [
+    rule("al", measure_above_1, ""),
+    rule("ance", measure_above_1, ""),
+    rule("ence", measure_above_1, ""),
+    rule("er", measure_above_1, ""),
+    rule("ic", measure_above_1, ""),
+    rule("able", measure_above_1, ""),
+    rule("ible", measure_above_1, ""),
+    rule("ant", measure_above_1, ""),
+    rule("ement", measure_above_1, ""),
+    rule("ment", measure_above_1, ""),
+    rule("ent", measure_above_1, ""),
+    rule("ion", measure_above_1_after_s_or_t, ""),
+    rule("ou", measure_above_1, ""),
+    rule("ism", measure_above_1, ""),
+    rule("ate", measure_above_1, ""),
+    rule("iti", measure_above_1, ""),
+    rule("ous", measure_above_1, ""),
+    rule("ive", measure_above_1, ""),
+    rule("ize", measure_above_1, ""),
+];
+
+/// Whether `c` is a vowel at its place: `y` is one after a consonant.
+fn is_vowel(c: u8, after_consonant: bool) -> bool {
+    matches!(c, b'a' | b'e' | b'i' | b'o' | b'u') || (after_consonant && c == b'y')
+}
+
+/// Consonant (true) or vowel at each place of `word`.
+fn consonants(word: &[u8]) -> impl Iterator<Item = bool> + '_ {
+    let mut consonant = false;
+    word.iter().enumerate().map(move |(i, &c)| {
+        consonant = !is_vowel(c, i > 0 && consonant);
+        consonant
+    })
+}
+
+/// Porter's *m*: how many vowel-consonant sequences `word` has.
+fn measure(word: &[u8]) -> usize {
+    let mut m = 0;
+    let mut seen_vowel = false;
+    for consonant in consonants(word) {
+        if !consonant {
+            seen_vowel = true;
+        } else if seen_vowel {
+            m += 1;
+            seen_vowel = false;
+        }
+    }
+    m
+}
+
+fn measure_above_0(stem: &[u8]) -> bool {
+    measure(stem) > 0
+}
+
+fn measure_above_1(stem: &[u8]) -> bool {
+    measure(stem) > 1
+}
+
+fn measure_is_1(stem: &[u8]) -> bool {
+    measure(stem) == 1
+}
+
+fn measure_above_1_after_s_or_t(stem: &[u8]) -> bool {
+    matches!(stem.last(), Some(b's' | b't')) && measure_above_1(stem)
+}
+
+/// Porter's `*v*`: a vowel somewhere (`y` is one anywhere but first).
+fn has_vowel(stem: &[u8]) -> bool {
+    stem.iter().enumerate().any(|(i, &c)| is_vowel(c, i > 0))
+}
+
+/// Porter's `*o`: ends consonant, vowel, consonant, the last not `w`, `x` or `y`.
+fn ends_cvc(stem: &[u8]) -> bool {
+    if matches!(stem.last(), None | Some(b'w' | b'x' | b'y')) || stem.len() < 3 {
+        return false;
+    }
+    let last: Vec<bool> = consonants(stem).skip(stem.len() - 3).collect();
+    last == [true, false, true]
+}
+
+/// Apply the first rule whose suffix `word` ends with (and which leaves
+/// something before it), if its condition holds; whether one did.
+fn apply(word: &mut Vec<u8>, rules: &[Rule]) -> bool {
+    let Some(rule) = rules
+        .iter()
+        .find(|r| word.len() > r.suffix.len() && word.ends_with(r.suffix))
+    else {
+        return false;
+    };
+    let stem = word.len() - rule.suffix.len();
+    if !(rule.condition)(&word[..stem]) {
+        return false;
+    }
+    word.truncate(stem);
+    word.extend_from_slice(rule.replacement);
+    true
+}
+
+/// The stem FTS5's `porter` tokenizer gives `token` (already folded to lower
+/// case by `unicode61`): tokens under 3 or over 64 bytes are kept as they are.
+pub(super) fn stem(token: &str) -> String {
+    if token.len() < 3 || token.len() > MAX_STEMMED {
+        return token.to_string();
+    }
+    let mut word = token.as_bytes().to_vec();
+    // Step 1a: sses -> ss, ies -> i (only after something), ss kept, s cut.
+    let n = word.len();
+    if word[n - 1] == b's' {
+        if word[n - 2] == b'e' {
+            let two = (n > 4 && &word[n - 4..n - 2] == b"ss") || (n > 3 && word[n - 3] == b'i');
+            word.truncate(if two { n - 2 } else { n - 1 });
+        } else if word[n - 2] != b's' {
+            word.truncate(n - 1);
+        }
+    }
+    // Step 1b.
+    let one_b = STEP_1B
+        .iter()
+        .find(|r| word.len() > r.suffix.len() && word.ends_with(r.suffix))
+        .is_some_and(|r| r.suffix != b"eed");
+    if apply(&mut word, &STEP_1B) && one_b && !apply(&mut word, &STEP_1B2) {
+        let n = word.len();
+        let last = word[n - 1];
+        if !is_vowel(last, false)
+            && !matches!(last, b'l' | b's' | b'z')
+            && n >= 2
+            && word[n - 2] == last
+        {
+            word.truncate(n - 1);
+        } else if measure_is_1(&word) && ends_cvc(&word) {
+            word.push(b'e');
+        }
+    }
+    // Step 1c.
+    if word.last() == Some(&b'y') && has_vowel(&word[..word.len() - 1]) {
+        let n = word.len();
+        word[n - 1] = b'i';
+    }
+    apply(&mut word, &STEP_2);
+    apply(&mut word, &STEP_3);
+    apply(&mut word, &STEP_4);
+    // Step 5a.
+    if word.last() == Some(&b'e') {
+        let rest = &word[..word.len() - 1];
+        if measure_above_1(rest) || (measure_is_1(rest) && !ends_cvc(rest)) {
+            word.pop();
+        }
+    }
+    // Step 5b.
+    let n = word.len();
+    if n > 1 && word[n - 1] == b'l' && word[n - 2] == b'l' && measure_above_1(&word[..n - 1]) {
+        word.pop();
+    }
+    String::from_utf8_lossy(&word).into_owned()
+}
+
+/// What every token matching `token` (lower case) starts with: its stem
+/// less the letters a stem may append (for stems of 3 letters or more). For a `prefix` token (`"auth"*`)
+/// also no longer than the token less those letters. `None` when that is
+/// shorter than [`MIN_ROOT`] or the token is not ASCII (FTS5 folds accents).
+fn root(token: &str, prefix: bool) -> Option<String> {
+    if !token.is_ascii() {
+        return None;
+    }
+    let stem = stem(token);
+    // A whole word: a stem of 2 letters or fewer appends none (no rule that
+    // appends leaves so little), one of 3 at most one (`say` -> `sai`).
+    let mut keep = stem
+        .len()
+        .saturating_sub(APPENDED_AT_MOST)
+        .max(stem.len().min(2));
+    if prefix {
+        // Any longer stem may begin with it.
+        keep = stem.len().min(token.len()).saturating_sub(APPENDED_AT_MOST);
+    }
+    let root = common_prefix(&stem[..keep], token);
+    (root.len() >= MIN_ROOT).then(|| root.to_string())
+}
+
+fn common_prefix<'a>(a: &'a str, b: &str) -> &'a str {
+    let n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    &a[..n]
+}
+
+/// The entries worth writing to the scratch table for snippets of the
+/// `MATCH` expressions `exprs` (as `rank::snippet_expressions` builds them:
+/// quoted tokens, `*` after a prefix).
+pub(super) enum EntryFilter {
+    /// Every entry (a word with no root).
+    All,
+    /// Entries holding one of these roots (any case).
+    Roots(AhoCorasick),
+}
+
+impl EntryFilter {
+    pub fn new(exprs: &[String]) -> EntryFilter {
+        let mut roots = Vec::new();
+        for expr in exprs {
+            let mut rest = expr.as_str();
+            while let Some(open) = rest.find('"') {
+                let after = &rest[open + 1..];
+                let Some(close) = after.find('"') else {
+                    return EntryFilter::All;
+                };
+                let prefix = after[close + 1..].starts_with('*');
+                for token in after[..close].split(|c: char| !c.is_alphanumeric()) {
+                    if token.is_empty() {
+                        continue;
+                    }
+                    match root(&token.to_lowercase(), prefix) {
+                        Some(root) => roots.push(root),
+                        None => return EntryFilter::All,
+                    }
+                }
+                rest = &after[close + 1..];
+            }
+        }
+        if roots.is_empty() {
+            return EntryFilter::All;
+        }
+        match AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(&roots)
+        {
+            Ok(roots) => EntryFilter::Roots(roots),
+            Err(_) => EntryFilter::All,
+        }
+    }
+
+    /// Whether FTS5 may find one of the words in `text`.
+    pub fn may_match(&self, text: &str) -> bool {
+        match self {
+            EntryFilter::All => true,
+            EntryFilter::Roots(roots) => {
+                roots.is_match(text) || (!text.is_ascii() && text.chars().any(may_fold))
+            }
+        }
+    }
+}
+
+/// Whether FTS5's `unicode61` tokenizer may fold `c` into the letters of an
+/// ASCII token or drop it from one (an accented letter, a combining mark, a
+/// letter-like symbol): anything but punctuation, arrows, symbols and emoji.
+fn may_fold(c: char) -> bool {
+    if c.is_ascii() {
+        return false;
+    }
+    let symbols = matches!(c,
+        '\u{a0}'..='\u{bf}' | '\u{2000}'..='\u{2bff}' | '\u{3000}'..='\u{303f}' | '\u{1f000}'..='\u{1faff}');
+    c.is_alphanumeric() || !symbols
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Words of every shape: this crate's own text (English, identifiers)
+    /// and each of them with the suffixes the stemmer cuts.
+    fn vocabulary() -> Vec<String> {
+        let texts = [
+            include_str!("../../README.md"),
+            include_str!("rank.rs"),
+            include_str!("update.rs"),
+            include_str!("../redact/rules.toml"),
+            include_str!("../session/convert.rs"),
+        ];
+        let mut words: Vec<String> = texts
+            .iter()
+            .flat_map(|t| t.split(|c: char| !c.is_ascii_alphanumeric()))
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        words.sort();
+        words.dedup();
+        const SUFFIXES: &[&str] = &[
+            "s", "es", "ies", "ed", "ing", "y", "ly", "er", "ers", "ness", "ation", "ations",
+            "ational", "ize", "izing", "ization", "izer", "able", "ably", "ible", "ibility", "ity",
+            "iveness", "ive", "ful", "fulness", "ence", "ency", "ance", "ancy", "ment", "ments",
+            "ism", "ist", "al", "ally", "ical", "icate", "iciti", "ous", "ously", "ousness", "ent",
+            "ently", "ion", "ions", "ate", "ated", "ating", "bling", "bly", "logy", "e", "ee",
+            "eed", "ll", "lled", "sses", "ss",
+        ];
+        let stems: Vec<String> = words.iter().filter(|w| w.len() <= 12).cloned().collect();
+        for w in stems {
+            for s in SUFFIXES {
+                words.push(format!("{w}{s}"));
+            }
+        }
+        words.sort();
+        words.dedup();
+        words
+    }
+
+    /// SQLite's stem of each word: each one a row of a `porter unicode61`
+    /// table, its term read back through `fts5vocab`.
+    fn sqlite_stems(words: &[String]) -> HashMap<String, String> {
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        db.execute_batch(
+            "CREATE VIRTUAL TABLE t USING fts5(x, tokenize = 'porter unicode61');
+             CREATE VIRTUAL TABLE v USING fts5vocab(t, instance);",
+        )
+        .unwrap();
+        let tx = db.unchecked_transaction().unwrap();
+        for (i, w) in words.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO t(rowid, x) VALUES (?1, ?2)",
+                rusqlite::params![i as i64, w],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        let mut stmt = db.prepare("SELECT doc, term FROM v").unwrap();
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .unwrap();
+        rows.map(|r| {
+            let (doc, term) = r.unwrap();
+            (words[doc as usize].clone(), term)
+        })
+        .collect()
+    }
+
+    #[test]
+    fn stems_are_sqlites_and_every_token_starts_with_its_root() {
+        let words = vocabulary();
+        assert!(words.len() > 20_000, "{}", words.len());
+        let sqlite = sqlite_stems(&words);
+        println!("{} words", words.len());
+        let mut by_stem: HashMap<&str, Vec<&str>> = HashMap::new();
+        for w in &words {
+            let theirs = &sqlite[w];
+            assert_eq!(&stem(w), theirs, "the stem of {w:?}");
+            by_stem.entry(theirs).or_default().push(w);
+        }
+        for w in &words {
+            let Some(root) = root(w, false) else { continue };
+            for t in &by_stem[sqlite[w].as_str()] {
+                assert!(
+                    t.starts_with(&root),
+                    "{t:?} (a match of {w:?}) starts with {root:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn prefix_tokens_find_every_token_whose_stem_they_begin() {
+        let words = vocabulary();
+        let sqlite = sqlite_stems(&words);
+        assert_eq!(root("gen", true), None, "too short to tell entries apart");
+        for prefix in [
+            "auth",
+            "sche",
+            "conf",
+            "buil",
+            "runn",
+            "happ",
+            "poss",
+            "relat",
+            "generaliz",
+        ] {
+            let root = root(prefix, true).expect("a root");
+            for (w, s) in &sqlite {
+                if s.starts_with(prefix) || s.starts_with(&stem(prefix)) {
+                    assert!(w.starts_with(&root), "{w:?} ({s:?}) starts with {root:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_text_fts5_matches_is_let_in() {
+        // Lines of text (prose, code, rules, some of it not ASCII) as rows,
+        // and queries of one word, of two (any and both), and of prefixes.
+        let texts = [
+            include_str!("../../README.md"),
+            include_str!("../redact/rules.toml"),
+            include_str!("../session/convert.rs"),
+            include_str!("rank.rs"),
+        ];
+        let lines: Vec<&str> = texts.iter().flat_map(|t| t.lines()).collect();
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        db.execute_batch("CREATE VIRTUAL TABLE t USING fts5(x, tokenize = 'porter unicode61');")
+            .unwrap();
+        let tx = db.unchecked_transaction().unwrap();
+        for (i, line) in lines.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO t(rowid, x) VALUES (?1, ?2)",
+                rusqlite::params![i as i64, line],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        let words = vocabulary();
+        let mut find = db.prepare("SELECT rowid FROM t WHERE t MATCH ?1").unwrap();
+        let (mut checked, mut left_out) = (0, 0);
+        for (k, w) in words.iter().enumerate().step_by(37) {
+            let other = &words[(k * 7919) % words.len()];
+            let prefix = &w[..w.len().min(3 + k % 3)];
+            for expr in [
+                format!("\"{w}\""),
+                format!("\"{w}\" OR \"{other}\""),
+                format!("\"{prefix}\"*"),
+                format!("\"{w} {other}\""),
+            ] {
+                let filter = EntryFilter::new(std::slice::from_ref(&expr));
+                let found: Vec<i64> = find
+                    .query_map([&expr], |r| r.get(0))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect();
+                for rowid in &found {
+                    let line = lines[*rowid as usize];
+                    assert!(filter.may_match(line), "{expr} finds {line:?}");
+                }
+                checked += found.len();
+                left_out += lines
+                    .iter()
+                    .step_by(50)
+                    .filter(|l| !filter.may_match(l))
+                    .count();
+            }
+        }
+        let sampled = (words.len() / 37) * 4 * lines.len() / 50;
+        let queries = words.len().div_ceil(37) * 4;
+        println!(
+            "{} lines, {queries} queries, {checked} matches let in",
+            lines.len()
+        );
+        assert!(checked > 2_000, "{checked}");
+        assert!(
+            left_out * 2 > sampled,
+            "the filter leaves most lines out: {left_out} of {sampled}"
+        );
+    }
+
+    #[test]
+    fn entries_without_a_root_of_the_words_are_left_out() {
+        let filter = EntryFilter::new(&[
+            "\"ripellolo\" AND \"throttling\"".to_string(),
+            "\"ripellolo\" OR \"throttling\"".to_string(),
+        ]);
+        assert!(filter.may_match("the RIPELLOLO queue"));
+        assert_eq!(root("we", false).as_deref(), Some("we"));
+        assert_eq!(root("say", false).as_deref(), Some("sa"));
+        assert!(filter.may_match("requests were throttled"));
+        assert!(!filter.may_match("nothing to see → here"));
+        assert!(
+            filter.may_match("accents fold: thróttled"),
+            "text FTS5 folds goes in"
+        );
+        let short = EntryFilter::new(&["\"x\" OR \"ripellolo\"".to_string()]);
+        assert!(
+            short.may_match("nothing to see here"),
+            "a word with no root lets all in"
+        );
+    }
+}
