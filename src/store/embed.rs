@@ -34,6 +34,8 @@ use super::update::meta_passage;
 use super::vectors::VECTOR_BYTES;
 use super::{Store, StoreError};
 
+mod synthetic;
+
 /// Word pieces per passage, `[CLS]` and `[SEP]` included.
 pub const PASSAGE_PIECES: usize = 128;
 /// Texts shorter than this (in characters, trimmed) are not embedded.

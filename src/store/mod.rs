@@ -59,7 +59,7 @@ pub use gate::{Gate, Refusal};
 pub use rank::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use record::SessionRecord;
 pub use update::UpdateReport;
-pub use vectors::{model_dir, MODEL};
+pub use vectors::{model_dir, VectorMemory, MODEL};
 
 use schema::{SCHEMA_VERSION, USER_VERSION};
 
@@ -282,6 +282,12 @@ impl Store {
     /// installed.
     pub fn background_encoder(&self) -> Option<std::sync::Arc<sentence_embed::Encoder>> {
         vectors::background_encoder(self.model.as_deref()?)
+    }
+
+    /// The vectors of this store the process holds in memory, as its last
+    /// semantic query read them.
+    pub fn vectors_in_memory(&self) -> VectorMemory {
+        vectors::in_memory(&self.path)
     }
 
     fn open_at(path: &Path) -> Result<Store, StoreError> {

@@ -192,3 +192,23 @@ pub(super) fn nearest_sessions(
     hits.truncate(n);
     Ok(hits)
 }
+
+/// The vectors of a store this process holds in memory (read by its last
+/// semantic query), as the search bench reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VectorMemory {
+    /// Passages (one vector each).
+    pub passages: usize,
+    /// Their bytes: a scale and [`DIMS`] int8 each, and the row each belongs to.
+    pub bytes: usize,
+}
+
+/// [`VectorMemory`] of the store at `path`.
+pub(super) fn in_memory(path: &Path) -> VectorMemory {
+    let block = block(path);
+    let block = block.lock().unwrap_or_else(|e| e.into_inner());
+    VectorMemory {
+        passages: block.set.len(),
+        bytes: block.set.len() * VECTOR_BYTES + block.rows.len() * std::mem::size_of::<i64>(),
+    }
+}

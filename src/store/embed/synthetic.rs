@@ -1,0 +1,69 @@
+//! Bench machinery: vectors for the pending rows without the encoder's
+//! forward pass. A query's cost (embedding the query, scoring every stored
+//! vector, fusing) depends on how many vectors there are, not on what they
+//! hold, and a real backfill of the search bench's 10,000 sessions takes
+//! hours; so `benches/search.rs` fills the store with deterministic
+//! pseudo-random unit vectors, one per passage as the job cuts them (the
+//! model's tokenizer), written by the job's own write path. Never for a
+//! user's store: these vectors mean nothing.
+
+use sentence_embed::{Embedding, Encoder};
+
+use super::{EmbedReport, PendingText};
+use crate::store::vectors::{DIMS, VECTOR_BYTES};
+use crate::store::{Store, StoreError};
+
+impl Store {
+    /// Bench only: give every pending row synthetic vectors (see the
+    /// module's doc), seeded by `seed`. What was written.
+    #[doc(hidden)]
+    pub fn fill_pending_with_synthetic_vectors(
+        &mut self,
+        encoder: &Encoder,
+        seed: u64,
+    ) -> Result<EmbedReport, StoreError> {
+        let mut state = seed | 1;
+        let mut report = EmbedReport::default();
+        let mut from = 0;
+        loop {
+            let batch = self.next_pending(from).map_err(|e| self.sql(e))?;
+            let Some(last) = batch.last() else { break };
+            from = last.0 + 1;
+            let texts: Vec<PendingText> = batch
+                .iter()
+                .filter_map(|&(rowid, hash)| self.pending_text(encoder, rowid, hash))
+                .collect();
+            let vectors: Vec<Vec<u8>> = texts
+                .iter()
+                .map(|text| {
+                    text.passages
+                        .iter()
+                        .flat_map(|_| random_unit(&mut state).quantize().to_bytes())
+                        .collect()
+                })
+                .collect();
+            report.rows += self
+                .write_vectors(&texts, &vectors)
+                .map_err(|e| self.sql(e))?;
+            report.passages += vectors
+                .iter()
+                .map(|v| (v.len() / VECTOR_BYTES) as u64)
+                .sum::<u64>();
+        }
+        report.pending = self.embed_status()?.pending;
+        Ok(report)
+    }
+}
+
+/// A pseudo-random unit vector of the model's width (xorshift64 from `state`).
+fn random_unit(state: &mut u64) -> Embedding {
+    let values = (0..DIMS)
+        .map(|_| {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            (*state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect();
+    Embedding::normalized(values)
+}
