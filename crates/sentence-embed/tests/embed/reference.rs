@@ -149,7 +149,16 @@ fn a_text_gets_the_same_vector_alone_or_in_any_batch() {
         .iter()
         .map(|s| s.text.as_str())
         .collect();
-    let batched = encoder(dir).embed(&texts).unwrap();
+    let large_batches = Encoder::load(
+        dir,
+        &EncoderOptions {
+            threads: 2,
+            batch_pieces: 4096,
+            ..EncoderOptions::default()
+        },
+    )
+    .unwrap();
+    let batched = large_batches.embed(&texts).unwrap();
     let small_batches = Encoder::load(
         dir,
         &EncoderOptions {
