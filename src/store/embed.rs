@@ -47,6 +47,10 @@ const TEXT_BYTES: usize = 32 * 1024;
 /// Rows read, embedded and written per batch (one short write transaction).
 const BATCH_ROWS: i64 = 48;
 
+/// How [`Store::fill_pending`] makes a batch of pending texts into vectors:
+/// one blob (its passages' vectors) per text.
+type Vectorize<'a> = dyn FnMut(&[PendingText]) -> Result<Vec<Vec<u8>>, StoreError> + 'a;
+
 /// How far the embedding of a store is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -104,6 +108,24 @@ impl Store {
         progress: &mut dyn FnMut(&EmbedReport),
     ) -> Result<EmbedReport, StoreError> {
         let deadline = budget.map(|b| Instant::now() + b);
+        let mut embed = |texts: &[PendingText]| {
+            embed_texts(encoder, texts).map_err(|e| StoreError::Embed(e.to_string()))
+        };
+        self.fill_pending(encoder, deadline, &mut embed, Some(progress))
+    }
+
+    /// The job's loop: the pending rows a batch at a time, their passages cut
+    /// with `encoder`'s tokenizer, made into vectors by `vectorize` (one blob
+    /// of a text's passages per text) and written, until none is left or the
+    /// `deadline` passes. `progress`, when given, is called after each batch
+    /// with the rows done so far and the rows left (counted for it).
+    fn fill_pending(
+        &mut self,
+        encoder: &Encoder,
+        deadline: Option<Instant>,
+        vectorize: &mut Vectorize<'_>,
+        mut progress: Option<&mut dyn FnMut(&EmbedReport)>,
+    ) -> Result<EmbedReport, StoreError> {
         let mut report = EmbedReport::default();
         let mut from = 0;
         loop {
@@ -117,8 +139,7 @@ impl Store {
                 .iter()
                 .filter_map(|&(rowid, hash)| self.pending_text(encoder, rowid, hash))
                 .collect();
-            let vectors =
-                embed_texts(encoder, &texts).map_err(|e| StoreError::Embed(e.to_string()))?;
+            let vectors = vectorize(&texts)?;
             let written = self
                 .write_vectors(&texts, &vectors)
                 .map_err(|e| self.sql(e))?;
@@ -127,8 +148,10 @@ impl Store {
                 .iter()
                 .map(|v| (v.len() / VECTOR_BYTES) as u64)
                 .sum::<u64>();
-            report.pending = self.embed_status()?.pending;
-            progress(&report);
+            if let Some(progress) = progress.as_mut() {
+                report.pending = self.embed_status()?.pending;
+                progress(&report);
+            }
         }
         report.pending = self.embed_status()?.pending;
         Ok(report)

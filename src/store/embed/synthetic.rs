@@ -10,7 +10,7 @@
 use sentence_embed::{Embedding, Encoder};
 
 use super::{EmbedReport, PendingText};
-use crate::store::vectors::{DIMS, VECTOR_BYTES};
+use crate::store::vectors::DIMS;
 use crate::store::{Store, StoreError};
 
 impl Store {
@@ -23,17 +23,8 @@ impl Store {
         seed: u64,
     ) -> Result<EmbedReport, StoreError> {
         let mut state = seed | 1;
-        let mut report = EmbedReport::default();
-        let mut from = 0;
-        loop {
-            let batch = self.next_pending(from).map_err(|e| self.sql(e))?;
-            let Some(last) = batch.last() else { break };
-            from = last.0 + 1;
-            let texts: Vec<PendingText> = batch
-                .iter()
-                .filter_map(|&(rowid, hash)| self.pending_text(encoder, rowid, hash))
-                .collect();
-            let vectors: Vec<Vec<u8>> = texts
+        let mut synthetic = |texts: &[PendingText]| {
+            Ok(texts
                 .iter()
                 .map(|text| {
                     text.passages
@@ -41,17 +32,9 @@ impl Store {
                         .flat_map(|_| random_unit(&mut state).quantize().to_bytes())
                         .collect()
                 })
-                .collect();
-            report.rows += self
-                .write_vectors(&texts, &vectors)
-                .map_err(|e| self.sql(e))?;
-            report.passages += vectors
-                .iter()
-                .map(|v| (v.len() / VECTOR_BYTES) as u64)
-                .sum::<u64>();
-        }
-        report.pending = self.embed_status()?.pending;
-        Ok(report)
+                .collect())
+        };
+        self.fill_pending(encoder, None, &mut synthetic, None)
     }
 }
 
