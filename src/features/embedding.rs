@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use pi_ext_abi::protocol::SessionContext;
 
+use crate::features::semantic::Semantic;
 use crate::plugin::state::Services;
 use crate::store::Store;
 
@@ -23,10 +24,10 @@ const STATUS: &str = "embedding";
 /// Start (or fold into a running one) the embedding job of `ctx`'s agent directory.
 pub fn embed_in_background(services: &Arc<Services>, ctx: &SessionContext) {
     let agent_dir = services.agent_dir(ctx);
-    // Cheap: no model, no job.
-    if !crate::store::model_dir(&agent_dir)
-        .join("model.safetensors")
-        .is_file()
+    // Cheap (file sizes): semantic search off or no model, no job.
+    if Semantic::of(&agent_dir, &services.config.search)
+        .model()
+        .is_none()
     {
         return;
     }

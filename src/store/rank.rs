@@ -336,7 +336,12 @@ impl Store {
             .chain(&query.phrases)
             .map(String::as_str)
             .collect();
-        if text.is_empty() {
+        if text.is_empty() || self.model.is_none() {
+            return Ok(None);
+        }
+        // Nothing embedded yet (before the first backfill): no model load,
+        // no query embedding.
+        if !vectors::any_embedded(&self.conn, &self.path).map_err(|e| self.sql(e))? {
             return Ok(None);
         }
         let Some(encoder) = self.encoder(1) else {

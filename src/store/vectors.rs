@@ -177,6 +177,15 @@ fn block(path: &Path) -> Arc<Mutex<Block>> {
         .clone()
 }
 
+/// Whether the store at `path` holds any vector (its block refreshed first
+/// through `conn`): without one, a query need not load the model.
+pub(super) fn any_embedded(conn: &Connection, path: &Path) -> rusqlite::Result<bool> {
+    let block = block(path);
+    let mut block = block.lock().unwrap_or_else(|e| e.into_inner());
+    block.refresh(conn)?;
+    Ok(!block.rows.is_empty())
+}
+
 /// A session's best passage for a query.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct DenseHit {
