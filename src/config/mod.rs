@@ -287,7 +287,9 @@ pub struct SearchConfig {
     #[garde(range(min = 1, max = 50))]
     pub max_results: usize,
     /// Rank by meaning as well as by words when the sentence model is
-    /// installed (`session-index model install`); `false`: by words only.
+    /// installed (`session-index model install`), and offer the sessions
+    /// nearest in meaning for a `@@` reference that names nothing; `false`:
+    /// by words only.
     #[garde(skip)]
     pub semantic: bool,
 }

@@ -104,7 +104,8 @@ impl Services {
         );
         let catalog = Catalog::with_fuzzy_threshold(config.references.fuzzy_threshold)
             .excluding(&config.privacy)
-            .with_search(config.search.enabled);
+            .with_search(config.search.enabled)
+            .with_semantic(config.search.semantic);
         Ok(Arc::new(Services {
             host,
             config,

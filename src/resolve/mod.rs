@@ -167,6 +167,8 @@ pub struct Catalog {
     privacy: PrivacyConfig,
     /// The search index's ranking as the last rule (`search.enabled`).
     search: bool,
+    /// A miss also offers the sessions nearest in meaning (`search.semantic`).
+    semantic: bool,
 }
 
 impl Default for Catalog {
@@ -186,6 +188,7 @@ impl Catalog {
             fuzzy_threshold: threshold.clamp(0.0, 1.0),
             privacy: PrivacyConfig::default(),
             search: false,
+            semantic: false,
         }
     }
 
@@ -202,6 +205,15 @@ impl Catalog {
     /// that session is clearly ahead (the fuzzy rule's lead).
     pub fn with_search(mut self, enabled: bool) -> Self {
         self.search = enabled;
+        self
+    }
+
+    /// With the search rule on, a reference nothing resolves also offers the
+    /// sessions nearest to its words in meaning (after the names close to
+    /// it), when the sentence model is installed and passages are embedded.
+    /// Offered, never resolved.
+    pub fn with_semantic(mut self, enabled: bool) -> Self {
+        self.semantic = enabled;
         self
     }
 
@@ -330,18 +342,58 @@ impl Catalog {
         if let Some((row, rule)) = in_files(&store.gate) {
             return found(&row, rule);
         }
-        if store.refreshed_within(MISS_GAP) {
-            return first;
+        let missed = if store.refreshed_within(MISS_GAP) {
+            first
+        } else {
+            store.refresh(MISS_GAP);
+            self.outcome(&store, &q)
+        };
+        self.with_meaning(missed, &store, &q)
+    }
+
+    /// A miss of a reference in words, its suggestions followed by the
+    /// sessions nearest to it in meaning (see [`Catalog::with_semantic`]);
+    /// any other result as it is.
+    fn with_meaning(
+        &self,
+        result: Result<Resolved, ResolveError>,
+        store: &Cache,
+        q: &Query,
+    ) -> Result<Resolved, ResolveError> {
+        let Err(ResolveError::NotFound {
+            reference,
+            mut suggestions,
+        }) = result
+        else {
+            return result;
+        };
+        if self.search && self.semantic && in_words(q.reference) {
+            let rows = &store.rows;
+            let offered = |i: &usize| {
+                let id = &rows[*i].entry.id;
+                Some(rows[*i].id_lower.as_str()) != q.current
+                    && !suggestions.iter().any(|c| &c.id == id)
+            };
+            let near: Vec<(f64, usize)> = store
+                .near_in_meaning(q.reference, rules::CANDIDATES)
+                .iter()
+                .filter_map(|id| rows.iter().position(|r| &r.entry.id == id))
+                .filter(offered)
+                .map(|i| (0.0, i))
+                .collect();
+            suggestions.extend(candidates(rows, &near, None));
+            suggestions.truncate(rules::CANDIDATES);
         }
-        store.refresh(MISS_GAP);
-        self.outcome(&store, &q)
+        Err(ResolveError::NotFound {
+            reference,
+            suggestions,
+        })
     }
 
     fn outcome(&self, store: &Cache, q: &Query) -> Result<Resolved, ResolveError> {
         let rows = &store.rows;
         let mut outcome = rules::resolve(rows, q, true);
-        let words = !id_like(q.reference) && !path_like(q.reference);
-        if matches!(outcome, Outcome::NotFound(_)) && self.search && words {
+        if matches!(outcome, Outcome::NotFound(_)) && self.search && in_words(q.reference) {
             let ranked = store.rank(q.reference.trim(), q.cwd);
             let at = |id: &str| rows.iter().position(|r| r.entry.id == id);
             let scored: Vec<Scored> = ranked
@@ -455,6 +507,12 @@ impl Catalog {
             out
         })
     }
+}
+
+/// A reference made of words, not an id or a path: the search rule's (and
+/// the suggestions by meaning's) kind.
+fn in_words(reference: &str) -> bool {
+    !id_like(reference) && !path_like(reference)
 }
 
 /// A session found, unless the store's gate keeps it in or its file has

@@ -197,6 +197,23 @@ impl Cache {
             .collect()
     }
 
+    /// The ids of the sessions nearest in meaning to a reference's words
+    /// ([`Store::near_in_meaning`]), at most `limit`; none without the
+    /// index, the model or vectors (a failure is logged: suggestions are
+    /// not worth an error).
+    pub fn near_in_meaning(&self, reference: &str, limit: usize) -> Vec<String> {
+        let Some(index) = &self.index else {
+            return Vec::new();
+        };
+        match index.near_in_meaning(reference, limit) {
+            Ok(hits) => hits.into_iter().map(|h| h.session.id).collect(),
+            Err(e) => {
+                tracing::warn!("suggestions by meaning: {e}");
+                Vec::new()
+            }
+        }
+    }
+
     /// Whether the gate keeps in the session file `path`, which the store
     /// does not hold: inside the sessions directory, of a project (or file)
     /// `privacy.exclude` names.

@@ -501,23 +501,58 @@ impl Store {
     /// matched no id, name or slug, together and in order (one phrase:
     /// `@@nothing-like-this` is not a search for any of its words), best
     /// first, with scores (the resolver resolves when the first is clearly
-    /// ahead, else lists them). Lexical only: the phrase must be in the
-    /// session anyway, and the lead is measured on `bm25()` scores.
+    /// ahead, else lists them). Lexical: the phrase must be in the session,
+    /// and the lead is measured on `bm25()` scores.
     pub fn rank_reference(
         &self,
         words: &str,
         cwd: &str,
         limit: usize,
     ) -> Result<Vec<SessionHit>, StoreError> {
-        let words: String = words
-            .chars()
-            .map(|c| if c.is_alphanumeric() { c } else { ' ' })
-            .collect();
-        let words = format!("\"{}\"", words.trim());
+        let words = format!("\"{}\"", reference_words(words));
         self.search_lexical(&Query {
             current_cwd: Some(cwd.to_string()),
             limit,
             ..Query::parse(&words)?
         })
     }
+
+    /// What a `@@` reference that nothing resolved may have meant: the
+    /// sessions whose best embedded passage is nearest to its words, at
+    /// least [`MEANING_FLOOR`] close, nearest first, at most `limit`. Offered
+    /// to the user, never resolved: a sentence model's nearest session is a
+    /// guess, not a match. Empty without the model or before any passage
+    /// is embedded.
+    pub fn near_in_meaning(
+        &self,
+        words: &str,
+        limit: usize,
+    ) -> Result<Vec<SessionHit>, StoreError> {
+        let words = reference_words(words);
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let hits = self.search_dense(&Query {
+            limit,
+            ..Query::parse(&words)?
+        })?;
+        Ok(hits
+            .into_iter()
+            .filter(|hit| hit.score >= MEANING_FLOOR)
+            .collect())
+    }
+}
+
+/// The lowest cosine between a reference's words and a session's best
+/// passage for that session to be offered as what the reference meant.
+pub const MEANING_FLOOR: f64 = 0.35;
+
+/// A reference's words: every character that is not a letter or a digit
+/// (a slug's dashes, quotes, `:` of a filter) is a space.
+fn reference_words(reference: &str) -> String {
+    let words: String = reference
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .collect();
+    words.trim().to_string()
 }

@@ -297,7 +297,8 @@ impl Store {
     /// passage first, after the filters and the gate), at most
     /// `query.limit` and [`FUSED_DEPTH`], scored by cosine, without
     /// snippets; empty without the model or vectors. For measuring what each
-    /// side brings (`tests/search_eval`); no surface ranks with it.
+    /// side brings (`tests/search_eval`) and for a `@@` miss's suggestions
+    /// ([`Store::near_in_meaning`]); no surface ranks with it.
     pub fn search_dense(&self, query: &Query) -> Result<Vec<SessionHit>, StoreError> {
         let Some(dense) = self.dense_ranking(query)? else {
             return Ok(Vec::new());

@@ -249,3 +249,52 @@ fn the_backfill_embeds_on_its_own_low_priority_pool() {
         assert!(query.pool_priority() < 19);
     }
 }
+
+/// The `@@` surface: a reference that no id, name, slug, fuzzy name or
+/// phrase search resolves offers the sessions nearest to its words in
+/// meaning (what pi's picker then shows: "Did you mean one of these?") —
+/// never resolved on meaning alone, nothing offered for words far from
+/// every session, and nothing by meaning with `search.semantic` off.
+#[test]
+fn a_reference_that_names_nothing_offers_the_sessions_it_may_mean() {
+    use session_index::resolve::{Catalog, ResolveError};
+    let Some(model) = model_dir() else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    sessions(agent);
+    let mut index = store_updated(agent, Some(model));
+    let encoder = index.encoder(1).expect("the model loads");
+    index
+        .embed_pending(&encoder, None, &mut |_| {})
+        .expect("embed");
+    // Where the catalog's store looks for the model: the agent directory's.
+    let installed = session_index::store::model_dir(agent);
+    std::fs::create_dir_all(installed.parent().expect("models dir")).expect("models dir");
+    std::os::unix::fs::symlink(model, &installed).expect("link the model");
+
+    let (sessions, metas) = (agent.join("sessions"), agent.join("sessions-meta"));
+    let suggested = |catalog: &Catalog, reference: &str| -> Vec<String> {
+        match catalog.resolve(&sessions, &metas, "/p/misc", reference) {
+            Err(ResolveError::NotFound { suggestions, .. }) => {
+                suggestions.into_iter().map(|c| c.id).collect()
+            }
+            other => panic!("{reference}: a miss expected, got {other:?}"),
+        }
+    };
+    let semantic = Catalog::new().with_search(true).with_semantic(true);
+    let offered = suggested(&semantic, "getting-throttled-by-the-api");
+    assert_eq!(
+        offered.first().map(String::as_str),
+        Some("retries"),
+        "{offered:?}: no word of the reference is in the session; its meaning is"
+    );
+    assert!(
+        suggested(&semantic, "zqx-vorpal-snark").is_empty(),
+        "words near no session's meaning offer nothing"
+    );
+    let lexical = Catalog::new().with_search(true);
+    assert!(
+        !suggested(&lexical, "getting-throttled-by-the-api").contains(&"retries".to_string()),
+        "search.semantic off: nothing by meaning"
+    );
+}
