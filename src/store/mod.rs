@@ -375,8 +375,35 @@ impl Store {
     }
 
     /// Create the tables, or rebuild them when they are of another schema
-    /// version: under the write lock, so one process rebuilds.
+    /// version (under the write lock, so one process rebuilds), then add
+    /// what [`schema::ADDITIONS`] adds in place. Why the store was rebuilt, if it was.
     fn ensure_schema(&mut self) -> rusqlite::Result<Option<String>> {
+        let rebuilt = self.ensure_tables()?;
+        self.ensure_additions()?;
+        Ok(rebuilt)
+    }
+
+    /// [`schema::ADDITIONS`], made under the write lock by the one process
+    /// that finds them missing.
+    fn ensure_additions(&mut self) -> rusqlite::Result<()> {
+        let present = |c: &Connection| {
+            c.query_row(schema::ADDITIONS_PRESENT, [], |r| r.get::<_, i64>(0))
+                .map(|n| n == schema::ADDITIONS_COUNT)
+        };
+        if present(&self.conn)? {
+            return Ok(());
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        if !present(&tx)? {
+            tx.execute_batch(schema::ADDITIONS)?;
+        }
+        tx.commit()
+    }
+
+    /// The tables of [`SCHEMA_VERSION`], rebuilt when they are of another.
+    fn ensure_tables(&mut self) -> rusqlite::Result<Option<String>> {
         let version = |c: &Connection| c.query_row(USER_VERSION, [], |r| r.get::<_, i64>(0));
         if version(&self.conn)? == SCHEMA_VERSION {
             return Ok(None);

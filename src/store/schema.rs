@@ -117,6 +117,19 @@ CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROW
 INSERT INTO counters VALUES('vectors', 0), ('dropped', 0);
 ";
 
+/// Added to a store of this version in place, once, by the first process
+/// that finds it missing (a rebuild would throw away its vectors: hours of
+/// embedding at 30,000 sessions), and to every new store: `sessions_files`,
+/// what a freshness pass reads of every session ([`KNOWN_FILES`]), a fifth
+/// of the `sessions` table's pages.
+pub(super) const ADDITIONS: &str = "
+CREATE INDEX IF NOT EXISTS sessions_files
+  ON sessions(path, size, mtime_ns, inode, ctime_ns, meta_mtime_ns, id)";
+/// How many of [`ADDITIONS`]' objects the store has (all: 1).
+pub(super) const ADDITIONS_PRESENT: &str =
+    "SELECT count(*) FROM sqlite_schema WHERE name IN ('sessions_files')";
+pub(super) const ADDITIONS_COUNT: i64 = 1;
+
 /// The tables to drop before a rebuild, virtual ones first (dropping one
 /// drops its shadow tables).
 pub(super) const LIST_TABLES: &str = "
