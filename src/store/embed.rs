@@ -82,17 +82,18 @@ struct PendingText {
 }
 
 impl Store {
-    /// How many rows are embedded and how many wait.
+    /// How many rows are embedded and how many wait (kept in the
+    /// `counters` table by the writes, not counted).
     pub fn embed_status(&self) -> Result<EmbedStatus, StoreError> {
-        let count = |sql: &str| {
+        let count = |name: &str| {
             self.conn
-                .query_row(sql, [], |r| r.get::<_, i64>(0))
+                .query_row(schema::COUNTER, [name], |r| r.get::<_, i64>(0))
                 .map(|n| n.max(0) as u64)
         };
         let status = (|| {
             Ok(EmbedStatus {
-                embedded: count(schema::EMBEDDED)?,
-                pending: count(schema::PENDING)?,
+                embedded: count("embedded")?,
+                pending: count("pending")?,
             })
         })();
         status.map_err(|e: rusqlite::Error| self.sql(e))
@@ -242,6 +243,11 @@ impl Store {
             }
         }
         tx.execute(schema::SET_COUNTER, params!["vectors", seq])?;
+        tx.execute(
+            schema::ADD_TO_COUNTER,
+            params!["pending", -(written as i64)],
+        )?;
+        tx.execute(schema::ADD_TO_COUNTER, params!["embedded", written as i64])?;
         tx.commit()?;
         Ok(written)
     }

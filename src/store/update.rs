@@ -625,6 +625,10 @@ struct Counters {
     vectors: i64,
     /// Bumped when embedded rows are deleted.
     dropped: i64,
+    /// Rows to embed inserted, less those deleted.
+    pending: i64,
+    /// Rows inserted with their vectors (known text), less those deleted.
+    embedded: i64,
     changed: bool,
 }
 
@@ -634,8 +638,29 @@ impl Counters {
         Ok(Counters {
             vectors: get("vectors")?,
             dropped: get("dropped")?,
+            pending: 0,
+            embedded: 0,
             changed: false,
         })
+    }
+
+    /// A row to embed was inserted, with its vectors or pending.
+    fn inserted(&mut self, embedded: bool) {
+        self.changed = true;
+        match embedded {
+            true => self.embedded += 1,
+            false => self.pending += 1,
+        }
+    }
+
+    /// `rows` rows to embed were deleted, `embedded` of them with their vectors.
+    fn deleted(&mut self, rows: i64, embedded: i64) {
+        self.changed = true;
+        self.embedded -= embedded;
+        self.pending -= rows - embedded;
+        if embedded > 0 {
+            self.dropped();
+        }
     }
 
     fn next_seq(&mut self) -> i64 {
@@ -653,6 +678,8 @@ impl Counters {
         if self.changed {
             tx.execute(schema::SET_COUNTER, params!["vectors", self.vectors])?;
             tx.execute(schema::SET_COUNTER, params!["dropped", self.dropped])?;
+            tx.execute(schema::ADD_TO_COUNTER, params!["pending", self.pending])?;
+            tx.execute(schema::ADD_TO_COUNTER, params!["embedded", self.embedded])?;
         }
         Ok(())
     }
@@ -782,12 +809,10 @@ fn drop_session(
     let embedded: i64 = tx.query_row(schema::EMBEDDED_IN, [first, last], |r| r.get(0))?;
     tx.execute(schema::DELETE_ENTRIES, [first, last])?;
     tx.execute(schema::DELETE_RANKING_ROWS, [first, last])?;
-    tx.execute(schema::DELETE_EMBEDDINGS, [first, last])?;
+    let rows = tx.execute(schema::DELETE_EMBEDDINGS, [first, last])?;
     tx.execute(schema::DELETE_META_TEXT, [sid])?;
     tx.execute(schema::DELETE_SESSION, [sid])?;
-    if embedded > 0 {
-        counters.dropped();
-    }
+    counters.deleted(rows as i64, embedded);
     Ok(carried)
 }
 
@@ -950,6 +975,7 @@ fn insert_embedding(
     let seq = vectors.as_ref().map(|_| counters.next_seq());
     tx.prepare_cached(schema::INSERT_EMBEDDING)?
         .execute(params![rowid, hash, bytes, seq, vectors])?;
+    counters.inserted(seq.is_some());
     Ok(())
 }
 
@@ -1134,15 +1160,17 @@ fn set_meta(
         .execute(rusqlite::params_from_iter(meta_text.row(first).params()))?;
     let passage = meta_passage(&meta_text.name, &meta_text.summary, &meta_text.tags);
     let hash = text_hash(&passage);
-    let stored: Option<i64> = tx
-        .query_row(schema::EMBEDDING_HASH, [first], |r| r.get(0))
+    let stored: Option<(i64, bool)> = tx
+        .query_row(schema::EMBEDDING_HASH, [first], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .optional()?;
-    if stored == Some(hash) {
-        return Ok(());
-    }
-    if stored.is_some() {
+    if let Some((stored_hash, embedded)) = stored {
+        if stored_hash == hash {
+            return Ok(());
+        }
         tx.execute(schema::DELETE_EMBEDDING, [first])?;
-        counters.dropped();
+        counters.deleted(1, i64::from(embedded));
     }
     if !passage.is_empty() {
         insert_embedding(tx, first, hash, passage.len() as i64, carried, counters)?;

@@ -48,6 +48,18 @@ fn sessions(agent: &Path) {
     }
 }
 
+/// The rows to embed as counted in the store's file: what `embed_status`
+/// (kept by the writes in the `counters` table) must say.
+fn counted(agent: &Path) -> EmbedStatus {
+    let conn =
+        rusqlite::Connection::open(session_index::store::store_path(agent)).expect("open the file");
+    let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, u64>(0)).expect(sql);
+    EmbedStatus {
+        embedded: count("SELECT count(*) FROM embeddings WHERE vectors IS NOT NULL"),
+        pending: count("SELECT count(*) FROM embeddings WHERE vectors IS NULL"),
+    }
+}
+
 #[test]
 fn rows_to_embed_are_written_with_the_text_and_dropped_with_the_session() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -80,6 +92,27 @@ fn rows_to_embed_are_written_with_the_text_and_dropped_with_the_session() {
         "Tables for the sync service.",
         &["sync"],
     );
+    let index = store_updated(agent, None);
+    assert_eq!(index.embed_status().expect("status").pending, 4);
+    drop(index);
+
+    // Another meta: its row is replaced, the count stays.
+    write_meta(agent, &w, "Sync storage", "Three tables now.", &["sync"]);
+    let index = store_updated(agent, None);
+    assert_eq!(index.embed_status().expect("status"), counted(agent));
+    assert_eq!(index.embed_status().expect("status").pending, 4);
+    drop(index);
+
+    // A store of this schema made before the counts were kept counts its rows once.
+    {
+        let conn = rusqlite::Connection::open(session_index::store::store_path(agent))
+            .expect("open the file");
+        conn.execute(
+            "DELETE FROM counters WHERE name IN ('pending', 'embedded')",
+            [],
+        )
+        .expect("age it");
+    }
     let index = store_updated(agent, None);
     assert_eq!(index.embed_status().expect("status").pending, 4);
     drop(index);
@@ -140,6 +173,7 @@ fn a_paraphrase_finds_its_session_once_passages_are_embedded() {
             pending: 0
         }
     );
+    assert_eq!(index.embed_status().expect("status"), counted(agent));
 
     let hits = top5(&index, "getting throttled");
     assert_eq!(
@@ -166,6 +200,8 @@ fn a_paraphrase_finds_its_session_once_passages_are_embedded() {
         .find(|p| p.to_string_lossy().contains("retries"));
     std::fs::remove_file(path.expect("the retries session")).expect("delete it");
     let index = store_updated(agent, Some(model));
+    assert_eq!(index.embed_status().expect("status"), counted(agent));
+    assert_eq!(index.embed_status().expect("status").embedded, 8);
     assert!(!hit_ids(&top5(&index, "getting throttled")).contains(&"retries".to_string()));
 }
 
