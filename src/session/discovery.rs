@@ -56,13 +56,13 @@ fn listed(sessions_dir: &Path, with_metadata: bool) -> Vec<ListedFile> {
     // directory's files sorted apart: comparing whole paths component by
     // component took a tenth of a pass at 30,000 sessions).
     dirs.sort();
-    let mut files = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
     for dir in dirs {
         let Ok(listing) = std::fs::read_dir(&dir) else {
             continue;
         };
         let dir_inside = std::fs::canonicalize(&dir).is_ok_and(|d| d.starts_with(&root));
-        let first = files.len();
+        let first = found.len();
         for e in listing.filter_map(|e| e.ok()).filter(|e| {
             Path::new(&e.file_name())
                 .extension()
@@ -71,12 +71,10 @@ fn listed(sessions_dir: &Path, with_metadata: bool) -> Vec<ListedFile> {
             let path = e.path();
             let plain = dir_inside && e.file_type().is_ok_and(|t| t.is_file());
             if plain || regular_files::listed_inside(&root, &path) {
-                let metadata = match (with_metadata, plain) {
-                    (false, _) => None,
-                    (true, true) => e.metadata().ok(),
-                    (true, false) => std::fs::symlink_metadata(&path).ok(),
-                };
-                files.push(ListedFile { path, metadata });
+                found.push(Found {
+                    path,
+                    entry: plain.then_some(e),
+                });
             } else {
                 tracing::warn!(
                     "skipping {}: not a regular file inside {}",
@@ -86,9 +84,67 @@ fn listed(sessions_dir: &Path, with_metadata: bool) -> Vec<ListedFile> {
             }
         }
         // One directory's paths differ only in their names: bytes compare as names do.
-        files[first..].sort_unstable_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
+        found[first..].sort_unstable_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
     }
-    files
+    if !with_metadata {
+        return found
+            .into_iter()
+            .map(|f| ListedFile {
+                path: f.path,
+                metadata: None,
+            })
+            .collect();
+    }
+    with_metadata_read(found)
+}
+
+/// A session file listed, before its metadata is read.
+struct Found {
+    path: PathBuf,
+    /// Its directory entry, when it is a plain file in a directory inside
+    /// (its `lstat` by name through the directory), else `None` (by path).
+    entry: Option<std::fs::DirEntry>,
+}
+
+impl Found {
+    /// What `lstat` says of it (`None`: it could not be read).
+    fn metadata(&self) -> Option<std::fs::Metadata> {
+        match &self.entry {
+            Some(entry) => entry.metadata().ok(),
+            None => std::fs::symlink_metadata(&self.path).ok(),
+        }
+    }
+}
+
+/// Files from which [`with_metadata_read`] splits the `lstat`s between two
+/// threads.
+const SPLIT_AT: usize = 2_000;
+
+/// Every file's metadata, read on two threads when there are many: the
+/// `lstat` of every session file is most of a freshness pass (~2 µs each on
+/// ext4, ~60 ms of one core at 30,000 sessions). The order is kept.
+fn with_metadata_read(found: Vec<Found>) -> Vec<ListedFile> {
+    let read = |part: &[Found]| part.iter().map(Found::metadata).collect::<Vec<_>>();
+    let metadata = if found.len() < SPLIT_AT {
+        read(&found)
+    } else {
+        let (first, second) = found.split_at(found.len() / 2);
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| read(second));
+            let mut all = read(first);
+            // Reading metadata does not panic; if it did, its half is read here.
+            all.extend(other.join().unwrap_or_else(|_| read(second)));
+            all
+        })
+    };
+    found
+        .into_iter()
+        .zip(metadata)
+        .map(|(found, metadata)| ListedFile {
+            path: found.path,
+            metadata,
+        })
+        .collect()
 }
 
 /// True when `path` lies in `cwd`'s project directory (`<sessions_dir>/--<cwd>--/`),

@@ -62,6 +62,15 @@ impl Gate {
         Ok(())
     }
 
+    /// Feed what decides which sessions the gate lets in (the sessions
+    /// directory, `privacy.exclude`) to `state`: a freshness digest made
+    /// under other rules is another one.
+    pub(super) fn hash_rules(&self, state: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        self.sessions_dir.hash(state);
+        self.privacy.exclude.hash(state);
+    }
+
     /// Whether `privacy.exclude` names no session at all.
     pub fn excludes_none(&self) -> bool {
         self.privacy.exclude.is_empty()

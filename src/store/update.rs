@@ -24,6 +24,7 @@ use rusqlite::{
 use super::rows::{self, entry_text, passage_source, text_hash, EntryText, TextRow, CHUNK_BYTES};
 use super::schema::{self, rowids, Column};
 use super::{Gate, Store, StoreError};
+use crate::session::discovery::ListedFile;
 use crate::session::{text_joined, AgentMessage, CompactString, Entry, EntryKind};
 use crate::store::meta::SessionMeta;
 
@@ -59,7 +60,7 @@ pub struct UpdateReport {
 /// What a file looked like when it was stat'ed. The ctime is there for an
 /// edit in place that kept the size and put the mtime back (issue 24): no
 /// one can set a ctime, and every write or `utime` moves it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Hash)]
 struct FileStat {
     size: u64,
     mtime_ns: i64,
@@ -129,6 +130,33 @@ fn meta_mtimes(meta_dir: &Path) -> HashMap<String, i64> {
         .collect()
 }
 
+/// The files' states as one pass saw them, in one number: every session
+/// file's path and stat, every meta file's id and mtime, and the gate's
+/// rules, each hashed and summed (the order does not matter). Equal digests:
+/// the files are as they were (a write moves a file's ctime, which no one
+/// can set back).
+fn files_digest(files: &[ListedFile], metas: &HashMap<String, i64>, gate: &Gate) -> i64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let one = |item: &dyn Fn(&mut DefaultHasher)| {
+        let mut state = DefaultHasher::new();
+        item(&mut state);
+        state.finish()
+    };
+    let files_sum = files.iter().fold(0u64, |sum, file| {
+        sum.wrapping_add(one(&|state| {
+            file.path.as_os_str().as_encoded_bytes().hash(state);
+            file.metadata.as_ref().and_then(file_stat_of).hash(state);
+        }))
+    });
+    let metas_sum = metas.iter().fold(0u64, |sum, (id, mtime_ns)| {
+        sum.wrapping_add(one(&|state| (id, mtime_ns).hash(state)))
+    });
+    let mut state = DefaultHasher::new();
+    (files.len(), files_sum, metas.len(), metas_sum).hash(&mut state);
+    gate.hash_rules(&mut state);
+    state.finish() as i64
+}
+
 /// How many files a write went through, how many of them changed, and
 /// whether stored text was dropped that the files may no longer hold
 /// ([`Plan::forget`]).
@@ -164,9 +192,21 @@ impl Store {
         meta_dir: &Path,
         budget: Option<Duration>,
     ) -> Result<UpdateReport, StoreError> {
-        let deadline = budget.map(|b| Instant::now() + b);
         let files = crate::session::discovery::session_files_with_metadata(sessions_dir);
         let metas = meta_mtimes(meta_dir);
+        // The budget is for reading and writing what changed, from when it is
+        // known: under load, listing and stat'ing 30,000 files can take most of
+        // a second, and a session appended just before was then left stale.
+        let deadline = budget.map(|b| Instant::now() + b);
+        let digest = files_digest(&files, &metas, &self.gate);
+        if self.is_fresh(digest)? {
+            return Ok(UpdateReport {
+                files: files.len(),
+                ..UpdateReport::default()
+            });
+        }
+        // Read before the stored states: any session written after this read moves it.
+        let writes = self.counter("writes")?;
         let mut known: HashMap<String, (FileStat, i64, String)> =
             HashMap::with_capacity(files.len());
         self.conn
@@ -203,12 +243,47 @@ impl Store {
         if written.forgot || removed.forgot || excluded > 0 {
             self.scrub()?;
         }
+        // Nothing to write (files that are not sessions yet, or excluded, are
+        // planned and found so at every pass until they change).
+        let stale = changed.len() - written.seen;
+        if written.changed == 0 && removed.changed == 0 && excluded == 0 && stale == 0 {
+            self.remember_fresh(digest, writes);
+        }
         Ok(UpdateReport {
             files: files.len(),
             updated: written.changed,
             removed: removed.changed + excluded,
-            stale: changed.len() - written.seen,
+            stale,
         })
+    }
+
+    /// Whether the store is known to be up to date with files whose
+    /// [`files_digest`] this is: a pass that found nothing to write saw them so,
+    /// and no session was written since. Then the pass reads no stored
+    /// state (reading 30,000 sessions' rows and comparing them was a third of
+    /// a CLI search).
+    fn is_fresh(&self, digest: i64) -> Result<bool, StoreError> {
+        self.conn
+            .query_row(schema::IS_FRESH, [digest], |r| r.get(0))
+            .map_err(|e| self.sql(e))
+    }
+
+    /// Remember that the files of `digest` are what the store holds, as read
+    /// when the `writes` counter was `writes`; not if a session was written
+    /// since. Best effort: a writer holding the lock keeps it from waiting
+    /// (the next pass compares again).
+    fn remember_fresh(&self, digest: i64, writes: i64) {
+        let _ = self.conn.busy_timeout(Duration::from_millis(50));
+        if let Err(e) = self.conn.execute(schema::SET_FRESH, [digest, writes]) {
+            tracing::debug!("search index {}: {e}", self.path.display());
+        }
+        let _ = self.conn.busy_timeout(Duration::from_secs(10));
+    }
+
+    fn counter(&self, name: &str) -> Result<i64, StoreError> {
+        self.conn
+            .query_row(schema::COUNTER, [name], |r| r.get(0))
+            .map_err(|e| self.sql(e))
     }
 
     /// Bring one session file up to date (what `agent_end` needs): `Ok(true)`
@@ -629,6 +704,8 @@ struct Counters {
     pending: i64,
     /// Rows inserted with their vectors (known text), less those deleted.
     embedded: i64,
+    /// The `sessions` table was written.
+    sessions: bool,
     changed: bool,
 }
 
@@ -640,6 +717,7 @@ impl Counters {
             dropped: get("dropped")?,
             pending: 0,
             embedded: 0,
+            sessions: false,
             changed: false,
         })
     }
@@ -674,7 +752,15 @@ impl Counters {
         self.dropped += 1;
     }
 
+    /// A session's row was written or deleted.
+    fn session_written(&mut self) {
+        self.sessions = true;
+    }
+
     fn write(&self, tx: &Transaction<'_>) -> rusqlite::Result<()> {
+        if self.sessions {
+            tx.execute(schema::ADD_TO_COUNTER, params!["writes", 1])?;
+        }
         if self.changed {
             tx.execute(schema::SET_COUNTER, params!["vectors", self.vectors])?;
             tx.execute(schema::SET_COUNTER, params!["dropped", self.dropped])?;
@@ -697,6 +783,9 @@ fn apply(
     counters: &mut Counters,
 ) -> rusqlite::Result<bool> {
     let changed = !plan.is_empty();
+    if changed {
+        counters.session_written();
+    }
     let mut sid = plan.stored.as_ref().map(|s| s.sid);
     let mut carried = Carried::new();
     if plan.drop {
@@ -813,6 +902,7 @@ fn drop_session(
     tx.execute(schema::DELETE_META_TEXT, [sid])?;
     tx.execute(schema::DELETE_SESSION, [sid])?;
     counters.deleted(rows as i64, embedded);
+    counters.session_written();
     Ok(carried)
 }
 

@@ -9,7 +9,7 @@ use crate::support::search::{
     copy_real_sessions, hit_ids, store_updated, top5, write_meta, Writer,
 };
 use serde_json::json;
-use session_index::store::{Query, Store};
+use session_index::store::{Query, Store, UpdateReport};
 use session_index::text::Keep;
 
 /// Sessions with one fact each, among the shared real sessions.
@@ -721,4 +721,83 @@ fn snippets_read_again_from_the_file_show_no_secret_of_any_entry() {
             );
         }
     }
+}
+
+/// A pass that finds nothing to write remembers the files' states (one
+/// digest), and the next pass over the same files reads no stored state;
+/// whatever changes a session file, a meta file or the rules still reaches
+/// the store at the next pass.
+#[test]
+fn an_up_to_date_store_still_sees_every_change_after_it() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let mut alpha = Writer::new(agent, "/p/alpha", "alpha");
+    alpha.user("the ocelot migration plan");
+    let mut beta = Writer::new(agent, "/p/beta", "beta");
+    beta.user("the capybara release notes");
+    let (sessions, metas) = (agent.join("sessions"), agent.join("sessions-meta"));
+    let update = |index: &mut Store| index.update(&sessions, &metas, None).expect("update");
+    let unchanged = UpdateReport {
+        files: 2,
+        ..UpdateReport::default()
+    };
+    let mut index = Store::open(agent).expect("open");
+    assert_eq!(update(&mut index).updated, 2);
+    assert_eq!(update(&mut index), unchanged, "finds nothing to write");
+    assert_eq!(update(&mut index), unchanged, "trusts the pass before");
+
+    alpha.user("and the narwhal rollback");
+    assert_eq!(update(&mut index).updated, 1, "an append");
+    assert_eq!(update(&mut index), unchanged);
+    assert_eq!(hit_ids(&top5(&index, "narwhal")), vec!["alpha"]);
+
+    write_meta(
+        agent,
+        &beta,
+        "Release",
+        "the walrus changelog",
+        &["release"],
+    );
+    assert_eq!(update(&mut index).updated, 1, "a new meta file");
+    assert_eq!(update(&mut index), unchanged);
+    assert_eq!(hit_ids(&top5(&index, "walrus")), vec!["beta"]);
+
+    // Another process under other rules leaves the store up to date for them.
+    let privacy: session_index::config::PrivacyConfig =
+        serde_json::from_value(json!({"exclude": ["/p/beta"]})).expect("a privacy config");
+    let mut hidden = Store::open(agent).expect("open").excluding(&privacy);
+    assert_eq!(update(&mut hidden).removed, 1);
+    assert_eq!(update(&mut hidden), unchanged);
+    drop(hidden);
+    assert_eq!(
+        update(&mut index).updated,
+        1,
+        "under this store's rules the session is back"
+    );
+    assert_eq!(update(&mut index), unchanged);
+
+    // Rewritten in place, same size, its mtime put back: its ctime moved.
+    let modified = std::fs::metadata(&alpha.path)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    let text = std::fs::read_to_string(&alpha.path).expect("read the session");
+    std::fs::write(&alpha.path, text.replace("ocelot", "axolot")).expect("rewrite it");
+    std::fs::File::options()
+        .write(true)
+        .open(&alpha.path)
+        .and_then(|f| f.set_modified(modified))
+        .expect("put the mtime back");
+    assert_eq!(update(&mut index).updated, 1, "rewritten in place");
+    assert_eq!(hit_ids(&top5(&index, "axolot")), vec!["alpha"]);
+    assert!(top5(&index, "ocelot").is_empty());
+
+    std::fs::remove_file(&beta.path).expect("delete a session");
+    assert_eq!(update(&mut index).removed, 1, "a deleted session");
+    assert_eq!(
+        update(&mut index),
+        UpdateReport {
+            files: 1,
+            ..UpdateReport::default()
+        }
+    );
 }
