@@ -15,22 +15,28 @@ use crate::store::{Store, StoreError};
 
 impl Store {
     /// Bench only: give every pending row synthetic vectors (see the
-    /// module's doc), seeded by `seed`. What was written.
+    /// module's doc), seeded by `seed`: each passage one with probability
+    /// `share` (1.0: every passage; less: a store as dense as real sessions,
+    /// whose passages are fewer than the generated ones'). What was written.
     #[doc(hidden)]
     pub fn fill_pending_with_synthetic_vectors(
         &mut self,
         encoder: &Encoder,
         seed: u64,
+        share: f64,
     ) -> Result<EmbedReport, StoreError> {
         let mut state = seed | 1;
         let mut synthetic = |texts: &[PendingText]| {
             Ok(texts
                 .iter()
                 .map(|text| {
-                    text.passages
-                        .iter()
-                        .flat_map(|_| random_unit(&mut state).quantize().to_bytes())
-                        .collect()
+                    let mut blob = Vec::new();
+                    for _ in &text.passages {
+                        if uniform(&mut state) < share {
+                            blob.extend(random_unit(&mut state).quantize().to_bytes());
+                        }
+                    }
+                    blob
                 })
                 .collect())
         };
@@ -38,15 +44,23 @@ impl Store {
     }
 }
 
-/// A pseudo-random unit vector of the model's width (xorshift64 from `state`).
+/// A pseudo-random unit vector of the model's width.
 fn random_unit(state: &mut u64) -> Embedding {
     let values = (0..DIMS)
-        .map(|_| {
-            *state ^= *state << 13;
-            *state ^= *state >> 7;
-            *state ^= *state << 17;
-            (*state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
+        .map(|_| (xorshift(state) >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
         .collect();
     Embedding::normalized(values)
+}
+
+/// A pseudo-random number in [0, 1).
+fn uniform(state: &mut u64) -> f64 {
+    (xorshift(state) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The next xorshift64 state.
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
 }
