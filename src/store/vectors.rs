@@ -216,7 +216,7 @@ pub(super) fn nearest_sessions(
             *session = Some((score, index));
         }
     }
-    let mut hits: Vec<DenseHit> = best
+    let hits = best
         .iter()
         .zip(&block.sids)
         .filter_map(|(session, &sid)| {
@@ -228,13 +228,12 @@ pub(super) fn nearest_sessions(
             })
         })
         .collect();
-    let order = |a: &DenseHit, b: &DenseHit| b.score.total_cmp(&a.score).then(a.sid.cmp(&b.sid));
-    if n < hits.len() {
-        hits.select_nth_unstable_by(n, order);
-        hits.truncate(n);
-    }
-    hits.sort_unstable_by(order);
-    Ok(hits)
+    Ok(sentence_embed::top_k_by(
+        hits,
+        n,
+        |hit| hit.score,
+        |hit| hit.sid,
+    ))
 }
 
 /// The vectors of a store this process holds in memory (read by its last

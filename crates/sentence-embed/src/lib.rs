@@ -17,4 +17,4 @@ pub use install::{
     download, install_from_path, remove, verify, DownloadOptions, InstallError, Installed, Progress,
 };
 pub use model::{models_dir, ModelFile, ModelSpec, MINILM_L6_V2};
-pub use vector::{Embedding, Hit, Int8Vector, VectorBytesError, VectorSet};
+pub use vector::{top_k_by, Embedding, Hit, Int8Vector, VectorBytesError, VectorSet};

@@ -247,20 +247,36 @@ impl VectorSet {
     /// The `k` stored vectors most similar to `query`, best first (ties: lower index
     /// first).
     pub fn top_k(&self, query: &Embedding, k: usize) -> Vec<Hit> {
-        let mut hits: Vec<Hit> = self
+        let hits = self
             .scores(query)
             .into_iter()
             .enumerate()
             .map(|(index, score)| Hit { index, score })
             .collect();
-        let by_score = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index));
-        if k < hits.len() {
-            hits.select_nth_unstable_by(k, by_score);
-            hits.truncate(k);
-        }
-        hits.sort_unstable_by(by_score);
-        hits
+        top_k_by(hits, k, |hit| hit.score, |hit| hit.index)
     }
+}
+
+/// The `k` best of `items`, best first: higher `score` first, equal scores in
+/// the order of `tie` (lower first). The `k` are selected before they are
+/// sorted, so picking a few of many costs about one pass over them.
+pub fn top_k_by<T, K: Ord>(
+    mut items: Vec<T>,
+    k: usize,
+    score: impl Fn(&T) -> f32,
+    tie: impl Fn(&T) -> K,
+) -> Vec<T> {
+    let order = |a: &T, b: &T| {
+        score(b)
+            .total_cmp(&score(a))
+            .then_with(|| tie(a).cmp(&tie(b)))
+    };
+    if k < items.len() {
+        items.select_nth_unstable_by(k, order);
+        items.truncate(k);
+    }
+    items.sort_unstable_by(order);
+    items
 }
 
 /// Vectors scored per call of the dot-product kernel (a 4 KiB buffer of dots).
@@ -329,6 +345,16 @@ mod tests {
         assert_eq!(order, [0, 3, 2]);
         assert!(set.top_k(&unit(&[1.0, 0.0]), 10).len() == 5);
         assert!(VectorSet::new(2).top_k(&unit(&[1.0, 0.0]), 3).is_empty());
+    }
+
+    #[test]
+    fn top_k_by_keeps_the_best_and_orders_ties() {
+        let items = vec![(0.5, 'c'), (0.9, 'b'), (0.5, 'a'), (-1.0, 'd'), (0.9, 'a')];
+        let best = |k| top_k_by(items.clone(), k, |item| item.0, |item| item.1);
+        assert_eq!(best(3), [(0.9, 'a'), (0.9, 'b'), (0.5, 'a')]);
+        assert_eq!(best(9).len(), 5);
+        assert_eq!(best(9)[4], (-1.0, 'd'));
+        assert!(best(0).is_empty());
     }
 
     #[test]
