@@ -1,7 +1,8 @@
 //! The sentence encoder: word pieces in, one unit vector per text out, on CPU.
 //!
 //! all-MiniLM-L6-v2 as sentence-transformers runs it: BERT word pieces (uncased,
-//! `[CLS] … [SEP]`, at most 256 of them), a 6-layer BERT (candle's), the mean of
+//! `[CLS] … [SEP]`, at most 256 of them), a 6-layer BERT ([`crate::bert`], on
+//! candle's tensors), the mean of
 //! the last layer over the real (unpadded) pieces, then L2 normalization.
 //!
 //! Texts are encoded in batches sorted by length, so a batch pads little; a batch
@@ -25,10 +26,11 @@ use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{LayerNorm, VarBuilder};
-use candle_transformers::models::bert::{BertEncoder, Config};
+use candle_transformers::models::bert::Config;
 use safetensors::{Dtype, SafeTensors};
 use tokenizers::Tokenizer;
 
+use crate::bert::Layers;
 use crate::model::ModelFiles;
 use crate::vector::Embedding;
 
@@ -311,7 +313,7 @@ impl Encoder {
 /// The model's weights, shared by the encoders of one load.
 struct Weights {
     embeddings: Embeddings,
-    layers: BertEncoder,
+    layers: Layers,
 }
 
 /// The pool `options` ask for.
@@ -407,7 +409,7 @@ impl Embeddings {
 
 /// Maps the weights and loads what is copied: the encoder layers, the position and
 /// token-type tables (the word table stays mapped, see [`Embeddings`]).
-fn load_weights(path: &Path, config: &Config) -> Result<(Embeddings, BertEncoder), EncoderError> {
+fn load_weights(path: &Path, config: &Config) -> Result<(Embeddings, Layers), EncoderError> {
     let file = regular_files::open_regular(path).map_err(|source| EncoderError::Read {
         path: path.to_path_buf(),
         source,
@@ -456,7 +458,7 @@ fn load_weights(path: &Path, config: &Config) -> Result<(Embeddings, BertEncoder
     Ok((embeddings, layers))
 }
 
-type Copied = (Tensor, Tensor, LayerNorm, BertEncoder);
+type Copied = (Tensor, Tensor, LayerNorm, Layers);
 
 fn load_copied(weights: &VarBuilder<'_>, config: &Config) -> candle_core::Result<Copied> {
     let hidden = config.hidden_size;
@@ -474,7 +476,7 @@ fn load_copied(weights: &VarBuilder<'_>, config: &Config) -> candle_core::Result
             .get(0)?;
         let layer_norm =
             candle_nn::layer_norm(hidden, config.layer_norm_eps, embeddings.pp("LayerNorm"))?;
-        let layers = BertEncoder::load(weights.pp("encoder"), config)?;
+        let layers = Layers::load(weights.pp("encoder"), config)?;
         Ok((positions, token_type, layer_norm, layers))
     }
 }

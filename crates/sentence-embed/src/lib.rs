@@ -4,9 +4,10 @@
 //! checksums ([`install`]: the pinned download, the PyPI wheel, a directory).
 //!
 //! The crate knows nothing of sessions or the store: it takes text and returns
-//! vectors. Why these choices (candle's BERT, int8 with a scale per vector, brute
+//! vectors. Why these choices (BERT on candle's tensors, int8 with a scale per vector, brute
 //! force, one explicit download) and the measured costs are in README.md.
 
+mod bert;
 pub mod encoder;
 pub mod install;
 pub mod model;
