@@ -24,6 +24,8 @@ use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Module, Shape, Tenso
 #[cfg(test)]
 use candle_core::{DType, Device};
 use candle_nn::{LayerNorm, Linear, VarBuilder};
+
+use crate::bf16::Bf16Dense;
 use candle_transformers::models::bert::{Config, HiddenAct};
 
 /// The encoder: its layers in order.
@@ -34,27 +36,31 @@ pub(crate) struct Layers {
 /// One transformer layer.
 struct Layer {
     /// Query, key and value projections stacked: `hidden` → `3 × hidden`.
-    qkv: Linear,
-    attention_out: Linear,
+    qkv: Dense,
+    attention_out: Dense,
     attention_norm: LayerNorm,
-    up: Linear,
-    down: Linear,
+    up: Dense,
+    down: Dense,
     output_norm: LayerNorm,
     heads: usize,
 }
 
 impl Layers {
     /// The layers under `encoder.layer.<i>` of `weights`. Only GELU (erf)
-    /// models: that is the activation [`Gelu`] computes.
-    pub fn load(weights: VarBuilder<'_>, config: &Config) -> candle_core::Result<Self> {
+    /// models: that is the activation [`Gelu`] computes. `bf16`: the dense
+    /// layers in bfloat16 where the CPU multiplies it ([`Dense`]).
+    pub fn load(weights: VarBuilder<'_>, config: &Config, bf16: bool) -> candle_core::Result<Self> {
         if !matches!(config.hidden_act, HiddenAct::Gelu) {
             candle_core::bail!("the model's activation is not GELU (erf)");
         }
-        if config.hidden_size % config.num_attention_heads != 0 {
+        if !config
+            .hidden_size
+            .is_multiple_of(config.num_attention_heads)
+        {
             candle_core::bail!("the hidden size is not a multiple of the heads");
         }
         let layers = (0..config.num_hidden_layers)
-            .map(|i| Layer::load(weights.pp(format!("layer.{i}")), config))
+            .map(|i| Layer::load(weights.pp(format!("layer.{i}")), config, bf16))
             .collect::<candle_core::Result<_>>()?;
         Ok(Self { layers })
     }
@@ -72,7 +78,7 @@ impl Layers {
 }
 
 impl Layer {
-    fn load(weights: VarBuilder<'_>, config: &Config) -> candle_core::Result<Self> {
+    fn load(weights: VarBuilder<'_>, config: &Config, bf16: bool) -> candle_core::Result<Self> {
         let hidden = config.hidden_size;
         let attention = weights.pp("attention");
         let projection = |name: &str| {
@@ -87,18 +93,26 @@ impl Layer {
             projection("key")?,
             projection("value")?,
         );
-        let qkv = Linear::new(
+        let qkv = Dense::new(
             Tensor::cat(&[&q.0, &k.0, &v.0], 0)?,
-            Some(Tensor::cat(&[&q.1, &k.1, &v.1], 0)?),
-        );
+            Tensor::cat(&[&q.1, &k.1, &v.1], 0)?,
+            bf16,
+        )?;
+        let dense = |w: VarBuilder<'_>, inputs: usize, outputs: usize| {
+            Dense::new(
+                w.get((outputs, inputs), "weight")?,
+                w.get(outputs, "bias")?,
+                bf16,
+            )
+        };
         let norm = |w: VarBuilder<'_>| candle_nn::layer_norm(hidden, config.layer_norm_eps, w);
         let inner = config.intermediate_size;
         Ok(Self {
             qkv,
-            attention_out: candle_nn::linear(hidden, hidden, attention.pp("output").pp("dense"))?,
+            attention_out: dense(attention.pp("output").pp("dense"), hidden, hidden)?,
             attention_norm: norm(attention.pp("output").pp("LayerNorm"))?,
-            up: candle_nn::linear(hidden, inner, weights.pp("intermediate").pp("dense"))?,
-            down: candle_nn::linear(inner, hidden, weights.pp("output").pp("dense"))?,
+            up: dense(weights.pp("intermediate").pp("dense"), hidden, inner)?,
+            down: dense(weights.pp("output").pp("dense"), inner, hidden)?,
             output_norm: norm(weights.pp("output").pp("LayerNorm"))?,
             heads: config.num_attention_heads,
         })
@@ -136,6 +150,58 @@ impl Layer {
             .output_norm
             .forward(&(self.down.forward(&inner)? + &attended)?)?;
         output.reshape((batch, len, hidden))
+    }
+}
+
+/// A dense layer, `x · Wᵀ + b` on `(rows, inputs)`: in bfloat16 where the
+/// CPU multiplies it natively and the layer's shape fits ([`Bf16Dense`]:
+/// twice the products per instruction), else candle's f32 `Linear`.
+enum Dense {
+    Bf16(Bf16Dense),
+    F32(Linear),
+}
+
+impl Dense {
+    /// `weight` `(outputs, inputs)`, `bias` `(outputs)`.
+    fn new(weight: Tensor, bias: Tensor, bf16: bool) -> candle_core::Result<Self> {
+        if bf16 && crate::bf16::supported() {
+            let (outputs, inputs) = weight.dims2()?;
+            let values = weight.flatten_all()?.to_vec1::<f32>()?;
+            if let Some(dense) = Bf16Dense::new(&values, &bias.to_vec1()?, outputs, inputs) {
+                return Ok(Self::Bf16(dense));
+            }
+        }
+        Ok(Self::F32(Linear::new(weight, Some(bias))))
+    }
+
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Self::Bf16(dense) => x.contiguous()?.apply_op1_no_bwd(dense),
+            Self::F32(linear) => linear.forward(x),
+        }
+    }
+}
+
+impl CustomOp1 for Bf16Dense {
+    fn name(&self) -> &'static str {
+        "dense-bf16"
+    }
+
+    fn cpu_fwd(
+        &self,
+        storage: &CpuStorage,
+        layout: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (CpuStorage::F32(values), Some((start, end))) = (storage, layout.contiguous_offsets())
+        else {
+            candle_core::bail!("dense layer: a contiguous f32 tensor is expected");
+        };
+        let (rows, inputs) = layout.shape().dims2()?;
+        if inputs != self.inputs() {
+            candle_core::bail!("dense layer: {inputs} inputs for {}", self.inputs());
+        }
+        let out = self.forward(&values[start..end], rows);
+        Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs()))))
     }
 }
 

@@ -8,6 +8,7 @@
 //! force, one explicit download) and the measured costs are in README.md.
 
 mod bert;
+mod bf16;
 pub mod encoder;
 pub mod install;
 pub mod model;
