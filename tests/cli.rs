@@ -580,3 +580,53 @@ fn index_with_a_paid_model_shows_the_estimate_and_needs_a_yes() {
         "nothing indexed, nothing spent"
     );
 }
+
+/// What `search` guarantees without `--wait`: a session appended to before
+/// the search started is found by what was appended, one deleted before it
+/// is not found (the update's pass stats every file first), and a search
+/// over unchanged files writes nothing.
+#[test]
+fn search_finds_what_changed_just_before_it_without_waiting() {
+    let agent = agent();
+    let search = |word: &str| -> Value {
+        serde_json::from_str(&stdout(&run(agent.path(), &["search", "--json", word]))).unwrap()
+    };
+    let ids = |doc: &Value| -> Vec<String> {
+        doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let first = search("token");
+    assert!(first["index"]["updated"].as_u64().unwrap() >= 3, "{first}");
+    assert_eq!(search("token")["index"]["updated"], 0);
+
+    let project = agent.path().join("sessions").join(DEMO);
+    let session = std::fs::read_dir(&project)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .find(|p| std::fs::read_to_string(p).unwrap().contains(JWT_ID))
+        .unwrap();
+    let line = serde_json::json!({"type": "message", "id": "zz000001", "parentId": null,
+        "timestamp": "2026-11-27T12:00:00.000Z",
+        "message": {"role": "user", "content": "what about the quetzalcoatl cache", "timestamp": 1}});
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&session)
+        .unwrap();
+    std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).unwrap();
+    drop(file);
+    let appended = search("quetzalcoatl");
+    assert_eq!(appended["index"]["updated"], 1, "{appended}");
+    assert_eq!(ids(&appended), vec![JWT_ID.to_string()], "{appended}");
+
+    std::fs::remove_file(&session).unwrap();
+    let removed = search("quetzalcoatl");
+    assert_eq!(removed["index"]["removed"], 1, "{removed}");
+    assert!(ids(&removed).is_empty(), "{removed}");
+    let again = search("quetzalcoatl");
+    assert_eq!(again["index"]["updated"], 0, "{again}");
+    assert!(ids(&again).is_empty(), "{again}");
+}

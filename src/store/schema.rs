@@ -87,9 +87,9 @@ pub(super) fn rowids(sid: i64) -> (i64, i64) {
 /// `counters`: `vectors` (the last `seq` given), `dropped` (bumped whenever
 /// embedded rows are deleted: a process holding vectors drops the sessions
 /// that are gone), and (added by [`ADDITIONS`]): `writes` (bumped by every
-/// transaction that writes the `sessions` table), `fresh_digest` and
-/// `fresh_writes` (the digest of the files' states a pass found the store up
-/// to date with, and `writes` then: see `update.rs`), how many `embeddings` rows
+/// transaction that writes the `sessions` table), `store_id` (random: a
+/// rebuilt store has another; `writes` and `store_id` identify what a
+/// freshness stamp beside the store was made from, see `update.rs`), how many `embeddings` rows
 /// are `pending` and `embedded`, kept by the transactions that insert,
 /// embed and delete them (counting 1,033,803 rows at 30,000 sessions took a
 /// CLI search 0.21 s; a trigger would make every insert a statement
@@ -138,13 +138,13 @@ INSERT OR IGNORE INTO counters
   SELECT 'pending', count(*) FROM embeddings WHERE vectors IS NULL;
 INSERT OR IGNORE INTO counters
   SELECT 'embedded', count(*) FROM embeddings WHERE vectors IS NOT NULL;
-INSERT OR IGNORE INTO counters VALUES('writes', 0), ('fresh_digest', 0), ('fresh_writes', -1)";
+INSERT OR IGNORE INTO counters VALUES('writes', 0), ('store_id', random())";
 /// How many of [`ADDITIONS`]' objects the store has (all: [`ADDITIONS_COUNT`]).
 pub(super) const ADDITIONS_PRESENT: &str = "
 SELECT (SELECT count(*) FROM sqlite_schema WHERE name = 'sessions_files')
   + (SELECT count(*) FROM counters
-     WHERE name IN ('pending', 'embedded', 'writes', 'fresh_digest', 'fresh_writes'))";
-pub(super) const ADDITIONS_COUNT: i64 = 6;
+     WHERE name IN ('pending', 'embedded', 'writes', 'store_id'))";
+pub(super) const ADDITIONS_COUNT: i64 = 5;
 
 /// The tables to drop before a rebuild, virtual ones first (dropping one
 /// drops its shadow tables).
@@ -289,18 +289,10 @@ pub(super) const EMBEDDED_IN: &str =
     "SELECT count(*) FROM embeddings WHERE rowid BETWEEN ?1 AND ?2 AND vectors IS NOT NULL";
 pub(super) const COUNTER: &str = "SELECT value FROM counters WHERE name = ?1";
 pub(super) const SET_COUNTER: &str = "UPDATE counters SET value = ?2 WHERE name = ?1";
-/// Whether the last pass that found the store up to date saw the files as
-/// digest ?1, and no session was written since.
-pub(super) const IS_FRESH: &str = "
-SELECT ifnull((SELECT value FROM counters WHERE name = 'fresh_digest') = ?1
-  AND (SELECT value FROM counters WHERE name = 'fresh_writes')
-    = (SELECT value FROM counters WHERE name = 'writes'), 0)";
-/// Remember digest ?1 as up to date at `writes` ?2, unless a session was
-/// written since `writes` was ?2.
-pub(super) const SET_FRESH: &str = "
-UPDATE counters SET value = CASE name WHEN 'fresh_digest' THEN ?1 ELSE ?2 END
-WHERE name IN ('fresh_digest', 'fresh_writes')
-  AND (SELECT value FROM counters WHERE name = 'writes') = ?2";
+/// The store's `store_id` and `writes` counters.
+pub(super) const STORE_WRITES: &str = "
+SELECT ifnull((SELECT value FROM counters WHERE name = 'store_id'), 0),
+  ifnull((SELECT value FROM counters WHERE name = 'writes'), -1)";
 /// Add ?2 to counter ?1.
 pub(super) const ADD_TO_COUNTER: &str = "UPDATE counters SET value = value + ?2 WHERE name = ?1";
 

@@ -157,6 +157,54 @@ fn files_digest(files: &[ListedFile], metas: &HashMap<String, i64>, gate: &Gate)
     state.finish() as i64
 }
 
+/// What a pass that found nothing to write keeps beside the store
+/// (`index.sqlite.fresh`): the store it looked at (its `store_id`), its
+/// `writes` counter when the pass read the stored states, and the
+/// [`files_digest`] of the files. A later pass that finds the same three
+/// reads no stored state (reading and comparing 30,000 sessions' rows): no
+/// session was written since, and the files are as they were. Kept in a
+/// file, not in the store: a write to the store's file makes the next
+/// command run the quick check of the whole file (1.5-2 s at 30,000
+/// sessions), and this is written by passes that wrote nothing.
+#[derive(Debug, PartialEq, Eq)]
+struct FreshStamp {
+    store: i64,
+    writes: i64,
+    digest: i64,
+}
+
+impl FreshStamp {
+    fn path(store: &Path) -> PathBuf {
+        let mut name = store.as_os_str().to_owned();
+        name.push(".fresh");
+        PathBuf::from(name)
+    }
+
+    /// The stamp kept beside `store`, if any (read without blocking: anything
+    /// but a regular file there is none).
+    fn kept(store: &Path) -> Option<FreshStamp> {
+        let bytes = regular_files::read_regular(&Self::path(store)).ok()?;
+        let text = std::str::from_utf8(&bytes).ok()?;
+        let mut fields = text.strip_prefix("v1 ")?.trim_end().split(' ');
+        let mut next = || fields.next()?.parse().ok();
+        Some(FreshStamp {
+            store: next()?,
+            writes: next()?,
+            digest: next()?,
+        })
+    }
+
+    /// Keep it beside `store`; a failure only means the next pass compares again.
+    fn keep(&self, store: &Path) {
+        let target = Self::path(store);
+        let temp = target.with_extension(format!("fresh.{}.tmp", std::process::id()));
+        let text = format!("v1 {} {} {}\n", self.store, self.writes, self.digest);
+        if let Err(e) = crate::store::meta::file::replace(&temp, &target, text.as_bytes()) {
+            tracing::debug!("{}: {e}", target.display());
+        }
+    }
+}
+
 /// How many files a write went through, how many of them changed, and
 /// whether stored text was dropped that the files may no longer hold
 /// ([`Plan::forget`]).
@@ -198,15 +246,14 @@ impl Store {
         // known: under load, listing and stat'ing 30,000 files can take most of
         // a second, and a session appended just before was then left stale.
         let deadline = budget.map(|b| Instant::now() + b);
-        let digest = files_digest(&files, &metas, &self.gate);
-        if self.is_fresh(digest)? {
+        // Read before the stored states: any session written after this read moves `writes`.
+        let now = self.fresh_stamp(files_digest(&files, &metas, &self.gate))?;
+        if FreshStamp::kept(&self.path).is_some_and(|kept| kept == now) {
             return Ok(UpdateReport {
                 files: files.len(),
                 ..UpdateReport::default()
             });
         }
-        // Read before the stored states: any session written after this read moves it.
-        let writes = self.counter("writes")?;
         let mut known: HashMap<String, (FileStat, i64, String)> =
             HashMap::with_capacity(files.len());
         self.conn
@@ -247,7 +294,7 @@ impl Store {
         // planned and found so at every pass until they change).
         let stale = changed.len() - written.seen;
         if written.changed == 0 && removed.changed == 0 && excluded == 0 && stale == 0 {
-            self.remember_fresh(digest, writes);
+            now.keep(&self.path);
         }
         Ok(UpdateReport {
             files: files.len(),
@@ -257,33 +304,18 @@ impl Store {
         })
     }
 
-    /// Whether the store is known to be up to date with files whose
-    /// [`files_digest`] this is: a pass that found nothing to write saw them so,
-    /// and no session was written since. Then the pass reads no stored
-    /// state (reading 30,000 sessions' rows and comparing them was a third of
-    /// a CLI search).
-    fn is_fresh(&self, digest: i64) -> Result<bool, StoreError> {
-        self.conn
-            .query_row(schema::IS_FRESH, [digest], |r| r.get(0))
-            .map_err(|e| self.sql(e))
-    }
-
-    /// Remember that the files of `digest` are what the store holds, as read
-    /// when the `writes` counter was `writes`; not if a session was written
-    /// since. Best effort: a writer holding the lock keeps it from waiting
-    /// (the next pass compares again).
-    fn remember_fresh(&self, digest: i64, writes: i64) {
-        let _ = self.conn.busy_timeout(Duration::from_millis(50));
-        if let Err(e) = self.conn.execute(schema::SET_FRESH, [digest, writes]) {
-            tracing::debug!("search index {}: {e}", self.path.display());
-        }
-        let _ = self.conn.busy_timeout(Duration::from_secs(10));
-    }
-
-    fn counter(&self, name: &str) -> Result<i64, StoreError> {
-        self.conn
-            .query_row(schema::COUNTER, [name], |r| r.get(0))
-            .map_err(|e| self.sql(e))
+    /// The stamp of files whose [`files_digest`] is `digest`, against the
+    /// store as it is now.
+    fn fresh_stamp(&self, digest: i64) -> Result<FreshStamp, StoreError> {
+        let (store, writes) = self
+            .conn
+            .query_row(schema::STORE_WRITES, [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.sql(e))?;
+        Ok(FreshStamp {
+            store,
+            writes,
+            digest,
+        })
     }
 
     /// Bring one session file up to date (what `agent_end` needs): `Ok(true)`
