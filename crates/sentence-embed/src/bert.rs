@@ -192,15 +192,12 @@ impl CustomOp1 for Bf16Dense {
         storage: &CpuStorage,
         layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (CpuStorage::F32(values), Some((start, end))) = (storage, layout.contiguous_offsets())
-        else {
-            candle_core::bail!("dense layer: a contiguous f32 tensor is expected");
-        };
+        let values = contiguous_f32(storage, layout, "dense layer")?;
         let (rows, inputs) = layout.shape().dims2()?;
         if inputs != self.inputs() {
             candle_core::bail!("dense layer: {inputs} inputs for {}", self.inputs());
         }
-        let out = self.forward(&values[start..end], rows);
+        let out = self.forward(values, rows);
         Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs()))))
     }
 }
@@ -323,6 +320,19 @@ fn exp(x: f32) -> f32 {
     }
 }
 
+/// The values of a custom op's input, which must be a contiguous f32 CPU
+/// tensor (`op` names the op in the error).
+fn contiguous_f32<'a>(
+    storage: &'a CpuStorage,
+    layout: &Layout,
+    op: &str,
+) -> candle_core::Result<&'a [f32]> {
+    match (storage, layout.contiguous_offsets()) {
+        (CpuStorage::F32(values), Some((start, end))) => Ok(&values[start..end]),
+        _ => candle_core::bail!("{op}: a contiguous f32 tensor is expected"),
+    }
+}
+
 /// GELU with the exact (erf) form, `x/2 · (1 + erf(x/√2))`, on f32 CPU tensors.
 struct Gelu;
 
@@ -336,14 +346,8 @@ impl CustomOp1 for Gelu {
         storage: &CpuStorage,
         layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (CpuStorage::F32(values), Some((start, end))) = (storage, layout.contiguous_offsets())
-        else {
-            candle_core::bail!("gelu: a contiguous f32 tensor is expected");
-        };
-        Ok((
-            CpuStorage::F32(gelu_all(&values[start..end])),
-            layout.shape().clone(),
-        ))
+        let values = contiguous_f32(storage, layout, "gelu")?;
+        Ok((CpuStorage::F32(gelu_all(values)), layout.shape().clone()))
     }
 }
 
