@@ -18,9 +18,10 @@
 //! (even SIGKILL) leaves the last committed state. The store is a cache of
 //! the session and meta files, never the source of truth: a schema change
 //! (`PRAGMA user_version`) or a damaged file rebuilds it from them, with one
-//! warning (a damaged file, found by the quick check each process runs once
-//! or by any statement, is moved aside to `index.sqlite.corrupt`). Its SQL
-//! is in [`schema`].
+//! warning (a damaged file, found by any statement or by the quick check a
+//! command runs when the file changed since a session-index process last
+//! knew it sound ([`check`]), is moved aside to `index.sqlite.corrupt`).
+//! Its SQL is in [`schema`].
 //!
 //! It keeps no deleted text: freed pages are zeroed (`secure_delete`), and
 //! after a session's rows are dropped (its file deleted, rewritten, or
@@ -35,6 +36,7 @@
 //! reaches the reader's model, so it never reaches the store.
 
 pub(crate) mod cache;
+mod check;
 mod embed;
 mod gate;
 pub mod meta;
@@ -49,8 +51,6 @@ mod update;
 mod vectors;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
-use std::time::SystemTime;
 
 use rusqlite::{Connection, ErrorCode};
 
@@ -94,6 +94,10 @@ pub struct Store {
     scratch: std::cell::Cell<bool>,
     /// Where the sentence encoder is installed (`None`: lexical ranking only).
     model: Option<PathBuf>,
+    /// Stamps the file as sound when the store closes, if it opened sound
+    /// and met no damage. After `conn`: fields drop in order, and the stamp
+    /// must see the file as the connection's close left it.
+    vouch: check::Vouch,
 }
 
 /// `<agent dir>/sessions-index/index.sqlite`.
@@ -101,53 +105,11 @@ pub fn store_path(agent_dir: &Path) -> PathBuf {
     agent_dir.join("sessions-index").join("index.sqlite")
 }
 
-/// The store file as it was when its quick check last passed, kept beside
-/// it (`index.sqlite.checked`), so a command that finds the file unchanged
-/// (same length, inode, mtime and ctime: a flipped byte changes the ctime,
-/// which no one can set back) skips the check. It cost every CLI command
-/// 0.2-0.3 s on a 3,000-session store and grows with the store.
-#[derive(Debug, PartialEq, Eq)]
-struct CheckedStamp(String);
-
-impl CheckedStamp {
-    fn of(md: &std::fs::Metadata) -> CheckedStamp {
-        #[cfg(unix)]
-        let changed = {
-            use std::os::unix::fs::MetadataExt;
-            format!(
-                "{} {}.{} {}.{}",
-                md.ino(),
-                md.mtime(),
-                md.mtime_nsec(),
-                md.ctime(),
-                md.ctime_nsec()
-            )
-        };
-        #[cfg(not(unix))]
-        let changed = format!("{:?}", md.modified().ok());
-        CheckedStamp(format!("v1 {} {changed}\n", md.len()))
-    }
-
-    fn path(store: &Path) -> PathBuf {
-        let mut name = store.as_os_str().to_owned();
-        name.push(".checked");
-        PathBuf::from(name)
-    }
-
-    /// The stamp kept beside `store` is this one (read without blocking:
-    /// anything but a regular file there is no stamp).
-    fn matches_file(&self, store: &Path) -> bool {
-        regular_files::read_regular(&Self::path(store)).is_ok_and(|kept| kept == self.0.as_bytes())
-    }
-
-    /// Keep it beside `store`; a failure only means the next command checks again.
-    fn write(&self, store: &Path) {
-        let target = Self::path(store);
-        let temp = target.with_extension(format!("checked.{}.tmp", std::process::id()));
-        if let Err(e) = meta::file::replace(&temp, &target, self.0.as_bytes()) {
-            tracing::debug!("{}: {e}", target.display());
-        }
-    }
+/// Whether the next process to open the store of `agent_dir` will serve
+/// from it without its quick check: the file is as a session-index process
+/// last knew it sound (see `check.rs`).
+pub fn opens_without_check(agent_dir: &Path) -> bool {
+    check::stamp_matches(&store_path(agent_dir))
 }
 
 impl Store {
@@ -163,15 +125,26 @@ impl Store {
         let gate = Gate::new(&agent_dir.join("sessions"), &Default::default());
         let model = Some(vectors::model_dir(agent_dir));
         let reason = match Store::open_at(&path) {
-            Ok(store) => match store.damage_found_once() {
-                None => {
+            Ok(mut store) => match check::check_once(&store.conn, &path) {
+                check::Verdict::Sound => {
+                    store.vouch.trust_file();
+                    return Ok(Store {
+                        gate,
+                        model,
+                        ..store
+                    });
+                }
+                check::Verdict::Unchecked => {
                     return Ok(Store {
                         gate,
                         model,
                         ..store
                     })
                 }
-                Some(damage) => damage,
+                check::Verdict::Damaged(damage) => {
+                    store.vouch.damaged();
+                    damage
+                }
             },
             Err(StoreError::Sql { source, .. }) if is_corrupt(&source) => {
                 format!("it was not a readable database ({source})")
@@ -179,66 +152,15 @@ impl Store {
             Err(e) => return Err(e),
         };
         set_aside(&path, &reason);
-        let store = Store::open_at(&path)?;
+        let mut store = Store::open_at(&path)?;
+        // Made by this process from the session files.
+        store.vouch.trust_file();
         Ok(Store {
             rebuilt: Some(reason),
             gate,
             model,
             ..store
         })
-    }
-
-    /// Once per process and store file, `PRAGMA quick_check`: a store
-    /// damaged while no one had it open (flipped bytes, a file cut short)
-    /// is found before it serves anything, since the pages a command reads
-    /// may not be the damaged ones (issue 24: 4 of 10 damaged files went on
-    /// serving silently). What is wrong, when something is.
-    fn damage_found_once(&self) -> Option<String> {
-        // A file is its inode and birth time (an inode number is soon reused).
-        static CHECKED: Mutex<Vec<(PathBuf, u64, Option<SystemTime>)>> = Mutex::new(Vec::new());
-        let Ok(md) = std::fs::metadata(&self.path) else {
-            return None;
-        };
-        #[cfg(unix)]
-        let inode = std::os::unix::fs::MetadataExt::ino(&md);
-        #[cfg(not(unix))]
-        let inode = 0;
-        let file = (self.path.clone(), inode, md.created().ok());
-        {
-            let mut checked = CHECKED.lock().unwrap_or_else(PoisonError::into_inner);
-            if checked.contains(&file) {
-                return None;
-            }
-            checked.push(file);
-        }
-        let stamp = CheckedStamp::of(&md);
-        if stamp.matches_file(&self.path) {
-            return None;
-        }
-        let first_problem = || -> rusqlite::Result<Option<String>> {
-            for check in schema::QUICK_CHECKS {
-                let verdict: String = self.conn.query_row(check, [], |r| r.get(0))?;
-                if verdict != "ok" {
-                    return Ok(Some(verdict));
-                }
-            }
-            Ok(None)
-        };
-        match first_problem() {
-            Ok(None) => {
-                stamp.write(&self.path);
-                None
-            }
-            Ok(Some(verdict)) => Some(format!(
-                "its quick check failed ({})",
-                crate::text::one_line(&verdict, 160)
-            )),
-            Err(e) if is_corrupt(&e) => Some(format!("it is damaged ({e})")),
-            Err(e) => {
-                tracing::debug!("search index {}: no quick check: {e}", self.path.display());
-                None
-            }
-        }
     }
 
     /// The store of `agent_dir` as the user's config asks for it: the
@@ -329,6 +251,7 @@ impl Store {
             gate: Gate::default(),
             scratch: Default::default(),
             model: None,
+            vouch: check::Vouch::new(path),
         };
         store.rebuilt = store.ensure_schema().map_err(sql)?;
         Ok(store)
@@ -337,8 +260,11 @@ impl Store {
     /// Open the store's file again after a statement found it damaged and
     /// [`Store::sql`] set it aside: a new, empty one the caller fills.
     fn reopen(&mut self, damage: &rusqlite::Error) -> Result<(), StoreError> {
-        let fresh = Store::open_at(&self.path)?;
+        let mut fresh = Store::open_at(&self.path)?;
+        // Made by this process from the session files; the damaged one's vouch goes.
+        fresh.vouch.trust_file();
         self.conn = fresh.conn;
+        self.vouch = fresh.vouch;
         self.scratch = Default::default();
         self.rebuilt = fresh
             .rebuilt
@@ -444,6 +370,7 @@ impl Store {
     /// at once): a damaged store fails once, never for good.
     fn sql(&self, source: rusqlite::Error) -> StoreError {
         if is_corrupt(&source) {
+            self.vouch.damaged();
             set_aside(&self.path, &format!("it is damaged ({source})"));
         }
         StoreError::Sql {

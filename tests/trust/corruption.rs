@@ -205,3 +205,56 @@ fn damage_behind_an_unchanged_length_and_mtime_is_still_found() {
     assert_eq!(hits(&out), SESSIONS, "{stderr}");
     assert!(stderr.contains("moved aside"), "{stderr}");
 }
+
+/// A write by session-index (a search that picked up an appended line)
+/// leaves the store vouched for: the next command opens it without the
+/// quick check of the whole file (1.2-2.3 s at 30,000 sessions), since
+/// every change was SQLite's, made while a process that found the file
+/// sound had it open. Damage done after that, while no one has it open, is
+/// still found by the next command.
+#[test]
+fn a_write_by_session_index_costs_the_next_command_no_check() {
+    let agent = Agent::new();
+    write_sessions(&agent);
+    assert_eq!(hits(&cli_search(&agent)), SESSIONS);
+    assert!(session_index::store::opens_without_check(&agent.dir));
+
+    let session = agent
+        .sessions()
+        .join(encode_cwd("/work/heal"))
+        .join("2026-02-20T12-00-00-000Z_heal-03.jsonl");
+    let line = json!({"type": "message", "id": "e3", "parentId": "e2",
+        "timestamp": "2026-02-20T12:00:00.000Z",
+        "message": {"role": "user", "content": "and the heronmark kingfisherquay", "timestamp": 3}});
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&session)
+        .unwrap();
+    std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).unwrap();
+    drop(file);
+    let path = agent.dir.join("sessions-index/index.sqlite");
+    let before = std::fs::metadata(&path).unwrap();
+    let out = crate::cli::run(&agent.dir, &["search", "kingfisherquay", "--all", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["index"]["updated"], 1, "{json}");
+    assert_eq!(hits(&out), 1, "{json}");
+    let after = std::fs::metadata(&path).unwrap();
+    assert_ne!(
+        (before.len(), before.modified().unwrap()),
+        (after.len(), after.modified().unwrap()),
+        "the search wrote the store's file (the test can fail)"
+    );
+    assert!(
+        session_index::store::opens_without_check(&agent.dir),
+        "after its own write, the next command would check the whole store again"
+    );
+
+    // Cut short while no one has it open: found by the next command.
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(!session_index::store::opens_without_check(&agent.dir));
+    let out = cli_search(&agent);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(hits(&out), SESSIONS, "{stderr}");
+    assert!(stderr.contains("moved aside"), "{stderr}");
+}
