@@ -11,7 +11,7 @@ use rusqlite::types::Value as SqlValue;
 
 use super::schema::{self, record_columns, COLUMNS, RECORD_COLUMNS, SPAN};
 use super::snippets::Shown;
-use super::vectors::{self, DenseHit};
+use super::vectors::{self, DenseHit, Vectors};
 use super::{SessionRecord, Store, StoreError};
 
 /// Start and end of a highlighted match inside [`Snippet::text`].
@@ -281,15 +281,23 @@ impl Store {
     /// lexical ranking fused with the semantic one when the model is
     /// installed and passages are embedded (see [`fuse`]), else lexical.
     pub fn search(&self, query: &Query) -> Result<Vec<SessionHit>, StoreError> {
-        let dense = self.dense_ranking(query)?;
-        self.ranked(query, dense)
+        let Some(dense) = self.dense_query(query)? else {
+            return self.run(query, None);
+        };
+        // The query's embedding (~10 ms) and its nearest passages are made
+        // on another thread while this one ranks lexically (the connection
+        // stays on this one).
+        std::thread::scope(|scope| {
+            let dense = scope.spawn(move || dense.ranking());
+            self.run(query, Some(dense))
+        })
     }
 
     /// As [`Store::search`], by the lexical ranking alone: its scores are
     /// `bm25()`'s, whose ratios say how far the first session is ahead
     /// (fused scores are reciprocal ranks, which do not).
     pub(super) fn search_lexical(&self, query: &Query) -> Result<Vec<SessionHit>, StoreError> {
-        self.ranked(query, None)
+        self.run(query, None)
     }
 
     /// The semantic half of [`Store::search`] alone: the sessions the fused
@@ -300,25 +308,22 @@ impl Store {
     /// side brings (`tests/search_eval`) and for a `@@` miss's suggestions
     /// ([`Store::near_in_meaning`]); no surface ranks with it.
     pub fn search_dense(&self, query: &Query) -> Result<Vec<SessionHit>, StoreError> {
-        let Some(dense) = self.dense_ranking(query)? else {
+        let Some(dense) = self.dense_query(query)? else {
             return Ok(Vec::new());
         };
+        let dense = dense.ranking()?;
         let mut hits = self.dense_records(query, &dense).map_err(|e| self.sql(e))?;
         hits.truncate(query.limit);
         Ok(hits.into_iter().map(|(hit, _)| hit).collect())
     }
 
-    fn ranked(
-        &self,
-        query: &Query,
-        dense: Option<Vec<DenseHit>>,
-    ) -> Result<Vec<SessionHit>, StoreError> {
-        self.run(query, dense)
-            .map_err(|e| match e.sqlite_error_code() {
-                // Cannot happen with the expressions built here; said plainly if it does.
-                Some(rusqlite::ErrorCode::Unknown) => StoreError::BadQuery(e.to_string()),
-                _ => self.sql(e),
-            })
+    /// A query's SQL error, as the user is told it.
+    fn query_error(&self, e: rusqlite::Error) -> StoreError {
+        match e.sqlite_error_code() {
+            // Cannot happen with the expressions built here; said plainly if it does.
+            Some(rusqlite::ErrorCode::Unknown) => StoreError::BadQuery(e.to_string()),
+            _ => self.sql(e),
+        }
     }
 
     /// Kept in by the gate (stored before `privacy.exclude` named it, or
@@ -327,10 +332,9 @@ impl Store {
         self.gate.check(&hit.session).is_err()
     }
 
-    /// The sessions nearest to the query's words by their best embedded
-    /// passage (before the filters), or `None`: no model, no words, or
-    /// nothing embedded yet.
-    fn dense_ranking(&self, query: &Query) -> Result<Option<Vec<DenseHit>>, StoreError> {
+    /// What the dense ranking of `query` needs, or `None`: no model, no
+    /// words, or nothing embedded yet.
+    fn dense_query(&self, query: &Query) -> Result<Option<DenseQuery>, StoreError> {
         let text: Vec<&str> = query
             .words
             .iter()
@@ -342,33 +346,34 @@ impl Store {
         }
         // Nothing embedded yet (before the first backfill): no model load,
         // no query embedding.
-        if !vectors::any_embedded(&self.conn, &self.path).map_err(|e| self.sql(e))? {
+        let Some(vectors) = vectors::embedded(&self.conn, &self.path).map_err(|e| self.sql(e))?
+        else {
             return Ok(None);
-        }
+        };
         let Some(encoder) = self.encoder(1) else {
             return Ok(None);
         };
-        let embedded = encoder
-            .embed_query(&text.join(" "))
-            .map_err(|e| StoreError::Embed(e.to_string()))?;
-        let hits = vectors::nearest_sessions(&self.conn, &self.path, &embedded, DENSE_CANDIDATES)
-            .map_err(|e| self.sql(e))?;
-        Ok((!hits.is_empty()).then_some(hits))
+        Ok(Some(DenseQuery {
+            text: text.join(" "),
+            encoder,
+            vectors,
+        }))
     }
 
     /// The query's phases: count the rows holding each term, choose the
     /// terms that find rows and those that only score, rank (or list the
-    /// newest), fuse with the `dense` ranking, then pick the shown
-    /// sessions' snippets.
+    /// newest), fuse with the `dense` ranking (made meanwhile on its
+    /// thread), then pick the shown sessions' snippets.
     fn run(
         &self,
         query: &Query,
-        dense: Option<Vec<DenseHit>>,
-    ) -> rusqlite::Result<Vec<SessionHit>> {
+        dense: Option<DenseThread<'_>>,
+    ) -> Result<Vec<SessionHit>, StoreError> {
+        let sql = |e| self.query_error(e);
         let mut terms = query.terms();
         terms.sort();
         terms.dedup();
-        let mut counts = self.count_terms(&terms)?;
+        let mut counts = self.count_terms(&terms).map_err(sql)?;
         let chosen = Chosen::from(&counts);
         counts.counted.dedup();
         let expr = chosen.expression(&counts.counted);
@@ -379,17 +384,28 @@ impl Store {
         let lexical = if expr.is_empty() && !terms.is_empty() {
             Vec::new()
         } else {
-            self.lexical(query, &chosen, &counts, expr, depth)?
+            self.lexical(query, &chosen, &counts, expr, depth)
+                .map_err(sql)?
+        };
+        let dense = match dense {
+            Some(thread) => Some(joined(thread)?).filter(|hits| !hits.is_empty()),
+            None => None,
         };
         let ranked: Vec<(SessionHit, Best)> = match dense {
-            Some(dense) => fuse(lexical, self.dense_records(query, &dense)?, query.limit),
+            Some(dense) => {
+                let dense = self.dense_records(query, &dense).map_err(sql)?;
+                fuse(lexical, dense, query.limit)
+            }
+            // No dense hit after all (the vectors were dropped meanwhile):
+            // the lexical ranking, as deep as without the model.
             None => lexical
                 .into_iter()
+                .take(query.limit)
                 .map(|(hit, row)| (hit, Best::ranked(row)))
                 .collect(),
         };
         let exprs = snippet_expressions(&counts);
-        self.with_snippets(ranked, &exprs)
+        self.with_snippets(ranked, &exprs).map_err(sql)
     }
 
     /// The lexical ranking: at most `depth` sessions and their best ranking row.
@@ -577,6 +593,37 @@ impl Store {
         }
         Ok(near)
     }
+}
+
+/// What the dense ranking of a query needs: its words, the encoder and the
+/// store's vectors, all of which may go to another thread.
+struct DenseQuery {
+    text: String,
+    encoder: std::sync::Arc<sentence_embed::Encoder>,
+    vectors: Vectors,
+}
+
+impl DenseQuery {
+    /// The sessions nearest to the query's words by their best embedded
+    /// passage (before the filters), best first.
+    fn ranking(self) -> Result<Vec<DenseHit>, StoreError> {
+        let embedded = self
+            .encoder
+            .embed_query(&self.text)
+            .map_err(|e| StoreError::Embed(e.to_string()))?;
+        Ok(self.vectors.nearest_sessions(&embedded, DENSE_CANDIDATES))
+    }
+}
+
+/// [`DenseQuery::ranking`] on its thread, while the lexical ranking runs.
+type DenseThread<'scope> = std::thread::ScopedJoinHandle<'scope, Result<Vec<DenseHit>, StoreError>>;
+
+/// The dense ranking made on `thread`; a panic there goes on here, as if
+/// it had been made on this thread.
+fn joined(thread: DenseThread<'_>) -> Result<Vec<DenseHit>, StoreError> {
+    thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// How many ranking rows hold each term of a query.

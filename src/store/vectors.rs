@@ -177,13 +177,20 @@ fn block(path: &Path) -> Arc<Mutex<Block>> {
         .clone()
 }
 
-/// Whether the store at `path` holds any vector (its block refreshed first
-/// through `conn`): without one, a query need not load the model.
-pub(super) fn any_embedded(conn: &Connection, path: &Path) -> rusqlite::Result<bool> {
-    let block = block(path);
-    let mut block = block.lock().unwrap_or_else(|e| e.into_inner());
+/// The vectors of one store for a query: its block, read once at the
+/// query's start, then scored on whichever thread embeds the query (no
+/// connection needed).
+pub(super) struct Vectors(Arc<Mutex<Block>>);
+
+/// The vectors of the store at `path`, refreshed through `conn`; `None`
+/// when it holds none (a query need not load the model).
+pub(super) fn embedded(conn: &Connection, path: &Path) -> rusqlite::Result<Option<Vectors>> {
+    let shared = block(path);
+    let mut block = shared.lock().unwrap_or_else(|e| e.into_inner());
     block.refresh(conn)?;
-    Ok(!block.rows.is_empty())
+    let any = !block.rows.is_empty();
+    drop(block);
+    Ok(any.then_some(Vectors(shared)))
 }
 
 /// A session's best passage for a query.
@@ -195,45 +202,34 @@ pub(super) struct DenseHit {
     pub score: f32,
 }
 
-/// The sessions whose best passage is most similar to `query`, best first,
-/// at most `n`, from the vectors of the store at `path` (refreshed first
-/// through `conn`).
-pub(super) fn nearest_sessions(
-    conn: &Connection,
-    path: &Path,
-    query: &Embedding,
-    n: usize,
-) -> rusqlite::Result<Vec<DenseHit>> {
-    let block = block(path);
-    let mut block = block.lock().unwrap_or_else(|e| e.into_inner());
-    block.refresh(conn)?;
-    // Each session's best passage (the first of equals): its score and index.
-    let mut best: Vec<Option<(f32, usize)>> = vec![None; block.sids.len()];
-    let scores = block.set.scores(query);
-    for (index, (&score, &slot)) in scores.iter().zip(&block.slots).enumerate() {
-        let session = &mut best[slot as usize];
-        if session.is_none_or(|(top, _)| score > top) {
-            *session = Some((score, index));
+impl Vectors {
+    /// The sessions whose best passage is most similar to `query`, best
+    /// first, at most `n`.
+    pub(super) fn nearest_sessions(&self, query: &Embedding, n: usize) -> Vec<DenseHit> {
+        let block = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // Each session's best passage (the first of equals): its score and index.
+        let mut best: Vec<Option<(f32, usize)>> = vec![None; block.sids.len()];
+        let scores = block.set.scores(query);
+        for (index, (&score, &slot)) in scores.iter().zip(&block.slots).enumerate() {
+            let session = &mut best[slot as usize];
+            if session.is_none_or(|(top, _)| score > top) {
+                *session = Some((score, index));
+            }
         }
-    }
-    let hits = best
-        .iter()
-        .zip(&block.sids)
-        .filter_map(|(session, &sid)| {
-            let (score, index) = (*session)?;
-            Some(DenseHit {
-                sid,
-                row: block.rows[index],
-                score,
+        let hits = best
+            .iter()
+            .zip(&block.sids)
+            .filter_map(|(session, &sid)| {
+                let (score, index) = (*session)?;
+                Some(DenseHit {
+                    sid,
+                    row: block.rows[index],
+                    score,
+                })
             })
-        })
-        .collect();
-    Ok(sentence_embed::top_k_by(
-        hits,
-        n,
-        |hit| hit.score,
-        |hit| hit.sid,
-    ))
+            .collect();
+        sentence_embed::top_k_by(hits, n, |hit| hit.score, |hit| hit.sid)
+    }
 }
 
 /// The vectors of a store this process holds in memory (read by its last
