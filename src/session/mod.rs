@@ -126,6 +126,31 @@ pub fn read_lines(
     read_range(path, file, from, Some(until))
 }
 
+/// [`read_lines`], parsing only the lines whose JSON text `keep` accepts
+/// (`from` > 0: lines after the header; the others give no entry): a
+/// search's snippets leave out the entries that cannot hold the query's
+/// words before they cost a parse and the redaction of their text.
+pub fn read_lines_where(
+    path: &Path,
+    file: std::fs::File,
+    from: u64,
+    until: u64,
+    keep: &dyn Fn(&[u8]) -> bool,
+) -> Result<Appended, SessionError> {
+    let read::Parsed {
+        entries,
+        lines,
+        offset,
+        ..
+    } = read::read_where(path, file, from, until, keep)?;
+    Ok(Appended {
+        header: None,
+        entries,
+        lines,
+        end: offset,
+    })
+}
+
 fn read_range(
     path: &Path,
     file: std::fs::File,

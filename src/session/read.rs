@@ -156,10 +156,29 @@ pub(crate) fn read(
     until: Option<u64>,
     complete_only: bool,
 ) -> Result<Parsed, SessionError> {
-    read_at_most(path, file, offset, until, complete_only, MAX_ENTRIES)
+    read_at_most(path, file, offset, until, complete_only, MAX_ENTRIES, None)
 }
 
-/// [`read`], holding at most `max_entries` (the newest).
+/// Which lines [`read_where`] parses, told from their JSON text.
+pub(crate) type KeepLine<'k> = &'k dyn Fn(&[u8]) -> bool;
+
+/// [`read`] from `offset` > 0 (a line after the header) up to `until`,
+/// complete lines only, parsing only the lines whose text (as the line
+/// reader holds it: JSON, long strings cut) `keep` accepts: the others give
+/// no entry and cost no parse.
+pub(crate) fn read_where(
+    path: &Path,
+    file: File,
+    offset: u64,
+    until: u64,
+    keep: KeepLine<'_>,
+) -> Result<Parsed, SessionError> {
+    let keep = (offset > 0).then_some(keep);
+    read_at_most(path, file, offset, Some(until), true, MAX_ENTRIES, keep)
+}
+
+/// [`read`], holding at most `max_entries` (the newest), and of the lines
+/// after the header only those `keep` accepts, when given.
 fn read_at_most(
     path: &Path,
     file: File,
@@ -167,6 +186,7 @@ fn read_at_most(
     until: Option<u64>,
     complete_only: bool,
     max_entries: usize,
+    keep: Option<KeepLine<'_>>,
 ) -> Result<Parsed, SessionError> {
     let mut records = Records::new(path, max_entries);
     if offset > 0 {
@@ -188,6 +208,10 @@ fn read_at_most(
         };
         if complete_only && !line.terminated {
             break;
+        }
+        let refused = keep.is_some_and(|keep| line.skipped.is_none() && !keep(line.text));
+        if refused && records.header.is_some() {
+            continue;
         }
         let (held, not_kept) = (records.entries.len(), records.warnings.entries_not_kept);
         records.take(&line)?;
@@ -714,7 +738,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("2026_s.jsonl");
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        let parsed = read_at_most(&path, open_file(&path).unwrap(), 0, None, false, 10).unwrap();
+        let parsed =
+            read_at_most(&path, open_file(&path).unwrap(), 0, None, false, 10, None).unwrap();
         let ids: Vec<&str> = parsed.entries.iter().map(|e| e.id.as_str()).collect();
         assert_eq!(ids, (15..25).map(|i| format!("e{i}")).collect::<Vec<_>>());
         assert_eq!(parsed.warnings.entries_not_kept, 15);

@@ -17,6 +17,12 @@
 //! The check is only ever a superset: text that FTS5 would fold into other
 //! letters (accents, combining marks, letter-like symbols) always goes in,
 //! as does every entry when a word has no root of 2 letters or more.
+//!
+//! The same check runs on an entry's JSON line before the reader parses it
+//! and redacts its text, which was most of a snippet's cost left: the text
+//! is made of the line's strings, so a root in the text is in the line,
+//! but for the few words the text is put together with ([`LABELS`]) and the
+//! escapes of letters, which let the line in.
 
 use aho_corasick::AhoCorasick;
 
@@ -279,14 +285,24 @@ fn common_prefix<'a>(a: &'a str, b: &str) -> &'a str {
     &a[..n]
 }
 
+/// Words an entry's text is put together with that its line need not hold
+/// (`rows::entry_text`, `message_items`: a thinking block's and an image's
+/// labels, an error, a command's exit code, a long output's omitted bytes, a
+/// cut string's note, the marks of redacted secrets and `<private>` spans),
+/// with the counts they give (digits): a word whose root is among them, or
+/// starts with a digit, is not looked for in the lines.
+const LABELS: &str = "(thinking) [image] (error: (tool, error) (exit 1) [2 bytes omitted] \
+                      [... 3 more bytes not read] [REDACTED] [private]";
+
 /// The entries worth writing to the scratch table for snippets of the
 /// `MATCH` expressions `exprs` (as `rank::snippet_expressions` builds them:
 /// quoted tokens, `*` after a prefix).
 pub(super) enum EntryFilter {
     /// Every entry (a word with no root).
     All,
-    /// Entries holding one of these roots (any case).
-    Roots(AhoCorasick),
+    /// Entries holding one of these roots (any case); `lines`: also told
+    /// from their lines before they are parsed (see [`EntryFilter::may_match_line`]).
+    Roots { roots: AhoCorasick, lines: bool },
 }
 
 impl EntryFilter {
@@ -315,11 +331,17 @@ impl EntryFilter {
         if roots.is_empty() {
             return EntryFilter::All;
         }
+        let numbers = roots
+            .iter()
+            .any(|r| r.starts_with(|c: char| c.is_ascii_digit()));
         match AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .build(&roots)
         {
-            Ok(roots) => EntryFilter::Roots(roots),
+            Ok(roots) => {
+                let lines = !numbers && !roots.is_match(LABELS);
+                EntryFilter::Roots { roots, lines }
+            }
             Err(_) => EntryFilter::All,
         }
     }
@@ -328,11 +350,39 @@ impl EntryFilter {
     pub fn may_match(&self, text: &str) -> bool {
         match self {
             EntryFilter::All => true,
-            EntryFilter::Roots(roots) => {
+            EntryFilter::Roots { roots, .. } => {
                 roots.is_match(text) || (!text.is_ascii() && text.chars().any(may_fold))
             }
         }
     }
+
+    /// Whether the entry of the session file's JSON line `line` may have a
+    /// text in which FTS5 finds one of the words, told before the line is
+    /// parsed (and its text redacted). Its text is made of the line's
+    /// strings (decoded, cut, with secrets replaced), its tool calls'
+    /// arguments (numbers written again) and [`LABELS`]: so every token of it
+    /// that matches a word is in the line as a whole, or starts at a place of
+    /// the line and runs into an escape, or is a label or a number (the
+    /// filter is then off for lines). A line goes in whole when it holds an
+    /// escape of a character that is not a control (`\u0041` is an `A`), an
+    /// `@@` reference (whose removal joins the text on either side), or is
+    /// not UTF-8.
+    pub fn may_match_line(&self, line: &[u8]) -> bool {
+        let EntryFilter::Roots { lines: true, .. } = self else {
+            return true;
+        };
+        let Ok(text) = std::str::from_utf8(line) else {
+            return true;
+        };
+        self.may_match(text) || has_char_escape(line) || text.contains("@@")
+    }
+}
+
+/// Whether the JSON text `line` holds a `\uXXXX` escape of a character
+/// other than a control (`\u0000` to `\u001f`), or one that may be.
+fn has_char_escape(line: &[u8]) -> bool {
+    memchr::memmem::find_iter(line, b"\\u")
+        .any(|at| !matches!(line.get(at + 2..at + 5), Some(b"000" | b"001")))
 }
 
 /// Whether FTS5's `unicode61` tokenizer may fold `c` into the letters of an
@@ -530,6 +580,119 @@ mod tests {
             left_out * 2 > sampled,
             "the filter leaves most lines out: {left_out} of {sampled}"
         );
+    }
+
+    /// Session lines of every shape an entry's text is made from, each
+    /// with something of it that its text does not take as written: JSON
+    /// escapes, a letter written as `\u` escape, an `@@` reference between
+    /// two words, secrets and a `<private>` span, labels (thinking, image,
+    /// error, exit code, omitted output), numbers written again.
+    fn session_lines() -> Vec<String> {
+        let long_output = (0..3_000)
+            .map(|i| format!("line{i} tokio"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let message = |id: usize, message: serde_json::Value| {
+            serde_json::json!({"type": "message", "id": format!("e{id}"), "parentId": null,
+                "timestamp": "2026-01-01T00:00:00.000Z", "message": message})
+            .to_string()
+        };
+        let mut lines = vec![
+            message(1, serde_json::json!({"role": "user",
+                "content": "tabs\tand\nnewlines, \"quoted\" and back\\slashed\\nwords, caf\u{e9} 日本語"})),
+            r#"{"type":"message","id":"e2","parentId":null,"timestamp":"t","message":{"role":"user","content":"an \u0041pple \u001b[31mred\u001b[0m"}}"#.to_string(),
+            message(3, serde_json::json!({"role": "user",
+                "content": "joined left@@\"other session\"right and see @@abc123 there"})),
+            message(4, serde_json::json!({"role": "user", "content":
+                "key sk-ant-api03-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwx-yzABCDEAA and AKIAIOSFODNN7EXAMPLE <private>hidden words</private> shown"})),
+            message(5, serde_json::json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "pondering the lexer"},
+                {"type": "text", "text": "Answer about parsers"},
+                {"type": "toolCall", "id": "c1", "name": "bash",
+                 "arguments": {"command": "ls -la", "timeout": 1e3, "ratio": 1.50, "deep": {"k": "v\nw"}, "on": true}},
+                {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}],
+                "errorMessage": "overloaded upstream"})),
+            message(6, serde_json::json!({"role": "toolResult", "toolCallId": "c1", "toolName": "bash",
+                "content": [{"type": "text", "text": long_output}, {"type": "image", "data": "aGk=", "mimeType": "image/jpeg"}],
+                "isError": true})),
+            message(7, serde_json::json!({"role": "bashExecution", "command": "cargo test",
+                "output": "test result: ok", "exitCode": 101, "cancelled": false, "truncated": false})),
+            serde_json::json!({"type": "compaction", "id": "e8", "parentId": null, "timestamp": "t",
+                "summary": "compacted the migration", "firstKeptEntryId": "e1", "tokensBefore": 100})
+            .to_string(),
+            serde_json::json!({"type": "branch_summary", "id": "e9", "parentId": null, "timestamp": "t",
+                "fromId": "e1", "summary": "abandoned the retry"})
+            .to_string(),
+        ];
+        lines.insert(
+            0,
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#
+                .to_string(),
+        );
+        lines
+    }
+
+    #[test]
+    fn lines_let_in_hold_every_entry_whose_text_is_let_in() {
+        let lines = session_lines();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("2026_s.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let from = lines[0].len() as u64 + 1;
+        let file = crate::session::open_file(&path).unwrap();
+        let read = crate::session::read_lines(&path, file, from, u64::MAX).unwrap();
+        assert_eq!(read.entries.len(), lines.len() - 1);
+        let texts: Vec<(String, &str)> = read
+            .entries
+            .iter()
+            .zip(&lines[1..])
+            .map(|(e, line)| {
+                (
+                    super::super::rows::entry_text(e).text.unwrap(),
+                    line.as_str(),
+                )
+            })
+            .collect();
+        // Every word of the texts, the lines and the labels, whole and as prefixes.
+        let mut words: Vec<String> = texts
+            .iter()
+            .flat_map(|(text, line)| [text.as_str(), *line])
+            .chain([LABELS])
+            .flat_map(|t| t.split(|c: char| !c.is_alphanumeric()))
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        words.sort();
+        words.dedup();
+        let (mut checked, mut refused) = (0, 0);
+        for w in &words {
+            let prefix: String = w.chars().take(3).collect();
+            for expr in [format!("\"{w}\""), format!("\"{prefix}\"*")] {
+                let filter = EntryFilter::new(std::slice::from_ref(&expr));
+                for (text, line) in &texts {
+                    if filter.may_match(text) {
+                        checked += 1;
+                        assert!(
+                            filter.may_match_line(line.as_bytes()),
+                            "{expr} is in {text:?}, its line is left out: {line}"
+                        );
+                    } else if !filter.may_match_line(line.as_bytes()) {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        println!(
+            "{} words, {checked} texts let in, {refused} lines refused",
+            words.len()
+        );
+        assert!(checked > 500 && refused > 500, "{checked} {refused}");
+        // What the lines hold as written stands for them; labels and numbers do not.
+        assert!(!EntryFilter::new(&["\"pondering\"".into()]).may_match_line(b"{\"x\":\"nothing\"}"));
+        for label in ["\"thinking\"", "\"omitted\"", "\"redacted\"", "\"101\""] {
+            let filter = EntryFilter::new(&[label.to_string()]);
+            assert!(filter.may_match_line(b"{\"x\":\"nothing\"}"), "{label}");
+        }
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //! rows deleted again (which tokenizes their text a second time): 1-5 ms of
 //! a shown session's snippet, most of a slow query. Only the entries that
 //! may hold a word of the query are written ([`EntryFilter`]): tokenizing the
-//! others was most of what was left of a snippet's cost.
+//! others was most of what was left of a snippet's cost. Most of them are
+//! told from their JSON lines, before the reader parses them and redacts
+//! their text (`EntryFilter::may_match_line`).
 
 use std::path::Path;
 
@@ -172,7 +174,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let entries = self.chunk_entries(best, last)?;
-        for (entry, text) in read_texts(path, &entries) {
+        for (entry, text) in read_texts(path, &entries, &|line| filter.may_match_line(line)) {
             if !filter.may_match(&text) {
                 continue;
             }
@@ -226,7 +228,7 @@ impl Store {
             }));
         }
         let entries = self.chunk_entries(row, row)?;
-        Ok(read_texts(path, &entries)
+        Ok(read_texts(path, &entries, &|_| true)
             .into_iter()
             .next()
             .map(|(entry, text)| Snippet {
@@ -275,14 +277,19 @@ impl Store {
 }
 
 /// The text (redacted, as the update stored it) of each of `entries` read
-/// again from the session file `path`; an entry not found where the store
-/// says it is has none.
-fn read_texts<'e>(path: &Path, entries: &'e [TextEntry]) -> Vec<(&'e TextEntry, String)> {
+/// again from the session file `path`, of those whose line `keep` accepts;
+/// an entry not found where the store says it is has none.
+fn read_texts<'e>(
+    path: &Path,
+    entries: &'e [TextEntry],
+    keep: &dyn Fn(&[u8]) -> bool,
+) -> Vec<(&'e TextEntry, String)> {
     let (Some(from), Some(to)) = (entries.first(), entries.last()) else {
         return Vec::new();
     };
-    let read = crate::session::open_file(path)
-        .and_then(|file| crate::session::read_lines(path, file, from.line, to.line + 1));
+    let read = crate::session::open_file(path).and_then(|file| {
+        crate::session::read_lines_where(path, file, from.line, to.line + 1, keep)
+    });
     let read = match read {
         Ok(read) => read,
         Err(e) => {
