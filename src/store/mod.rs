@@ -39,6 +39,7 @@ pub(crate) mod cache;
 mod check;
 mod embed;
 mod gate;
+mod kept_counts;
 pub mod meta;
 mod rank;
 mod record;
@@ -92,6 +93,8 @@ pub struct Store {
     gate: Gate,
     /// The connection's scratch table for snippets exists.
     scratch: std::cell::Cell<bool>,
+    /// Term counts kept from one search to the next while the store is unchanged.
+    counts: std::cell::RefCell<kept_counts::KeptCounts>,
     /// Where the sentence encoder is installed (`None`: lexical ranking only).
     model: Option<PathBuf>,
     /// Stamps the file as sound when the store closes, if it opened sound
@@ -250,6 +253,7 @@ impl Store {
             rebuilt: None,
             gate: Gate::default(),
             scratch: Default::default(),
+            counts: Default::default(),
             model: None,
             vouch: check::Vouch::new(path),
         };
@@ -266,6 +270,7 @@ impl Store {
         self.conn = fresh.conn;
         self.vouch = fresh.vouch;
         self.scratch = Default::default();
+        self.counts = Default::default();
         self.rebuilt = fresh
             .rebuilt
             .or_else(|| Some(format!("it was damaged ({damage})")));

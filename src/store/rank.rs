@@ -373,6 +373,7 @@ impl Store {
         let mut terms = query.terms();
         terms.sort();
         terms.dedup();
+        self.counts.borrow_mut().begin(&self.conn).map_err(sql)?;
         let mut counts = self.count_terms(&terms).map_err(sql)?;
         let chosen = Chosen::from(&counts);
         counts.counted.dedup();
@@ -405,7 +406,9 @@ impl Store {
                 .collect(),
         };
         let exprs = snippet_expressions(&counts);
-        self.with_snippets(ranked, &exprs).map_err(sql)
+        let hits = self.with_snippets(ranked, &exprs).map_err(sql)?;
+        self.counts.borrow_mut().end(&self.conn).map_err(sql)?;
+        Ok(hits)
     }
 
     /// The lexical ranking: at most `depth` sessions and their best ranking row.
@@ -526,16 +529,15 @@ impl Store {
     }
 
     /// How many ranking rows hold each term (at most `common + 1` are
-    /// counted). The prefix of a common word is common too (not counted).
-    /// That of a found word of 5 letters or more (no prefix index) costs a
-    /// merge of every longer word's rows: the word counts twice instead.
+    /// counted; kept from the last queries, see `kept_counts.rs`). The prefix
+    /// of a common word is common too (not counted). That of a found word of
+    /// 5 letters or more (no prefix index) costs a merge of every longer
+    /// word's rows: the word counts twice instead.
     fn count_terms<'t>(&self, terms: &'t [String]) -> rusqlite::Result<TermCounts<'t>> {
-        let rows: i64 = self
-            .conn
-            .query_row(schema::COUNT_RANKING_ROWS, [], |r| r.get(0))?;
+        let mut kept = self.counts.borrow_mut();
+        let rows = kept.rows(&self.conn)?;
         // A quarter of the rows, but never fewer than MAX_SCORED (small stores) or more than half.
         let common = (rows / 4).max(MAX_SCORED).min(rows / 2);
-        let mut count = self.conn.prepare_cached(schema::COUNT_MATCHES)?;
         let mut counted: Vec<(i64, &str)> = Vec::new();
         for term in terms {
             let whole = term
@@ -546,7 +548,7 @@ impl Store {
                 counted.extend((n <= common).then_some((n, w)));
                 continue;
             }
-            let n: i64 = count.query_row(rusqlite::params![term, common + 1], |r| r.get(0))?;
+            let n = kept.matches(&self.conn, term, common + 1)?;
             if n > 0 {
                 counted.push((n, term.as_str()));
             }
@@ -571,7 +573,7 @@ impl Store {
         params: &mut Vec<SqlValue>,
     ) -> rusqlite::Result<String> {
         let (rows, common) = (counts.rows, counts.common);
-        let mut count = self.conn.prepare_cached(schema::COUNT_MATCHES)?;
+        let mut kept = self.counts.borrow_mut();
         let mut near = String::new();
         let is_rare = |w: &String| chosen.rare.contains(&w.as_str());
         let rare_pairs = query
@@ -579,7 +581,7 @@ impl Store {
             .into_iter()
             .filter(|(a, b)| is_rare(a) && is_rare(b));
         for pair in rare_pairs.map(|(a, b)| format!("NEAR({a} {b}, {NEAR_TOKENS})")) {
-            let n: i64 = count.query_row(rusqlite::params![pair, common + 1], |r| r.get(0))?;
+            let n = kept.matches(&self.conn, &pair, common + 1)?;
             if (1..=common).contains(&n) {
                 let idf = (((rows - n) as f64 + 0.5) / (n as f64 + 0.5))
                     .ln()

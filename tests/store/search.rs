@@ -801,3 +801,45 @@ fn an_up_to_date_store_still_sees_every_change_after_it() {
         }
     );
 }
+
+/// A store answering many searches keeps its term counts from one to the
+/// next (`kept_counts.rs`): a word counted in no row before a change, by
+/// this store or by another process, is found after it, and one counted
+/// in a row that is gone finds nothing.
+#[test]
+fn kept_term_counts_follow_every_change_of_the_store() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let mut alpha = Writer::new(agent, "/p/alpha", "alpha");
+    alpha.user("the ocelot migration plan");
+    let (sessions, metas) = (agent.join("sessions"), agent.join("sessions-meta"));
+    let update = |index: &mut Store| index.update(&sessions, &metas, None).expect("update");
+    let mut index = Store::open(agent).expect("open");
+    assert_eq!(update(&mut index).updated, 1);
+    for _ in 0..2 {
+        assert!(top5(&index, "narwhal").is_empty());
+        assert!(top5(&index, "ocelot migration narwhal").len() == 1);
+    }
+
+    // Written by this store.
+    alpha.user("and the narwhal rollback");
+    assert_eq!(update(&mut index).updated, 1);
+    assert_eq!(hit_ids(&top5(&index, "narwhal")), vec!["alpha"]);
+
+    // Written by another process (another connection).
+    assert!(top5(&index, "capybara").is_empty());
+    let mut beta = Writer::new(agent, "/p/beta", "beta");
+    beta.user("the capybara release notes");
+    let mut other = Store::open(agent).expect("open");
+    assert_eq!(update(&mut other).updated, 1);
+    drop(other);
+    assert_eq!(hit_ids(&top5(&index, "capybara")), vec!["beta"]);
+
+    // Gone: the kept count of its word is not used.
+    std::fs::remove_file(&beta.path).expect("delete a session");
+    let mut other = Store::open(agent).expect("open");
+    assert_eq!(update(&mut other).removed, 1);
+    drop(other);
+    assert!(top5(&index, "capybara").is_empty());
+    assert_eq!(hit_ids(&top5(&index, "narwhal ocelot")), vec!["alpha"]);
+}
