@@ -26,7 +26,9 @@
 //! It keeps no deleted text: freed pages are zeroed (`secure_delete`), and
 //! after a session's rows are dropped (its file deleted, rewritten, or
 //! named by `privacy.exclude`) the full-text index is written again and the
-//! WAL cut (`Store::scrub`), so none of its bytes stay in the files.
+//! WAL cut (`Store::scrub`), so none of its bytes stay in the files. A file
+//! read again whole that still holds every text stored of it (each entry's
+//! text hash is kept) forgets nothing and costs no scrub.
 //!
 //! Session files are append-only, so an update reads only the lines added
 //! since the last one ([`crate::session::read_appended`]); a file that shrank,
@@ -329,6 +331,9 @@ impl Store {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         if !present(&tx)? {
             tx.execute_batch(schema::ADDITIONS)?;
+            if tx.query_row(schema::TEXT_HASH_PRESENT, [], |r| r.get::<_, i64>(0))? == 0 {
+                tx.execute_batch(schema::ADD_TEXT_HASH)?;
+            }
         }
         tx.commit()
     }

@@ -130,7 +130,11 @@ INSERT INTO counters VALUES('vectors', 0), ('dropped', 0);
 /// embedding at 30,000 sessions), and to every new store: `sessions_files`,
 /// what a freshness pass reads of every session ([`KNOWN_FILES`]), a fifth
 /// of the `sessions` table's pages.
-/// Also the `pending` and `embedded` counters, counted once from the rows.
+/// Also the `pending` and `embedded` counters, counted once from the rows;
+/// with [`ADD_TEXT_HASH`], `entries.hash`: the [`text_hash`](super::rows::text_hash) of each
+/// entry's stored text (NULL: stored before it was kept), so a file read
+/// again whole that still holds every stored text needs no scrub (see
+/// `update.rs`, `Plan::forget`).
 pub(super) const ADDITIONS: &str = "
 CREATE INDEX IF NOT EXISTS sessions_files
   ON sessions(path, size, mtime_ns, inode, ctime_ns, meta_mtime_ns, id);
@@ -139,12 +143,18 @@ INSERT OR IGNORE INTO counters
 INSERT OR IGNORE INTO counters
   SELECT 'embedded', count(*) FROM embeddings WHERE vectors IS NOT NULL;
 INSERT OR IGNORE INTO counters VALUES('writes', 0), ('store_id', random())";
-/// How many of [`ADDITIONS`]' objects the store has (all: [`ADDITIONS_COUNT`]).
+/// The one addition that cannot be made twice: run when [`TEXT_HASH_PRESENT`] is 0.
+pub(super) const ADD_TEXT_HASH: &str = "ALTER TABLE entries ADD COLUMN hash INTEGER";
+pub(super) const TEXT_HASH_PRESENT: &str =
+    "SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'hash'";
+/// How many of [`ADDITIONS`]' objects and [`ADD_TEXT_HASH`]'s column the
+/// store has (all: [`ADDITIONS_COUNT`]).
 pub(super) const ADDITIONS_PRESENT: &str = "
 SELECT (SELECT count(*) FROM sqlite_schema WHERE name = 'sessions_files')
   + (SELECT count(*) FROM counters
-     WHERE name IN ('pending', 'embedded', 'writes', 'store_id'))";
-pub(super) const ADDITIONS_COUNT: i64 = 5;
+     WHERE name IN ('pending', 'embedded', 'writes', 'store_id'))
+  + (SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'hash')";
+pub(super) const ADDITIONS_COUNT: i64 = 6;
 
 /// The tables to drop before a rebuild, virtual ones first (dropping one
 /// drops its shadow tables).
@@ -237,8 +247,11 @@ pub(super) const LAST_ENTRY_ROWID: &str =
 pub(super) const LAST_ENTRY_ID: &str = "
 SELECT entry_id FROM entries WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid DESC LIMIT 1";
 pub(super) const INSERT_ENTRY: &str = "
-INSERT INTO entries(rowid, entry_id, role, active, col, line, bytes)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+INSERT INTO entries(rowid, entry_id, role, active, col, line, bytes, hash)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+/// The hashes of the stored texts of the entries ?1..=?2 (NULL: not known).
+pub(super) const TEXT_HASHES: &str =
+    "SELECT hash FROM entries WHERE rowid BETWEEN ?1 AND ?2 AND bytes > 0";
 pub(super) const DELETE_ENTRIES: &str = "DELETE FROM entries WHERE rowid BETWEEN ?1 AND ?2";
 /// The entries of the rowids ?1..=?2 that have text, in file order.
 pub(super) const ENTRIES_WITH_TEXT: &str = "

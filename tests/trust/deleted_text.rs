@@ -105,3 +105,55 @@ fn only_live_text(agent: &Path) {
         assert!(holds(agent, word), "{word}: live text is kept");
     }
 }
+
+/// A session file replaced by one that holds the same text (a sync tool or
+/// an editor writing a new file, pi migrating an old session) is read again
+/// whole, and forgets nothing: no scrub, which writes the whole full-text
+/// index again (57 s at 30,000 sessions). One whose text changed is scrubbed,
+/// and its old words leave the store's bytes.
+#[test]
+fn a_file_rewritten_with_the_same_text_costs_no_scrub() {
+    let agent = Agent::new();
+    let none = PrivacyConfig::default();
+    let path = write(&agent, "/work/open", "s-same", "lanternfjord");
+    write(&agent, "/work/open", "s-other", "tangerinebeacon");
+    let mut store = Store::open(&agent.dir).unwrap();
+    let report = store
+        .update(&agent.sessions(), &agent.meta_dir(), None)
+        .unwrap();
+    assert_eq!(report.updated, 2);
+    drop(store);
+
+    // The same bytes in a new file (another inode) put in its place.
+    let same = std::fs::read(&path).unwrap();
+    let temp = path.with_extension("tmp");
+    std::fs::write(&temp, &same).unwrap();
+    std::fs::rename(&temp, &path).unwrap();
+    let mut store = Store::open(&agent.dir).unwrap().excluding(&none);
+    let report = store
+        .update(&agent.sessions(), &agent.meta_dir(), None)
+        .unwrap();
+    assert_eq!(report.updated, 1, "read again whole: {report:?}");
+    assert!(!report.scrubbed, "it forgot nothing: {report:?}");
+    let found = store
+        .search(&session_index::store::Query::parse("lanternfjord").unwrap())
+        .unwrap();
+    assert_eq!(found.len(), 1);
+
+    // Its text changed: the old words go, with a scrub.
+    std::fs::write(
+        &path,
+        String::from_utf8(same)
+            .unwrap()
+            .replace("lanternfjord", "quietharbor"),
+    )
+    .unwrap();
+    let report = store
+        .update(&agent.sessions(), &agent.meta_dir(), None)
+        .unwrap();
+    assert_eq!(report.updated, 1, "{report:?}");
+    assert!(report.scrubbed, "{report:?}");
+    drop(store);
+    assert!(!holds(&agent.dir, "lanternfjord"), "the old word is gone");
+    assert!(holds(&agent.dir, "quietharbor"));
+}
