@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
-use sentence_embed::Encoder;
+use sentence_embed::{Embedding, Encoder};
 
 use super::rows::{passage_source, text_hash};
 use super::schema::{self, SPAN};
@@ -34,6 +34,7 @@ use super::update::meta_passage;
 use super::vectors::VECTOR_BYTES;
 use super::{Store, StoreError};
 
+mod f32;
 mod synthetic;
 
 /// Word pieces per passage, `[CLS]` and `[SEP]` included.
@@ -266,6 +267,15 @@ fn embed_texts(
     encoder: &Encoder,
     texts: &[PendingText],
 ) -> Result<Vec<Vec<u8>>, sentence_embed::EncoderError> {
+    let vectors = embed_passages(encoder, texts)?;
+    Ok(vectors.iter().map(|v| blob(v)).collect())
+}
+
+/// The vectors of each text's passages, in f32 as the encoder gives them.
+fn embed_passages(
+    encoder: &Encoder,
+    texts: &[PendingText],
+) -> Result<Vec<Vec<Embedding>>, sentence_embed::EncoderError> {
     let all: Vec<&str> = texts
         .iter()
         .flat_map(|t| t.passages.iter().map(String::as_str))
@@ -273,12 +283,14 @@ fn embed_texts(
     let mut vectors = encoder.embed(&all)?.into_iter();
     Ok(texts
         .iter()
-        .map(|t| {
-            vectors
-                .by_ref()
-                .take(t.passages.len())
-                .flat_map(|v| v.quantize().to_bytes())
-                .collect()
-        })
+        .map(|t| vectors.by_ref().take(t.passages.len()).collect())
         .collect())
+}
+
+/// A text's passages' vectors as stored: int8, back to back.
+fn blob(vectors: &[Embedding]) -> Vec<u8> {
+    vectors
+        .iter()
+        .flat_map(|v| v.quantize().to_bytes())
+        .collect()
 }

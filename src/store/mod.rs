@@ -62,7 +62,7 @@ pub use gate::{Gate, Refusal};
 pub use rank::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use record::SessionRecord;
 pub use update::UpdateReport;
-pub use vectors::{model_dir, VectorMemory, MODEL};
+pub use vectors::{model_dir, F32Vectors, VectorMemory, MODEL};
 
 use schema::{SCHEMA_VERSION, USER_VERSION};
 

@@ -180,7 +180,11 @@ fn block(path: &Path) -> Arc<Mutex<Block>> {
 /// The vectors of one store for a query: its block, read once at the
 /// query's start, then scored on whichever thread embeds the query (no
 /// connection needed).
-pub(super) struct Vectors(Arc<Mutex<Block>>);
+pub(super) struct Vectors {
+    block: Arc<Mutex<Block>>,
+    /// Eval only: the f32 vectors scored instead (see [`F32Vectors`]).
+    f32: Option<Arc<F32Vectors>>,
+}
 
 /// The vectors of the store at `path`, refreshed through `conn`; `None`
 /// when it holds none (a query need not load the model).
@@ -190,7 +194,10 @@ pub(super) fn embedded(conn: &Connection, path: &Path) -> rusqlite::Result<Optio
     block.refresh(conn)?;
     let any = !block.rows.is_empty();
     drop(block);
-    Ok(any.then_some(Vectors(shared)))
+    Ok(any.then(|| Vectors {
+        block: shared,
+        f32: f32_scored().get(path).cloned(),
+    }))
 }
 
 /// A session's best passage for a query.
@@ -206,10 +213,13 @@ impl Vectors {
     /// The sessions whose best passage is most similar to `query`, best
     /// first, at most `n`.
     pub(super) fn nearest_sessions(&self, query: &Embedding, n: usize) -> Vec<DenseHit> {
-        let block = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let block = self.block.lock().unwrap_or_else(|e| e.into_inner());
         // Each session's best passage (the first of equals): its score and index.
         let mut best: Vec<Option<(f32, usize)>> = vec![None; block.sids.len()];
-        let scores = block.set.scores(query);
+        let scores = match &self.f32 {
+            Some(f32) => f32.scores(&block.rows, query),
+            None => block.set.scores(query),
+        };
         for (index, (&score, &slot)) in scores.iter().zip(&block.slots).enumerate() {
             let session = &mut best[slot as usize];
             if session.is_none_or(|(top, _)| score > top) {
@@ -230,6 +240,65 @@ impl Vectors {
             .collect();
         sentence_embed::top_k_by(hits, n, |hit| hit.score, |hit| hit.sid)
     }
+}
+
+/// Eval only (`tests/search_eval`: what int8 vectors cost in recall): each
+/// row's passages' vectors as the encoder gave them, in f32, before they
+/// were quantized for the store (see `Store::embed_pending_keeping_f32`).
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct F32Vectors {
+    by_row: HashMap<i64, Vec<Embedding>>,
+}
+
+impl F32Vectors {
+    pub(super) fn keep(&mut self, row: i64, vectors: Vec<Embedding>) {
+        self.by_row.insert(row, vectors);
+    }
+
+    /// Passages kept.
+    pub fn len(&self) -> usize {
+        self.by_row.values().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The cosine of `query` and each vector of a block whose vectors
+    /// belong to `rows` (a row's passages one after the other, in order);
+    /// a passage not kept scores nothing (-inf).
+    fn scores(&self, rows: &[i64], query: &Embedding) -> Vec<f32> {
+        let mut scores = Vec::with_capacity(rows.len());
+        let mut nth = 0;
+        for (i, row) in rows.iter().enumerate() {
+            nth = if i > 0 && rows[i - 1] == *row {
+                nth + 1
+            } else {
+                0
+            };
+            let kept = self.by_row.get(row).and_then(|v| v.get(nth));
+            scores.push(kept.map_or(f32::NEG_INFINITY, |v| v.cosine(query)));
+        }
+        scores
+    }
+}
+
+/// Eval only: the f32 vectors this process's queries score instead of a
+/// store's int8 ones, by store path (empty but in the eval).
+fn f32_scored() -> std::sync::MutexGuard<'static, HashMap<PathBuf, Arc<F32Vectors>>> {
+    static SCORED: OnceLock<Mutex<HashMap<PathBuf, Arc<F32Vectors>>>> = OnceLock::new();
+    let scored = SCORED.get_or_init(Default::default);
+    scored.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Eval only: the queries of the store at `path` score `f32` instead of
+/// its int8 vectors (`None`: the int8 ones again).
+pub(super) fn score_f32(path: &Path, f32: Option<Arc<F32Vectors>>) {
+    match f32 {
+        Some(f32) => f32_scored().insert(path.to_path_buf(), f32),
+        None => f32_scored().remove(path),
+    };
 }
 
 /// The vectors of a store this process holds in memory (read by its last

@@ -6,9 +6,10 @@
 //! alone ([`Store::search_dense`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
-use session_index::store::{EmbedReport, Query, SessionHit, Store, StoreError};
+use session_index::store::{EmbedReport, F32Vectors, Query, SessionHit, Store, StoreError};
 
 use super::dev_set::DevQuery;
 use super::report::Ranks;
@@ -77,6 +78,8 @@ pub struct Built {
     /// Ranks with the model, every passage embedded (when a model was given).
     pub semantic: Option<Store>,
     pub embedded: Option<Embedded>,
+    /// The passages' f32 vectors, when asked for ([`Corpus::build_keeping_f32`]).
+    pub f32: Option<Arc<F32Vectors>>,
     pub sessions: usize,
     pub bytes: u64,
     pub write_secs: f64,
@@ -105,6 +108,16 @@ impl Corpus {
     /// seconds instead of an embedding run. With `model`, the store's
     /// embedding job then embeds every pending passage.
     pub fn build(&self, model: Option<&Path>) -> Built {
+        self.build_with(model, false)
+    }
+
+    /// As [`Corpus::build`] with the model, keeping every passage's f32
+    /// vector too, as the encoder gave it before the store quantized it.
+    pub fn build_keeping_f32(&self, model: &Path) -> Built {
+        self.build_with(Some(model), true)
+    }
+
+    fn build_with(&self, model: Option<&Path>, keep_f32: bool) -> Built {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let reuse = std::env::var_os("SEARCH_EVAL_REUSE").is_some();
         let (agent, kept) = match std::env::var_os("SEARCH_EVAL_KEEP") {
@@ -140,18 +153,19 @@ impl Corpus {
             .filter_map(|f| f.metadata().ok())
             .map(|m| m.len())
             .sum();
-        let (semantic, embedded) = match model {
+        let (semantic, embedded, f32) = match model {
             Some(model) => {
-                let (store, embedded) = embed_all(&agent, model);
-                (Some(store), Some(embedded))
+                let (store, embedded, f32) = embed_all(&agent, model, keep_f32);
+                (Some(store), Some(embedded), f32)
             }
-            None => (None, None),
+            None => (None, None, None),
         };
         Built {
             _dir: dir,
             lexical: store,
             semantic,
             embedded,
+            f32,
             sessions: report.files,
             bytes,
             write_secs,
@@ -161,17 +175,30 @@ impl Corpus {
 }
 
 /// The store of `agent` ranking with the model in `model`, after its
-/// embedding job (on every core) embedded every pending passage.
-fn embed_all(agent: &Path, model: &Path) -> (Store, Embedded) {
+/// embedding job (on every core) embedded every pending passage (keeping
+/// their f32 vectors too with `keep_f32`).
+fn embed_all(
+    agent: &Path,
+    model: &Path,
+    keep_f32: bool,
+) -> (Store, Embedded, Option<Arc<F32Vectors>>) {
     let mut store = Store::open(agent)
         .expect("open the store")
         .with_model(Some(model.to_path_buf()));
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let encoder = store.encoder(threads).expect("the model loads");
     let (started, cpu) = (Instant::now(), cpu_secs());
-    let report = store
-        .embed_pending(&encoder, None, &mut |_| {})
-        .expect("embed the passages");
+    let (report, f32) = if keep_f32 {
+        let (report, f32) = store
+            .embed_pending_keeping_f32(&encoder)
+            .expect("embed the passages");
+        (report, Some(Arc::new(f32)))
+    } else {
+        let report = store
+            .embed_pending(&encoder, None, &mut |_| {})
+            .expect("embed the passages");
+        (report, None)
+    };
     let embedded = Embedded {
         report,
         threads,
@@ -179,7 +206,7 @@ fn embed_all(agent: &Path, model: &Path) -> (Store, Embedded) {
         cpu_secs: cpu_secs() - cpu,
     };
     assert_eq!(report.pending, 0, "every passage embedded");
-    (store, embedded)
+    (store, embedded, f32)
 }
 
 /// This process's CPU time (user + system, all threads), in seconds.

@@ -32,6 +32,10 @@
 //!   held-out corpus (3,000 distractors), lexical, dense and fused (dense and
 //!   fused only with the model), with the embedding job's throughput; with
 //!   `SEARCH_EVAL_MISSES=1` the tune half's misses query by query.
+//! - [`int8_against_f32`] (ignored): the dense and fused rankings with the
+//!   store's int8 vectors and with the encoder's f32 vectors of the same
+//!   passages, on the **tune half only** (a choice of precision is a
+//!   choice).
 
 mod dev_set;
 mod harness;
@@ -42,6 +46,7 @@ use std::path::Path;
 use dev_set::{queries, Half};
 use harness::{ranks, Corpus, Ranking, FLOOR_DEPTH, REPORT_DEPTH};
 use report::{table, tally, tune_misses, Ranks, Row};
+use session_index::store::Query;
 
 use crate::support::corpus::Distractors;
 use crate::support::model::model_dir;
@@ -200,5 +205,85 @@ fn fused_holdout_floor_among_generated_distractors() {
         CI_FUSED_DISTRACTORS,
         Some(model),
         &floors,
+    );
+}
+
+/// What the store's int8 vectors cost in recall: the dense and fused
+/// rankings with them and with the f32 vectors the encoder gave for the
+/// same passages, on one corpus, the **tune half only** (choosing int8 is
+/// a choice: the holdout is not looked at). `cargo test --test tests
+/// search_eval::int8_against_f32 -- --ignored --nocapture`;
+/// `SEARCH_EVAL_DISTRACTORS` generated distractors (default
+/// [`CI_FUSED_DISTRACTORS`]).
+#[test]
+#[ignore = "embeds every passage of a corpus (minutes); run with --ignored --nocapture"]
+fn int8_against_f32() {
+    let Some(model) = model_dir() else { return };
+    let count = std::env::var("SEARCH_EVAL_DISTRACTORS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CI_FUSED_DISTRACTORS);
+    let corpus = Corpus {
+        distractors: Distractors::Generated,
+        count,
+    };
+    let queries = queries();
+    let built = corpus.build_keeping_f32(model);
+    let store = built.semantic.as_ref().expect("built with the model");
+    let f32 = built.f32.clone().expect("kept the f32 vectors");
+    let columns = [
+        (Ranking::Dense, None, "dense int8"),
+        (Ranking::Fused, None, "fused int8"),
+        (Ranking::Dense, Some(f32.clone()), "dense f32"),
+        (Ranking::Fused, Some(f32.clone()), "fused f32"),
+    ];
+    // The f32 vectors are the ones scored: the same passages' cosines move
+    // by the quantization's error, no more.
+    let tune = queries
+        .iter()
+        .find(|q| q.half == Half::Tune)
+        .expect("a tune query");
+    let cosines = |f32: Option<std::sync::Arc<session_index::store::F32Vectors>>| {
+        store.score_f32(f32);
+        let query = Query {
+            limit: 10,
+            ..Query::parse(&tune.query).expect("query")
+        };
+        let hits = store.search_dense(&query).expect("search");
+        hits.into_iter()
+            .map(|hit| (hit.session.id, hit.score))
+            .collect::<std::collections::HashMap<_, _>>()
+    };
+    let (int8, exact) = (cosines(None), cosines(Some(f32.clone())));
+    let moved: Vec<f64> = int8
+        .iter()
+        .filter_map(|(id, score)| Some((exact.get(id)? - score).abs()))
+        .collect();
+    let most = moved.iter().copied().fold(0.0, f64::max);
+    assert!(
+        !moved.is_empty() && most > 0.0 && most < 0.02,
+        "f32 cosines move by at most the quantization's error: {moved:?}"
+    );
+    println!(
+        "a tune query's 10 nearest sessions' cosines, f32 against int8: at most {most:.5} apart"
+    );
+    let mut rankings = Vec::new();
+    for (ranking, vectors, name) in columns {
+        store.score_f32(vectors);
+        let ranks = ranks(ranking, &built, &queries, FLOOR_DEPTH).expect("built with the model");
+        rankings.push(Ranks {
+            ranking: name,
+            ..ranks
+        });
+    }
+    store.score_f32(None);
+    assert_eq!(
+        f32.len(),
+        store.vectors_in_memory().passages,
+        "an f32 vector kept for every stored passage"
+    );
+    println!(
+        "{}",
+        table(&built.describe(&corpus), &queries, &rankings, Half::Tune)
     );
 }
