@@ -612,12 +612,7 @@ fn search_finds_what_changed_just_before_it_without_waiting() {
     let line = serde_json::json!({"type": "message", "id": "zz000001", "parentId": null,
         "timestamp": "2026-11-27T12:00:00.000Z",
         "message": {"role": "user", "content": "what about the quetzalcoatl cache", "timestamp": 1}});
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&session)
-        .unwrap();
-    std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).unwrap();
-    drop(file);
+    crate::support::append_lines(&session, &[line]);
     let appended = search("quetzalcoatl");
     assert_eq!(appended["index"]["updated"], 1, "{appended}");
     assert_eq!(ids(&appended), vec![JWT_ID.to_string()], "{appended}");

@@ -3,9 +3,9 @@
 //! opening request sent for a long session, tags normalised, and `@@`
 //! references kept out of names, on real pi session files.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::support::append_lines;
 use crate::support::mock_provider::{MockProvider, Reply, Wire};
 use crate::support::summarize::*;
 use serde_json::{json, Value};
@@ -27,13 +27,6 @@ fn with_model(mock: &MockProvider, extra: Value) -> Fixture {
     Fixture::with_keys(RATE_LIMITER, config, &[("openai", KEY)])
 }
 
-fn append(file: &Path, lines: &[Value]) {
-    let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
-    for line in lines {
-        writeln!(f, "{line}").unwrap();
-    }
-}
-
 fn last_id(file: &Path) -> String {
     let text = std::fs::read_to_string(file).unwrap();
     let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
@@ -43,7 +36,7 @@ fn last_id(file: &Path) -> String {
 /// What `/name <name>` appends (pi's `appendSessionInfo`).
 fn name_session(file: &Path, name: &str, id: &str) {
     let parent = last_id(file);
-    append(
+    append_lines(
         file,
         &[
             json!({"type": "session_info", "id": id, "parentId": parent, "timestamp": "2026-11-22T05:00:00.000Z", "name": name}),
@@ -54,7 +47,7 @@ fn name_session(file: &Path, name: &str, id: &str) {
 /// What the plugin's own rename leaves in the file: `session_info`, then its index entry.
 fn indexer_renamed(file: &Path, name: &str) {
     name_session(file, name, "7e570001");
-    append(
+    append_lines(
         file,
         &[
             json!({"type": "custom", "customType": "session-index:index", "data": {"success": true},

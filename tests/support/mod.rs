@@ -17,6 +17,19 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// Append `lines` to the session `file`, one JSON object per line, as pi
+/// appends entries while a session runs.
+pub fn append_lines(file: &std::path::Path, lines: &[Value]) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(file)
+        .expect("open the session to append");
+    for line in lines {
+        writeln!(f, "{line}").expect("append a line");
+    }
+}
+
 /// Set in a child process that runs one test of this binary alone.
 const ALONE_ENV: &str = "SESSION_INDEX_TEST_ALONE";
 

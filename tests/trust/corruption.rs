@@ -226,12 +226,7 @@ fn a_write_by_session_index_costs_the_next_command_no_check() {
     let line = json!({"type": "message", "id": "e3", "parentId": "e2",
         "timestamp": "2026-02-20T12:00:00.000Z",
         "message": {"role": "user", "content": "and the heronmark kingfisherquay", "timestamp": 3}});
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&session)
-        .unwrap();
-    std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).unwrap();
-    drop(file);
+    crate::support::append_lines(&session, &[line]);
     let path = agent.dir.join("sessions-index/index.sqlite");
     let before = std::fs::metadata(&path).unwrap();
     let out = crate::cli::run(&agent.dir, &["search", "kingfisherquay", "--all", "--json"]);
