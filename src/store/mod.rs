@@ -97,6 +97,9 @@ pub struct Store {
     scratch: std::cell::Cell<bool>,
     /// Term counts kept from one search to the next while the store is unchanged.
     counts: std::cell::RefCell<kept_counts::KeptCounts>,
+    /// Eval only: the f32 vectors this store's semantic queries score
+    /// instead of the stored int8 ones (`Store::score_f32`).
+    scored_f32: std::cell::RefCell<Option<std::sync::Arc<vectors::F32Vectors>>>,
     /// Where the sentence encoder is installed (`None`: lexical ranking only).
     model: Option<PathBuf>,
     /// Stamps the file as sound when the store closes, if it opened sound
@@ -256,6 +259,7 @@ impl Store {
             gate: Gate::default(),
             scratch: Default::default(),
             counts: Default::default(),
+            scored_f32: Default::default(),
             model: None,
             vouch: check::Vouch::new(path),
         };

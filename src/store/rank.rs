@@ -346,7 +346,9 @@ impl Store {
         }
         // Nothing embedded yet (before the first backfill): no model load,
         // no query embedding.
-        let Some(vectors) = vectors::embedded(&self.conn, &self.path).map_err(|e| self.sql(e))?
+        let Some(vectors) =
+            vectors::embedded(&self.conn, &self.path, self.scored_f32.borrow().clone())
+                .map_err(|e| self.sql(e))?
         else {
             return Ok(None);
         };

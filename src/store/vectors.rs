@@ -187,17 +187,19 @@ pub(super) struct Vectors {
 }
 
 /// The vectors of the store at `path`, refreshed through `conn`; `None`
-/// when it holds none (a query need not load the model).
-pub(super) fn embedded(conn: &Connection, path: &Path) -> rusqlite::Result<Option<Vectors>> {
+/// when it holds none (a query need not load the model). Eval only: `f32`,
+/// the vectors scored instead of the stored int8 ones.
+pub(super) fn embedded(
+    conn: &Connection,
+    path: &Path,
+    f32: Option<Arc<F32Vectors>>,
+) -> rusqlite::Result<Option<Vectors>> {
     let shared = block(path);
     let mut block = shared.lock().unwrap_or_else(|e| e.into_inner());
     block.refresh(conn)?;
     let any = !block.rows.is_empty();
     drop(block);
-    Ok(any.then(|| Vectors {
-        block: shared,
-        f32: f32_scored().get(path).cloned(),
-    }))
+    Ok(any.then_some(Vectors { block: shared, f32 }))
 }
 
 /// A session's best passage for a query.
@@ -282,23 +284,6 @@ impl F32Vectors {
         }
         scores
     }
-}
-
-/// Eval only: the f32 vectors this process's queries score instead of a
-/// store's int8 ones, by store path (empty but in the eval).
-fn f32_scored() -> std::sync::MutexGuard<'static, HashMap<PathBuf, Arc<F32Vectors>>> {
-    static SCORED: OnceLock<Mutex<HashMap<PathBuf, Arc<F32Vectors>>>> = OnceLock::new();
-    let scored = SCORED.get_or_init(Default::default);
-    scored.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Eval only: the queries of the store at `path` score `f32` instead of
-/// its int8 vectors (`None`: the int8 ones again).
-pub(super) fn score_f32(path: &Path, f32: Option<Arc<F32Vectors>>) {
-    match f32 {
-        Some(f32) => f32_scored().insert(path.to_path_buf(), f32),
-        None => f32_scored().remove(path),
-    };
 }
 
 /// The vectors of a store this process holds in memory (read by its last

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use sentence_embed::Encoder;
 
 use super::{blob, embed_passages, EmbedReport, PendingText};
-use crate::store::vectors::{self, F32Vectors};
+use crate::store::vectors::F32Vectors;
 use crate::store::{Store, StoreError};
 
 impl Store {
@@ -33,11 +33,11 @@ impl Store {
         Ok((report, kept))
     }
 
-    /// Eval only: this process's queries of this store score `f32` (kept
+    /// Eval only: this store's semantic queries score `f32` (kept
     /// by [`Store::embed_pending_keeping_f32`]) instead of the stored int8
     /// vectors; `None`: the int8 ones again.
     #[doc(hidden)]
     pub fn score_f32(&self, f32: Option<Arc<F32Vectors>>) {
-        vectors::score_f32(&self.path, f32);
+        *self.scored_f32.borrow_mut() = f32;
     }
 }
