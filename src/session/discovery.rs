@@ -18,6 +18,7 @@ pub fn encode_cwd(cwd: &str) -> String {
 /// 150 ms index update at 10,000 sessions).
 pub fn session_files(sessions_dir: &Path) -> Vec<PathBuf> {
     listed(sessions_dir, false)
+        .files
         .into_iter()
         .map(|file| file.path)
         .collect()
@@ -32,20 +33,30 @@ pub struct ListedFile {
     pub metadata: Option<std::fs::Metadata>,
 }
 
+/// What one listing of a sessions directory found.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The session files, sorted.
+    pub files: Vec<ListedFile>,
+    /// The project directories listed (a file added to, removed from or
+    /// renamed in one of them changes its modification time), sorted.
+    pub dirs: Vec<PathBuf>,
+}
+
 /// [`session_files`], each with its metadata read through its directory's
 /// listing (`fstatat` by name) instead of by walking its whole path again:
 /// the path walks of a store's freshness pass over 30,000 sessions were a
-/// quarter of a CLI search's CPU.
-pub fn session_files_with_metadata(sessions_dir: &Path) -> Vec<ListedFile> {
+/// quarter of a CLI search's CPU. With the project directories listed.
+pub fn session_files_with_metadata(sessions_dir: &Path) -> Listing {
     listed(sessions_dir, true)
 }
 
-fn listed(sessions_dir: &Path, with_metadata: bool) -> Vec<ListedFile> {
+fn listed(sessions_dir: &Path, with_metadata: bool) -> Listing {
     let (Ok(root), Ok(read)) = (
         std::fs::canonicalize(sessions_dir),
         std::fs::read_dir(sessions_dir),
     ) else {
-        return Vec::new();
+        return Listing::default();
     };
     let mut dirs: Vec<PathBuf> = read
         .filter_map(|e| e.ok())
@@ -57,11 +68,11 @@ fn listed(sessions_dir: &Path, with_metadata: bool) -> Vec<ListedFile> {
     // component took a tenth of a pass at 30,000 sessions).
     dirs.sort();
     let mut found: Vec<Found> = Vec::new();
-    for dir in dirs {
-        let Ok(listing) = std::fs::read_dir(&dir) else {
+    for dir in &dirs {
+        let Ok(listing) = std::fs::read_dir(dir) else {
             continue;
         };
-        let dir_inside = std::fs::canonicalize(&dir).is_ok_and(|d| d.starts_with(&root));
+        let dir_inside = std::fs::canonicalize(dir).is_ok_and(|d| d.starts_with(&root));
         let first = found.len();
         for e in listing.filter_map(|e| e.ok()).filter(|e| {
             Path::new(&e.file_name())
@@ -86,16 +97,18 @@ fn listed(sessions_dir: &Path, with_metadata: bool) -> Vec<ListedFile> {
         // One directory's paths differ only in their names: bytes compare as names do.
         found[first..].sort_unstable_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
     }
-    if !with_metadata {
-        return found
+    let files = if with_metadata {
+        with_metadata_read(found)
+    } else {
+        found
             .into_iter()
             .map(|f| ListedFile {
                 path: f.path,
                 metadata: None,
             })
-            .collect();
-    }
-    with_metadata_read(found)
+            .collect()
+    };
+    Listing { files, dirs }
 }
 
 /// A session file listed, before its metadata is read.

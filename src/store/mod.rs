@@ -61,7 +61,7 @@ pub use embed::{EmbedReport, EmbedStatus, PASSAGE_PIECES};
 pub use gate::{Gate, Refusal};
 pub use rank::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use record::SessionRecord;
-pub use update::UpdateReport;
+pub use update::{UpdateReport, FULL_PASS_EVERY};
 pub use vectors::{model_dir, F32Vectors, VectorMemory, MODEL};
 
 use schema::{SCHEMA_VERSION, USER_VERSION};

@@ -28,6 +28,10 @@ use crate::session::discovery::ListedFile;
 use crate::session::{text_joined, AgentMessage, CompactString, Entry, EntryKind};
 use crate::store::meta::SessionMeta;
 
+mod quick;
+use quick::QuickStamp;
+pub use quick::FULL_PASS_EVERY;
+
 /// Bytes before the read offset remembered to notice a rewritten file.
 const TAIL_BYTES: u64 = 64;
 /// Longest first message kept in the `sessions` table.
@@ -212,12 +216,13 @@ impl FreshStamp {
 
 /// How many files a write went through, how many of them changed, and
 /// whether stored text was dropped that the files may no longer hold
-/// ([`Plan::forget`]).
+/// ([`Plan::forget`]); how many of its transactions moved the `writes` counter.
 #[derive(Debug, Default)]
 struct Written {
     seen: usize,
     changed: usize,
     forgot: bool,
+    bumps: i64,
 }
 
 impl Store {
@@ -245,15 +250,26 @@ impl Store {
         meta_dir: &Path,
         budget: Option<Duration>,
     ) -> Result<UpdateReport, StoreError> {
-        let files = crate::session::discovery::session_files_with_metadata(sessions_dir);
+        // Before the listing: a directory changed after this is not trusted (quick.rs).
+        let began = std::time::SystemTime::now();
+        let listing = crate::session::discovery::session_files_with_metadata(sessions_dir);
+        let files = &listing.files;
         let metas = meta_mtimes(meta_dir);
         // The budget is for reading and writing what changed, from when it is
         // known: under load, listing and stat'ing 30,000 files can take most of
         // a second, and a session appended just before was then left stale.
         let deadline = budget.map(|b| Instant::now() + b);
         // Read before the stored states: any session written after this read moves `writes`.
-        let now = self.fresh_stamp(files_digest(&files, &metas, &self.gate))?;
+        let now = self.fresh_stamp(files_digest(files, &metas, &self.gate))?;
+        // The files are as stored: stamped so, for passes and for searches.
+        let keep = |store: &Store| {
+            now.keep(&store.path);
+            let dirs = (sessions_dir, meta_dir, listing.dirs.as_slice());
+            let quick = QuickStamp::taken(began, dirs, files, &store.gate, (now.store, now.writes));
+            QuickStamp::keep(quick, &store.path);
+        };
         if FreshStamp::kept(&self.path).is_some_and(|kept| kept == now) {
+            keep(self);
             return Ok(UpdateReport {
                 files: files.len(),
                 ..UpdateReport::default()
@@ -275,7 +291,7 @@ impl Store {
             .map_err(|e| self.sql(e))?;
         // Each file present is taken out of `known`: what is left there is gone.
         let mut changed: Vec<(PathBuf, FileStat)> = Vec::new();
-        for file in &files {
+        for file in files {
             let stored = known.remove(&*file.path.to_string_lossy());
             let Some(now) = file.metadata.as_ref().and_then(file_stat_of) else {
                 continue;
@@ -300,7 +316,7 @@ impl Store {
         // planned and found so at every pass until they change).
         let stale = changed.len() - written.seen;
         if written.changed == 0 && removed.changed == 0 && excluded == 0 && stale == 0 {
-            now.keep(&self.path);
+            keep(self);
         }
         Ok(UpdateReport {
             files: files.len(),
@@ -314,15 +330,19 @@ impl Store {
     /// The stamp of files whose [`files_digest`] is `digest`, against the
     /// store as it is now.
     fn fresh_stamp(&self, digest: i64) -> Result<FreshStamp, StoreError> {
-        let (store, writes) = self
-            .conn
-            .query_row(schema::STORE_WRITES, [], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(|e| self.sql(e))?;
+        let (store, writes) = self.store_writes()?;
         Ok(FreshStamp {
             store,
             writes,
             digest,
         })
+    }
+
+    /// The store's `store_id` and `writes` counters.
+    fn store_writes(&self) -> Result<(i64, i64), StoreError> {
+        self.conn
+            .query_row(schema::STORE_WRITES, [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.sql(e))
     }
 
     /// Bring one session file up to date (what `agent_end` needs): `Ok(true)`
@@ -466,7 +486,7 @@ fn write_plans(
                 break;
             }
         }
-        counters.write(&tx)?;
+        written.bumps += i64::from(counters.write(&tx)?);
         tx.execute(schema::MERGE, [MERGE_PAGES])?;
         tx.commit()?;
     }
@@ -827,7 +847,8 @@ impl Counters {
         self.sessions = true;
     }
 
-    fn write(&self, tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    /// Write the counters; `true` when the `writes` counter moved.
+    fn write(&self, tx: &Transaction<'_>) -> rusqlite::Result<bool> {
         if self.sessions {
             tx.execute(schema::ADD_TO_COUNTER, params!["writes", 1])?;
         }
@@ -837,7 +858,7 @@ impl Counters {
             tx.execute(schema::ADD_TO_COUNTER, params!["pending", self.pending])?;
             tx.execute(schema::ADD_TO_COUNTER, params!["embedded", self.embedded])?;
         }
-        Ok(())
+        Ok(self.sessions)
     }
 }
 

@@ -1,3 +1,4 @@
 mod corruption;
 mod deleted_text;
+mod freshness;
 mod secrets;

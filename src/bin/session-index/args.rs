@@ -117,11 +117,13 @@ pub fn index(
     session_index::plugin::logging::to_stderr(&format!("session-index {cmd}"));
     let config = config(file, &agent_dir)?;
     let mut index = Store::open_configured(&agent_dir, &config).map_err(|e| e.to_string())?;
-    let budget = (!wait).then(|| std::time::Duration::from_secs(1));
     let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
-    let report = index
-        .update(&sessions, &metas, budget)
-        .map_err(|e| e.to_string())?;
+    // Without `wait`, the last full pass may be trusted (store::FULL_PASS_EVERY).
+    let report = match wait {
+        true => index.update(&sessions, &metas, None),
+        false => index.catch_up(&sessions, &metas, Some(std::time::Duration::from_secs(1))),
+    }
+    .map_err(|e| e.to_string())?;
     Ok(Opened {
         store: index,
         report,
