@@ -592,12 +592,8 @@ fn search_finds_what_changed_just_before_it_without_waiting() {
         serde_json::from_str(&stdout(&run(agent.path(), &["search", "--json", word]))).unwrap()
     };
     let ids = |doc: &Value| -> Vec<String> {
-        doc["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["id"].as_str().unwrap_or_default().to_string())
-            .collect()
+        let ids = crate::support::ids(&doc["results"]);
+        ids.into_iter().map(String::from).collect()
     };
     let first = search("token");
     assert!(first["index"]["updated"].as_u64().unwrap() >= 3, "{first}");

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use session_index::store::FULL_PASS_EVERY;
 
 use crate::cli::run;
+use crate::support::json_output;
 use crate::support::synth::{Agent, Synth};
 
 const CWD: &str = "/home/u/proj";
@@ -47,22 +48,15 @@ fn set_mtime(path: &Path, t: SystemTime) {
 }
 
 fn search(agent: &Agent, word: &str) -> Value {
-    let out = run(&agent.dir, &["search", "--json", "--limit", "50", word]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json_output(&run(
+        &agent.dir,
+        &["search", "--json", "--limit", "50", word],
+    ))
 }
 
-fn ids(doc: &Value) -> Vec<String> {
-    doc["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_str().unwrap_or_default().to_string())
-        .collect()
+/// The ids of a search's results, best first.
+fn ids(doc: &Value) -> Vec<&str> {
+    crate::support::ids(&doc["results"])
 }
 
 fn user_line(entry: &str, text: &str) -> Value {
@@ -110,7 +104,7 @@ fn a_search_reads_the_sessions_being_written_at_once_and_old_ones_within_the_bou
     let rewritten = search(&agent, "marmalade");
     assert_eq!(ids(&rewritten), [id(18)], "{rewritten}");
     let apples = search(&agent, "apples");
-    assert!(!ids(&apples).contains(&id(18)), "{apples}");
+    assert!(!ids(&apples).contains(&id(18).as_str()), "{apples}");
     assert_eq!(ids(&apples).len(), SESSIONS - 1, "{apples}");
 
     // Those searches' own writes left the stamp trusted: the old session's

@@ -105,6 +105,8 @@ impl Opened {
 /// The search index of the agent directory `dir` (the one store of what is known about
 /// sessions), keeping out what the config's `privacy.exclude` names, brought
 /// up to date for at most a second unless `wait` ([`stale_note`] says what is left).
+/// Without `wait`, a full pass over the files younger than
+/// [`session_index::store::FULL_PASS_EVERY`] is trusted ([`Store::catch_up`]).
 pub fn index(
     cmd: &'static str,
     dir: &Path,
@@ -118,7 +120,6 @@ pub fn index(
     let config = config(file, &agent_dir)?;
     let mut index = Store::open_configured(&agent_dir, &config).map_err(|e| e.to_string())?;
     let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
-    // Without `wait`, the last full pass may be trusted (store::FULL_PASS_EVERY).
     let report = match wait {
         true => index.update(&sessions, &metas, None),
         false => index.catch_up(&sessions, &metas, Some(std::time::Duration::from_secs(1))),

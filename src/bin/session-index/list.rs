@@ -30,7 +30,7 @@ pub struct Args {
     /// `model` and `costUsd`; the first message redacted and clipped).
     #[arg(long)]
     json: bool,
-    /// Finish bringing the index up to date first, however long it takes.
+    /// Check every session file and finish bringing the index up to date first, however long it takes.
     #[arg(long)]
     wait: bool,
     #[command(flatten)]

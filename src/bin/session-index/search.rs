@@ -1,6 +1,7 @@
 //! `session-index search QUERY [--project DIR | --all] [--since T] [--until T] [--limit N] [--json]`:
-//! brings the search index up to date (for at most a second unless `--wait`)
-//! and prints the matching sessions, best first.
+//! brings the search index up to date (for at most a second unless `--wait`;
+//! trusting a full pass over the files younger than 10 s, see
+//! `store/update/quick.rs`) and prints the matching sessions, best first.
 
 use std::io::IsTerminal;
 
@@ -42,8 +43,9 @@ pub struct Args {
     /// One JSON document instead of a table.
     #[arg(long)]
     json: bool,
-    /// Finish bringing the index up to date first, however long it takes
-    /// (with the model installed: embedding every passage too).
+    /// Check every session file and finish bringing the index up to date
+    /// first, however long it takes (with the model installed: embedding
+    /// every passage too).
     #[arg(long)]
     wait: bool,
     /// A session-index.config.json (its privacy.exclude keeps sessions out).
