@@ -18,8 +18,11 @@ use crate::store::{Query, SessionHit, SessionRecord, Store, StoreError, UpdateRe
 const CATCH_UP: Duration = Duration::from_millis(300);
 const MAX_QUERY_CHARS: usize = 500;
 
-/// Search from inside pi: the index caught up for at most [`CATCH_UP`], the
-/// current project ranked first. The rows of the `/sessions` command.
+/// Search from inside pi: the index caught up for at most [`CATCH_UP`]
+/// (trusting a full pass over the files younger than
+/// [`FULL_PASS_EVERY`](crate::store::FULL_PASS_EVERY), as the CLI's search
+/// does: [`Store::catch_up`]), the current project ranked first. The rows
+/// of the `/sessions` command.
 pub fn search(
     services: &Services,
     ctx: &SessionContext,
@@ -38,29 +41,40 @@ pub fn search(
         limit,
         ..Query::parse(text)?
     };
-    caught_up(services, ctx)?.0.search(&query)
+    caught_up(services, ctx, Pass::Trusted)?.0.search(&query)
 }
 
 /// Every session the index holds (`/index-all`, the overview), caught up for
-/// at most [`CATCH_UP`] first; the report counts the changed sessions left.
+/// at most [`CATCH_UP`] first by a pass over every file (`/index-all` goes
+/// by what the index says of each session); the report counts the changed
+/// sessions left.
 pub fn sessions(
     services: &Services,
     ctx: &SessionContext,
 ) -> Result<(Vec<SessionRecord>, UpdateReport), StoreError> {
-    let (index, report) = caught_up(services, ctx)?;
+    let (index, report) = caught_up(services, ctx, Pass::Full)?;
     Ok((index.records()?, report))
+}
+
+/// How [`caught_up`] brings the index up to date.
+enum Pass {
+    /// [`Store::catch_up`]: the last full pass trusted while it holds.
+    Trusted,
+    /// [`Store::update`]: every file checked.
+    Full,
 }
 
 fn caught_up(
     services: &Services,
     ctx: &SessionContext,
+    pass: Pass,
 ) -> Result<(Store, UpdateReport), StoreError> {
     let mut index = Store::open_configured(&services.agent_dir(ctx), &services.config)?;
-    let report = index.update(
-        &services.sessions_dir(ctx),
-        &services.meta_dir(ctx),
-        Some(CATCH_UP),
-    )?;
+    let (sessions_dir, meta_dir) = (services.sessions_dir(ctx), services.meta_dir(ctx));
+    let report = match pass {
+        Pass::Trusted => index.catch_up(&sessions_dir, &meta_dir, Some(CATCH_UP)),
+        Pass::Full => index.update(&sessions_dir, &meta_dir, Some(CATCH_UP)),
+    }?;
     Ok((index, report))
 }
 
