@@ -3,7 +3,9 @@
 //! must still see at once (a new, deleted or renamed file, a new meta file,
 //! an append to or a rewrite of a session being written) and what it may
 //! miss for at most `FULL_PASS_EVERY` (a change in place to an old session
-//! by something that does not update the store). Real binary, real files.
+//! by something that does not update the store); other privacy rules always
+//! make a full pass (their sessions' rows leave the store at once). Real
+//! binary, real files.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -148,4 +150,25 @@ fn a_search_sees_files_created_deleted_and_renamed_and_new_meta_files_at_once() 
     agent.meta(&id(3), "Nightingale", "", &["ornithology"], "", &files[3]);
     let named = search(&agent, "nightingale");
     assert_eq!(ids(&named), [id(3)], "{named}");
+}
+
+#[test]
+fn a_search_under_other_privacy_rules_passes_over_every_file() {
+    let (agent, _) = agent();
+    search(&agent, "apples");
+    stamped(&agent);
+
+    // The sessions' rows and text leave the store now, not within the bound.
+    let config = agent.dir.join("private.json");
+    std::fs::write(&config, json!({"privacy": {"exclude": [CWD]}}).to_string()).unwrap();
+    let args = [
+        "search",
+        "--json",
+        "--config",
+        config.to_str().unwrap(),
+        "apples",
+    ];
+    let excluded = json_output(&run(&agent.dir, &args));
+    assert_eq!(excluded["index"]["removed"], SESSIONS, "{excluded}");
+    assert!(ids(&excluded).is_empty(), "{excluded}");
 }
