@@ -465,6 +465,7 @@ fn main() {
     let qs = queries(&mut Rng(7));
     let (mut lat, mut cpu, mut slowest) = (Vec::new(), Vec::new(), Vec::new());
     let mut empty = 0;
+    let mut results = DefaultHasher::new();
     for q in &qs {
         let query = Query {
             limit: 10,
@@ -477,6 +478,7 @@ fn main() {
         cpu.push(cpu_ms() - c);
         slowest.push((t.elapsed().as_secs_f64() * 1000.0, q));
         empty += usize::from(hits.is_empty());
+        hash_hits(&hits, &mut results);
     }
     slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
     println!("slowest queries: {:?}", &slowest[..3]);
@@ -487,6 +489,10 @@ fn main() {
         pct(&lat, 1.0),
         pct(&cpu, 0.5),
         pct(&cpu, 0.99)
+    );
+    println!(
+        "lexical results digest {:016x} (every query's sessions, scores and snippets: equal digests from two bench binaries built by the same rustc = the same results)",
+        results.finish()
     );
 
     // grep -ril on the same files, for the single-word queries.
