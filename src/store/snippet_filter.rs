@@ -346,27 +346,12 @@ impl EntryFilter {
         }
     }
 
-    /// Whether FTS5 may find one of the words in `text`: a root begins
-    /// one of its tokens (FTS5's tokens start after a character that is not
-    /// a letter or digit; after a character that is not ASCII, one may).
+    /// Whether FTS5 may find one of the words in `text`.
     pub fn may_match(&self, text: &str) -> bool {
         match self {
             EntryFilter::All => true,
             EntryFilter::Roots { roots, .. } => {
-                root_starts_a_token(roots, text.as_bytes())
-                    || (!text.is_ascii() && text.chars().any(may_fold))
-            }
-        }
-    }
-
-    /// Whether one of the roots is in `line` anywhere (the line check: a
-    /// token of the text may start inside a word of the line, after an
-    /// escape or a redacted secret).
-    fn may_match_anywhere(&self, line: &str) -> bool {
-        match self {
-            EntryFilter::All => true,
-            EntryFilter::Roots { roots, .. } => {
-                roots.is_match(line) || (!line.is_ascii() && line.chars().any(may_fold))
+                roots.is_match(text) || (!text.is_ascii() && text.chars().any(may_fold))
             }
         }
     }
@@ -389,16 +374,8 @@ impl EntryFilter {
         let Ok(text) = std::str::from_utf8(line) else {
             return true;
         };
-        self.may_match_anywhere(text) || has_char_escape(line) || text.contains("@@")
+        self.may_match(text) || has_char_escape(line) || text.contains("@@")
     }
-}
-
-/// Whether one of `roots` (ASCII) begins a token of `text`: is at its
-/// start or after a byte that is not an ASCII letter or digit.
-fn root_starts_a_token(roots: &AhoCorasick, text: &[u8]) -> bool {
-    roots
-        .find_overlapping_iter(text)
-        .any(|m| m.start() == 0 || !text[m.start() - 1].is_ascii_alphanumeric())
 }
 
 /// Whether the JSON text `line` holds a `\uXXXX` escape of a character
