@@ -25,10 +25,13 @@
 //!
 //! It keeps no deleted text: freed pages are zeroed (`secure_delete`), and
 //! after a session's rows are dropped (its file deleted, rewritten, or
-//! named by `privacy.exclude`) the full-text index is written again and the
-//! WAL cut (`Store::scrub`), so none of its bytes stay in the files. A file
-//! read again whole that still holds every text stored of it (each entry's
-//! text hash is kept) forgets nothing and costs no scrub.
+//! named by `privacy.exclude`) its text is unfindable at once and a scrub
+//! is owed ([`scrub`]): the full-text index is written again and the WAL
+//! cut, in steps of at most 200 ms that any later writer continues (the
+//! command that dropped it, the next ones, pi's refresh; `search --wait`
+//! finishes it), so none of its bytes stay in the files once the scrub is
+//! done. A file read again whole that still holds every text stored of it
+//! (each entry's text hash is kept) forgets nothing and costs no scrub.
 //!
 //! Session files are append-only, so an update reads only the lines added
 //! since the last one ([`crate::session::read_appended`]); a file that shrank,
@@ -47,6 +50,7 @@ mod rank;
 mod record;
 mod rows;
 mod schema;
+mod scrub;
 mod snippet_filter;
 mod snippet_line;
 mod snippets;
@@ -61,6 +65,7 @@ pub use embed::{EmbedReport, EmbedStatus, PASSAGE_PIECES};
 pub use gate::{Gate, Refusal};
 pub use rank::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use record::SessionRecord;
+pub use scrub::ScrubState;
 pub use update::{UpdateReport, FULL_PASS_EVERY};
 pub use vectors::{model_dir, F32Vectors, VectorMemory, MODEL};
 
@@ -280,34 +285,6 @@ impl Store {
         self.rebuilt = fresh
             .rebuilt
             .or_else(|| Some(format!("it was damaged ({damage})")));
-        Ok(())
-    }
-
-    /// After sessions' rows were dropped (a file deleted, rewritten or
-    /// excluded): their text leaves every byte of the store. Deleted rows
-    /// of the contentless full-text index are only marked (tombstones) until
-    /// the segments holding them are written again, so the segments are
-    /// merged into one (`optimize`; FTS5's `secure-delete` cannot help a
-    /// table that does not know a deleted row's words); freed pages are
-    /// zeroed (`secure_delete`); then the WAL is copied in and cut to
-    /// nothing, so no frame keeps them. The cut is best effort: a reader
-    /// still using the WAL keeps it (the next drop tries again), and it
-    /// waits for none.
-    fn scrub(&mut self) -> Result<(), StoreError> {
-        let optimize = |conn: &mut Connection| -> rusqlite::Result<()> {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            tx.execute_batch(schema::OPTIMIZE)?;
-            tx.commit()
-        };
-        optimize(&mut self.conn).map_err(|e| self.sql(e))?;
-        let _ = self.conn.busy_timeout(std::time::Duration::from_millis(50));
-        if let Err(e) = self.conn.query_row(schema::TRUNCATE_WAL, [], |_| Ok(())) {
-            tracing::debug!(
-                "search index {}: WAL not truncated: {e}",
-                self.path.display()
-            );
-        }
-        let _ = self.conn.busy_timeout(std::time::Duration::from_secs(10));
         Ok(())
     }
 

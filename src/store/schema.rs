@@ -359,9 +359,18 @@ WHERE snips MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY rowid LIMIT 2";
 
 /// Where every stored session is (the gate's question, before its rows go).
 pub(super) const SESSION_PLACES: &str = "SELECT sid, path, cwd FROM sessions";
-/// Write every segment of the full-text index again, as one: rows deleted
-/// from a contentless table leave its words until then.
-pub(super) const OPTIMIZE: &str = "INSERT INTO docs(docs) VALUES('optimize')";
+/// The structure record of the full-text index (FTS5's
+/// `FTS5_STRUCTURE_ROWID`): its segments by level (`scrub.rs`).
+pub(super) const FTS_STRUCTURE: &str = "SELECT block FROM docs_data WHERE id = 10";
+/// Set counter ?1 to ?2, adding it when a store made before it lacks it.
+pub(super) const UPSERT_COUNTER: &str = "
+INSERT INTO counters(name, value) VALUES (?1, ?2)
+ON CONFLICT(name) DO UPDATE SET value = excluded.value";
+/// The scrub is done, unless rows were dropped again since its merge.
+pub(super) const CLEAR_CUT_SCRUB: &str =
+    "UPDATE counters SET value = 0 WHERE name = 'scrub' AND value = 3";
+/// Copy what the WAL holds into the file, as far as readers let it, without the write lock.
+pub(super) const PASSIVE_CHECKPOINT: &str = "PRAGMA wal_checkpoint(PASSIVE)";
 /// Copy the WAL into the file and cut it to nothing, so the frames that held
 /// deleted text go too (a checkpoint alone leaves them until overwritten).
 pub(super) const TRUNCATE_WAL: &str = "PRAGMA wal_checkpoint(TRUNCATE)";

@@ -134,7 +134,7 @@ fn a_file_rewritten_with_the_same_text_costs_no_scrub() {
         .update(&agent.sessions(), &agent.meta_dir(), None)
         .unwrap();
     assert_eq!(report.updated, 1, "read again whole: {report:?}");
-    assert!(!report.scrubbed, "it forgot nothing: {report:?}");
+    assert!(!report.forgot, "it forgot nothing: {report:?}");
     let found = store
         .search(&session_index::store::Query::parse("lanternfjord").unwrap())
         .unwrap();
@@ -152,8 +152,209 @@ fn a_file_rewritten_with_the_same_text_costs_no_scrub() {
         .update(&agent.sessions(), &agent.meta_dir(), None)
         .unwrap();
     assert_eq!(report.updated, 1, "{report:?}");
-    assert!(report.scrubbed, "{report:?}");
+    assert!(report.forgot, "{report:?}");
+    assert!(!report.scrub.owed, "finished without a budget: {report:?}");
     drop(store);
     assert!(!holds(&agent.dir, "lanternfjord"), "the old word is gone");
     assert!(holds(&agent.dir, "quietharbor"));
+}
+
+/// The scrub a drop owes is recorded in the store: a process that ends
+/// before it is done (here: a reader keeps the WAL, so the last part, its
+/// cut, cannot be done) leaves it owed, and the next process finishes it,
+/// even one whose files are unchanged (its freshness pass writes nothing).
+#[test]
+fn an_owed_scrub_outlives_its_process_and_the_next_finishes_it() {
+    let agent = Agent::new();
+    let gone = write(&agent, "/work/open", "s-gone", "cormorantsplice");
+    write(&agent, "/work/open", "s-kept", "tangerinebeacon");
+    drop(update(&agent, &PrivacyConfig::default()));
+    assert!(
+        holds(&agent.dir, "cormorantsplice"),
+        "stored (the test can fail)"
+    );
+
+    // Another process reading from before the drop keeps the WAL's frames.
+    let reader = rusqlite::Connection::open(session_index::store::store_path(&agent.dir)).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    std::fs::remove_file(&gone).unwrap();
+    let mut store = Store::open(&agent.dir).unwrap();
+    let report = store
+        .update(&agent.sessions(), &agent.meta_dir(), None)
+        .unwrap();
+    assert!(report.forgot, "{report:?}");
+    assert!(report.scrub.owed, "the reader kept the WAL: {report:?}");
+    drop(store);
+    reader.execute_batch("COMMIT").unwrap();
+    drop(reader);
+
+    let mut next = Store::open(&agent.dir).unwrap();
+    assert!(next.scrub_state().unwrap().owed, "recorded in the store");
+    let report = next
+        .update(&agent.sessions(), &agent.meta_dir(), None)
+        .unwrap();
+    assert_eq!(report.updated + report.removed, 0, "{report:?}");
+    assert!(!report.scrub.owed, "finished: {report:?}");
+    drop(next);
+    assert!(
+        !holds(&agent.dir, "cormorantsplice"),
+        "the dropped word is gone"
+    );
+    assert!(holds(&agent.dir, "tangerinebeacon"));
+}
+
+/// A scrub that rewrites a full-text index too big for one step (200 ms)
+/// takes the write lock in steps: another writer gets in while it is under
+/// way (it reads the store's `scrub` counter at 2, merging, inside its own
+/// write transaction), a third process appending to a session meanwhile
+/// (its rows flushed into new segments mid-merge) does not keep it from
+/// finishing, and the dropped words leave the store's bytes.
+#[test]
+fn a_scrub_lets_other_writers_in_between_its_steps() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let agent = Agent::new();
+    let mut rng = crate::support::rng::Rng(0x5eed_c0de);
+    let mut word = || -> String {
+        let n = rng.next();
+        (0..7)
+            .map(|i| (b'a' + ((n >> (i * 5)) % 26) as u8) as char)
+            .collect()
+    };
+    let mut writers = Vec::new();
+    for i in 0..1200 {
+        let mut w =
+            crate::support::search::Writer::new(&agent.dir, "/work/big", &format!("s{i:04}"));
+        for _ in 0..6 {
+            let text: Vec<String> = (0..120).map(|_| word()).collect();
+            w.user(&text.join(" "));
+        }
+        writers.push(w);
+    }
+    let marked = crate::support::search::Writer::new(&agent.dir, "/work/big", "s-marked");
+    let mut marked = marked;
+    marked.user("the word pelicanquorum was said here");
+    drop(update(&agent, &PrivacyConfig::default()));
+    assert!(
+        holds(&agent.dir, "pelicanquorum"),
+        "stored (the test can fail)"
+    );
+
+    std::fs::remove_file(&marked.path).unwrap();
+    let done = AtomicBool::new(false);
+    let path = session_index::store::store_path(&agent.dir);
+    let (phases, appended) = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.busy_timeout(std::time::Duration::from_secs(30))
+                .unwrap();
+            let mut phases = Vec::new();
+            while !done.load(Ordering::Relaxed) {
+                conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+                let phase: Option<i64> = conn
+                    .query_row("SELECT value FROM counters WHERE name = 'scrub'", [], |r| {
+                        r.get(0)
+                    })
+                    .ok();
+                conn.execute_batch("COMMIT").unwrap();
+                phases.push(phase);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            phases
+        });
+        let appender = scope.spawn(|| {
+            let mut store = Store::open(&agent.dir).unwrap();
+            let mut w = crate::support::search::Writer::new(&agent.dir, "/work/big", "s-growing");
+            let mut n = 0;
+            while !done.load(Ordering::Relaxed) {
+                w.user(&format!("appended turn {n} heronwaltz{n}"));
+                store.update_file(&w.path, &agent.meta_dir()).unwrap();
+                n += 1;
+                std::thread::sleep(std::time::Duration::from_millis(30));
+            }
+            n
+        });
+        // Let the other two start before the drop.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut store = Store::open(&agent.dir).unwrap();
+        let began = std::time::Instant::now();
+        let report = store
+            .update(&agent.sessions(), &agent.meta_dir(), None)
+            .unwrap();
+        let took = began.elapsed();
+        assert!(report.forgot && !report.scrub.owed, "{report:?}");
+        done.store(true, Ordering::Relaxed);
+        ((writer.join().unwrap(), took), appender.join().unwrap())
+    });
+    let (phases, took) = phases;
+    // A scrub of five steps or more must have let the writer in mid-merge
+    // (one shorter may have finished before it tried).
+    if took >= std::time::Duration::from_secs(1) {
+        assert!(
+            phases.contains(&Some(2)),
+            "another writer got the lock while the scrub was merging ({took:?}): {phases:?}"
+        );
+    }
+    eprintln!("scrub under way {took:?}; the writer saw phases {:?}", {
+        let mut seen: Vec<_> = phases.clone();
+        seen.dedup();
+        seen
+    });
+    assert!(appended > 0);
+    let store = Store::open(&agent.dir).unwrap();
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+    drop(store);
+    assert!(
+        !holds(&agent.dir, "pelicanquorum"),
+        "the dropped word is gone"
+    );
+    assert!(
+        holds(&agent.dir, "heronwaltz0"),
+        "the appended text is kept"
+    );
+}
+
+/// What the user sees: a search that could not finish the scrub (a reader
+/// keeps the WAL) says on stderr that removed text is still in the index's
+/// bytes, and `search --wait` finishes it, after which nothing is said.
+#[test]
+fn the_cli_says_while_removed_text_is_still_in_the_bytes() {
+    let agent = Agent::new();
+    let gone = write(&agent, "/work/open", "s-gone", "albatrossgimlet");
+    write(&agent, "/work/open", "s-kept", "tangerinebeacon");
+    drop(update(&agent, &PrivacyConfig::default()));
+    let search = |wait: bool| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_session-index"));
+        command.arg("search");
+        if wait {
+            command.arg("--wait");
+        }
+        let out = command
+            .args(["--json", "--agent-dir"])
+            .arg(&agent.dir)
+            .arg("tangerinebeacon")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let reader = rusqlite::Connection::open(session_index::store::store_path(&agent.dir)).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    std::fs::remove_file(&gone).unwrap();
+    let said = search(false);
+    assert!(said.contains("still in the index's bytes"), "{said}");
+    assert!(said.contains("search --wait"), "{said}");
+    reader.execute_batch("COMMIT").unwrap();
+    drop(reader);
+    let said = search(true);
+    assert!(!said.contains("still in the index's bytes"), "{said}");
+    assert!(
+        !holds(&agent.dir, "albatrossgimlet"),
+        "the removed word is gone"
+    );
 }

@@ -143,8 +143,12 @@ pub fn encoder_threads(threads: usize) {
     }
 }
 
-/// After the output: how many changed sessions the index does not hold yet.
+/// After the output: how many changed sessions the index does not hold yet,
+/// and whether removed sessions' text is still in its bytes.
 pub fn stale_note(report: &UpdateReport) {
+    if let Some(scrub) = report.scrub.describe() {
+        crate::width::note(&format!("session-index: {scrub}"));
+    }
     if report.stale > 0 {
         crate::width::note(&format!(
             "session-index: {} changed sessions are not in the index yet (updating stopped after 1 s); \

@@ -78,6 +78,7 @@ pub fn run(services: &Arc<Services>, call: &CommandCall) -> CommandResult {
     ));
     let semantic = Semantic::of(&services.agent_dir(&call.ctx), &config.search);
     lines.push(semantic.describe());
+    lines.extend(report.scrub.describe());
     lines.push(spent_line);
     if !services.config_problems.is_empty() {
         lines.push(format!(

@@ -231,18 +231,21 @@ impl Store {
         meta_dir: &Path,
         budget: Option<Duration>,
     ) -> Result<UpdateReport, StoreError> {
-        match self.quick_pass(sessions_dir, meta_dir)? {
+        match self.quick_pass(sessions_dir, meta_dir, budget)? {
             Some(report) => Ok(report),
             None => self.update(sessions_dir, meta_dir, budget),
         }
     }
 
-    /// The hot files brought up to date, if the kept stamp holds.
+    /// The hot files brought up to date, if the kept stamp holds, and an
+    /// owed scrub continued within `budget`.
     fn quick_pass(
         &mut self,
         sessions_dir: &Path,
         meta_dir: &Path,
+        budget: Option<Duration>,
     ) -> Result<Option<UpdateReport>, StoreError> {
+        let deadline = budget.map(|b| std::time::Instant::now() + b);
         let Some(kept) = QuickStamp::kept(&self.path) else {
             return Ok(None);
         };
@@ -256,12 +259,12 @@ impl Store {
         let report = UpdateReport {
             files: kept.files,
             updated: written.changed,
+            // A hot file rewritten owes a scrub (the text it held may be in
+            // no file now); an earlier one may be owed too.
+            forgot: written.forgot,
+            scrub: self.scrub_until(deadline)?,
             ..UpdateReport::default()
         };
-        if written.forgot {
-            // A hot file rewritten: the text it held may be in no file now.
-            self.scrub()?;
-        }
         if written.bumps > 0 {
             // If only this search wrote since, the stamp holds with the new count.
             let writes = kept.writes + written.bumps;
