@@ -90,29 +90,35 @@ fn file_stat_of(md: &std::fs::Metadata) -> Option<FileStat> {
     if !md.file_type().is_file() {
         return None;
     }
-    let mtime_ns = md
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos().min(i64::MAX as u128) as i64);
-    #[cfg(unix)]
-    let (inode, ctime_ns) = {
-        use std::os::unix::fs::MetadataExt;
-        (
-            md.ino(),
-            md.ctime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(md.ctime_nsec()),
-        )
-    };
-    #[cfg(not(unix))]
-    let (inode, ctime_ns) = (0, 0);
+    let (mtime_ns, ctime_ns, inode) = times_of(md);
     Some(FileStat {
         size: md.len(),
         mtime_ns,
         inode,
         ctime_ns,
     })
+}
+
+/// A file's or directory's modification and change times (ns since the
+/// epoch) and inode, as the freshness checks compare them (0 where the
+/// platform has none).
+fn times_of(md: &std::fs::Metadata) -> (i64, i64, u64) {
+    let mtime_ns = md.modified().map_or(0, epoch_ns);
+    #[cfg(unix)]
+    let (ctime_ns, inode) = {
+        use std::os::unix::fs::MetadataExt;
+        let ctime = md.ctime().saturating_mul(1_000_000_000);
+        (ctime.saturating_add(md.ctime_nsec()), md.ino())
+    };
+    #[cfg(not(unix))]
+    let (ctime_ns, inode) = (0, 0);
+    (mtime_ns, ctime_ns, inode)
+}
+
+/// Nanoseconds since the epoch (0 before it).
+fn epoch_ns(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos().min(i64::MAX as u128) as i64)
 }
 
 fn meta_mtime(meta_dir: &Path, id: &str) -> i64 {

@@ -120,9 +120,10 @@ pub fn index(
     let config = config(file, &agent_dir)?;
     let mut index = Store::open_configured(&agent_dir, &config).map_err(|e| e.to_string())?;
     let (sessions, metas) = (agent_dir.join("sessions"), agent_dir.join("sessions-meta"));
-    let report = match wait {
-        true => index.update(&sessions, &metas, None),
-        false => index.catch_up(&sessions, &metas, Some(std::time::Duration::from_secs(1))),
+    let report = if wait {
+        index.update(&sessions, &metas, None)
+    } else {
+        index.catch_up(&sessions, &metas, Some(std::time::Duration::from_secs(1)))
     }
     .map_err(|e| e.to_string())?;
     Ok(Opened {

@@ -205,13 +205,40 @@ fn write_unlocked(meta_dir: &Path, meta: &SessionMeta) -> Result<PathBuf, MetaEr
 /// over `target` and fsync the directory: a reader (or a crash) sees the old
 /// or the new document, never a torn one. The temp file goes if a step fails.
 pub fn replace(temp: &Path, target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_with(temp, target, bytes, Durability::Synced)
+}
+
+/// Whether [`replace_with`] syncs the file and its directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Users' data (a meta file, the ledger): a crash leaves the old or the new document.
+    Synced,
+    /// A note that only saves work (the store's quick stamp): a crash may
+    /// lose it, or leave it torn, which its reader takes for none.
+    Unsynced,
+}
+
+/// [`replace`], syncing only when `durability` says so (a reader never sees
+/// a torn file either way: the rename is atomic).
+pub fn replace_with(
+    temp: &Path,
+    target: &Path,
+    bytes: &[u8],
+    durability: Durability,
+) -> std::io::Result<()> {
+    let synced = durability == Durability::Synced;
     let result = (|| {
         let mut file = OpenOptions::new().write(true).create_new(true).open(temp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if synced {
+            file.sync_all()?;
+        }
         drop(file);
         std::fs::rename(temp, target)?;
-        sync_dir(target.parent().unwrap_or(Path::new(".")))
+        if synced {
+            sync_dir(target.parent().unwrap_or(Path::new(".")))?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(temp);

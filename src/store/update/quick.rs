@@ -37,8 +37,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::super::{Gate, Store, StoreError};
-use super::UpdateReport;
+use super::{epoch_ns, times_of, UpdateReport};
 use crate::session::discovery::ListedFile;
+use crate::store::meta::file::{replace_with, Durability};
 
 /// The longest a search trusts the last full pass (see the module docs).
 pub const FULL_PASS_EVERY: Duration = Duration::from_secs(10);
@@ -85,24 +86,12 @@ fn dir_stat(path: &Path) -> Option<DirStat> {
     if !md.is_dir() {
         return None;
     }
-    #[cfg(unix)]
-    let (ctime_ns, inode) = {
-        use std::os::unix::fs::MetadataExt;
-        let ctime = md.ctime().saturating_mul(1_000_000_000);
-        (ctime.saturating_add(md.ctime_nsec()), md.ino())
-    };
-    #[cfg(not(unix))]
-    let (ctime_ns, inode) = (0, 0);
+    let (mtime_ns, ctime_ns, inode) = times_of(&md);
     Some(DirStat {
-        mtime_ns: md.modified().map_or(0, epoch_ns),
+        mtime_ns,
         ctime_ns,
         inode,
     })
-}
-
-fn epoch_ns(t: SystemTime) -> i64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos().min(i64::MAX as u128) as i64)
 }
 
 /// The gate's rules in one number.
@@ -185,18 +174,11 @@ impl QuickStamp {
         let kept = serde_json::to_vec(&stamp)
             .map_err(std::io::Error::other)
             .and_then(|bytes| {
-                use std::io::Write;
                 // A temp file left by a process of the same id is replaced, never followed.
                 let _ = std::fs::remove_file(&temp);
-                let mut file = std::fs::File::options()
-                    .write(true)
-                    .create_new(true)
-                    .open(&temp)?;
-                file.write_all(&bytes)?;
-                std::fs::rename(&temp, &target)
+                replace_with(&temp, &target, &bytes, Durability::Unsynced)
             });
         if let Err(e) = kept {
-            let _ = std::fs::remove_file(&temp);
             tracing::debug!("{}: {e}", target.display());
         }
     }
