@@ -69,9 +69,12 @@ pub(super) const STEP: Duration = Duration::from_millis(200);
 /// Leaf pages each `merge` command writes (a term's whole doclist is
 /// written at once, so a command may write more).
 const MERGE_PAGES: i64 = 32;
-/// How long a step leaves the write lock free before the next: SQLite's busy
-/// handler sleeps up to 100 ms between tries, so a waiting writer gets in.
-const PAUSE: Duration = Duration::from_millis(100);
+/// How long a step leaves the write lock free before the next. SQLite's
+/// busy handler sleeps up to 100 ms between a waiting writer's tries, so a
+/// pause of exactly 100 ms could fall between two of them (in a CI run, a
+/// test's waiting writer got in only after the merge was done); half as
+/// long again leaves each waiting writer at least one try inside the pause.
+const PAUSE: Duration = Duration::from_millis(150);
 
 /// How many times one command tries to cut the WAL ([`PAUSE`] apart).
 const CUT_TRIES: usize = 10;
@@ -107,6 +110,9 @@ pub struct ScrubState {
     /// Leaf pages of the full-text index left to write again before it is
     /// not (an estimate; 0 when only the WAL is left to cut).
     pub pages_left: u64,
+    /// Merge steps (write transactions of at most [`STEP`], [`PAUSE`]
+    /// apart) this command made; 0 when it only read the state.
+    pub merge_steps: u32,
 }
 
 impl ScrubState {
@@ -161,6 +167,7 @@ impl Store {
             Ok(ScrubState {
                 owed: phase != Phase::Clean,
                 pages_left,
+                merge_steps: 0,
             })
         };
         read().map_err(|e| self.sql(e))
@@ -176,6 +183,7 @@ impl Store {
         let mut phase = Phase::of(counter(&self.conn, "scrub").map_err(|e| self.sql(e))?);
         let mut first = true;
         let mut cuts_failed = 0;
+        let mut merge_steps = 0;
         while phase != Phase::Clean {
             if !first {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -196,10 +204,16 @@ impl Store {
                     }
                     None => break,
                 },
-                _ => self.merge_step().map_err(|e| self.sql(e))?,
+                _ => {
+                    merge_steps += 1;
+                    self.merge_step().map_err(|e| self.sql(e))?
+                }
             };
         }
-        self.scrub_state()
+        Ok(ScrubState {
+            merge_steps,
+            ..self.scrub_state()?
+        })
     }
 
     /// One write transaction of merge work, at most [`STEP`] long. The phase after it.
