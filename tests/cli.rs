@@ -32,6 +32,11 @@ fn agent() -> tempfile::TempDir {
 
 /// The binary, with no keys (offline model) and a HOME that holds nothing.
 pub(crate) fn run(agent: &Path, args: &[&str]) -> Output {
+    command(agent, args).output().unwrap()
+}
+
+/// [`run`]'s command, to run with more set.
+pub(crate) fn command(agent: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_session-index"));
     cmd.args(args)
         .arg("--agent-dir")
@@ -41,7 +46,7 @@ pub(crate) fn run(agent: &Path, args: &[&str]) -> Output {
     for key in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"] {
         cmd.env_remove(key);
     }
-    cmd.output().unwrap()
+    cmd
 }
 
 fn stdout(out: &Output) -> String {

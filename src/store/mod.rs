@@ -66,7 +66,9 @@ pub use gate::{Gate, Refusal};
 pub use rank::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use record::SessionRecord;
 pub use scrub::ScrubState;
-pub use update::{UpdateReport, FULL_PASS_EVERY};
+pub use update::{
+    full_pass_every, UpdateReport, FULL_PASS_EVERY, FULL_PASS_EVERY_ENV, SLICE, SLICE_ENV,
+};
 pub use vectors::{model_dir, F32Vectors, VectorMemory, MODEL};
 
 use schema::{SCHEMA_VERSION, USER_VERSION};

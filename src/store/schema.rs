@@ -219,6 +219,11 @@ pub(super) const SESSION_PATH: &str = "SELECT path, cwd FROM sessions WHERE sid 
 /// What the last update saw of every stored file.
 pub(super) const KNOWN_FILES: &str =
     "SELECT path, size, mtime_ns, inode, ctime_ns, meta_mtime_ns, id FROM sessions";
+/// The stored sessions after sid ?1, in sid order, at most ?2, with what
+/// [`KNOWN_FILES`] reads of each (a search's slice: `update/quick.rs`).
+pub(super) const FILES_AFTER: &str = "
+SELECT sid, path, size, mtime_ns, inode, ctime_ns, meta_mtime_ns, id FROM sessions
+WHERE sid > ?1 ORDER BY sid LIMIT ?2";
 /// How far one file was read ([`super::update`]'s `StoredFile`).
 pub(super) const STORED_FILE: &str = "
 SELECT sid, id, size, mtime_ns, inode, ctime_ns, read_to, tail, version, meta_mtime_ns

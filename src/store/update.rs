@@ -30,7 +30,7 @@ use crate::store::meta::SessionMeta;
 
 mod quick;
 use quick::QuickStamp;
-pub use quick::FULL_PASS_EVERY;
+pub use quick::{full_pass_every, FULL_PASS_EVERY, FULL_PASS_EVERY_ENV, SLICE, SLICE_ENV};
 
 /// Bytes before the read offset remembered to notice a rewritten file.
 const TAIL_BYTES: u64 = 64;
@@ -149,6 +149,34 @@ fn meta_mtimes(meta_dir: &Path) -> HashMap<String, i64> {
         .collect()
 }
 
+/// A stored session's file as the store holds it: what a pass compares
+/// with the file and its meta file as they are now.
+#[derive(Debug)]
+struct KnownFile {
+    stat: FileStat,
+    /// Its meta file's mtime when it was read (0: none).
+    meta_mtime_ns: i64,
+    id: String,
+}
+
+impl KnownFile {
+    /// From a row's `size, mtime_ns, inode, ctime_ns, meta_mtime_ns, id` at `at`.
+    fn from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<KnownFile> {
+        Ok(KnownFile {
+            stat: file_stat(r, at)?,
+            meta_mtime_ns: r.get(at + 4)?,
+            id: r.get(at + 5)?,
+        })
+    }
+
+    /// Whether the store holds the file as it is (`now`: its stat, `None`
+    /// when it is not a regular file) with its meta file (`meta_now`: its
+    /// mtime, 0 when there is none); else a pass reads it again.
+    fn is_current(&self, now: Option<FileStat>, meta_now: i64) -> bool {
+        now == Some(self.stat) && meta_now == self.meta_mtime_ns
+    }
+}
+
 /// The files' states as one pass saw them, in one number: every session
 /// file's path and stat, every meta file's id and mtime, and the gate's
 /// rules, each hashed and summed (the order does not matter). Equal digests:
@@ -176,9 +204,10 @@ fn files_digest(files: &[ListedFile], metas: &HashMap<String, i64>, gate: &Gate)
     state.finish() as i64
 }
 
-/// What a pass that found nothing to write keeps beside the store
-/// (`index.sqlite.fresh`): the store it looked at (its `store_id`), its
-/// `writes` counter when the pass read the stored states, and the
+/// What a pass that left the store holding every file as listed keeps
+/// beside the store (`index.sqlite.fresh`): the store it looked at (its
+/// `store_id`), its `writes` counter when the pass read the stored states
+/// (moved by the pass's own writes, when no other writer moved it), and the
 /// [`files_digest`] of the files. A later pass that finds the same three
 /// reads no stored state (reading and comparing 30,000 sessions' rows): no
 /// session was written since, and the files are as they were. Kept in a
@@ -272,28 +301,26 @@ impl Store {
         // Read before the stored states: any session written after this read moves `writes`.
         let now = self.fresh_stamp(files_digest(files, &metas, &self.gate))?;
         // The files are as stored: stamped so, for passes and for searches.
-        let keep = |store: &Store| {
-            now.keep(&store.path);
+        let keep = |store: &Store, fresh: &FreshStamp| {
+            fresh.keep(&store.path);
             let dirs = (sessions_dir, meta_dir, listing.dirs.as_slice());
-            let quick = QuickStamp::taken(began, dirs, files, &store.gate, (now.store, now.writes));
+            let stored = (fresh.store, fresh.writes);
+            let quick = QuickStamp::taken(began, dirs, files, &store.gate, stored);
             QuickStamp::keep(quick, &store.path);
         };
         if FreshStamp::kept(&self.path).is_some_and(|kept| kept == now) {
-            keep(self);
+            keep(self, &now);
             return Ok(UpdateReport {
                 files: files.len(),
                 scrub: self.scrub_until(deadline)?,
                 ..UpdateReport::default()
             });
         }
-        let mut known: HashMap<String, (FileStat, i64, String)> =
-            HashMap::with_capacity(files.len());
+        let mut known: HashMap<String, KnownFile> = HashMap::with_capacity(files.len());
         self.conn
             .prepare(schema::KNOWN_FILES)
             .and_then(|mut s| {
-                for row in s.query_map([], |r| {
-                    Ok((r.get(0)?, (file_stat(r, 1)?, r.get(5)?, r.get(6)?)))
-                })? {
+                for row in s.query_map([], |r| Ok((r.get(0)?, KnownFile::from_row(r, 1)?)))? {
                     let (path, state) = row?;
                     known.insert(path, state);
                 }
@@ -308,7 +335,7 @@ impl Store {
                 continue;
             };
             let meta_now = |id: &str| metas.get(id).copied().unwrap_or(0);
-            if stored.is_none_or(|(old, meta, id)| old != now || meta != meta_now(&id)) {
+            if stored.is_none_or(|known| !known.is_current(Some(now), meta_now(&known.id))) {
                 changed.push((file.path.clone(), now));
             }
         }
@@ -322,11 +349,19 @@ impl Store {
         // files, in steps, as far as the budget goes (owed since their drop).
         let forgot = written.forgot || removed.forgot || excluded > 0;
         let scrub = self.scrub_until(deadline)?;
-        // Nothing to write (files that are not sessions yet, or excluded, are
-        // planned and found so at every pass until they change).
+        // Every file as stored now (files that are not sessions yet, or
+        // excluded, are planned and found so at every pass until they
+        // change): stamped if no other writer moved the store meanwhile (a
+        // pass that wrote, such as the plugin's after an agent run, leaves
+        // the next search quick). The stamps hold the files as listed; a
+        // file written since its listing was stored as it is now, and its
+        // change time, which no one sets back, keeps it from matching them.
         let stale = changed.len() - written.seen;
-        if written.changed == 0 && removed.changed == 0 && excluded == 0 && stale == 0 {
-            keep(self);
+        if excluded == 0 && stale == 0 {
+            let writes = now.writes + written.bumps + removed.bumps;
+            if self.store_writes()? == (now.store, writes) {
+                keep(self, &FreshStamp { writes, ..now });
+            }
         }
         Ok(UpdateReport {
             files: files.len(),
@@ -358,8 +393,13 @@ impl Store {
 
     /// Bring one session file up to date (what `agent_end` needs): `Ok(true)`
     /// when something changed. A file that is gone or not a pi session drops out.
+    /// A search's stamp of the last full pass still holds after it, with
+    /// this file among the ones it checks (`update/quick.rs`).
     pub fn update_file(&mut self, path: &Path, meta_dir: &Path) -> Result<bool, StoreError> {
-        let written = self.write(&[path.to_path_buf()], meta_dir, None)?;
+        let before = self.store_writes()?;
+        let paths = [path.to_path_buf()];
+        let written = self.write(&paths, meta_dir, None)?;
+        self.note_own_write(before, &paths, written.bumps)?;
         // One step of an owed scrub (this drop's or an earlier one's).
         self.scrub_until(Some(Instant::now()))?;
         Ok(written.changed > 0)

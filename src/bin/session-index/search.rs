@@ -1,6 +1,6 @@
 //! `session-index search QUERY [--project DIR | --all] [--since T] [--until T] [--limit N] [--json]`:
 //! brings the search index up to date (for at most a second unless `--wait`;
-//! trusting a full pass over the files younger than 10 s, see
+//! trusting a full pass over the files younger than 10 minutes, see
 //! `store/update/quick.rs`) and prints the matching sessions, best first.
 
 use std::io::IsTerminal;

@@ -1,54 +1,95 @@
 //! Knowing that the store is up to date without stat'ing every session file.
 //!
 //! A freshness pass ([`Store::update`]) lists every project directory and
-//! `lstat`s every session file: one `statx` per session, most of a CLI
-//! search's time at 30,000 sessions. A pass that finds the store holding
-//! every file as it is keeps a [`QuickStamp`] beside the store
-//! (`index.sqlite.quick`): when the pass began, the store it compared
-//! against, the times of the sessions directory, of each project directory
-//! and of the meta directory, and the [`HOT_FILES`] most recently modified
-//! session files.
+//! `lstat`s every session file: one `statx` per session, 200-300 ms of a CLI
+//! search at 30,000 sessions. A pass that leaves the store holding every
+//! file as it found it (having written what changed, or nothing) keeps a
+//! [`QuickStamp`] beside the store (`index.sqlite.quick`): when the pass
+//! began, the store it wrote (`store_id`, `writes`), the privacy rules, the
+//! times of the sessions directory, of each project directory and of the
+//! meta directory, and the hot files: the [`HOT_FILES`] most recently
+//! modified session files.
 //!
-//! **The guarantee.** A search ([`Store::catch_up`]) trusts that pass
-//! instead of making its own when the pass began less than
-//! [`FULL_PASS_EVERY`] ago, no session was written to the store since (but
-//! by such searches), the privacy rules and directories are the same, and
-//! each of those directories has the modification time, change time and
-//! inode it had. A file created, deleted or renamed (a new session, a meta
-//! file, which is always replaced whole, a file replaced by a rename)
-//! changes its directory's times, so the next search makes a full pass and
-//! sees it. The hot files are checked against their stored state as any
-//! pass checks a file, so an append to or a rewrite of a session being
-//! written now is read by the next search. What a search may miss: a change
-//! in place (an append, or a rewrite that keeps the file) to a session file
-//! that was not among the [`HOT_FILES`] newest at the last full pass, made
-//! by something that does not update the store (pi without the plugin; the
-//! plugin updates the store after each agent run, and that write makes the
-//! next search pass over every file), and a meta file edited in place. Every
-//! search that starts [`FULL_PASS_EVERY`] (10 s) or more after such a change
-//! sees it: a full pass that began after the change saw it, and one that
-//! began before it is too old to trust. A directory whose times are within
-//! [`RACY`] of the pass's start could change again without its times moving
-//! (they come from a coarse clock; some file systems keep seconds), so no
-//! stamp is kept then and the next search makes a full pass. `--wait`,
-//! `session-index index` and the plugin's updates always make the full pass.
+//! **The guarantee.** A search ([`Store::catch_up`], the CLI's, `/sessions`
+//! and `search_sessions`) trusts the last full pass instead of making its
+//! own while the pass began less than [`FULL_PASS_EVERY`] (10 min) ago, the
+//! privacy rules are the same, each watched directory has the modification
+//! time, change time and inode it had, and nothing but the store's own
+//! per-file writes moved the store since: a search's, and
+//! [`Store::update_file`]'s (the file it wrote joins the hot files). Such a
+//! search checks, as any pass checks a file, the hot files and a rotating
+//! slice of [`SLICE`] (512) stored sessions, the next ones in the store's
+//! order; a file found changed is read and joins the hot files. So a new,
+//! deleted or renamed file (a session, a meta file, which is always
+//! replaced whole) changes its directory's times and is seen by the next
+//! search; an append to or a rewrite of a hot file (the sessions being
+//! written, and any the store wrote or found changed since the pass) is
+//! read by the next search; and a pass that wrote, or the plugin's write of
+//! its session, leaves the next search as quick as one after a pass that
+//! found nothing. **What a search may miss:** a change in place (an append,
+//! or a rewrite that keeps the file) to a session file that is not hot,
+//! made by something that does not update the store — pi without the
+//! plugin resuming an old session; the plugin updates the store after each
+//! agent run — or a meta file edited in place. It is read by the first
+//! search whose slice reaches the file, within `ceil(sessions / SLICE)`
+//! searches after the change (each search's slice follows the last one's;
+//! 59 at 30,000 sessions, 6 at 3,000), and at the latest by every search
+//! that starts [`FULL_PASS_EVERY`] after it (then the stamp is too old and
+//! the search makes a full pass). A file that is not a stored session (not
+//! a pi session yet when the pass read it) is checked only while hot. A
+//! directory whose times are within [`RACY`] of the pass's start could
+//! change again without its times moving (they come from a coarse clock;
+//! some file systems keep seconds), so no stamp is kept then and the next
+//! search makes a full pass. `--wait`, `session-index index`, `/index-all`
+//! and the plugin's refresh after `agent_end` always make the full pass.
+//!
+//! Why these bounds: a full pass costs 200-300 ms at 30,000 sessions, a
+//! slice of 512 sessions (two `lstat`s each: the file and its meta file) a
+//! few milliseconds, so a search made minutes after the last one stays
+//! quick, while the missed case (no plugin, an old session resumed) is read
+//! within a few searches at a few thousand sessions and within 10 minutes
+//! at any size. [`FULL_PASS_EVERY_ENV`] and [`SLICE_ENV`] set other bounds
+//! (seconds, sessions): 0 seconds makes every search a full pass.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::super::{Gate, Store, StoreError};
-use super::{epoch_ns, times_of, UpdateReport};
+use super::super::{schema, Gate, Store, StoreError};
+use super::{epoch_ns, meta_mtime, stat, times_of, KnownFile, UpdateReport};
 use crate::session::discovery::ListedFile;
 use crate::store::meta::file::{replace_with, Durability};
 
 /// The longest a search trusts the last full pass (see the module docs).
-pub const FULL_PASS_EVERY: Duration = Duration::from_secs(10);
+pub const FULL_PASS_EVERY: Duration = Duration::from_secs(600);
+/// Another [`FULL_PASS_EVERY`], in seconds (tests; a user who wants another bound).
+pub const FULL_PASS_EVERY_ENV: &str = "SESSION_INDEX_FULL_PASS_EVERY";
 /// The most recently modified session files at a full pass, checked by
-/// every search that trusts it (the sessions being written).
+/// every search that trusts it (the sessions being written), and those the
+/// store wrote or found changed since (most recent first, as many).
 pub const HOT_FILES: usize = 16;
+/// Stored sessions a search checks besides the hot files, the next ones
+/// after the last search's (module docs).
+pub const SLICE: usize = 512;
+/// Another [`SLICE`], in sessions.
+pub const SLICE_ENV: &str = "SESSION_INDEX_SLICE";
 /// A directory modified this close before a full pass began may change
 /// again within the same timestamp.
 pub const RACY: Duration = Duration::from_secs(2);
+
+/// How long a search trusts the last full pass: [`FULL_PASS_EVERY`], or
+/// [`FULL_PASS_EVERY_ENV`]'s seconds.
+pub fn full_pass_every() -> Duration {
+    from_env(FULL_PASS_EVERY_ENV).map_or(FULL_PASS_EVERY, Duration::from_secs)
+}
+
+/// How many stored sessions a search checks besides the hot files.
+fn slice() -> usize {
+    from_env(SLICE_ENV).map_or(SLICE, |n| n as usize)
+}
+
+fn from_env(name: &str) -> Option<u64> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
 
 /// What a search compares instead of stat'ing every file (module docs).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -67,8 +108,16 @@ pub(super) struct QuickStamp {
     meta_dir: PathBuf,
     /// Each watched directory and its times (`None`: it was not there).
     dirs: Vec<(PathBuf, Option<DirStat>)>,
-    /// The [`HOT_FILES`] most recently modified session files.
+    /// The hot files, most recent first: the [`HOT_FILES`] most recently
+    /// modified session files at the pass, each file the store wrote or a
+    /// search found changed since put first (at most twice [`HOT_FILES`],
+    /// the least recent dropped).
     hot: Vec<PathBuf>,
+    /// The `sid` of the last stored session the searches' slices checked
+    /// (0: none; the next slice starts after it, from the first again past
+    /// the last).
+    #[serde(default)]
+    checked: i64,
 }
 
 /// A directory's times as `stat` (following a symlink) gives them. The
@@ -156,6 +205,7 @@ impl QuickStamp {
             meta_dir: meta_dir.to_path_buf(),
             dirs,
             hot: newest.into_iter().map(|(_, p)| p.to_path_buf()).collect(),
+            checked: 0,
         })
     }
 
@@ -191,22 +241,33 @@ impl QuickStamp {
     }
 
     /// Whether a search at `now` in these directories, under `gate`, may
-    /// trust the pass this stamp was taken of (but for the hot files).
+    /// trust the pass this stamp was taken of (but for the files it checks).
     fn holds(&self, sessions_dir: &Path, meta_dir: &Path, gate: &Gate, now: SystemTime) -> bool {
         let age_ms = epoch_ns(now) / 1_000_000 - self.began_ms;
-        (0..FULL_PASS_EVERY.as_millis() as i64).contains(&age_ms)
+        (0..full_pass_every().as_millis() as i64).contains(&age_ms)
             && self.sessions_dir == sessions_dir
             && self.meta_dir == meta_dir
             && self.rules == rules(gate)
             && self.dirs.iter().all(|(dir, was)| dir_stat(dir) == *was)
+    }
+
+    /// The stamp with `paths` first among the hot files (past twice
+    /// [`HOT_FILES`] of them, the least recent are dropped).
+    fn with_hot(mut self, paths: &[PathBuf]) -> QuickStamp {
+        let mut hot: Vec<PathBuf> = paths.to_vec();
+        hot.extend(self.hot.drain(..).filter(|p| !paths.contains(p)));
+        hot.truncate(HOT_FILES * 2);
+        self.hot = hot;
+        self
     }
 }
 
 impl Store {
     /// Bring the store up to date for a search: trusting the last full pass
     /// when the [`QuickStamp`] kept beside the store holds (then only the
-    /// hot files are checked), else a full [`Store::update`] within
-    /// `budget`. What this may miss, and for how long: the module docs.
+    /// hot files and a slice of the stored sessions are checked), else a
+    /// full [`Store::update`] within `budget`. What this may miss, and for
+    /// how long: the module docs.
     pub fn catch_up(
         &mut self,
         sessions_dir: &Path,
@@ -219,8 +280,8 @@ impl Store {
         }
     }
 
-    /// The hot files brought up to date, if the kept stamp holds, and an
-    /// owed scrub continued within `budget`.
+    /// The hot files and the next slice brought up to date, if the kept
+    /// stamp holds, and an owed scrub continued within `budget`.
     fn quick_pass(
         &mut self,
         sessions_dir: &Path,
@@ -234,10 +295,14 @@ impl Store {
         if !kept.holds(sessions_dir, meta_dir, &self.gate, SystemTime::now()) {
             return Ok(None);
         }
-        if self.store_writes()? != (kept.store, kept.writes) {
+        let before = self.store_writes()?;
+        if before != (kept.store, kept.writes) {
             return Ok(None);
         }
-        let written = self.write(&kept.hot, meta_dir, None)?;
+        let (found, checked) = self.changed_in_slice(kept.checked, meta_dir)?;
+        let mut paths = found.clone();
+        paths.extend(kept.hot.iter().filter(|p| !found.contains(p)).cloned());
+        let written = self.write(&paths, meta_dir, None)?;
         let report = UpdateReport {
             files: kept.files,
             updated: written.changed,
@@ -247,12 +312,96 @@ impl Store {
             scrub: self.scrub_until(deadline)?,
             ..UpdateReport::default()
         };
-        if written.bumps > 0 {
-            // If only this search wrote since, the stamp holds with the new count.
-            let writes = kept.writes + written.bumps;
-            let ours = self.store_writes()? == (kept.store, writes);
-            QuickStamp::keep(ours.then_some(QuickStamp { writes, ..kept }), &self.path);
+        let stamp = QuickStamp {
+            checked,
+            ..kept.clone()
+        }
+        .with_hot(&found);
+        if stamp != kept || written.bumps > 0 {
+            self.keep_after_own_write(stamp, before, written.bumps)?;
         }
         Ok(Some(report))
+    }
+
+    /// The stored sessions after `sid` `after` in the store's order (the
+    /// slice, [`slice`] of them; from the first when none are left) whose
+    /// file or meta file is not as stored, and the last `sid` checked.
+    fn changed_in_slice(
+        &self,
+        after: i64,
+        meta_dir: &Path,
+    ) -> Result<(Vec<PathBuf>, i64), StoreError> {
+        let limit = slice() as i64;
+        if limit == 0 {
+            return Ok((Vec::new(), after));
+        }
+        let mut rows: Vec<(i64, PathBuf, KnownFile)> = Vec::new();
+        self.conn
+            .prepare_cached(schema::FILES_AFTER)
+            .and_then(|mut s| {
+                for row in s.query_map([after, limit], |r| {
+                    Ok((
+                        r.get(0)?,
+                        PathBuf::from(r.get::<_, String>(1)?),
+                        KnownFile::from_row(r, 2)?,
+                    ))
+                })? {
+                    rows.push(row?);
+                }
+                Ok(())
+            })
+            .map_err(|e| self.sql(e))?;
+        // Past the last stored session: the next slice starts from the first.
+        let checked = match rows.last() {
+            Some((sid, _, _)) if rows.len() as i64 == limit => *sid,
+            _ => 0,
+        };
+        let changed = rows
+            .into_iter()
+            .filter(|(_, path, known)| {
+                !known.is_current(stat(path), meta_mtime(meta_dir, &known.id))
+            })
+            .map(|(_, path, _)| path)
+            .collect();
+        Ok((changed, checked))
+    }
+
+    /// After this store wrote `paths` (each file as it is now, `bumps`
+    /// moves of the `writes` counter) to a store whose counters were
+    /// `before`: the kept stamp, if it was of `before` and this write alone
+    /// moved the store, still holds with `paths` among its hot files
+    /// ([`Store::update_file`]: the plugin's write of its session leaves
+    /// the next search quick).
+    pub(super) fn note_own_write(
+        &self,
+        before: (i64, i64),
+        paths: &[PathBuf],
+        bumps: i64,
+    ) -> Result<(), StoreError> {
+        if bumps == 0 {
+            return Ok(());
+        }
+        let Some(kept) = QuickStamp::kept(&self.path) else {
+            return Ok(());
+        };
+        if (kept.store, kept.writes) != before {
+            return Ok(());
+        }
+        self.keep_after_own_write(kept.with_hot(paths), before, bumps)
+    }
+
+    /// Keep `stamp`, taken when the store's counters were `before`, with
+    /// the `writes` counter moved by `bumps` of this store's own, if no
+    /// other writer moved it since (else remove it: it holds no more).
+    fn keep_after_own_write(
+        &self,
+        stamp: QuickStamp,
+        before: (i64, i64),
+        bumps: i64,
+    ) -> Result<(), StoreError> {
+        let writes = before.1 + bumps;
+        let ours = self.store_writes()? == (before.0, writes);
+        QuickStamp::keep(ours.then_some(QuickStamp { writes, ..stamp }), &self.path);
+        Ok(())
     }
 }
