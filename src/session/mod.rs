@@ -30,7 +30,7 @@ pub use convert::{
 
 pub use entries::*;
 pub use lines::LONG_LINE;
-pub use read::{open_file, MAX_ENTRIES};
+pub use read::{open_file, LinePicker, Pick, MAX_ENTRIES};
 pub use summary::{last_activity, summarize, SessionSummary};
 
 /// Why a session file could not be read at all. Recoverable problems inside a
@@ -126,16 +126,18 @@ pub fn read_lines(
     read_range(path, file, from, Some(until))
 }
 
-/// [`read_lines`], parsing only the lines whose JSON text `keep` accepts
-/// (`from` > 0: lines after the header; the others give no entry): a
-/// search's snippets leave out the entries that cannot hold the query's
-/// words before they cost a parse and the redaction of their text.
+/// [`read_lines`], parsing only the lines `keep` picks, told from their
+/// JSON text (`from` > 0: lines after the header; the others give no
+/// entry), and stopping where it says: a search's snippets leave out the
+/// entries that cannot hold the query's words, and stop once they have
+/// their snippets, before the rest cost a parse and the redaction of their
+/// text.
 pub fn read_lines_where(
     path: &Path,
     file: std::fs::File,
     from: u64,
     until: u64,
-    keep: &dyn Fn(&[u8]) -> bool,
+    keep: &mut dyn LinePicker,
 ) -> Result<Appended, SessionError> {
     let read::Parsed {
         entries,

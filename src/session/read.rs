@@ -159,26 +159,42 @@ pub(crate) fn read(
     read_at_most(path, file, offset, until, complete_only, MAX_ENTRIES, None)
 }
 
-/// Which lines [`read_where`] parses, told from their JSON text.
-pub(crate) type KeepLine<'k> = &'k dyn Fn(&[u8]) -> bool;
+/// What [`read_where`] does with a line after the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    Parse,
+    /// No parse, no entry.
+    Skip,
+    /// This line and the rest are not read.
+    Stop,
+}
+
+/// Which lines [`read_where`] parses, told from each line's start and JSON
+/// text (as the line reader holds it: long strings cut), and what is made
+/// of them: a search's snippets decide what to read next from what they
+/// have read.
+pub trait LinePicker {
+    fn pick(&mut self, start: u64, line: &[u8]) -> Pick;
+    /// The entry that the line starting at `start` gave.
+    fn taken(&mut self, start: u64, entry: &Entry);
+}
 
 /// [`read`] from `offset` > 0 (a line after the header) up to `until`,
-/// complete lines only, parsing only the lines whose text (as the line
-/// reader holds it: JSON, long strings cut) `keep` accepts: the others give
+/// complete lines only, parsing only the lines `keep` picks: the others give
 /// no entry and cost no parse.
 pub(crate) fn read_where(
     path: &Path,
     file: File,
     offset: u64,
     until: u64,
-    keep: KeepLine<'_>,
+    keep: &mut dyn LinePicker,
 ) -> Result<Parsed, SessionError> {
     let keep = (offset > 0).then_some(keep);
     read_at_most(path, file, offset, Some(until), true, MAX_ENTRIES, keep)
 }
 
 /// [`read`], holding at most `max_entries` (the newest), and of the lines
-/// after the header only those `keep` accepts, when given.
+/// after the header only those `keep` picks, when given.
 fn read_at_most(
     path: &Path,
     file: File,
@@ -186,7 +202,7 @@ fn read_at_most(
     until: Option<u64>,
     complete_only: bool,
     max_entries: usize,
-    keep: Option<KeepLine<'_>>,
+    mut keep: Option<&mut dyn LinePicker>,
 ) -> Result<Parsed, SessionError> {
     let mut records = Records::new(path, max_entries);
     if offset > 0 {
@@ -209,9 +225,14 @@ fn read_at_most(
         if complete_only && !line.terminated {
             break;
         }
-        let refused = keep.is_some_and(|keep| line.skipped.is_none() && !keep(line.text));
-        if refused && records.header.is_some() {
-            continue;
+        let pick = match keep.as_mut() {
+            Some(keep) if line.skipped.is_none() => keep.pick(start, line.text),
+            _ => Pick::Parse,
+        };
+        match pick {
+            Pick::Stop => break,
+            Pick::Skip if records.header.is_some() => continue,
+            _ => {}
         }
         let (held, not_kept) = (records.entries.len(), records.warnings.entries_not_kept);
         records.take(&line)?;
@@ -222,6 +243,9 @@ fn read_at_most(
         }
         if dropped || records.entries.len() > held {
             starts.push_back(start);
+            if let (Some(keep), Some(entry)) = (keep.as_mut(), records.entries.back()) {
+                keep.taken(start, entry);
+            }
         }
     }
     Ok(Parsed {

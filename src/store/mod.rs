@@ -53,6 +53,7 @@ mod schema;
 mod scrub;
 mod snippet_filter;
 mod snippet_line;
+mod snippet_match;
 mod snippets;
 mod update;
 mod vectors;

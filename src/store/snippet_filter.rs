@@ -261,7 +261,7 @@ pub(super) fn stem(token: &str) -> String {
 /// less the letters a stem may append (for stems of 3 letters or more). For a `prefix` token (`"auth"*`)
 /// also no longer than the token less those letters. `None` when that is
 /// shorter than [`MIN_ROOT`] or the token is not ASCII (FTS5 folds accents).
-fn root(token: &str, prefix: bool) -> Option<String> {
+pub(super) fn root(token: &str, prefix: bool) -> Option<String> {
     if !token.is_ascii() {
         return None;
     }

@@ -13,11 +13,18 @@
 //! rollback discards them. Written row by row in autocommit, as before, each
 //! row was flushed to a segment of its own, the segments merged, and the
 //! rows deleted again (which tokenizes their text a second time): 1-5 ms of
-//! a shown session's snippet, most of a slow query. Only the entries that
-//! may hold a word of the query are written ([`EntryFilter`]): tokenizing the
-//! others was most of what was left of a snippet's cost. Most of them are
-//! told from their JSON lines, before the reader parses them and redacts
-//! their text (`EntryFilter::may_match_line`).
+//! a shown session's snippet, most of a slow query.
+//!
+//! Only the entries a snippet can come from are read and written
+//! ([`ChunkPicker`]). The snippets of a session are the first two rows (in
+//! file order) that the first expression finds, then those the next finds,
+//! and so on (see [`Store::cut`]); so the entries are read in file order
+//! and the reading stops once the rows read settle which those are. An
+//! entry whose line cannot hold an expression that is still needed is not
+//! parsed (nor its text redacted: that was most of a snippet's cost), and
+//! only a text an expression is found in goes to the scratch table
+//! (`snippet_match::Matcher` tells in Rust what FTS5 would find; a text it
+//! cannot tell goes in and FTS5 decides).
 
 use std::path::Path;
 
@@ -27,6 +34,8 @@ use super::rank::Snippet;
 use super::rows::{entry_text, TextRow, CHUNK_BYTES};
 use super::schema::{self, rowids, Column, SPAN};
 use super::snippet_filter::EntryFilter;
+use super::snippet_match::{Matcher, Verdict};
+use crate::session::{Entry, LinePicker, Pick};
 
 /// Characters of a passage shown as a snippet.
 const PASSAGE_SNIPPET_CHARS: usize = 240;
@@ -101,10 +110,12 @@ impl Store {
     ) -> rusqlite::Result<Vec<Vec<Snippet>>> {
         let scratch = Scratch::open(self)?;
         let filter = EntryFilter::new(exprs);
+        let matcher = Matcher::new(exprs);
         let mut rows = Vec::new();
         let mut entries = Vec::with_capacity(shown.len());
         for s in shown {
-            entries.push(self.scratch_rows(s.path, s.chunk, &filter, &mut rows)?);
+            let picker = ChunkPicker::new(&filter, matcher.as_ref());
+            entries.push(self.scratch_rows(s.path, s.chunk, picker, &mut rows)?);
         }
         scratch.write(&rows)?;
         shown
@@ -159,13 +170,13 @@ impl Store {
     }
 
     /// The scratch rows of the ranking row `best` (the meta row, or the
-    /// entries of one chunk read again from `path` that `filter` lets in),
+    /// entries of one chunk read again from `path` that a `picker` picks),
     /// added to `rows`; returns the chunk's entries.
     fn scratch_rows(
         &self,
         path: &Path,
         best: i64,
-        filter: &EntryFilter,
+        picker: ChunkPicker<'_>,
         rows: &mut Vec<TextRow>,
     ) -> rusqlite::Result<Vec<TextEntry>> {
         let (first, last) = rowids(best / SPAN);
@@ -174,10 +185,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let entries = self.chunk_entries(best, last)?;
-        for (entry, text) in read_texts(path, &entries, &|line| filter.may_match_line(line)) {
-            if !filter.may_match(&text) {
-                continue;
-            }
+        for (entry, text) in read_texts(path, &entries, picker) {
             let mut row = TextRow::new(entry.rowid);
             row.columns[entry.column as usize] = text;
             rows.push(row);
@@ -228,7 +236,8 @@ impl Store {
             }));
         }
         let entries = self.chunk_entries(row, row)?;
-        Ok(read_texts(path, &entries, &|_| true)
+        let every = ChunkPicker::new(&EntryFilter::All, None);
+        Ok(read_texts(path, &entries, every)
             .into_iter()
             .next()
             .map(|(entry, text)| Snippet {
@@ -276,39 +285,134 @@ impl Store {
     }
 }
 
-/// The text (redacted, as the update stored it) of each of `entries` read
-/// again from the session file `path`, of those whose line `keep` accepts;
-/// an entry not found where the store says it is has none.
+/// The text (redacted, as the update stored it) of each of `entries` that
+/// `picker` picks, read again from the session file `path`; an entry not
+/// found where the store says it is has none.
 fn read_texts<'e>(
     path: &Path,
     entries: &'e [TextEntry],
-    keep: &dyn Fn(&[u8]) -> bool,
+    mut picker: ChunkPicker<'_>,
 ) -> Vec<(&'e TextEntry, String)> {
     let (Some(from), Some(to)) = (entries.first(), entries.last()) else {
         return Vec::new();
     };
-    let read = crate::session::open_file(path).and_then(|file| {
-        crate::session::read_lines_where(path, file, from.line, to.line + 1, keep)
-    });
-    let read = match read {
-        Ok(read) => read,
-        Err(e) => {
-            tracing::debug!("search index: no snippet from {e}");
-            return Vec::new();
-        }
+    let mut read = ChunkRead {
+        entries,
+        picker: &mut picker,
+        texts: Vec::new(),
     };
-    let mut texts = Vec::new();
-    for entry in entries {
-        let at = read.lines.iter().position(|&line| line == entry.line);
-        let Some(found) = at.map(|i| &read.entries[i]) else {
-            continue;
-        };
-        if found.id.as_str() != entry.entry_id {
-            continue;
-        }
-        if let Some(text) = entry_text(found).text {
-            texts.push((entry, text));
+    let done = crate::session::open_file(path).and_then(|file| {
+        crate::session::read_lines_where(path, file, from.line, to.line + 1, &mut read)
+    });
+    if let Err(e) = done {
+        tracing::debug!("search index: no snippet from {e}");
+        return Vec::new();
+    }
+    read.texts
+}
+
+/// Which of a chunk's entries are read for snippets, and which of their
+/// texts go to the scratch table. With a [`Matcher`], in file order until
+/// the rows read settle each expression's first two rows (`Store::cut`
+/// reads no further): expression `i` needs more rows until two rows are
+/// found to hold it, and none once an expression before it has two (the
+/// cut has its two snippets then) or, for the last one (the prefix, tried
+/// only when the others found nothing), one. Lines are parsed only when
+/// they may hold a needed expression; a text goes in when an expression
+/// may be in it. Without one (an expression it cannot tell), every entry
+/// whose line and text `filter` lets in.
+struct ChunkPicker<'f> {
+    filter: &'f EntryFilter,
+    matcher: Option<&'f Matcher>,
+    /// Per expression, the rows read so far found to hold it.
+    found: Vec<usize>,
+}
+
+impl<'f> ChunkPicker<'f> {
+    fn new(filter: &'f EntryFilter, matcher: Option<&'f Matcher>) -> ChunkPicker<'f> {
+        let found = vec![0; matcher.map_or(0, Matcher::expressions)];
+        ChunkPicker {
+            filter,
+            matcher,
+            found,
         }
     }
-    texts
+
+    /// Whether more rows holding expression `i` may change the snippets.
+    fn needs(&self, i: usize) -> bool {
+        let before = &self.found[..i];
+        let last = i > 0 && i == self.found.len() - 1;
+        self.found[i] < 2
+            && !before.iter().any(|&n| n >= 2)
+            && !(last && before.iter().any(|&n| n >= 1))
+    }
+
+    fn pick(&self, line: &[u8]) -> Pick {
+        let Some(matcher) = self.matcher else {
+            return if self.filter.may_match_line(line) {
+                Pick::Parse
+            } else {
+                Pick::Skip
+            };
+        };
+        let needed: Vec<usize> = (0..matcher.expressions())
+            .filter(|&i| self.needs(i))
+            .collect();
+        if needed.is_empty() {
+            Pick::Stop
+        } else if needed.iter().any(|&i| matcher.may_match_line(i, line)) {
+            Pick::Parse
+        } else {
+            Pick::Skip
+        }
+    }
+
+    /// Whether `text` goes to the scratch table (counted as found).
+    fn keep(&mut self, text: &str) -> bool {
+        let Some(matcher) = self.matcher else {
+            return self.filter.may_match(text);
+        };
+        let verdicts = matcher.verdicts(text);
+        for (found, v) in self.found.iter_mut().zip(&verdicts) {
+            *found += usize::from(*v == Verdict::Yes);
+        }
+        verdicts.iter().any(|v| *v != Verdict::No)
+    }
+}
+
+/// A chunk being read: its entries, and the texts picked so far.
+struct ChunkRead<'e, 'p, 'f> {
+    entries: &'e [TextEntry],
+    picker: &'p mut ChunkPicker<'f>,
+    texts: Vec<(&'e TextEntry, String)>,
+}
+
+impl ChunkRead<'_, '_, '_> {
+    /// The entry of the chunk whose line starts at `start`.
+    fn at(&self, start: u64) -> Option<usize> {
+        self.entries.iter().position(|e| e.line == start)
+    }
+}
+
+impl LinePicker for ChunkRead<'_, '_, '_> {
+    fn pick(&mut self, start: u64, line: &[u8]) -> Pick {
+        match self.at(start) {
+            Some(_) => self.picker.pick(line),
+            None => Pick::Skip,
+        }
+    }
+
+    fn taken(&mut self, start: u64, found: &Entry) {
+        let Some(entry) = self.at(start).map(|i| &self.entries[i]) else {
+            return;
+        };
+        if found.id.as_str() != entry.entry_id {
+            return;
+        }
+        if let Some(text) = entry_text(found).text {
+            if self.picker.keep(&text) {
+                self.texts.push((entry, text));
+            }
+        }
+    }
 }
