@@ -12,9 +12,11 @@
 //!
 //! - with `SEARCH_BENCH_CLI=1`: the CLI as a user runs it, one process per
 //!   search (start-up, the freshness check, the query, the JSON out):
-//!   `session-index search --json WORD` p50/p90 of wall time, next to
-//!   `grep -ril WORD` on the same files in the same run (alternating), (c)
-//!   back to back, (a) `SEARCH_BENCH_CLI_APART` seconds apart (30;
+//!   `session-index search --json WORD` p50/p90 of wall time (and of the
+//!   process's CPU time), next to `grep -ril WORD` on the same files in the
+//!   same run (the binaries alternating, each round the other one first;
+//!   grep after them: a search right after grep has read the corpus finds
+//!   less of the store cached), (c) back to back, (a) `SEARCH_BENCH_CLI_APART` seconds apart (30;
 //!   `SEARCH_BENCH_CLI_APART_RUNS` rounds, 5), (b) after one agent run was
 //!   appended to the session being written (the newest) and the plugin's
 //!   update of it, through this build's library: `Store::update_file` (b1)
@@ -721,17 +723,50 @@ fn hash_hits(hits: &[SessionHit], hasher: &mut DefaultHasher) {
     }
 }
 
-/// One `session-index search --json` process: its wall time in ms and the
-/// sessions its freshness pass updated and left stale (its 1 s budget ran out).
-fn cli_once(exe: &Path, agent: &Path, word: &str) -> (f64, u64, u64) {
-    let t = Instant::now();
+/// One `session-index search --json` process, as [`cli_once`] ran it.
+struct CliRun {
+    /// Wall time, ms.
+    ms: f64,
+    /// The process's CPU time (user and system), ms.
+    cpu_ms: f64,
+    /// Sessions its freshness check updated, and left stale (its 1 s budget ran out).
+    updated: u64,
+    stale: u64,
+}
+
+/// Each binary's [`CliRun`] times, in the order they ran.
+#[derive(Default, Clone)]
+struct CliTimes {
+    wall: Vec<f64>,
+    cpu: Vec<f64>,
+}
+
+impl CliTimes {
+    fn push(&mut self, run: &CliRun) {
+        self.wall.push(run.ms);
+        self.cpu.push(run.cpu_ms);
+    }
+}
+
+/// The CPU time of the children waited for so far, in ms.
+fn children_cpu_ms() -> f64 {
+    // SAFETY: getrusage writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
+/// One `session-index search --json` process.
+fn cli_once(exe: &Path, agent: &Path, word: &str) -> CliRun {
+    let (t, cpu) = (Instant::now(), children_cpu_ms());
     let out = Command::new(exe)
         .args(["search", "--json", "--agent-dir"])
         .arg(agent)
         .arg(word)
         .output()
         .expect("run session-index");
-    let took = ms_since(t);
+    let (ms, cpu_ms) = (ms_since(t), children_cpu_ms() - cpu);
     assert!(
         out.status.success(),
         "{} search {word}: {}",
@@ -740,7 +775,12 @@ fn cli_once(exe: &Path, agent: &Path, word: &str) -> (f64, u64, u64) {
     );
     let doc: Value = serde_json::from_slice(&out.stdout).expect("search --json");
     let count = |key: &str| doc["index"][key].as_u64().unwrap_or(0);
-    (took, count("updated"), count("stale"))
+    CliRun {
+        ms,
+        cpu_ms,
+        updated: count("updated"),
+        stale: count("stale"),
+    }
 }
 
 /// `SEARCH_BENCH_CLI=1`: the CLI as users run it, a process per search,
@@ -766,19 +806,24 @@ fn cli_search(agent: &Path, qs: &[String], files: &[PathBuf]) {
     for (_, exe) in &exes {
         cli_once(exe, agent, words[0]);
     }
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); exes.len()];
-    let mut grep = Vec::new();
+    // Each round in the other order, and grep after them all: the process
+    // that runs right after grep has read the whole corpus finds less of
+    // the store in the page cache.
+    let mut times = vec![CliTimes::default(); exes.len()];
     let mut updated = 0;
     for k in 0..runs {
         let word = words[k % words.len()];
-        for (i, (_, exe)) in exes.iter().enumerate() {
-            let (ms, n, _) = cli_once(exe, agent, word);
-            times[i].push(ms);
-            updated += n;
+        for i in round_order(exes.len(), k) {
+            let run = cli_once(&exes[i].1, agent, word);
+            times[i].push(&run);
+            updated += run.updated;
         }
-        grep.push(grep_ms(agent, word));
     }
-    let grep = sorted(grep);
+    let grep = sorted(
+        (0..runs)
+            .map(|k| grep_ms(agent, words[k % words.len()]))
+            .collect(),
+    );
     let semantic = if sentence_embed::MINILM_L6_V2
         .dir_in(&sentence_embed::models_dir(agent))
         .is_dir()
@@ -800,13 +845,13 @@ fn cli_search(agent: &Path, qs: &[String], files: &[PathBuf]) {
     // sleeps, then each binary searches once, then grep.
     let apart: u64 = env_or("SEARCH_BENCH_CLI_APART", 30);
     let apart_runs: usize = env_or("SEARCH_BENCH_CLI_APART_RUNS", 5);
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); exes.len()];
+    let mut times = vec![CliTimes::default(); exes.len()];
     let mut grep = Vec::new();
     for k in 0..apart_runs {
         std::thread::sleep(Duration::from_secs(apart));
         let word = words[(k + 3) % words.len()];
-        for (i, (_, exe)) in exes.iter().enumerate() {
-            times[i].push(cli_once(exe, agent, word).0);
+        for i in round_order(exes.len(), k) {
+            times[i].push(&cli_once(&exes[i].1, agent, word));
         }
         grep.push(grep_ms(agent, word));
     }
@@ -837,7 +882,7 @@ fn cli_search(agent: &Path, qs: &[String], files: &[PathBuf]) {
         ("b2: the plugin's pass over every file", true),
     ] {
         for (i, (name, exe)) in exes.iter().enumerate() {
-            let (mut after, mut updated, mut stale) = (Vec::new(), 0, 0);
+            let (mut after, mut updated, mut stale) = (CliTimes::default(), 0, 0);
             for k in 0..5 {
                 append_run(newest, &mut rng, 70_000 + 10 * k + i);
                 let mut store = Store::open(agent).expect("open").with_model(None);
@@ -851,16 +896,17 @@ fn cli_search(agent: &Path, qs: &[String], files: &[PathBuf]) {
                     let _ = std::fs::remove_file(index_dir.join("index.sqlite.quick"));
                     let _ = std::fs::remove_file(index_dir.join("index.sqlite.fresh"));
                 }
-                let (ms, n, left) = cli_once(exe, agent, words[k % words.len()]);
-                after.push(ms);
-                (updated, stale) = (updated + n, stale + left);
+                let run = cli_once(exe, agent, words[k % words.len()]);
+                after.push(&run);
+                (updated, stale) = (updated + run.updated, stale + run.stale);
             }
-            let after = sorted(after);
+            let (wall, cpu) = (sorted(after.wall), sorted(after.cpu));
             println!(
-                "  (b) {name} after one agent run appended to the newest session and {case} (5 runs; the search updated {updated}, left {stale} stale; load {}): p50 {:.1} ms, max {:.1} ms",
+                "  (b) {name} after one agent run appended to the newest session and {case} (5 runs; the search updated {updated}, left {stale} stale; load {}): p50 {:.1} ms, max {:.1} ms; CPU p50 {:.1} ms",
                 load_average(),
-                pct(&after, 0.5),
-                pct(&after, 1.0)
+                pct(&wall, 0.5),
+                pct(&wall, 1.0),
+                pct(&cpu, 0.5)
             );
         }
     }
@@ -884,9 +930,9 @@ fn cli_search(agent: &Path, qs: &[String], files: &[PathBuf]) {
     let mut seen = None;
     let mut took = Vec::new();
     for k in 1..=bound {
-        let (ms, n, left) = cli_once(exe, agent, words[k % words.len()]);
-        took.push(ms);
-        if n + left >= 1 {
+        let run = cli_once(exe, agent, words[k % words.len()]);
+        took.push(run.ms);
+        if run.updated + run.stale >= 1 {
             seen = Some(k);
             break;
         }
@@ -913,17 +959,24 @@ fn grep_ms(agent: &Path, word: &str) -> f64 {
     ms_since(t)
 }
 
+/// The order of the binaries in round `k`: each round the next one first.
+fn round_order(binaries: usize, k: usize) -> impl Iterator<Item = usize> {
+    (0..binaries).map(move |i| (i + k) % binaries)
+}
+
 /// Each binary's CLI search times, next to grep's p50.
-fn print_cli_times(exes: &[(&str, PathBuf)], times: Vec<Vec<f64>>, grep_p50: f64) {
+fn print_cli_times(exes: &[(&str, PathBuf)], times: Vec<CliTimes>, grep_p50: f64) {
     for ((name, exe), t) in exes.iter().zip(times) {
-        let t = sorted(t);
+        let (wall, cpu) = (sorted(t.wall), sorted(t.cpu));
         println!(
-            "  {name} ({}): p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms (target p50 ≤ 60); grep -ril / this at p50: {:.0}×",
+            "  {name} ({}): p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms (target p50 ≤ 60; CPU p50 {:.1} ms, p90 {:.1} ms); grep -ril / this at p50: {:.0}×",
             exe.display(),
-            pct(&t, 0.5),
-            pct(&t, 0.9),
-            pct(&t, 1.0),
-            grep_p50 / pct(&t, 0.5)
+            pct(&wall, 0.5),
+            pct(&wall, 0.9),
+            pct(&wall, 1.0),
+            pct(&cpu, 0.5),
+            pct(&cpu, 0.9),
+            grep_p50 / pct(&wall, 0.5)
         );
     }
 }
