@@ -6,8 +6,9 @@
 //! (`PRAGMA data_version` on a kept connection): reading 10,000 rows from
 //! SQLite took 31-45 ms, more than a warm lookup may take. When a lookup
 //! sees a file changed since the process first read the index (by the
-//! modification times of the directories and of the few sessions being
-//! written), and on a miss (not more often than [`MISS_GAP`]), the index is
+//! directories' times, as the search's quick stamp compares them, see
+//! `update/quick.rs`'s `DirTimes`, and by the modification times of the
+//! few sessions being written), and on a miss (not more often than [`MISS_GAP`]), the index is
 //! brought up to date for at most [`UPDATE_BUDGET`]; the background refresh
 //! at `session_start` and after `agent_end` does the rest.
 //!
@@ -21,15 +22,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{Gate, Refusal, SessionRecord, Store};
+use super::{DirTimes, Gate, Refusal, SessionRecord, Store, HOT_FILES};
 use crate::config::PrivacyConfig;
 use crate::resolve::keys::Row;
 use crate::resolve::rules::{id_like, resolve, Outcome, Query, Rule};
 use crate::store::meta::SessionMeta;
 
-/// The most recently modified session files, stat'ed by every lookup (the
-/// ones being appended to: a `/name` shows at once).
-const HOT_FILES: usize = 16;
 /// A miss brings the index up to date, but not again within this window.
 pub(crate) const MISS_GAP: Duration = Duration::from_secs(1);
 /// The longest a lookup spends updating the index (then it answers with
@@ -54,8 +52,19 @@ pub(crate) struct Cache {
     updated: Option<Instant>,
     /// True once an update found every session indexed.
     pub complete: bool,
-    /// The modification times a lookup compares ([`Cache::stamps`]).
-    stamps: Vec<Option<SystemTime>>,
+    /// What a lookup compares, as of the last update ([`Cache::stamps`]).
+    stamps: Option<Stamps>,
+}
+
+/// What a lookup compares to know that no session or meta file changed
+/// since the last update: the directories' times (a new, removed or
+/// replaced file: meta files are replaced whole) and the modification
+/// times of the [`HOT_FILES`] newest sessions (an append: a `/name` shows
+/// at once).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Stamps {
+    dirs: DirTimes,
+    hot: Vec<Option<SystemTime>>,
 }
 
 impl Cache {
@@ -87,7 +96,7 @@ impl Cache {
     pub fn refresh(&mut self, within: Duration) {
         self.reload();
         if self.updated.is_none_or(|t| t.elapsed() >= within) {
-            self.stamps = self.stamps();
+            self.stamps = Some(self.stamps());
             let Some(index) = self.index.as_mut() else {
                 return;
             };
@@ -111,37 +120,30 @@ impl Cache {
         self.updated.is_some_and(|t| t.elapsed() < within)
     }
 
-    /// The modification times of the sessions directory, its project
-    /// directories, the meta directory and the [`HOT_FILES`]: a new, removed
-    /// or replaced file (meta files are replaced whole) changes its
-    /// directory's, an append changes the file's.
-    pub fn stamps(&self) -> Vec<Option<SystemTime>> {
-        let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    /// The [`Stamps`] of the sessions directory, its project directories,
+    /// the meta directory and the [`HOT_FILES`] newest sessions, now.
+    pub fn stamps(&self) -> Stamps {
         let mut dirs = vec![self.sessions_dir.clone(), self.meta_dir.clone()];
         if let Ok(listing) = std::fs::read_dir(&self.sessions_dir) {
             dirs.extend(listing.flatten().map(|e| e.path()));
         }
         dirs.sort();
-        let hot = self
-            .rows
-            .iter()
-            .take(HOT_FILES)
-            .map(|r| r.entry.path.as_path());
-        dirs.iter()
-            .map(|d| d.as_path())
-            .chain(hot)
-            .map(mtime)
-            .collect()
+        let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let hot = self.rows.iter().take(HOT_FILES);
+        Stamps {
+            dirs: DirTimes::of(dirs.iter().map(PathBuf::as_path)),
+            hot: hot.map(|r| mtime(&r.entry.path)).collect(),
+        }
     }
 
     /// After a full update through another connection (the background
     /// refresh) that started when the files had `stamps`: every session is
     /// indexed, and the rows are reloaded.
-    pub fn built(&mut self, stamps: Vec<Option<SystemTime>>) {
+    pub fn built(&mut self, stamps: Stamps) {
         self.complete = true;
         self.updated = Some(Instant::now());
         self.reload();
-        self.stamps = stamps;
+        self.stamps = Some(stamps);
     }
 
     /// Before answering from the rows: bring them up to date if a file
@@ -151,11 +153,11 @@ impl Cache {
     /// ms of a 300 ms cold lookup at 10,000 sessions. A miss still updates it.
     pub fn fresh(&mut self) {
         self.reload();
-        let stamps = self.stamps();
-        if self.stamps.is_empty() && !self.rows.is_empty() {
-            self.stamps = stamps;
-        } else if stamps != self.stamps {
-            self.refresh(Duration::ZERO);
+        let now = self.stamps();
+        match &self.stamps {
+            None if !self.rows.is_empty() => self.stamps = Some(now),
+            Some(was) if *was == now => {}
+            _ => self.refresh(Duration::ZERO),
         }
     }
 

@@ -70,6 +70,7 @@ pub use scrub::ScrubState;
 pub use update::{
     full_pass_every, UpdateReport, FULL_PASS_EVERY, FULL_PASS_EVERY_ENV, SLICE, SLICE_ENV,
 };
+use update::{DirTimes, HOT_FILES};
 pub use vectors::{model_dir, F32Vectors, VectorMemory, MODEL};
 
 use schema::{SCHEMA_VERSION, USER_VERSION};

@@ -31,6 +31,7 @@ use crate::store::meta::SessionMeta;
 mod quick;
 use quick::QuickStamp;
 pub use quick::{full_pass_every, FULL_PASS_EVERY, FULL_PASS_EVERY_ENV, SLICE, SLICE_ENV};
+pub(crate) use quick::{DirTimes, HOT_FILES};
 
 /// Bytes before the read offset remembered to notice a rewritten file.
 const TAIL_BYTES: u64 = 64;

@@ -106,8 +106,8 @@ pub(super) struct QuickStamp {
     files: usize,
     sessions_dir: PathBuf,
     meta_dir: PathBuf,
-    /// Each watched directory and its times (`None`: it was not there).
-    dirs: Vec<(PathBuf, Option<DirStat>)>,
+    /// The watched directories' times.
+    dirs: DirTimes,
     /// The hot files, most recent first: the [`HOT_FILES`] most recently
     /// modified session files at the pass, each file the store wrote or a
     /// search found changed since put first (at most twice [`HOT_FILES`],
@@ -118,6 +118,38 @@ pub(super) struct QuickStamp {
     /// the last).
     #[serde(default)]
     checked: i64,
+}
+
+/// The times of directories, as a check that no file was created, deleted
+/// or renamed in them since (each such change moves its directory's
+/// times): the quick stamp's, and the resolver's catalog's between two
+/// updates (`store/cache.rs`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub(crate) struct DirTimes(Vec<(PathBuf, Option<DirStat>)>);
+
+impl DirTimes {
+    /// The times of `dirs` now (`None` for one that is not a directory).
+    pub(crate) fn of<'a>(dirs: impl IntoIterator<Item = &'a Path>) -> DirTimes {
+        DirTimes(
+            dirs.into_iter()
+                .map(|d| (d.to_path_buf(), dir_stat(d)))
+                .collect(),
+        )
+    }
+
+    /// Every directory has the times it had.
+    pub(crate) fn hold(&self) -> bool {
+        self.0.iter().all(|(dir, was)| dir_stat(dir) == *was)
+    }
+
+    /// A directory was modified at or after `ns` (since the epoch).
+    fn changed_since(&self, ns: i64) -> bool {
+        self.0
+            .iter()
+            .filter_map(|(_, stat)| stat.as_ref())
+            .any(|s| s.mtime_ns >= ns || s.ctime_ns >= ns)
+    }
 }
 
 /// A directory's times as `stat` (following a symlink) gives them. The
@@ -176,14 +208,8 @@ impl QuickStamp {
         let watched = [sessions_dir, meta_dir]
             .into_iter()
             .chain(project_dirs.iter().map(PathBuf::as_path));
-        let dirs: Vec<(PathBuf, Option<DirStat>)> =
-            watched.map(|d| (d.to_path_buf(), dir_stat(d))).collect();
-        let settled = epoch_ns(began).saturating_sub(RACY.as_nanos() as i64);
-        let racy = dirs
-            .iter()
-            .filter_map(|(_, stat)| stat.as_ref())
-            .any(|s| s.mtime_ns >= settled || s.ctime_ns >= settled);
-        if racy {
+        let dirs = DirTimes::of(watched);
+        if dirs.changed_since(epoch_ns(began).saturating_sub(RACY.as_nanos() as i64)) {
             return None;
         }
         let mut newest: Vec<(i64, &Path)> = files
@@ -248,7 +274,7 @@ impl QuickStamp {
             && self.sessions_dir == sessions_dir
             && self.meta_dir == meta_dir
             && self.rules == rules(gate)
-            && self.dirs.iter().all(|(dir, was)| dir_stat(dir) == *was)
+            && self.dirs.hold()
     }
 
     /// The stamp with `paths` first among the hot files (past twice
