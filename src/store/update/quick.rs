@@ -24,9 +24,13 @@
 //! replaced whole) changes its directory's times and is seen by the next
 //! search; an append to or a rewrite of a hot file (the sessions being
 //! written, and any the store wrote or found changed since the pass) is
-//! read by the next search; and a pass that wrote, or the plugin's write of
-//! its session, leaves the next search as quick as one after a pass that
-//! found nothing. **What a search may miss:** a change in place (an append,
+//! read by the next search; and a pass that wrote (the plugin's refresh
+//! after each agent run, `--wait`), or [`Store::update_file`], leaves the
+//! next search as quick as one after a pass that found nothing. A meta file
+//! written (a summary after an agent run) moves the meta directory's times:
+//! the next search makes the full pass, and keeps the stamp again (see
+//! [`RACY`]).
+//! **What a search may miss:** a change in place (an append,
 //! or a rewrite that keeps the file) to a session file that is not hot,
 //! made by something that does not update the store — pi without the
 //! plugin resuming an old session; the plugin updates the store after each
