@@ -51,6 +51,7 @@ mod record;
 mod rows;
 mod schema;
 mod scrub;
+mod session_scores;
 mod snippet_filter;
 mod snippet_line;
 mod snippet_match;

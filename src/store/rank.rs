@@ -10,6 +10,7 @@
 use rusqlite::types::Value as SqlValue;
 
 use super::schema::{self, record_columns, COLUMNS, RECORD_COLUMNS, SPAN};
+use super::session_scores::{Candidate, Candidates};
 use super::snippets::Shown;
 use super::vectors::{self, DenseHit, Vectors};
 use super::{SessionRecord, Store, StoreError};
@@ -19,8 +20,6 @@ pub const MARK_START: char = '\u{2}';
 pub const MARK_END: char = '\u{3}';
 /// Sessions of the current project count this much more.
 const CURRENT_PROJECT_BOOST: f64 = 1.5;
-/// A session's rows other than its best one count this much.
-const OTHER_ROWS: f64 = 0.5;
 /// Ranking rows scored per query, at most, unless one term alone is in more (see `Store::run`).
 const MAX_SCORED: i64 = 3_000;
 /// Sessions of each ranking that the fused ranking takes (the lexical and
@@ -422,26 +421,164 @@ impl Store {
         expr: String,
         depth: usize,
     ) -> rusqlite::Result<Vec<(SessionHit, i64)>> {
+        let hits = if chosen.newest {
+            self.newest(query, counts, expr, depth)?
+        } else {
+            self.ranked(query, chosen, counts, expr, depth)?
+        };
+        Ok(hits
+            .into_iter()
+            .filter(|(h, _)| !self.excluded(h))
+            .collect())
+    }
+
+    /// The newest sessions holding every term of `expr` that pass the filters.
+    fn newest(
+        &self,
+        query: &Query,
+        counts: &TermCounts<'_>,
+        expr: String,
+        depth: usize,
+    ) -> rusqlite::Result<Vec<(SessionHit, i64)>> {
         let current_cwd = query.current_cwd.clone();
         let mut params = vec![
             SqlValue::Text(expr),
             current_cwd.map_or(SqlValue::Null, SqlValue::Text),
         ];
         let cond = query.conditions(&mut params);
-        let sql = if chosen.newest {
-            newest_sql(holds_all(counts, depth), &cond, depth)
-        } else {
-            let near = self.near_pairs(query, chosen, counts, &mut params)?;
-            ranked_sql(&near, &cond, depth)
-        };
+        let sql = newest_sql(holds_all(counts, depth), &cond, depth);
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let hits = stmt
-            .query_map(rusqlite::params_from_iter(params), hit_and_best_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(hits
-            .into_iter()
-            .filter(|(h, _)| !self.excluded(h))
-            .collect())
+        let hits = stmt.query_map(rusqlite::params_from_iter(params), hit_and_best_row)?;
+        hits.collect()
+    }
+
+    /// Sessions ranked by their best row (its meta or a chunk of its text)
+    /// plus a share of the others: the rows matching `expr` scored by
+    /// `bm25()`, the near pairs' rows adding their idf, added up by session
+    /// ([`Candidates`]); then the best `depth` of those that pass the
+    /// filters, the current project's boosted (see [`Store::best_candidates`]).
+    fn ranked(
+        &self,
+        query: &Query,
+        chosen: &Chosen<'_>,
+        counts: &TermCounts<'_>,
+        expr: String,
+        depth: usize,
+    ) -> rusqlite::Result<Vec<(SessionHit, i64)>> {
+        let mut params = vec![SqlValue::Text(expr)];
+        let near = self.near_pairs(query, chosen, counts, &mut params)?;
+        let mut stmt = self.conn.prepare_cached(&ranking_rows_sql(&near))?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        let candidates = Candidates::from_rows(rows)?;
+        self.best_candidates(query, &candidates, depth)
+    }
+
+    /// The best `depth` of `candidates` that pass the query's filters, the
+    /// current project's scores boosted, best first (then the newest), each
+    /// with its best row. Only the candidates that can still take a place
+    /// are looked up, in rounds, best first: those whose score with the
+    /// boost reaches the last place's (for the first round, the `depth`th
+    /// candidate's: every place is at least that when no filter leaves one
+    /// out), and as many as places are left.
+    fn best_candidates(
+        &self,
+        query: &Query,
+        candidates: &Candidates,
+        depth: usize,
+    ) -> rusqlite::Result<Vec<(SessionHit, i64)>> {
+        let boost = match query.current_cwd {
+            Some(_) => CURRENT_PROJECT_BOOST,
+            None => 1.0,
+        };
+        let mut places: Vec<(Place, Candidate)> = Vec::new();
+        let mut looked = 0;
+        while looked < candidates.len() && depth > 0 {
+            let left = depth.saturating_sub(places.len());
+            let bar = match places.get(depth - 1) {
+                Some((place, _)) => place.score,
+                None => candidates
+                    .nth_score(looked + left)
+                    .unwrap_or(f64::NEG_INFINITY),
+            };
+            let round = candidates.within_reach(looked, left, boost, bar);
+            if round.is_empty() {
+                break;
+            }
+            looked += round.len();
+            places.extend(self.places(query, round)?);
+            // Stable: equal places keep the candidates' order.
+            places.sort_by(|a, b| {
+                (b.0.score.total_cmp(&a.0.score)).then(b.0.modified_ms.cmp(&a.0.modified_ms))
+            });
+            places.truncate(depth);
+        }
+        let sids: Vec<i64> = places.iter().map(|(_, c)| c.sid).collect();
+        let mut records = self.records_of(&sids, &Query::default())?;
+        let hits = places.into_iter().filter_map(|(place, candidate)| {
+            let session = records.remove(&candidate.sid)?;
+            let hit = SessionHit {
+                session,
+                score: place.score,
+                snippets: Vec::new(),
+            };
+            Some((hit, candidate.best))
+        });
+        Ok(hits.collect())
+    }
+
+    /// Those of `candidates` that pass the query's filters, with their score
+    /// (the current project's boosted) and time.
+    fn places(
+        &self,
+        query: &Query,
+        candidates: &[Candidate],
+    ) -> rusqlite::Result<Vec<(Place, Candidate)>> {
+        let sids: Vec<i64> = candidates.iter().map(|c| c.sid).collect();
+        let mut params = vec![
+            SqlValue::Text(serde_json::to_string(&sids).unwrap_or_else(|_| "[]".into())),
+            query
+                .current_cwd
+                .clone()
+                .map_or(SqlValue::Null, SqlValue::Text),
+        ];
+        let cond = query.conditions(&mut params);
+        let sql = format!("{}{cond}", schema::PLACES_OF);
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut found: std::collections::HashMap<i64, (bool, i64)> = stmt
+            .query_map(rusqlite::params_from_iter(params), |r| {
+                Ok((r.get(0)?, (r.get(1)?, r.get(2)?)))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let places = candidates.iter().filter_map(|c| {
+            let (current, modified_ms) = found.remove(&c.sid)?;
+            let boost = if current { CURRENT_PROJECT_BOOST } else { 1.0 };
+            let place = Place {
+                score: c.score * boost,
+                modified_ms,
+            };
+            Some((place, *c))
+        });
+        Ok(places.collect())
+    }
+
+    /// The records of the sessions `sids` that pass the query's filters, by sid.
+    fn records_of(
+        &self,
+        sids: &[i64],
+        query: &Query,
+    ) -> rusqlite::Result<std::collections::HashMap<i64, SessionRecord>> {
+        let mut params = vec![SqlValue::Text(
+            serde_json::to_string(&sids).unwrap_or_else(|_| "[]".into()),
+        )];
+        let cond = query.conditions(&mut params);
+        let sql = format!("{}{cond}", schema::RECORDS_OF);
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let found = stmt.query_map(rusqlite::params_from_iter(params), |r| {
+            Ok((r.get(RECORD_COLUMNS)?, SessionRecord::from_row(r)?))
+        })?;
+        found.collect()
     }
 
     /// The records of the `dense` sessions that pass the query's filters and
@@ -453,17 +590,7 @@ impl Store {
         dense: &[DenseHit],
     ) -> rusqlite::Result<Vec<(SessionHit, i64)>> {
         let sids: Vec<i64> = dense.iter().map(|d| d.sid).collect();
-        let mut params = vec![SqlValue::Text(
-            serde_json::to_string(&sids).unwrap_or_else(|_| "[]".into()),
-        )];
-        let cond = query.conditions(&mut params);
-        let sql = format!("{}{cond}", schema::RECORDS_OF);
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let mut found: std::collections::HashMap<i64, SessionRecord> = stmt
-            .query_map(rusqlite::params_from_iter(params), |r| {
-                Ok((r.get(RECORD_COLUMNS)?, SessionRecord::from_row(r)?))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
+        let mut found = self.records_of(&sids, query)?;
         let mut hits = Vec::new();
         for d in dense {
             let Some(session) = found.remove(&d.sid) else {
@@ -728,25 +855,17 @@ fn newest_sql(holds: String, cond: &str, limit: usize) -> String {
     )
 }
 
-/// Sessions ranked by their best row (its meta or a chunk of its text) plus
-/// a share of the others, with the `near` pairs' rows added, the current
-/// project (?2) first; with the filters `cond`.
-fn ranked_sql(near: &str, cond: &str, limit: usize) -> String {
+/// The ranking rows matching ?1, scored by `bm25()` with the `near` pairs'
+/// rows added (each row once), in rowid order.
+fn ranking_rows_sql(near: &str) -> String {
     let weights: Vec<String> = COLUMNS.iter().map(|(_, w)| w.to_string()).collect();
     let rank = format!("-bm25(docs, {})", weights.join(", "));
+    if near.is_empty() {
+        return format!("SELECT rowid, {rank} FROM docs WHERE docs MATCH ?1 ORDER BY rowid");
+    }
     format!(
-        "WITH ranked AS MATERIALIZED (SELECT rowid, {rank} AS r FROM docs WHERE docs MATCH ?1),
-         rows AS (SELECT rowid, sum(r) AS r FROM (SELECT rowid, r FROM ranked{near}) GROUP BY rowid),
-         per AS (SELECT rowid / {SPAN} AS sid, rowid AS best, max(r) AS top, sum(r) AS total
-                 FROM rows GROUP BY 1),
-         hit AS (SELECT s.sid, best, s.modified_ms AS m,
-                   (top + {OTHER_ROWS} * (total - top))
-                   * IIF(s.cwd = ?2, {CURRENT_PROJECT_BOOST}, 1.0) AS score
-                 FROM per JOIN sessions s INDEXED BY sessions_rank ON s.sid = per.sid
-                 WHERE 1 {cond} ORDER BY score DESC, m DESC LIMIT {limit})
-         SELECT {}, score, best
-         FROM hit JOIN sessions s USING (sid) ORDER BY score DESC, m DESC",
-        record_columns!()
+        "WITH ranked AS MATERIALIZED (SELECT rowid, {rank} AS r FROM docs WHERE docs MATCH ?1)
+         SELECT rowid, sum(r) FROM (SELECT rowid, r FROM ranked{near}) GROUP BY rowid ORDER BY rowid"
     )
 }
 
@@ -780,6 +899,14 @@ fn hit_and_best_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHit, i64)
         snippets: Vec::new(),
     };
     Ok((hit, r.get(RECORD_COLUMNS + 1)?))
+}
+
+/// A ranked session's place: its score (the current project's boosted) and
+/// its time (the newer first on a tie).
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    score: f64,
+    modified_ms: i64,
 }
 
 /// Where a shown session's snippets come from: its best ranking row (when
