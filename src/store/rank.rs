@@ -537,7 +537,7 @@ impl Store {
     ) -> rusqlite::Result<Vec<(Place, Candidate)>> {
         let sids: Vec<i64> = candidates.iter().map(|c| c.sid).collect();
         let mut params = vec![
-            SqlValue::Text(serde_json::to_string(&sids).unwrap_or_else(|_| "[]".into())),
+            sid_list(&sids),
             query
                 .current_cwd
                 .clone()
@@ -569,9 +569,7 @@ impl Store {
         sids: &[i64],
         query: &Query,
     ) -> rusqlite::Result<std::collections::HashMap<i64, SessionRecord>> {
-        let mut params = vec![SqlValue::Text(
-            serde_json::to_string(&sids).unwrap_or_else(|_| "[]".into()),
-        )];
+        let mut params = vec![sid_list(sids)];
         let cond = query.conditions(&mut params);
         let sql = format!("{}{cond}", schema::RECORDS_OF);
         let mut stmt = self.conn.prepare_cached(&sql)?;
@@ -889,6 +887,11 @@ fn snippet_expressions(counts: &TermCounts<'_>) -> Vec<String> {
     exprs.retain(|e| !e.is_empty());
     exprs.dedup();
     exprs
+}
+
+/// Session ids as the JSON array that `json_each` reads (`RECORDS_OF`, `PLACES_OF`).
+fn sid_list(sids: &[i64]) -> SqlValue {
+    SqlValue::Text(serde_json::to_string(sids).unwrap_or_else(|_| "[]".into()))
 }
 
 /// A record followed by its score, then the rowid of its best ranking row.
