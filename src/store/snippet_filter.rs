@@ -398,9 +398,27 @@ fn may_fold(c: char) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    /// An in-memory FTS5 table `t` tokenized as the store's tables
+    /// (`porter unicode61`), holding `rows` as rows 0, 1, 2, ….
+    pub(in crate::store) fn fts5_table<S: AsRef<str>>(rows: &[S]) -> rusqlite::Connection {
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        db.execute_batch("CREATE VIRTUAL TABLE t USING fts5(x, tokenize = 'porter unicode61');")
+            .unwrap();
+        let tx = db.unchecked_transaction().unwrap();
+        for (i, row) in rows.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO t(rowid, x) VALUES (?1, ?2)",
+                rusqlite::params![i as i64, row.as_ref()],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        db
+    }
 
     /// Words of every shape: this crate's own text (English, identifiers)
     /// and each of them with the suffixes the stemmer cuts.
@@ -442,21 +460,9 @@ mod tests {
     /// SQLite's stem of each word: each one a row of a `porter unicode61`
     /// table, its term read back through `fts5vocab`.
     fn sqlite_stems(words: &[String]) -> HashMap<String, String> {
-        let db = rusqlite::Connection::open_in_memory().unwrap();
-        db.execute_batch(
-            "CREATE VIRTUAL TABLE t USING fts5(x, tokenize = 'porter unicode61');
-             CREATE VIRTUAL TABLE v USING fts5vocab(t, instance);",
-        )
-        .unwrap();
-        let tx = db.unchecked_transaction().unwrap();
-        for (i, w) in words.iter().enumerate() {
-            tx.execute(
-                "INSERT INTO t(rowid, x) VALUES (?1, ?2)",
-                rusqlite::params![i as i64, w],
-            )
+        let db = fts5_table(words);
+        db.execute_batch("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance);")
             .unwrap();
-        }
-        tx.commit().unwrap();
         let mut stmt = db.prepare("SELECT doc, term FROM v").unwrap();
         let rows = stmt
             .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
@@ -527,18 +533,7 @@ mod tests {
             include_str!("rank.rs"),
         ];
         let lines: Vec<&str> = texts.iter().flat_map(|t| t.lines()).collect();
-        let db = rusqlite::Connection::open_in_memory().unwrap();
-        db.execute_batch("CREATE VIRTUAL TABLE t USING fts5(x, tokenize = 'porter unicode61');")
-            .unwrap();
-        let tx = db.unchecked_transaction().unwrap();
-        for (i, line) in lines.iter().enumerate() {
-            tx.execute(
-                "INSERT INTO t(rowid, x) VALUES (?1, ?2)",
-                rusqlite::params![i as i64, line],
-            )
-            .unwrap();
-        }
-        tx.commit().unwrap();
+        let db = fts5_table(&lines);
         let words = vocabulary();
         let mut find = db.prepare("SELECT rowid FROM t WHERE t MATCH ?1").unwrap();
         let (mut checked, mut left_out) = (0, 0);

@@ -247,30 +247,16 @@ fn term(phrase: &str, prefix: bool, source: &str, words: &mut Vec<Word>) -> Opti
 
 #[cfg(test)]
 mod tests {
+    use super::super::snippet_filter::tests::fts5_table;
     use super::*;
-
-    fn fts5() -> rusqlite::Connection {
-        let db = rusqlite::Connection::open_in_memory().unwrap();
-        db.execute_batch("CREATE VIRTUAL TABLE t USING fts5(x, tokenize = 'porter unicode61');")
-            .unwrap();
-        db
-    }
 
     #[test]
     fn the_separators_told_split_tokens_in_fts5() {
-        let db = fts5();
         let chars: Vec<char> = ('\u{80}'..='\u{1faff}')
             .filter(|c| splits_tokens(*c))
             .collect();
-        let tx = db.unchecked_transaction().unwrap();
-        for (i, c) in chars.iter().enumerate() {
-            tx.execute(
-                "INSERT INTO t(rowid, x) VALUES (?1, ?2)",
-                rusqlite::params![i as i64, format!("xq{c}zq")],
-            )
-            .unwrap();
-        }
-        tx.commit().unwrap();
+        let rows: Vec<String> = chars.iter().map(|c| format!("xq{c}zq")).collect();
+        let db = fts5_table(&rows);
         let split: i64 = db
             .query_row(
                 "SELECT count(*) FROM t WHERE t MATCH '\"xq zq\"'",
@@ -308,16 +294,7 @@ mod tests {
             .flat_map(|t| t.lines())
             .filter(|l| !l.trim().is_empty())
             .collect();
-        let db = fts5();
-        let tx = db.unchecked_transaction().unwrap();
-        for (i, line) in lines.iter().enumerate() {
-            tx.execute(
-                "INSERT INTO t(rowid, x) VALUES (?1, ?2)",
-                rusqlite::params![i as i64, line],
-            )
-            .unwrap();
-        }
-        tx.commit().unwrap();
+        let db = fts5_table(&lines);
         let mut words: Vec<String> = lines
             .iter()
             .flat_map(|l| l.split(|c: char| !c.is_ascii_alphanumeric()))
