@@ -112,14 +112,20 @@ test("auto-indexing writes sessions-meta/<id>.meta.json once the threshold is re
 
 test("the session name is set and session-index:* custom entries are present", async () => {
 	assert.ok(state.alphaMeta, "needs the indexed alpha session");
-	const { entries } = await sessionEntries();
 	const info = await eventually(
 		async () => (await sessionEntries()).entries.filter((e) => e.type === "session_info").at(-1),
 		"a session_info entry",
 	);
 	assert.equal(info.name, state.alphaMeta.name);
-	const custom = entries.filter((e) => e.type === "custom" && e.customType.startsWith("session-index:"));
-	assert.ok(custom.length > 0, `no session-index:* entries; custom types: ${entries.filter((e) => e.type === "custom").map((e) => e.customType)}`);
+	// The index's entries land asynchronously (notifications to the bridge): read the file again until they do.
+	let entries = [];
+	await eventually(
+		async () => {
+			({ entries } = await sessionEntries());
+			return entries.some((e) => e.type === "custom" && e.customType.startsWith("session-index:"));
+		},
+		"session-index:* custom entries",
+	).catch((err) => assert.fail(`${err.message}; custom types: ${entries.filter((e) => e.type === "custom").map((e) => e.customType)}\n${bridgeLog()}`));
 });
 
 test("two agent runs ending back to back after an index do not index again", async () => {
