@@ -51,6 +51,26 @@ fn update(agent: &Agent, privacy: &PrivacyConfig) -> Store {
     store
 }
 
+/// Two sessions stored: `s-gone` saying `word` (its path returned, for the
+/// test to remove) and `s-kept` saying "tangerinebeacon".
+fn gone_and_kept_stored(agent: &Agent, word: &str) -> std::path::PathBuf {
+    let gone = write(agent, "/work/open", "s-gone", word);
+    write(agent, "/work/open", "s-kept", "tangerinebeacon");
+    drop(update(agent, &PrivacyConfig::default()));
+    gone
+}
+
+/// Another process reading the store from now on (an open read
+/// transaction): it keeps the WAL's frames, so a scrub cannot cut them.
+fn reader_keeping_the_wal(agent: &Agent) -> rusqlite::Connection {
+    let reader = rusqlite::Connection::open(session_index::store::store_path(&agent.dir)).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    reader
+}
+
 #[test]
 fn excluded_deleted_and_rewritten_sessions_leave_no_bytes() {
     let agent = Agent::new();
@@ -166,20 +186,14 @@ fn a_file_rewritten_with_the_same_text_costs_no_scrub() {
 #[test]
 fn an_owed_scrub_outlives_its_process_and_the_next_finishes_it() {
     let agent = Agent::new();
-    let gone = write(&agent, "/work/open", "s-gone", "cormorantsplice");
-    write(&agent, "/work/open", "s-kept", "tangerinebeacon");
-    drop(update(&agent, &PrivacyConfig::default()));
+    let gone = gone_and_kept_stored(&agent, "cormorantsplice");
     assert!(
         holds(&agent.dir, "cormorantsplice"),
         "stored (the test can fail)"
     );
 
     // Another process reading from before the drop keeps the WAL's frames.
-    let reader = rusqlite::Connection::open(session_index::store::store_path(&agent.dir)).unwrap();
-    reader.execute_batch("BEGIN").unwrap();
-    let _: i64 = reader
-        .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
-        .unwrap();
+    let reader = reader_keeping_the_wal(&agent);
     std::fs::remove_file(&gone).unwrap();
     let mut store = Store::open(&agent.dir).unwrap();
     let report = store
@@ -338,9 +352,7 @@ fn a_scrub_lets_other_writers_in_between_its_steps() {
 #[test]
 fn the_cli_says_while_removed_text_is_still_in_the_bytes() {
     let agent = Agent::new();
-    let gone = write(&agent, "/work/open", "s-gone", "albatrossgimlet");
-    write(&agent, "/work/open", "s-kept", "tangerinebeacon");
-    drop(update(&agent, &PrivacyConfig::default()));
+    let gone = gone_and_kept_stored(&agent, "albatrossgimlet");
     let search = |wait: bool| {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_session-index"));
         command.arg("search");
@@ -356,11 +368,7 @@ fn the_cli_says_while_removed_text_is_still_in_the_bytes() {
         assert!(out.status.success(), "{out:?}");
         String::from_utf8(out.stderr).unwrap()
     };
-    let reader = rusqlite::Connection::open(session_index::store::store_path(&agent.dir)).unwrap();
-    reader.execute_batch("BEGIN").unwrap();
-    let _: i64 = reader
-        .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
-        .unwrap();
+    let reader = reader_keeping_the_wal(&agent);
     std::fs::remove_file(&gone).unwrap();
     let said = search(false);
     assert!(said.contains("still in the index's bytes"), "{said}");
