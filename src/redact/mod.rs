@@ -8,6 +8,12 @@
 //! running, a rule's secret is its first non-empty capture group, and a secret is kept
 //! when its entropy is at or below the rule's threshold or an allowlist names it.
 //!
+//! A CLI search is a process of its own that redacts a few snippets, so the
+//! engine's start-up is its cost: build.rs turns the TOML files into Rust
+//! statics (no parse at start), and a rule's regex is compiled when a keyword
+//! first enables it, its allowlists (and its file's) when it first finds a
+//! secret to check.
+//!
 //! Every text taken from a session goes through [`session_text`] before it is cut to a
 //! budget: a cut first could keep the body of a key whose `BEGIN` line it dropped.
 //! Recall wins over precision: a harmless token shown as `[REDACTED]` costs a little
@@ -18,59 +24,57 @@ use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use regex::bytes::{Captures, Match, Regex, RegexBuilder};
-use serde::Deserialize;
 
 /// What every secret is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
 /// What a `<private>` … `</private>` span is replaced with.
 pub const PRIVATE: &str = "[private]";
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
+/// One rule file, as build.rs turns it into Rust (`$OUT_DIR/redact_rules.rs`).
 struct RuleFile {
-    allow: Vec<String>,
-    stopwords: Vec<String>,
-    rules: Vec<RuleData>,
+    allow: &'static [&'static str],
+    stopwords: &'static [&'static str],
+    rules: &'static [RuleData],
 }
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", default)]
 #[cfg_attr(not(test), allow(dead_code))] // `id` and `examples` are for the tests
 struct RuleData {
-    id: String,
-    regex: String,
-    /// The rule runs only on texts holding one of these (any case).
-    keywords: Vec<String>,
+    id: &'static str,
+    regex: &'static str,
+    /// The rule runs only on texts holding one of these (any case; lowercased by build.rs).
+    keywords: &'static [&'static str],
     entropy: f64,
     secret_group: usize,
     /// The secret is kept when one of these matches it, one of `allow_match` matches
     /// the whole match, or it contains one of `stopwords` (lowercase).
-    allow: Vec<String>,
-    allow_match: Vec<String>,
-    stopwords: Vec<String>,
+    allow: &'static [&'static str],
+    allow_match: &'static [&'static str],
+    stopwords: &'static [&'static str],
     /// Texts the rule must redact (checked by the tests).
-    examples: Vec<String>,
+    examples: &'static [&'static str],
 }
 
+// `FILES`: rules.toml, then gitleaks.toml.
+include!(concat!(env!("OUT_DIR"), "/redact_rules.rs"));
+
 struct Rule {
-    data: RuleData,
-    /// Index of its file in [`Engine::files`]: a file's allowlist is for its own rules.
+    data: &'static RuleData,
+    /// Index of its file in [`FILES`] and [`Engine::file_allow`]: a file's allowlist is for its own rules.
     file: usize,
-    /// The regex, `allow` and `allow_match`, compiled when a keyword first enables the rule
-    /// (most texts need a handful of the rules; a CLI run must not compile them all).
-    compiled: OnceLock<(Regex, Vec<Regex>, Vec<Regex>)>,
+    /// The regex, compiled when a keyword first enables the rule (most texts
+    /// need a handful of the rules; a CLI run must not compile them all).
+    regex: OnceLock<Regex>,
+    /// `allow` and `allow_match`, compiled when the regex first finds a
+    /// secret to check (most enabled rules find none).
+    allows: OnceLock<(Vec<Regex>, Vec<Regex>)>,
 }
 
 struct Engine {
     rules: Vec<Rule>,
-    keywords: AhoCorasick,
-    /// Per keyword pattern, the rule it enables.
-    keyword_rule: Vec<usize>,
-    /// Per file, the allowlist of all its rules.
-    files: Vec<(Vec<Regex>, Vec<String>)>,
+    keywords: Keywords,
+    /// Per file, the allowlist of all its rules, compiled when the first secret is checked.
+    file_allow: [OnceLock<Vec<Regex>>; 2],
 }
-
-const FILES: [&str; 2] = [include_str!("rules.toml"), include_str!("gitleaks.toml")];
 
 // The rule files are constants compiled into the crate and covered by the tests
 // (every rule compiles and redacts its examples), so a failure here is a
@@ -85,51 +89,76 @@ fn compile(pattern: &str) -> Regex {
         .expect("redaction pattern compiles")
 }
 
-#[allow(clippy::expect_used)]
+fn compile_all(patterns: &[&str]) -> Vec<Regex> {
+    patterns.iter().map(|p| compile(p)).collect()
+}
+
 static ENGINE: LazyLock<Engine> = LazyLock::new(|| {
-    let (mut rules, mut files, mut keywords, mut keyword_rule) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (file, text) in FILES.iter().enumerate() {
-        let data: RuleFile = toml::from_str(text).expect("redaction rules parse");
-        files.push((
-            data.allow.iter().map(|a| compile(a)).collect(),
-            data.stopwords,
-        ));
-        for data in data.rules {
-            keyword_rule.extend(data.keywords.iter().map(|_| rules.len()));
-            keywords.extend(data.keywords.iter().map(|k| k.to_lowercase()));
-            rules.push(Rule {
-                data,
-                file,
-                compiled: OnceLock::new(),
-            });
-        }
+    let mut rules = Vec::new();
+    for (file, data) in FILES.iter().enumerate() {
+        rules.extend(data.rules.iter().map(|data| Rule {
+            data,
+            file,
+            regex: OnceLock::new(),
+            allows: OnceLock::new(),
+        }));
     }
-    // A DFA: the overlapping search steps through every byte of every text
-    // (most texts hold some keyword, so no prefilter skips them), and the
-    // default contiguous NFA's steps, with their failure transitions, made it
-    // 40% of the redaction; the DFA costs ~0.75 MB.
-    let keywords = AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .kind(Some(AhoCorasickKind::DFA))
-        .build(&keywords)
-        .expect("keywords build");
     Engine {
+        keywords: Keywords::new(&rules),
         rules,
-        keywords,
-        keyword_rule,
-        files,
+        file_allow: Default::default(),
     }
 });
 
+/// The keyword pre-filter: one Aho-Corasick pass over a text finds the rules
+/// worth running on it.
+struct Keywords {
+    automaton: AhoCorasick,
+    /// Per keyword pattern, the rule it enables.
+    rule: Vec<usize>,
+}
+
+impl Keywords {
+    #[allow(clippy::expect_used)] // constant patterns, see `compile`
+    fn new(rules: &[Rule]) -> Self {
+        let keywords = rules.iter().flat_map(|r| r.data.keywords);
+        let rule = rules
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| r.data.keywords.iter().map(move |_| i))
+            .collect();
+        // A DFA: the overlapping search steps through every byte of every text
+        // (most texts hold some keyword, so no prefilter skips them), and the
+        // default contiguous NFA's steps, with their failure transitions, made it
+        // 40% of the redaction; the DFA costs ~0.75 MB.
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(keywords)
+            .expect("keywords build");
+        Keywords { automaton, rule }
+    }
+
+    /// Per rule (of `rules`), whether one of its keywords is in `text`.
+    fn enabled(&self, text: &str, rules: usize) -> Vec<bool> {
+        let mut enabled = vec![false; rules];
+        for m in self.automaton.find_overlapping_iter(text.as_bytes()) {
+            enabled[self.rule[m.pattern().as_usize()]] = true;
+        }
+        enabled
+    }
+}
+
 impl Rule {
-    fn compiled(&self) -> &(Regex, Vec<Regex>, Vec<Regex>) {
-        self.compiled.get_or_init(|| {
-            let all = |v: &[String]| v.iter().map(|a| compile(a)).collect();
+    fn regex(&self) -> &Regex {
+        self.regex.get_or_init(|| compile(self.data.regex))
+    }
+
+    fn allows(&self) -> &(Vec<Regex>, Vec<Regex>) {
+        self.allows.get_or_init(|| {
             (
-                compile(&self.data.regex),
-                all(&self.data.allow),
-                all(&self.data.allow_match),
+                compile_all(self.data.allow),
+                compile_all(self.data.allow_match),
             )
         })
     }
@@ -166,21 +195,23 @@ impl Rule {
     fn kept(&self, secret: &Match<'_>, whole: &Match<'_>, engine: &Engine) -> bool {
         let s = String::from_utf8_lossy(secret.as_bytes());
         let lower = s.to_lowercase();
-        let (file_allow, file_stopwords) = &engine.files[self.file];
-        let (_, allow, allow_match) = self.compiled();
+        let file_allow =
+            || engine.file_allow[self.file].get_or_init(|| compile_all(FILES[self.file].allow));
         s.contains(REDACTED)
             || (self.data.entropy > 0.0 && entropy(&s) <= self.data.entropy)
-            || allow
+            || self
+                .allows()
+                .0
                 .iter()
-                .chain(file_allow)
+                .chain(file_allow())
                 .any(|a| a.is_match(secret.as_bytes()))
-            || allow_match.iter().any(|a| a.is_match(whole.as_bytes()))
+            || self.allows().1.iter().any(|a| a.is_match(whole.as_bytes()))
             || self
                 .data
                 .stopwords
                 .iter()
-                .chain(file_stopwords)
-                .any(|w| lower.contains(w.as_str()))
+                .chain(FILES[self.file].stopwords)
+                .any(|w| lower.contains(w))
     }
 }
 
@@ -201,13 +232,10 @@ fn entropy(s: &str) -> f64 {
 /// Byte ranges of the secrets in `text`, sorted and merged.
 fn secrets(text: &str) -> Vec<(usize, usize)> {
     let engine = &*ENGINE;
-    let mut enabled = vec![false; engine.rules.len()];
-    for m in engine.keywords.find_overlapping_iter(text.as_bytes()) {
-        enabled[engine.keyword_rule[m.pattern().as_usize()]] = true;
-    }
+    let enabled = engine.keywords.enabled(text, engine.rules.len());
     let mut spans = Vec::new();
     for (rule, _) in engine.rules.iter().zip(&enabled).filter(|(_, on)| **on) {
-        let regex = &rule.compiled().0;
+        let regex = rule.regex();
         let mut from = 0;
         while let Some(caps) = regex.captures_at(text.as_bytes(), from) {
             let (secret, resume) = rule.secret(&caps, engine);

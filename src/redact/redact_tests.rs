@@ -1,10 +1,10 @@
 use super::*;
+use serde::Deserialize;
 
 /// The secret `rule` finds in `text` (its own regex and checks), if any.
 fn found_by(rule: &Rule, text: &str) -> Vec<String> {
     let found = rule
-        .compiled()
-        .0
+        .regex()
         .captures_iter(text.as_bytes())
         .filter_map(|c| rule.secret(&c, &ENGINE).0.map(|m| m.as_bytes().to_vec()));
     found
@@ -32,7 +32,7 @@ fn every_rule_compiles_and_redacts_its_examples() {
             "rule {} has no keyword: it would never run",
             rule.data.id
         );
-        for example in &rule.data.examples {
+        for example in rule.data.examples {
             let secrets = found_by(rule, example);
             assert!(
                 !secrets.is_empty(),
@@ -53,6 +53,68 @@ fn every_rule_compiles_and_redacts_its_examples() {
                 "rule {}: redaction is idempotent",
                 rule.data.id
             );
+        }
+    }
+}
+
+/// The rules build.rs compiled in are the TOML files' rules, field by field
+/// (parsed here as the engine parsed them before build.rs: serde, defaults for
+/// what a rule leaves out, keywords in any case).
+#[test]
+fn compiled_in_rules_are_the_toml_files() {
+    #[derive(Deserialize, Default, Debug, PartialEq)]
+    #[serde(default, deny_unknown_fields)]
+    struct File {
+        allow: Vec<String>,
+        stopwords: Vec<String>,
+        rules: Vec<Data>,
+    }
+    #[derive(Deserialize, Default, Debug, PartialEq)]
+    #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+    struct Data {
+        id: String,
+        regex: String,
+        keywords: Vec<String>,
+        entropy: f64,
+        secret_group: usize,
+        allow: Vec<String>,
+        allow_match: Vec<String>,
+        stopwords: Vec<String>,
+        examples: Vec<String>,
+    }
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let texts = [include_str!("rules.toml"), include_str!("gitleaks.toml")];
+    for (text, built) in texts.iter().zip(&FILES) {
+        let mut parsed: File = toml::from_str(text).expect("rule file parses");
+        for rule in &mut parsed.rules {
+            rule.keywords = rule.keywords.iter().map(|k| k.to_lowercase()).collect();
+        }
+        let built = File {
+            allow: owned(built.allow),
+            stopwords: owned(built.stopwords),
+            rules: built
+                .rules
+                .iter()
+                .map(|r| Data {
+                    id: r.id.into(),
+                    regex: r.regex.into(),
+                    keywords: owned(r.keywords),
+                    entropy: r.entropy,
+                    secret_group: r.secret_group,
+                    allow: owned(r.allow),
+                    allow_match: owned(r.allow_match),
+                    stopwords: owned(r.stopwords),
+                    examples: owned(r.examples),
+                })
+                .collect(),
+        };
+        assert_eq!(
+            (&built.allow, &built.stopwords),
+            (&parsed.allow, &parsed.stopwords)
+        );
+        assert_eq!(built.rules.len(), parsed.rules.len());
+        for (built, parsed) in built.rules.iter().zip(&parsed.rules) {
+            assert_eq!(built, parsed, "rule {}", parsed.id);
         }
     }
 }
@@ -277,12 +339,12 @@ fn entropy_is_shannon_bits_per_char() {
 #[test]
 fn every_pattern_compiles() {
     let mut failures = Vec::new();
-    for text in FILES {
-        let file: RuleFile = toml::from_str(text).unwrap();
-        for rule in &file.rules {
+    for file in &FILES {
+        for rule in file.rules {
             for p in std::iter::once(&rule.regex)
-                .chain(&rule.allow)
-                .chain(&rule.allow_match)
+                .chain(rule.allow)
+                .chain(rule.allow_match)
+                .chain(file.allow)
             {
                 if let Err(e) = RegexBuilder::new(p)
                     .unicode(false)
