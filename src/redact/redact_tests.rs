@@ -373,3 +373,33 @@ fn placeholders_and_prose_stay() {
         assert_eq!(redact(text), text);
     }
 }
+
+/// The contiguous NFA a process scans its first texts with and the DFA it
+/// builds after [`DFA_AFTER`] bytes enable the same rules (every rule's
+/// examples, prose, and nothing).
+#[test]
+fn keyword_automata_agree_and_the_dfa_takes_over() {
+    let keywords = Keywords::new(&ENGINE.rules);
+    let rules = ENGINE.rules.len();
+    let texts: Vec<&str> = ENGINE
+        .rules
+        .iter()
+        .flat_map(|r| r.data.examples.iter().copied())
+        .chain(["", "plain prose", "the PASSWORD, a Token and a monkey"])
+        .collect();
+    let by_nfa: Vec<Vec<bool>> = texts.iter().map(|t| keywords.enabled(t, rules)).collect();
+    assert!(keywords.nfa.get().is_some() && keywords.dfa.get().is_none());
+    keywords.enabled(&" ".repeat(DFA_AFTER), rules);
+    assert!(keywords.dfa.get().is_some());
+    let by_dfa: Vec<Vec<bool>> = texts.iter().map(|t| keywords.enabled(t, rules)).collect();
+    assert_eq!(by_nfa, by_dfa);
+    for (i, rule) in ENGINE.rules.iter().enumerate() {
+        for example in rule.data.examples {
+            assert!(
+                keywords.enabled(example, rules)[i],
+                "rule {} is not enabled by its example {example:?}",
+                rule.data.id
+            );
+        }
+    }
+}
