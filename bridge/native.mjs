@@ -72,7 +72,7 @@ function sourcesTime(root) {
 		if (st?.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
 		else if (st && /\.(rs|toml|lock)$/.test(path)) newest = Math.max(newest, st.mtimeMs);
 	};
-	for (const path of ["Cargo.toml", "Cargo.lock", "src", "crates"]) walk(join(root, path));
+	for (const path of ["Cargo.toml", "Cargo.lock", "build.rs", "src", "crates"]) walk(join(root, path));
 	return newest;
 }
 

@@ -90,7 +90,7 @@ function sourcesTime() {
 		if (st?.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
 		else if (st) newest = Math.max(newest, st.mtimeMs);
 	};
-	const sources = ["Cargo.toml", "Cargo.lock", "src", "crates", "bridge", "bin", "index.ts", "package.json", "plugin.toml", "session-index.config.json"];
+	const sources = ["Cargo.toml", "Cargo.lock", "build.rs", "src", "crates", "bridge", "bin", "index.ts", "package.json", "plugin.toml", "session-index.config.json"];
 	for (const path of sources) walk(join(REPO, path));
 	return newest;
 }
