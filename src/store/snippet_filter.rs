@@ -27,7 +27,7 @@
 use aho_corasick::AhoCorasick;
 
 /// Tokens longer than this (in bytes) are not stemmed (FTS5's `FTS5_PORTER_MAX_TOKEN`).
-const MAX_STEMMED: usize = 64;
+pub(super) const MAX_STEMMED: usize = 64;
 /// Shortest root worth looking for: a shorter one lets every entry in.
 const MIN_ROOT: usize = 2;
 
@@ -291,7 +291,8 @@ fn common_prefix<'a>(a: &'a str, b: &str) -> &'a str {
 /// cut string's note, the marks of redacted secrets and `<private>` spans),
 /// with the counts they give (digits): a word whose root is among them, or
 /// starts with a digit, is not looked for in the lines.
-const LABELS: &str = "(thinking) [image] (error: (tool, error) (exit 1) [2 bytes omitted] \
+pub(super) const LABELS: &str =
+    "(thinking) [image] (error: (tool, error) (exit 1) [2 bytes omitted] \
                       [... 3 more bytes not read] [REDACTED] [private]";
 
 /// The entries worth writing to the scratch table for snippets of the
@@ -379,16 +380,24 @@ impl EntryFilter {
 }
 
 /// Whether the JSON text `line` holds a `\uXXXX` escape of a character
-/// other than a control (`\u0000` to `\u001f`), or one that may be.
-fn has_char_escape(line: &[u8]) -> bool {
-    memchr::memmem::find_iter(line, b"\\u")
-        .any(|at| !matches!(line.get(at + 2..at + 5), Some(b"000" | b"001")))
+/// other than a control (`\u0000` to `\u001f`), or one that may be; or of
+/// a control JSON also writes as a letter escape (`\u0009` is `\t`): a
+/// tool call's arguments are written again into the text, and the `t` of
+/// a `\t` then starts a token the line does not hold.
+pub(super) fn has_char_escape(line: &[u8]) -> bool {
+    memchr::memmem::find_iter(line, b"\\u").any(|at| match line.get(at + 2..at + 6) {
+        Some([b'0', b'0', b'0', c]) => {
+            matches!(c.to_ascii_lowercase(), b'8' | b'9' | b'a' | b'c' | b'd')
+        }
+        Some([b'0', b'0', b'1', _]) => false,
+        _ => true,
+    })
 }
 
 /// Whether FTS5's `unicode61` tokenizer may fold `c` into the letters of an
 /// ASCII token or drop it from one (an accented letter, a combining mark, a
 /// letter-like symbol): anything but punctuation, arrows, symbols and emoji.
-fn may_fold(c: char) -> bool {
+pub(super) fn may_fold(c: char) -> bool {
     if c.is_ascii() {
         return false;
     }
@@ -582,7 +591,7 @@ pub(super) mod tests {
     /// escapes, a letter written as `\u` escape, an `@@` reference between
     /// two words, secrets and a `<private>` span, labels (thinking, image,
     /// error, exit code, omitted output), numbers written again.
-    fn session_lines() -> Vec<String> {
+    pub(in crate::store) fn session_lines() -> Vec<String> {
         let long_output = (0..3_000)
             .map(|i| format!("line{i} tokio"))
             .collect::<Vec<_>>()

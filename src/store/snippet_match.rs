@@ -17,7 +17,12 @@
 //! when an expression is of another shape or a word is not ASCII
 //! ([`Matcher::new`] gives `None`).
 
-use super::snippet_filter::{root, stem, EntryFilter};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use aho_corasick::AhoCorasick;
+
+use super::snippet_filter::{has_char_escape, may_fold, root, stem, LABELS, MAX_STEMMED};
 
 /// Characters not ASCII that FTS5's `unicode61` takes for separators, as
 /// ASCII punctuation: Latin-1's punctuation, general punctuation (dashes,
@@ -58,11 +63,9 @@ struct Word {
     root: String,
 }
 
-/// A quoted term: its words (indices into [`Matcher::words`]), in order,
-/// and which lines may hold it.
+/// A quoted term: its words (indices into [`Matcher::words`]), in order.
 struct Term {
     words: Vec<usize>,
-    lines: EntryFilter,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +84,17 @@ pub(super) struct Matcher {
     /// Every word of every term (at most 64: one bit each).
     words: Vec<Word>,
     exprs: Vec<Expr>,
+    /// The words' roots, each once (any case), and per root the words it is the root of.
+    roots: AhoCorasick,
+    root_words: Vec<u64>,
+    /// The words a line is not told of ([`Matcher::line_words`]): a root
+    /// among the [`LABELS`] or starting with a digit.
+    untold: u64,
+    /// Longest run of a line worth stemming pieces of (see [`Matcher::piece_words`]).
+    longest: usize,
+    /// [`Matcher::piece_words`] of the runs met so far (a query meets the
+    /// same words in many lines).
+    pieces: RefCell<HashMap<Vec<u8>, u64>>,
 }
 
 impl Matcher {
@@ -92,7 +106,42 @@ impl Matcher {
             .iter()
             .map(|e| parse(e, &mut words))
             .collect::<Option<Vec<Expr>>>()?;
-        (words.len() <= 64).then_some(Matcher { words, exprs })
+        if words.len() > 64 {
+            return None;
+        }
+        let (mut roots, mut root_words) = (Vec::<&str>::new(), Vec::<u64>::new());
+        let (labels, mut untold) = (LABELS.to_ascii_lowercase(), 0u64);
+        for (i, w) in words.iter().enumerate() {
+            match roots.iter().position(|r| *r == w.root) {
+                Some(k) => root_words[k] |= 1 << i,
+                None => {
+                    roots.push(&w.root);
+                    root_words.push(1 << i);
+                }
+            }
+            if w.root.starts_with(|c: char| c.is_ascii_digit()) || labels.contains(&w.root) {
+                untold |= 1 << i;
+            }
+        }
+        let roots = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(&roots)
+            .ok()?;
+        let longest = words
+            .iter()
+            .map(|w| w.stem.len())
+            .max()
+            .unwrap_or(0)
+            .max(MAX_STEMMED);
+        Some(Matcher {
+            words,
+            exprs,
+            roots,
+            root_words,
+            untold,
+            longest,
+            pieces: RefCell::new(HashMap::new()),
+        })
     }
 
     /// How many expressions there are.
@@ -100,15 +149,102 @@ impl Matcher {
         self.exprs.len()
     }
 
-    /// Whether the entry of the JSON line `line` may have a text in which
-    /// expression `expr` is found (see `EntryFilter::may_match_line`).
-    pub fn may_match_line(&self, expr: usize, line: &[u8]) -> bool {
+    /// Whether an entry whose line may hold the words `words` (a bit each,
+    /// [`Matcher::line_words`]) may have a text in which expression `expr`
+    /// is found: a phrase when the line may hold each of its words.
+    pub fn may_match_line(&self, expr: usize, words: u64) -> bool {
         let Expr { join, terms } = &self.exprs[expr];
-        let term_may = |t: &Term| t.lines.may_match_line(line);
+        let term_may = |t: &Term| t.words.iter().all(|&w| words & (1 << w) != 0);
         match join {
             Join::And => terms.iter().all(term_may),
             Join::Or => terms.iter().any(term_may),
         }
+    }
+
+    /// The words (a bit each) that a token of the text of the entry of the
+    /// session file's JSON line `line` may match, told before the line is
+    /// parsed and its text redacted.
+    ///
+    /// Every token of that text is a piece of a run of letters and digits
+    /// of the line (its strings decoded, cut to a head, with secrets and
+    /// `<private>` spans replaced by `[REDACTED]` and `[private]`, put
+    /// together with [`LABELS`] and numbers written again:
+    /// `EntryFilter::may_match_line` tells why); a cut or a secret may end
+    /// a token anywhere in a run (`ghp_…billing` becomes `[REDACTED]billing`,
+    /// a thinking clipped after `bill` of `billings` ends in `bill…`). A
+    /// token matching a word starts with its root. So the text may hold a
+    /// word only when some piece of a run, from a place where the word's
+    /// root starts to at most the run's end, matches it
+    /// ([`Matcher::piece_words`]): `tokio` holds no piece matching `token`,
+    /// though it holds its root `tok`. A word whose root is among the
+    /// labels or starts with a digit is always let in; so is every word
+    /// when the line is not UTF-8, holds an escape of a letter, or an `@@`
+    /// reference (see `EntryFilter::may_match_line`). When the line holds a
+    /// character FTS5 may take for a letter (an accent, `🤔`), a word is let
+    /// in when its root is in the line, as `EntryFilter` does.
+    pub fn line_words(&self, line: &[u8]) -> u64 {
+        let every = u64::MAX;
+        let Ok(text) = std::str::from_utf8(line) else {
+            return every;
+        };
+        if has_char_escape(line) || memchr::memmem::find(line, b"@@").is_some() {
+            return every;
+        }
+        let letters = !text.is_ascii() && text.chars().any(|c| !c.is_ascii() && !splits_tokens(c));
+        if letters && text.chars().any(may_fold) {
+            return every;
+        }
+        let mut found = self.untold;
+        for m in self.roots.find_overlapping_iter(line) {
+            let of_root = self.root_words[m.pattern().as_usize()];
+            if found & of_root == of_root {
+                continue;
+            }
+            if letters {
+                found |= of_root;
+                continue;
+            }
+            let run = &line[m.start()..];
+            let end = run
+                .iter()
+                .position(|b| !b.is_ascii_alphanumeric())
+                .unwrap_or(run.len());
+            found |= self.piece_words(&run[..end.min(self.longest + 1)]);
+        }
+        found
+    }
+
+    /// The words some piece of `run` (letters and digits, any case) that
+    /// starts at its start matches, as a token of FTS5: a piece of at most
+    /// [`MAX_STEMMED`] bytes by its stem, a longer one as it is.
+    fn piece_words(&self, run: &[u8]) -> u64 {
+        let lower = run.to_ascii_lowercase();
+        if let Some(&words) = self.pieces.borrow().get(&lower) {
+            return words;
+        }
+        let mut words = 0u64;
+        for len in 1..=lower.len().min(MAX_STEMMED) {
+            let stemmed = stem(&String::from_utf8_lossy(&lower[..len]));
+            for (i, w) in self.words.iter().enumerate() {
+                let matches = if w.prefix {
+                    stemmed.starts_with(&w.stem)
+                } else {
+                    stemmed == w.stem
+                };
+                if matches {
+                    words |= 1 << i;
+                }
+            }
+        }
+        // Longer pieces are not stemmed: a whole word's stem is one of
+        // them, a prefix word's the beginning of one.
+        for (i, w) in self.words.iter().enumerate() {
+            if (w.prefix || w.stem.len() > MAX_STEMMED) && lower.starts_with(w.stem.as_bytes()) {
+                words |= 1 << i;
+            }
+        }
+        self.pieces.borrow_mut().insert(lower, words);
+        words
     }
 
     /// Whether FTS5 finds each expression in `text`.
@@ -200,8 +336,7 @@ fn parse(expr: &str, words: &mut Vec<Word>) -> Option<Expr> {
             Some(after) => (true, after),
             None => (false, after),
         };
-        let source = &rest[..rest.len() - after.len()];
-        terms.push(term(phrase, prefix, source, words)?);
+        terms.push(term(phrase, prefix, words)?);
         if after.is_empty() {
             break;
         }
@@ -222,8 +357,8 @@ fn parse(expr: &str, words: &mut Vec<Word>) -> Option<Expr> {
     })
 }
 
-/// The term `"phrase"` (`*` after it when `prefix`), written `source`.
-fn term(phrase: &str, prefix: bool, source: &str, words: &mut Vec<Word>) -> Option<Term> {
+/// The term `"phrase"` (`*` after it when `prefix`).
+fn term(phrase: &str, prefix: bool, words: &mut Vec<Word>) -> Option<Term> {
     let tokens: Vec<&str> = phrase.split(' ').collect();
     let mut indices = Vec::with_capacity(tokens.len());
     for (i, token) in tokens.iter().enumerate() {
@@ -239,10 +374,7 @@ fn term(phrase: &str, prefix: bool, source: &str, words: &mut Vec<Word>) -> Opti
             prefix,
         });
     }
-    Some(Term {
-        words: indices,
-        lines: EntryFilter::new(&[source.to_string()]),
-    })
+    Some(Term { words: indices })
 }
 
 #[cfg(test)]
@@ -276,6 +408,14 @@ mod tests {
             })
             .unwrap();
         assert_eq!(glued, split);
+    }
+
+    /// The rows FTS5 finds `expr` in (`find`: `SELECT rowid … MATCH ?1`).
+    fn fts5_rows(find: &mut rusqlite::Statement<'_>, expr: &str) -> std::collections::HashSet<i64> {
+        find.query_map([expr], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
     }
 
     /// Lines of text (prose, code, rules, some of it not ASCII) as rows, and
@@ -322,11 +462,7 @@ mod tests {
                     continue;
                 };
                 exprs += 1;
-                let found: std::collections::HashSet<i64> = find
-                    .query_map([&expr], |r| r.get(0))
-                    .unwrap()
-                    .map(Result::unwrap)
-                    .collect();
+                let found = fts5_rows(&mut find, &expr);
                 for (i, line) in lines.iter().enumerate() {
                     let fts5 = found.contains(&(i as i64));
                     match matcher.verdicts(line)[0] {
@@ -349,6 +485,156 @@ mod tests {
         );
         assert!(yes > 2_000, "{yes}");
         assert!(unsure * 20 < yes + no, "{unsure}");
+    }
+
+    /// The lines of the shared fixtures' session files, of
+    /// `snippet_filter`'s lines of every shape, and lines whose text a cut
+    /// or a secret ends inside a word (`[REDACTED]billing`, a thinking
+    /// clipped after `bill` of `billingsx`, a long tool output's head
+    /// after `invoic` of `invoicesq`).
+    fn lines_and_texts() -> Vec<(String, String)> {
+        let dir = crate::shared_dir::shared_dir().join("fixtures/pi-sessions");
+        let mut files: Vec<std::path::PathBuf> = walk(&dir);
+        files.sort();
+        let generated = tempfile::tempdir().unwrap();
+        let mut lines = super::super::snippet_filter::tests::session_lines();
+        let message = |id: usize, message: serde_json::Value| {
+            serde_json::json!({"type": "message", "id": format!("g{id}"), "parentId": null,
+                "timestamp": "2026-01-01T00:00:00.000Z", "message": message})
+            .to_string()
+        };
+        for pad in 590..600 {
+            let thinking = format!("{} billingsx tail", "a ".repeat(pad / 2));
+            lines.push(message(
+                pad,
+                serde_json::json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": thinking}, {"type": "text", "text": "ok"}]}),
+            ));
+            let output = format!(
+                "{}invoicesq after {}",
+                "b".repeat(pad + 100),
+                "c ".repeat(600)
+            );
+            lines.push(message(pad + 100, serde_json::json!({"role": "toolResult", "toolCallId": "c1",
+                "toolName": "bash", "content": [{"type": "text", "text": output}], "isError": false})));
+        }
+        lines.push(message(
+            1,
+            serde_json::json!({"role": "user",
+            "content": "see ghp_sOmuQ2GzWVPworJzUMbvwDW8I8m6dpGwYjpcbilling now"}),
+        ));
+        let path = generated.path().join("2026_generated.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        files.push(path);
+        let mut out = Vec::new();
+        for path in &files {
+            let file = crate::session::open_file(path).unwrap();
+            let bytes = std::fs::read(path).unwrap();
+            let Some(header) = bytes.iter().position(|&b| b == b'\n') else {
+                continue;
+            };
+            let from = header as u64 + 1;
+            let Ok(read) = crate::session::read_lines(path, file, from, u64::MAX) else {
+                continue;
+            };
+            for (entry, start) in read.entries.iter().zip(&read.lines) {
+                let start = *start as usize;
+                let end = bytes[start..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(bytes.len(), |k| start + k);
+                if let Some(text) = super::super::rows::entry_text(entry).text {
+                    out.push((
+                        String::from_utf8_lossy(&bytes[start..end]).into_owned(),
+                        text,
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files.extend(walk(&path));
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                files.push(path);
+            }
+        }
+        files
+    }
+
+    /// Every entry text (as the reader parses and redacts it) in which
+    /// SQLite's FTS5 finds an expression has a line that
+    /// [`Matcher::line_words`] lets in, over real and generated session
+    /// lines and expressions of their words (whole, prefixes, phrases,
+    /// both); and most other lines are left out, more than the roots alone
+    /// leave out.
+    #[test]
+    fn lines_left_out_hold_no_text_fts5_matches() {
+        let pairs = lines_and_texts();
+        assert!(pairs.len() > 300, "{}", pairs.len());
+        let texts: Vec<&str> = pairs.iter().map(|(_, t)| t.as_str()).collect();
+        let db = fts5_table(&texts);
+        let mut words: Vec<String> = texts
+            .iter()
+            .flat_map(|t| t.split(|c: char| !c.is_ascii_alphanumeric()))
+            .filter(|w| w.len() >= 2)
+            .map(str::to_lowercase)
+            .collect();
+        words.extend(["billing", "bill", "invoic", "invoice", "token", "read"].map(String::from));
+        words.sort();
+        words.dedup();
+        let mut find = db.prepare("SELECT rowid FROM t WHERE t MATCH ?1").unwrap();
+        let (mut found, mut left_out, mut roots_left_out) = (0, 0, 0);
+        for (k, w) in words.iter().enumerate().step_by(19) {
+            let other = &words[(k * 7919) % words.len()];
+            let prefix = &w[..w.len().min(3 + k % 3)];
+            for expr in [
+                format!("\"{w}\""),
+                format!("\"{prefix}\"*"),
+                format!("\"{other} {w}\""),
+                format!("\"{w}\" AND \"{other}\""),
+            ] {
+                let Some(matcher) = Matcher::new(std::slice::from_ref(&expr)) else {
+                    continue;
+                };
+                let roots =
+                    super::super::snippet_filter::EntryFilter::new(std::slice::from_ref(&expr));
+                let rows = fts5_rows(&mut find, &expr);
+                for (i, (line, text)) in pairs.iter().enumerate() {
+                    let may = matcher.may_match_line(0, matcher.line_words(line.as_bytes()));
+                    if rows.contains(&(i as i64)) {
+                        found += 1;
+                        assert!(may, "{expr} is in {text:?}; its line is left out: {line}");
+                    } else if !may {
+                        left_out += 1;
+                    }
+                    roots_left_out += usize::from(!roots.may_match_line(line.as_bytes()));
+                }
+            }
+        }
+        println!(
+            "{} lines, {found} texts found, {left_out} lines left out ({roots_left_out} by roots)",
+            pairs.len()
+        );
+        assert!(found > 1_000, "{found}");
+        assert!(left_out > roots_left_out, "{left_out} {roots_left_out}");
+        let m = Matcher::new(&["\"token\"".into()]).unwrap();
+        assert_eq!(
+            m.line_words(br#"{"text":"tokio and tokyo"}"#),
+            0,
+            "no piece of tokio is token"
+        );
+        assert_eq!(m.line_words(br#"{"text":"tokens"}"#), 1);
+        assert_eq!(
+            m.line_words(br#"{"text":"xghp_abctokens"}"#),
+            1,
+            "a piece of a run"
+        );
     }
 
     #[test]

@@ -359,8 +359,10 @@ impl<'f> ChunkPicker<'f> {
             .filter(|&i| self.needs(i))
             .collect();
         if needed.is_empty() {
-            Pick::Stop
-        } else if needed.iter().any(|&i| matcher.may_match_line(i, line)) {
+            return Pick::Stop;
+        }
+        let words = matcher.line_words(line);
+        if needed.iter().any(|&i| matcher.may_match_line(i, words)) {
             Pick::Parse
         } else {
             Pick::Skip
