@@ -109,8 +109,13 @@ impl Store {
         exprs: &[String],
     ) -> rusqlite::Result<Vec<Vec<Snippet>>> {
         let scratch = Scratch::open(self)?;
-        let filter = EntryFilter::new(exprs);
         let matcher = Matcher::new(exprs);
+        // The roots' filter serves only when the matcher cannot tell (it
+        // holds the same roots, and more).
+        let filter = match matcher {
+            Some(_) => EntryFilter::All,
+            None => EntryFilter::new(exprs),
+        };
         let mut rows = Vec::new();
         let mut entries = Vec::with_capacity(shown.len());
         for s in shown {
