@@ -26,7 +26,7 @@ use candle_core::{DType, Device};
 use candle_nn::{LayerNorm, Linear, VarBuilder};
 
 use crate::bf16::Bf16Dense;
-use candle_transformers::models::bert::{Config, HiddenAct};
+use crate::config::{BertConfig, HiddenAct};
 
 /// The encoder: its layers in order.
 pub(crate) struct Layers {
@@ -49,7 +49,11 @@ impl Layers {
     /// The layers under `encoder.layer.<i>` of `weights`. Only GELU (erf)
     /// models: that is the activation [`Gelu`] computes. `bf16`: the dense
     /// layers in bfloat16 where the CPU multiplies it ([`Dense`]).
-    pub fn load(weights: VarBuilder<'_>, config: &Config, bf16: bool) -> candle_core::Result<Self> {
+    pub fn load(
+        weights: VarBuilder<'_>,
+        config: &BertConfig,
+        bf16: bool,
+    ) -> candle_core::Result<Self> {
         if !matches!(config.hidden_act, HiddenAct::Gelu) {
             candle_core::bail!("the model's activation is not GELU (erf)");
         }
@@ -78,7 +82,7 @@ impl Layers {
 }
 
 impl Layer {
-    fn load(weights: VarBuilder<'_>, config: &Config, bf16: bool) -> candle_core::Result<Self> {
+    fn load(weights: VarBuilder<'_>, config: &BertConfig, bf16: bool) -> candle_core::Result<Self> {
         let hidden = config.hidden_size;
         let attention = weights.pp("attention");
         let projection = |name: &str| {

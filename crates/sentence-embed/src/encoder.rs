@@ -24,9 +24,9 @@ use std::sync::Arc;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use crate::config::BertConfig;
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{LayerNorm, VarBuilder};
-use candle_transformers::models::bert::Config;
 use safetensors::{Dtype, SafeTensors};
 use tokenizers::Tokenizer;
 
@@ -120,7 +120,7 @@ impl Encoder {
     /// at install, and hashing 90 MB would cost more than the load itself).
     pub fn load(dir: &Path, options: &EncoderOptions) -> Result<Self, EncoderError> {
         let files = ModelFiles::open(dir)?;
-        let config: Config =
+        let config: BertConfig =
             serde_json::from_slice(&files.config_bytes).map_err(|e| invalid(&files.config, e))?;
         let mut tokenizer = Tokenizer::from_bytes(&files.tokenizer_bytes)
             .map_err(|e| invalid(&files.tokenizer, e))?;
@@ -418,7 +418,7 @@ impl Embeddings {
 /// token-type tables (the word table stays mapped, see [`Embeddings`]).
 fn load_weights(
     path: &Path,
-    config: &Config,
+    config: &BertConfig,
     bf16: bool,
 ) -> Result<(Embeddings, Layers), EncoderError> {
     let file = regular_files::open_regular(path).map_err(|source| EncoderError::Read {
@@ -473,7 +473,7 @@ type Copied = (Tensor, Tensor, LayerNorm, Layers);
 
 fn load_copied(
     weights: &VarBuilder<'_>,
-    config: &Config,
+    config: &BertConfig,
     bf16: bool,
 ) -> candle_core::Result<Copied> {
     let hidden = config.hidden_size;

@@ -9,6 +9,7 @@
 
 mod bert;
 mod bf16;
+mod config;
 pub mod encoder;
 pub mod install;
 pub mod model;
