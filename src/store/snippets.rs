@@ -25,8 +25,16 @@
 //! only a text an expression is found in goes to the scratch table
 //! (`snippet_match::Matcher` tells in Rust what FTS5 would find; a text it
 //! cannot tell goes in and FTS5 decides).
+//!
+//! The shown sessions' entries are read on two threads ([`read_chunks`]):
+//! each session's are read, parsed and redacted alone, and that was still
+//! most of a slow query (the search bench's tail at 10k sessions); the
+//! store's connection (the entries' places, the scratch table, `snippet()`)
+//! stays on the query's thread.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -55,6 +63,23 @@ struct TextEntry {
 pub(super) struct Shown<'p> {
     pub path: &'p Path,
     pub chunk: i64,
+}
+
+/// What a shown session's snippets are cut from.
+enum Source {
+    /// Its meta row (none when it has no meta text).
+    Meta(Option<TextRow>),
+    /// The entries with text of its best ranking row, in file order.
+    Entries(Vec<TextEntry>),
+}
+
+impl Source {
+    fn entries(&self) -> &[TextEntry] {
+        match self {
+            Source::Entries(entries) => entries,
+            Source::Meta(_) => &[],
+        }
+    }
 }
 
 /// The scratch table, open for one query's snippets: a savepoint that is
@@ -109,24 +134,39 @@ impl Store {
         exprs: &[String],
     ) -> rusqlite::Result<Vec<Vec<Snippet>>> {
         let scratch = Scratch::open(self)?;
-        let matcher = Matcher::new(exprs);
-        // The roots' filter serves only when the matcher cannot tell (it
-        // holds the same roots, and more).
-        let filter = match matcher {
-            Some(_) => EntryFilter::All,
-            None => EntryFilter::new(exprs),
-        };
-        let mut rows = Vec::new();
-        let mut entries = Vec::with_capacity(shown.len());
+        // What each shown session's snippets come from, looked up on this
+        // thread (the connection's); the entries' texts are read after.
+        let mut sources = Vec::with_capacity(shown.len());
         for s in shown {
-            let picker = ChunkPicker::new(&filter, matcher.as_ref());
-            entries.push(self.scratch_rows(s.path, s.chunk, picker, &mut rows)?);
+            sources.push(self.chunk_source(s.chunk)?);
+        }
+        let chunks: Vec<(&Path, &[TextEntry])> = shown
+            .iter()
+            .zip(&sources)
+            .filter_map(|(s, source)| match source {
+                Source::Entries(entries) => Some((s.path, entries.as_slice())),
+                Source::Meta(_) => None,
+            })
+            .collect();
+        let mut texts = read_chunks(&chunks, exprs).into_iter();
+        let mut rows = Vec::new();
+        for source in &sources {
+            match source {
+                Source::Meta(row) => rows.extend(row.clone()),
+                Source::Entries(_) => {
+                    for (entry, text) in texts.next().unwrap_or_default() {
+                        let mut row = TextRow::new(entry.rowid);
+                        row.columns[entry.column as usize] = text;
+                        rows.push(row);
+                    }
+                }
+            }
         }
         scratch.write(&rows)?;
         shown
             .iter()
-            .zip(&entries)
-            .map(|(s, entries)| self.cut(s.chunk, entries, exprs))
+            .zip(&sources)
+            .map(|(s, source)| self.cut(s.chunk, source.entries(), exprs))
             .collect()
     }
 
@@ -174,28 +214,15 @@ impl Store {
         Ok(snippets)
     }
 
-    /// The scratch rows of the ranking row `best` (the meta row, or the
-    /// entries of one chunk read again from `path` that a `picker` picks),
-    /// added to `rows`; returns the chunk's entries.
-    fn scratch_rows(
-        &self,
-        path: &Path,
-        best: i64,
-        picker: ChunkPicker<'_>,
-        rows: &mut Vec<TextRow>,
-    ) -> rusqlite::Result<Vec<TextEntry>> {
+    /// What the snippets of the ranking row `best` are cut from: its meta
+    /// row, or the entries of its chunk (whose texts are read again).
+    fn chunk_source(&self, best: i64) -> rusqlite::Result<Source> {
         let (first, last) = rowids(best / SPAN);
-        if best == first {
-            rows.extend(self.meta_row(best)?);
-            return Ok(Vec::new());
-        }
-        let entries = self.chunk_entries(best, last)?;
-        for (entry, text) in read_texts(path, &entries, picker) {
-            let mut row = TextRow::new(entry.rowid);
-            row.columns[entry.column as usize] = text;
-            rows.push(row);
-        }
-        Ok(entries)
+        Ok(if best == first {
+            Source::Meta(self.meta_row(best)?)
+        } else {
+            Source::Entries(self.chunk_entries(best, last)?)
+        })
     }
 
     /// The ranking row that holds entry row `row` (a meta row is its own).
@@ -288,6 +315,67 @@ impl Store {
         }
         Ok(entries)
     }
+}
+
+/// Threads that read the shown sessions' texts for one query's snippets.
+/// Reading an entry again costs its parse and the redaction of its text,
+/// most of a slow query's time (the search bench's slowest at 10k sessions
+/// read, parse and redact tens of entries over ten sessions), and each
+/// session's are read alone: on two threads, the query's own thread
+/// does about a third less at the bench's tail (see the commit).
+const READERS: usize = 2;
+
+/// The texts for snippets of each of `chunks` (a session file and the
+/// entries of its best ranking row) matching the expressions `exprs`, in
+/// their order ([`read_texts`]), read on up to [`READERS`] threads (this
+/// one and helpers), each taking the next chunk not yet taken.
+fn read_chunks<'e>(
+    chunks: &[(&Path, &'e [TextEntry])],
+    exprs: &[String],
+) -> Vec<Vec<(&'e TextEntry, String)>> {
+    let next = AtomicUsize::new(0);
+    // Each thread its own matcher: it keeps what it told of the runs it met.
+    let read = || {
+        let matcher = Matcher::new(exprs);
+        // The roots' filter serves only when the matcher cannot tell (it
+        // holds the same roots, and more).
+        let filter = match matcher {
+            Some(_) => EntryFilter::All,
+            None => EntryFilter::new(exprs),
+        };
+        let mut read = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((path, entries)) = chunks.get(i) else {
+                return read;
+            };
+            let picker = ChunkPicker::new(&filter, matcher.as_ref());
+            read.push((i, read_texts(path, entries, picker)));
+        }
+    };
+    let helpers = READERS.min(cores()).min(chunks.len()).saturating_sub(1);
+    let mut read = std::thread::scope(|scope| {
+        // A helper that cannot start leaves its chunks to this thread.
+        let started: Vec<_> = (0..helpers)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, read).ok())
+            .collect();
+        let mut all = read();
+        for helper in started {
+            match helper.join() {
+                Ok(done) => all.extend(done),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        all
+    });
+    read.sort_unstable_by_key(|(i, _)| *i);
+    read.into_iter().map(|(_, texts)| texts).collect()
+}
+
+/// The cores this process may run on (asked once: the answer reads files).
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The text (redacted, as the update stored it) of each of `entries` that
@@ -421,5 +509,76 @@ impl LinePicker for ChunkRead<'_, '_, '_> {
                 self.texts.push((entry, text));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session file of `texts` (user messages, one a line after the
+    /// header) and its entries as the store keeps them.
+    fn session(dir: &Path, name: &str, texts: &[&str]) -> (std::path::PathBuf, Vec<TextEntry>) {
+        let path = dir.join(format!("{name}.jsonl"));
+        let mut file =
+            String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"cwd\":\"/p\"}\n");
+        let mut entries = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            let line = serde_json::json!({
+                "type": "message", "id": format!("{name}-{i}"), "parentId": null,
+                "timestamp": "2026-02-20T12:00:01.000Z",
+                "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+            });
+            entries.push(TextEntry {
+                rowid: i as i64 + 1,
+                entry_id: format!("{name}-{i}"),
+                role: "user".into(),
+                active: true,
+                column: Column::User as i64,
+                line: file.len() as u64,
+            });
+            file.push_str(&format!("{line}\n"));
+        }
+        std::fs::write(&path, file).unwrap();
+        (path, entries)
+    }
+
+    #[test]
+    fn chunks_read_on_several_threads_come_back_in_their_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions: Vec<_> = (0..7)
+            .map(|k| {
+                let texts: Vec<String> = (0..=k)
+                    .map(|i| format!("session {k} line {i} about the cron job"))
+                    .collect();
+                let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+                session(dir.path(), &format!("s{k}"), &texts)
+            })
+            .collect();
+        let chunks: Vec<(&Path, &[TextEntry])> = sessions
+            .iter()
+            .map(|(path, entries)| (path.as_path(), entries.as_slice()))
+            .collect();
+        let exprs = vec!["\"cron\"".to_string()];
+        let matcher = Matcher::new(&exprs);
+        let alone: Vec<Vec<(i64, String)>> = chunks
+            .iter()
+            .map(|(path, entries)| {
+                let picker = ChunkPicker::new(&EntryFilter::All, matcher.as_ref());
+                read_texts(path, entries, picker)
+                    .into_iter()
+                    .map(|(e, text)| (e.rowid, text))
+                    .collect()
+            })
+            .collect();
+        let together: Vec<Vec<(i64, String)>> = read_chunks(&chunks, &exprs)
+            .into_iter()
+            .map(|texts| texts.into_iter().map(|(e, t)| (e.rowid, t)).collect())
+            .collect();
+        assert_eq!(together, alone);
+        // Each session's snippets need its first two rows holding the word.
+        let counts: Vec<usize> = together.iter().map(Vec::len).collect();
+        assert_eq!(counts, [1, 2, 2, 2, 2, 2, 2]);
+        assert!(together[3][1].1.contains("session 3 line 1"));
     }
 }
