@@ -843,3 +843,46 @@ fn kept_term_counts_follow_every_change_of_the_store() {
     assert!(top5(&index, "capybara").is_empty());
     assert_eq!(hit_ids(&top5(&index, "narwhal ocelot")), vec!["alpha"]);
 }
+
+/// A pass over many files copies no WAL into the store's file while it
+/// writes (`PASS_CHECKPOINT_PAGES` in update.rs): at SQLite's default a
+/// commit past 1,000 WAL pages (4 MB) checkpointed, and a first build
+/// checkpointed every few transactions. Whatever the transactions' sizes,
+/// the pass's last commit finds more than 1,000 pages here, so without the
+/// raised bound the store's file has grown by the time the pass ends.
+#[test]
+fn a_pass_over_many_files_leaves_its_frames_in_the_wal() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    // Words no other row has: each one a term of its own in the full-text index.
+    let mut n: u64 = 1;
+    let mut word = || {
+        n = n
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (0..8)
+            .map(|k| char::from(b'a' + ((n >> (8 + 5 * k)) % 26) as u8))
+            .collect::<String>()
+    };
+    for s in 0..24 {
+        let mut session = Writer::new(agent, "/p/wal", &format!("wal-{s}"));
+        for _ in 0..12 {
+            let text: Vec<String> = (0..700).map(|_| word()).collect();
+            session.user(&text.join(" "));
+        }
+    }
+    let index = store_updated(agent, None);
+    let store = agent.join("sessions-index").join("index.sqlite");
+    let size = |path: &Path| std::fs::metadata(path).map_or(0, |m| m.len());
+    let wal = size(Path::new(&format!("{}-wal", store.display())));
+    let file = size(&store);
+    assert!(
+        wal > 4_096 * 1_000,
+        "the pass wrote more than 1,000 pages: WAL {wal} bytes"
+    );
+    assert!(
+        file < 4_096 * 64,
+        "no checkpoint during the pass: file {file} bytes, WAL {wal}"
+    );
+    drop(index);
+}
