@@ -76,6 +76,11 @@ pub use vectors::{model_dir, F32Vectors, VectorMemory, MODEL};
 
 use schema::{SCHEMA_VERSION, USER_VERSION};
 
+/// The WAL's size kept on disk (`journal_size_limit`): readers that never
+/// pause keep it from restarting (see `Store::open_at`'s pragmas), and a
+/// pass over many files lets it grow to this before it checkpoints.
+const WAL_KEPT_BYTES: i64 = 64 << 20;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("search index {path}: {source}")]
@@ -256,7 +261,7 @@ impl Store {
         // restarting: it grew to 0.9-1.8 GB in the bench's 30 s of 4 updaters
         // and 4 queriers, and a WAL keeps its largest size on disk while any
         // connection is open (the catalog keeps one) unless cut when it restarts.
-        conn.pragma_update(None, "journal_size_limit", 64 << 20)
+        conn.pragma_update(None, "journal_size_limit", WAL_KEPT_BYTES)
             .map_err(sql)?;
         // Deleted rows' pages are zeroed, not left as free pages holding their
         // text (an excluded or rewritten session must leave no bytes behind).

@@ -429,6 +429,20 @@ pub(super) mod tests {
         db
     }
 
+    /// The distinct ASCII words of `texts` (runs of letters and digits) of
+    /// at least `shortest` characters, lowercased and sorted.
+    pub(in crate::store) fn words_in<S: AsRef<str>>(texts: &[S], shortest: usize) -> Vec<String> {
+        let mut words: Vec<String> = texts
+            .iter()
+            .flat_map(|t| t.as_ref().split(|c: char| !c.is_ascii_alphanumeric()))
+            .filter(|w| w.len() >= shortest.max(1))
+            .map(str::to_lowercase)
+            .collect();
+        words.sort();
+        words.dedup();
+        words
+    }
+
     /// Words of every shape: this crate's own text (English, identifiers)
     /// and each of them with the suffixes the stemmer cuts.
     fn vocabulary() -> Vec<String> {
@@ -439,14 +453,7 @@ pub(super) mod tests {
             include_str!("../redact/rules.toml"),
             include_str!("../session/convert.rs"),
         ];
-        let mut words: Vec<String> = texts
-            .iter()
-            .flat_map(|t| t.split(|c: char| !c.is_ascii_alphanumeric()))
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect();
-        words.sort();
-        words.dedup();
+        let mut words = words_in(&texts, 1);
         const SUFFIXES: &[&str] = &[
             "s", "es", "ies", "ed", "ing", "y", "ly", "er", "ers", "ness", "ation", "ations",
             "ational", "ize", "izing", "ization", "izer", "able", "ably", "ible", "ibility", "ity",

@@ -379,7 +379,7 @@ fn term(phrase: &str, prefix: bool, words: &mut Vec<Word>) -> Option<Term> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snippet_filter::tests::fts5_table;
+    use super::super::snippet_filter::tests::{fts5_table, words_in};
     use super::*;
 
     #[test]
@@ -435,14 +435,7 @@ mod tests {
             .filter(|l| !l.trim().is_empty())
             .collect();
         let db = fts5_table(&lines);
-        let mut words: Vec<String> = lines
-            .iter()
-            .flat_map(|l| l.split(|c: char| !c.is_ascii_alphanumeric()))
-            .filter(|w| w.len() >= 2)
-            .map(str::to_lowercase)
-            .collect();
-        words.sort();
-        words.dedup();
+        let words = words_in(&lines, 2);
         let mut find = db.prepare("SELECT rowid FROM t WHERE t MATCH ?1").unwrap();
         let (mut yes, mut no, mut unsure, mut exprs) = (0, 0, 0, 0);
         for (k, w) in words.iter().enumerate().step_by(23) {
@@ -494,8 +487,8 @@ mod tests {
     /// after `invoic` of `invoicesq`).
     fn lines_and_texts() -> Vec<(String, String)> {
         let dir = crate::shared_dir::shared_dir().join("fixtures/pi-sessions");
-        let mut files: Vec<std::path::PathBuf> = walk(&dir);
-        files.sort();
+        // Its two sets, real and generated, sit where projects sit (sorted).
+        let mut files = crate::session::discovery::session_files(&dir);
         let generated = tempfile::tempdir().unwrap();
         let mut lines = super::super::snippet_filter::tests::session_lines();
         let message = |id: usize, message: serde_json::Value| {
@@ -554,19 +547,6 @@ mod tests {
         out
     }
 
-    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-        let mut files = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                files.extend(walk(&path));
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                files.push(path);
-            }
-        }
-        files
-    }
-
     /// Every entry text (as the reader parses and redacts it) in which
     /// SQLite's FTS5 finds an expression has a line that
     /// [`Matcher::line_words`] lets in, over real and generated session
@@ -579,12 +559,8 @@ mod tests {
         assert!(pairs.len() > 300, "{}", pairs.len());
         let texts: Vec<&str> = pairs.iter().map(|(_, t)| t.as_str()).collect();
         let db = fts5_table(&texts);
-        let mut words: Vec<String> = texts
-            .iter()
-            .flat_map(|t| t.split(|c: char| !c.is_ascii_alphanumeric()))
-            .filter(|w| w.len() >= 2)
-            .map(str::to_lowercase)
-            .collect();
+        let mut words = words_in(&texts, 2);
+        // The words the generated lines cut or redact inside a run.
         words.extend(["billing", "bill", "invoic", "invoice", "token", "read"].map(String::from));
         words.sort();
         words.dedup();

@@ -48,14 +48,13 @@ const MERGE_PAGES: i64 = 64;
 /// Plans the planner thread may have ready ahead of the writer.
 const PLANS_AHEAD: usize = 16;
 /// WAL pages after which a commit of a pass over many files copies the WAL
-/// into the store's file (SQLite's default, [`DEFAULT_CHECKPOINT_PAGES`], is
-/// 4 MB): 64 MB, the size `journal_size_limit` keeps anyway. A first build
+/// into the store's file (SQLite's default is 1,000 pages, 4 MB): the
+/// [`super::WAL_KEPT_BYTES`] that `journal_size_limit` keeps anyway, in
+/// SQLite's default 4 KB pages (the store keeps them). A first build
 /// writes ~2.5× the index's size in frames (merges rewrite segments, freed
 /// pages are zeroed): at the default it checkpointed every ~16 transactions
 /// (803 fsyncs at 10,000 sessions), copying pages that later frames replace.
-const PASS_CHECKPOINT_PAGES: i64 = 16_384;
-/// SQLite's own `wal_autocheckpoint`, which single-file updates keep.
-const DEFAULT_CHECKPOINT_PAGES: i64 = 1_000;
+const PASS_CHECKPOINT_PAGES: i64 = super::WAL_KEPT_BYTES / 4096;
 
 /// What an update did.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -460,7 +459,7 @@ impl Store {
             write_plans(&mut self.conn, plans, meta_dir, &gate, deadline)
         } else {
             let reader = open_reader(&self.path).map_err(|e| self.sql(e))?;
-            self.set_checkpoint_pages(PASS_CHECKPOINT_PAGES)?;
+            let checkpoint_pages = self.set_checkpoint_pages(PASS_CHECKPOINT_PAGES)?;
             let written = std::thread::scope(|scope| {
                 let (send, receive) = mpsc::sync_channel(PLANS_AHEAD);
                 let gate = &gate;
@@ -477,18 +476,24 @@ impl Store {
                 });
                 write_plans(&mut self.conn, receive, meta_dir, gate, deadline)
             });
-            // The WAL left is copied at the next commit past the default.
-            self.set_checkpoint_pages(DEFAULT_CHECKPOINT_PAGES)?;
+            // The WAL left is copied at the next commit past the bound put back.
+            self.set_checkpoint_pages(checkpoint_pages)?;
             written
         };
         written.map_err(|e| self.sql(e))
     }
 
-    /// How many WAL pages make this connection's commits checkpoint.
-    fn set_checkpoint_pages(&self, pages: i64) -> Result<(), StoreError> {
+    /// Sets how many WAL pages make this connection's commits checkpoint;
+    /// returns the bound it had.
+    fn set_checkpoint_pages(&self, pages: i64) -> Result<i64, StoreError> {
+        let had: i64 = self
+            .conn
+            .pragma_query_value(None, "wal_autocheckpoint", |row| row.get(0))
+            .map_err(|e| self.sql(e))?;
         self.conn
             .pragma_update(None, "wal_autocheckpoint", pages)
-            .map_err(|e| self.sql(e))
+            .map_err(|e| self.sql(e))?;
+        Ok(had)
     }
 }
 
