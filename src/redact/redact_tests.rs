@@ -403,3 +403,62 @@ fn keyword_automata_agree_and_the_dfa_takes_over() {
         }
     }
 }
+
+/// A cleaned text is clean: a second [`session_text`] pass over what the
+/// first gave changes nothing. Views rely on it: the reader cleans every
+/// text an entry keeps, and a view that shows one of those texts as it is
+/// does not clean it again (`features::query::windows`). Over every rule's
+/// examples, the planted-secrets corpora (secrets and kept texts) and every
+/// line and string of the shared fixtures' sessions.
+#[test]
+fn a_cleaned_text_is_clean() {
+    let mut texts: Vec<String> = ENGINE
+        .rules
+        .iter()
+        .flat_map(|r| r.data.examples.iter().map(|e| e.to_string()))
+        .collect();
+    let secrets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/secrets");
+    for file in std::fs::read_dir(&secrets).unwrap() {
+        let corpus = corpus(&std::fs::read_to_string(file.unwrap().path()).unwrap());
+        texts.extend(corpus.secret.into_iter().map(|p| p.text));
+        texts.extend(corpus.kept.texts);
+    }
+    let fixtures = crate::shared_dir::shared_dir().join("fixtures/pi-sessions");
+    let (mut lines, mut strings) = (0, 0);
+    for path in crate::session::discovery::session_files(&fixtures) {
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            lines += 1;
+            texts.push(line.to_string());
+            let Ok(mut value) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let mut stack = vec![&mut value];
+            while let Some(v) = stack.pop() {
+                match v {
+                    serde_json::Value::String(s) => {
+                        strings += 1;
+                        texts.push(std::mem::take(s));
+                    }
+                    serde_json::Value::Array(items) => stack.extend(items.iter_mut()),
+                    serde_json::Value::Object(map) => stack.extend(map.values_mut()),
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert!(
+        lines > 400 && strings > 4_000,
+        "{lines} lines, {strings} strings"
+    );
+    let mut cleaned = 0;
+    for text in &texts {
+        let once = session_text(text);
+        cleaned += usize::from(once != text.as_str());
+        assert_eq!(session_text(&once), once, "cleaning {text:?} again");
+    }
+    assert!(
+        cleaned > 100,
+        "{cleaned} of {} texts held secrets",
+        texts.len()
+    );
+}

@@ -42,11 +42,12 @@ impl EntryText {
 /// with the text, redacted: by the reader, which cleans every text an entry
 /// keeps, and by [`message_items`](crate::features::query::windows::message_items),
 /// which cleans again what it puts together (a tool's name with its output,
-/// a call's argument names with their values, a message's blocks). The items
+/// a call's argument names with their values, a message's blocks), but not
+/// a text it shows as the reader gave it (one whole text block). The items
 /// of one message are joined here with no further pass: they are one cleaned
-/// text cut in parts (a long user or assistant text) or a single item. (Each
-/// text was cleaned three times before; a search's snippets make these texts
-/// again for the sessions they show.)
+/// text cut in parts (a long user or assistant text) or a single item. (A
+/// search's snippets make these texts again for the sessions they show: each
+/// pass over them was a part of a slow search's time.)
 pub(super) fn entry_text(entry: &Entry) -> EntryText {
     let (role, text) = match &entry.kind {
         // Custom messages are extensions' injections (e.g. `@@` context from other sessions).
@@ -223,6 +224,65 @@ mod tests {
         }
         let first = &all[0];
         assert!(first.columns[Column::User as usize].contains('\n') || all.len() == 40);
+    }
+
+    /// A secret written across two blocks of a message: neither block
+    /// holds it alone (the reader cleans each block and keeps both halves),
+    /// so the text made of them is cleaned again as a whole. The stored text
+    /// of a user message and of a tool result loses it. (A message of one
+    /// block is the reader's text as it is: `windows::message_items`.)
+    #[test]
+    fn a_secret_split_over_two_blocks_is_not_stored() {
+        let real = crate::shared_dir::shared_dir().join(
+            "fixtures/pi-sessions/real/2026-02-20T12-31-00-428Z_0a39b144-e4da-4be0-b944-06a011ad6ab4.jsonl",
+        );
+        let real = std::fs::read_to_string(real).unwrap();
+        let mut lines = real.lines();
+        let header = lines.next().unwrap();
+        let mut user: serde_json::Value = lines
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v["message"]["role"] == "user")
+            .unwrap();
+        let asked = user["message"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let opening: String = asked.chars().take(20).collect();
+        let (name, value) = ("export DB_PASSWORD", "=Zx81kQm2Lp and restart it");
+        user["message"]["content"] = serde_json::json!([
+            {"type": "text", "text": format!("{asked}\n\nOn the box: {name}")},
+            {"type": "text", "text": value},
+        ]);
+        let mut result = user.clone();
+        result["id"] = "r1".into();
+        result["message"] = serde_json::json!({"role": "toolResult", "toolCallId": "c1",
+            "toolName": "bash", "isError": false, "content": [
+            {"type": "text", "text": format!("{asked}\n{name}")},
+            {"type": "text", "text": value}]});
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("2026_split.jsonl");
+        std::fs::write(&path, format!("{header}\n{user}\n{result}\n")).unwrap();
+        let file = crate::session::open_file(&path).unwrap();
+        let from = header.len() as u64 + 1;
+        let read = crate::session::read_lines(&path, file, from, u64::MAX).unwrap();
+        assert_eq!(read.entries.len(), 2);
+        for entry in &read.entries {
+            let content: &[Block] = match &entry.kind {
+                EntryKind::Message(AgentMessage::User { content, .. }) => content,
+                EntryKind::Message(AgentMessage::ToolResult { content, .. }) => content,
+                other => panic!("{other:?}"),
+            };
+            assert!(
+                text_joined(content, "").contains("Zx81kQm2Lp"),
+                "the reader keeps each half: {content:?}"
+            );
+            let text = entry_text(entry).text.unwrap();
+            assert!(!text.contains("Zx81kQm2Lp"), "{text}");
+            assert!(
+                text.contains("[REDACTED]") && text.contains(&opening),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -5,6 +5,15 @@
 //! Every rendered line carries the id of the entry it came from, so whatever
 //! reaches the model can be cited. Session text is cleaned
 //! ([`crate::redact::session_text`]) before it is shortened or split.
+//!
+//! The reader cleans every text an entry keeps, whole, before it cuts it
+//! (`session::convert`). What this module puts together from those texts is
+//! cleaned again as a whole: two text blocks, a label or a tool's name with
+//! an output, a call's argument names with their values may hold a secret
+//! that neither part holds alone. A text that is one of the reader's,
+//! untouched, is not cleaned again: the same pass over the same text finds
+//! nothing new, and it was a tenth of a slow search's time (the snippets
+//! make these texts again for each session they show).
 
 use crate::text::{clip, Keep};
 use serde_json::Value;
@@ -109,7 +118,7 @@ pub fn build(branch: &[&Entry]) -> BranchDoc {
                 content,
                 ..
             } => {
-                let text = text_joined(content, "\n");
+                let text = blocks_text(content);
                 if !text.trim().is_empty() {
                     let items = split_parts(id, &format!("custom:{custom_type}"), &text);
                     match turns.last_mut() {
@@ -171,7 +180,7 @@ fn item(id: &str, role: &str, text: &str) -> Item {
 /// assistant text, one for a tool result or a `!` command.
 pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
     match message {
-        AgentMessage::User { content, .. } => split_parts(id, "user", &text_joined(content, "\n")),
+        AgentMessage::User { content, .. } => split_parts(id, "user", &blocks_text(content)),
         AgentMessage::Assistant {
             content,
             error_message,
@@ -203,23 +212,41 @@ pub(crate) fn message_items(id: &str, message: &AgentMessage) -> Vec<Item> {
             custom_type,
             content,
             ..
-        } => split_parts(
-            id,
-            &format!("custom:{custom_type}"),
-            &text_joined(content, "\n"),
-        ),
+        } => split_parts(id, &format!("custom:{custom_type}"), &blocks_text(content)),
         AgentMessage::BranchSummary { summary, .. } => vec![item(id, "branchSummary", summary)],
         AgentMessage::CompactionSummary { summary, .. } => vec![item(id, "compaction", summary)],
     }
 }
 
-/// An assistant message as text: its texts, its thinking and tool calls
-/// clipped and labelled, one per line, then its error if it failed.
+/// The texts of `content` joined on lines, cleaned: one whole text block is
+/// the reader's text as it is; several are cleaned again together (a secret
+/// may run from one block into the next), and so is a head with the note of
+/// what was not read after it.
+fn blocks_text(content: &[Block]) -> String {
+    let mut texts = content.iter().filter(|b| matches!(b, Block::Text(_)));
+    match (texts.next(), texts.next()) {
+        (Some(Block::Text(t)), None) if t.is_complete() => t.head.to_string(),
+        (None, _) => String::new(),
+        _ => session_text(&text_joined(content, "\n")).into_owned(),
+    }
+}
+
+/// An assistant message as text, cleaned: its texts, its thinking and tool
+/// calls clipped and labelled, one per line, then its error if it failed.
+/// Only a message of one text block and nothing else is the reader's text
+/// as it is; any other is cleaned again as a whole.
 fn assistant_text(content: &[Block], error_message: Option<&str>) -> String {
+    let error = error_message.filter(|e| !e.is_empty());
+    if let ([Block::Text(t)], None) = (content, error) {
+        if t.is_complete() {
+            return t.head.trim().to_string();
+        }
+    }
     let pieces = content.iter().map(|block| match block {
         Block::Text(t) => t.shown().trim().to_string(),
+        // The reader cleaned the whole thinking before this clip.
         Block::Thinking(t) => {
-            let thinking = clip(session_text(t).trim(), THINKING_CHARS, Keep::Head);
+            let thinking = clip(t.trim(), THINKING_CHARS, Keep::Head);
             format!("(thinking) {thinking}")
         }
         Block::ToolCall {
@@ -238,11 +265,12 @@ fn assistant_text(content: &[Block], error_message: Option<&str>) -> String {
         .filter(|piece| !piece.is_empty())
         .collect::<Vec<_>>()
         .join("\n");
-    if let Some(error) = error_message.filter(|e| !e.is_empty()) {
-        let error = clip(&session_text(error), 300, Keep::Head);
+    if let Some(error) = error {
+        // Cleaned whole by the reader, before this clip.
+        let error = clip(error, 300, Keep::Head);
         text.push_str(&format!("\n(error: {error})"));
     }
-    text
+    session_text(&text).into_owned()
 }
 
 /// A tool result's texts (long ones shortened) and images, back to back.
@@ -279,8 +307,8 @@ fn bash_text(bash: &BashExecution) -> Option<String> {
 
 /// Long messages become several parts with the same entry id, so a fact deep
 /// inside a long answer is still scored and shown with its neighbourhood.
+/// `text` is cleaned already ([`blocks_text`], [`assistant_text`]).
 fn split_parts(id: &str, role: &str, text: &str) -> Vec<Item> {
-    let text = session_text(text);
     let text = text.trim();
     if text.is_empty() {
         return Vec::new();
@@ -350,10 +378,10 @@ fn compact_args(arguments: &Value) -> String {
     }
 }
 
-/// Head and tail of a tool output, with the size of what was left out.
+/// Head and tail of a tool output (cleaned whole by the reader before it
+/// kept its head), with the size of what was left out.
 fn shorten_bounded(text: &BoundedText) -> String {
-    let head = session_text(&text.head);
-    let head = head.trim_end();
+    let head = text.head.trim_end();
     let total_chars = head.chars().count();
     let missing_bytes = text.full_bytes.saturating_sub(text.head.len());
     if total_chars <= TOOL_RESULT_HEAD_CHARS + TOOL_RESULT_TAIL_CHARS && missing_bytes == 0 {
