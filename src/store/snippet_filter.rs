@@ -8,11 +8,13 @@
 //! a query word when both stem to the same word under the Porter stemmer as
 //! FTS5's `porter` tokenizer applies it ([`stem`]), and a stem keeps all of
 //! its token but the last two letters at most (it cuts a suffix and appends
-//! at most two letters: `possibility` → `possibl`, `happy` → `happi`). So
-//! every token matching a word starts with the word's stem less its last two
-//! letters, its *root*, and an entry whose text holds none of the roots
-//! matches none of the words. The test below checks both facts against
-//! SQLite's own tokenizer over a vocabulary.
+//! at most two letters: `possibility` → `possibl`, `happy` → `happi`). The
+//! letters a stem ends with that its token may not hold are only ever those
+//! the rules put in place of the token's own ([`APPENDED`]). So every token
+//! matching a word starts with the word's stem less those letters, its
+//! *root*, and an entry whose text holds none of the roots matches none of
+//! the words. The test below checks both facts against SQLite's own
+//! tokenizer over a vocabulary.
 //!
 //! The check is only ever a superset: text that FTS5 would fold into other
 //! letters (accents, combining marks, letter-like symbols) always goes in,
@@ -33,6 +35,15 @@ const MIN_ROOT: usize = 2;
 
 /// Letters a stem appends at most to what it keeps of its token.
 const APPENDED_AT_MOST: usize = 2;
+
+/// What a stem may end with that its token does not hold, longest first:
+/// the rules' replacements add an `e` (`at` → `ate`, `bl` → `ble`, `iz` →
+/// `ize`, a short stem's `e`, `enci` → `ence`, `iviti` → `ive`), turn a
+/// last `y` into `i`, and `biliti` into `ble` (`l` once step 5 drops its
+/// `e`); every other replacement begins the suffix it replaces (`ational` →
+/// `ate` adds only the `e`). A stem ending otherwise ends with its token's
+/// letters: `tera` is the root of `tera` (not `te`, which `terdusa` holds).
+const APPENDED: [&str; 4] = ["le", "e", "i", "l"];
 
 /// A suffix rule of steps 1b to 4: the suffix, the condition on what comes
 /// before it, and its replacement.
@@ -267,11 +278,13 @@ pub(super) fn root(token: &str, prefix: bool) -> Option<String> {
     }
     let stem = stem(token);
     // A whole word: a stem of 2 letters or fewer appends none (no rule that
-    // appends leaves so little), one of 3 at most one (`say` -> `sai`).
-    let mut keep = stem
-        .len()
-        .saturating_sub(APPENDED_AT_MOST)
-        .max(stem.len().min(2));
+    // appends leaves so little), one of 3 at most one (`say` -> `sai`);
+    // a longer one only the letters it ends with of [`APPENDED`].
+    let appended = APPENDED
+        .iter()
+        .find(|a| stem.ends_with(*a))
+        .map_or(0, |a| a.len());
+    let mut keep = stem.len().saturating_sub(appended).max(stem.len().min(2));
     if prefix {
         // Any longer stem may begin with it.
         keep = stem.len().min(token.len()).saturating_sub(APPENDED_AT_MOST);

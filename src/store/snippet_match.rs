@@ -93,8 +93,10 @@ pub(super) struct Matcher {
     /// Longest run of a line worth stemming pieces of (see [`Matcher::piece_words`]).
     longest: usize,
     /// [`Matcher::piece_words`] of the runs met so far (a query meets the
-    /// same words in many lines).
+    /// same words in many lines), by the run in lower case.
     pieces: RefCell<HashMap<Vec<u8>, u64>>,
+    /// The run being looked up, in lower case (no allocation per lookup).
+    lower: RefCell<Vec<u8>>,
 }
 
 impl Matcher {
@@ -141,6 +143,7 @@ impl Matcher {
             untold,
             longest,
             pieces: RefCell::new(HashMap::new()),
+            lower: RefCell::new(Vec::new()),
         })
     }
 
@@ -218,8 +221,10 @@ impl Matcher {
     /// starts at its start matches, as a token of FTS5: a piece of at most
     /// [`MAX_STEMMED`] bytes by its stem, a longer one as it is.
     fn piece_words(&self, run: &[u8]) -> u64 {
-        let lower = run.to_ascii_lowercase();
-        if let Some(&words) = self.pieces.borrow().get(&lower) {
+        let mut lower = self.lower.borrow_mut();
+        lower.clear();
+        lower.extend(run.iter().map(u8::to_ascii_lowercase));
+        if let Some(&words) = self.pieces.borrow().get(lower.as_slice()) {
             return words;
         }
         let mut words = 0u64;
@@ -243,7 +248,7 @@ impl Matcher {
                 words |= 1 << i;
             }
         }
-        self.pieces.borrow_mut().insert(lower, words);
+        self.pieces.borrow_mut().insert(lower.clone(), words);
         words
     }
 
