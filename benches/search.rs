@@ -1,6 +1,6 @@
 //! Search index bench, in one run: a generated corpus of sessions (realistic
 //! sizes, tool output, some images), then
-//! - the full build (a child process: time, sessions/s, peak RSS),
+//! - the full build (a child process: time, MB/s, its CPU time, sessions/s, peak RSS),
 //! - index size as a fraction of the corpus,
 //! - the update after appending one agent run to one session (that file
 //!   alone, as `agent_end` needs, and a whole pass that stats every file),
@@ -296,11 +296,12 @@ fn child(args: &[String]) {
     let agent = Path::new(&args[1]);
     let mut index = Store::open(agent).expect("open the index");
     if args[0] == "build" {
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), process_cpu_ms());
         let report = update_all(&mut index, agent);
+        let cpu_secs = (process_cpu_ms() - cpu) / 1000.0;
         println!(
             "{}",
-            json!({"secs": t.elapsed().as_secs_f64(), "peakRssKb": vm_hwm_kb(), "updated": report.updated})
+            json!({"secs": t.elapsed().as_secs_f64(), "cpuSecs": cpu_secs, "peakRssKb": vm_hwm_kb(), "updated": report.updated})
         );
         return;
     }
@@ -426,10 +427,12 @@ fn main() {
     if !queries_only {
         let build = run_child(&["build", &agent_s]);
         let build_secs = build["secs"].as_f64().unwrap_or(f64::NAN);
+        let cpu_secs = build["cpuSecs"].as_f64().unwrap_or(f64::NAN);
         let peak_mb = build["peakRssKb"].as_f64().unwrap_or(f64::NAN) / 1024.0;
         let index_bytes = dir_size(&agent.join("sessions-index"));
         println!(
-        "build: {build_secs:.1} s, {:.0} sessions/s, peak RSS {peak_mb:.0} MB (target ≤ 200), index {:.0} MB = {:.3} of the corpus",
+        "build: {build_secs:.1} s ({:.1} MB/s, CPU {cpu_secs:.1} s on both threads), {:.0} sessions/s, peak RSS {peak_mb:.0} MB (target ≤ 200), index {:.0} MB = {:.3} of the corpus",
+        corpus as f64 / 1e6 / build_secs,
         n as f64 / build_secs,
         index_bytes as f64 / 1e6,
         index_bytes as f64 / corpus as f64
