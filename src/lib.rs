@@ -18,12 +18,12 @@
 //! - [`resolve`]: `@@` references: their syntax in a prompt and their
 //!   resolution to one session over the store's rows.
 //! - [`model`]: the model providers, model selection and the spending ledger
-//!   that caps them, given a [`model::ModelEnv`] (config, host, runtime).
+//!   that caps them, given a [`model::ModelEnv`] (config, host, HTTP client).
 //! - [`features`]: what the user sees: summarize (writes metas), `@@`
 //!   references, `query_session`, `search_sessions` and the commands.
 //! - [`plugin`]: the plugin inside a host: the FFI boundary, the router of
 //!   every event, tool and command, the plugin's state (services for its
-//!   life, a turn's counters), its host, background jobs, runtime, logging
+//!   life, a turn's counters), its host, background jobs, HTTP client, logging
 //!   and status line.
 //!
 //! [`text`], [`time`] and [`error_code`] are leaf helpers every layer uses.

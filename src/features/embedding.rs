@@ -34,7 +34,7 @@ pub fn embed_in_background(services: &Arc<Services>, ctx: &SessionContext) {
     let key = format!("store-embed:{}", agent_dir.display());
     let weak = Arc::downgrade(services);
     let ctx = ctx.clone();
-    services.jobs.submit(&services.runtime, &key, move || {
+    services.jobs.submit(&key, move || {
         let Some(services) = weak.upgrade() else {
             return;
         };

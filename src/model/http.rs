@@ -1,10 +1,16 @@
-//! One provider request over the shared reqwest client: timeout, size-limited
-//! streaming read, and the single 429/503/529 retry that honours `Retry-After`.
+//! One provider request over the shared HTTP client: timeout, size-limited
+//! read, and the single 429/503/529 retry that honours `Retry-After`.
+//!
+//! The client is ureq: blocking HTTP/1.1 over rustls. The calls already ran on
+//! background job threads (never on a host thread that pi waits on), so an async
+//! runtime in the host's process bought nothing but its threads and the build
+//! time of tokio, hyper and reqwest.
 
+use std::io::Read;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use reqwest::header::{HeaderValue, RETRY_AFTER};
 use serde_json::Value;
+use ureq::http::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 
 use super::ModelError;
 use crate::redact::redact;
@@ -15,13 +21,32 @@ const DEFAULT_RETRY_WAIT: Duration = Duration::from_secs(1);
 /// Error bodies are read only this far: they carry one message, and a huge
 /// error page is not worth buffering.
 const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Connecting (DNS, TCP, TLS) to a provider.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A pooled connection older than this is not reused.
+const POOL_IDLE: Duration = Duration::from_secs(60);
+
+/// The HTTP client every provider call of a process goes through (cheap to
+/// clone; connections are pooled). It never follows a redirect: provider keys
+/// travel in `Authorization`, `x-api-key` and `x-goog-api-key`, and none of
+/// them may reach another host. Any status is an answer, read by [`execute`].
+pub fn client() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .max_idle_age(POOL_IDLE)
+        .max_redirects(0)
+        .max_redirects_will_error(false)
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
 
 /// A provider request, built by the wire modules.
 #[derive(Debug)]
 pub(super) struct WireRequest {
     pub url: String,
     /// `(name, value, sensitive)`: sensitive values (API keys) are marked so
-    /// reqwest never prints them.
+    /// the HTTP client never prints them.
     pub headers: Vec<(&'static str, String, bool)>,
     pub body: Value,
     /// Anthropic JSON-only prompting: the answer continues a prefilled `{`.
@@ -34,19 +59,17 @@ struct Reply {
     body: Vec<u8>,
 }
 
-/// Send `request`, returning the body of a 2xx answer.
-pub(super) async fn execute(
-    client: &reqwest::Client,
+/// Send `request`, returning the body of a 2xx answer. Each attempt has the
+/// whole `timeout`, from connecting to the last byte of the body.
+pub(super) fn execute(
+    client: &ureq::Agent,
     request: &WireRequest,
     timeout: Duration,
     max_bytes: usize,
 ) -> Result<Vec<u8>, ModelError> {
-    let timeout_ms = timeout.as_millis().min(u64::MAX as u128) as u64;
     let mut retried = false;
     loop {
-        let reply = tokio::time::timeout(timeout, send_once(client, request, max_bytes))
-            .await
-            .map_err(|_| ModelError::Timeout(timeout_ms))??;
+        let reply = send_once(client, request, timeout, max_bytes)?;
         if (200..300).contains(&reply.status) {
             return Ok(reply.body);
         }
@@ -60,7 +83,7 @@ pub(super) async fn execute(
                     wait_ms = wait.as_millis() as u64,
                     "rate limited, retrying once"
                 );
-                tokio::time::sleep(wait).await;
+                std::thread::sleep(wait);
                 retried = true;
                 continue;
             }
@@ -72,19 +95,32 @@ pub(super) async fn execute(
     }
 }
 
-async fn send_once(
-    client: &reqwest::Client,
+fn send_once(
+    client: &ureq::Agent,
     request: &WireRequest,
+    timeout: Duration,
     max_bytes: usize,
 ) -> Result<Reply, ModelError> {
-    let mut builder = client.post(&request.url).json(&request.body);
+    let timeout_ms = timeout.as_millis().min(u64::MAX as u128) as u64;
+    let transport = |error: ureq::Error| match error {
+        ureq::Error::Timeout(_) => ModelError::Timeout(timeout_ms),
+        other => transport_error(other),
+    };
+    let body = serde_json::to_vec(&request.body)
+        .map_err(|e| ModelError::Transport(format!("cannot encode the request: {e}")))?;
+    let mut builder = client
+        .post(&request.url)
+        .config()
+        .timeout_global(Some(timeout))
+        .build()
+        .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     for (name, value, sensitive) in &request.headers {
         let mut header = HeaderValue::from_str(value)
             .map_err(|_| ModelError::Transport(format!("the {name} header value is not valid")))?;
         header.set_sensitive(*sensitive);
         builder = builder.header(*name, header);
     }
-    let mut response = builder.send().await.map_err(transport_error)?;
+    let mut response = builder.send(&body[..]).map_err(transport)?;
     let status = response.status().as_u16();
     let retry_after = response
         .headers()
@@ -94,6 +130,7 @@ async fn send_once(
     let success = (200..300).contains(&status);
     if success
         && response
+            .body()
             .content_length()
             .is_some_and(|len| len > max_bytes as u64)
     {
@@ -104,17 +141,20 @@ async fn send_once(
     } else {
         max_bytes.min(MAX_ERROR_BODY)
     };
+    // One byte past the limit tells a body that is too large from one that fits.
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(transport_error)? {
-        if body.len() + chunk.len() > limit {
-            if success {
-                // Dropping the response closes the connection: the rest is never read.
-                return Err(ModelError::ResponseTooLarge(max_bytes));
-            }
-            body.extend_from_slice(&chunk[..limit - body.len()]);
-            break;
+    response
+        .body_mut()
+        .as_reader()
+        .take(limit as u64 + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| transport(ureq::Error::from(e)))?;
+    if body.len() > limit {
+        if success {
+            // Dropping the response closes the connection: the rest is never read.
+            return Err(ModelError::ResponseTooLarge(max_bytes));
         }
-        body.extend_from_slice(&chunk);
+        body.truncate(limit);
     }
     Ok(Reply {
         status,
@@ -123,10 +163,8 @@ async fn send_once(
     })
 }
 
-/// A one-line, redacted description of a reqwest error, with its causes
-/// (reqwest's own text is often just "error sending request").
-fn transport_error(error: reqwest::Error) -> ModelError {
-    let error = error.without_url();
+/// A one-line, redacted description of a transport error, with its causes.
+fn transport_error(error: ureq::Error) -> ModelError {
     let mut text = error.to_string();
     let mut source = std::error::Error::source(&error);
     while let Some(cause) = source {

@@ -20,7 +20,7 @@
 mod anthropic;
 mod gemini;
 mod hosted;
-mod http;
+pub mod http;
 mod openai;
 mod prices;
 mod schema;
@@ -36,7 +36,6 @@ use serde::de::DeserializeOwned;
 use crate::config::Config;
 use crate::config::{Price, ProviderKind};
 use crate::plugin::host::HostApi;
-use crate::plugin::runtime::Runtime;
 use crate::redact::redact;
 use crate::store::meta::ModelChoice;
 use crate::text::one_line;
@@ -48,13 +47,13 @@ pub use select::{select_model, select_model_with_env, LOCAL_PROVIDER};
 /// What the model layer works with, and nothing more: the config (model
 /// keys, providers, prices, limits, the daily cap), the host when there is
 /// one (the keys it holds, the completions it serves; the CLI has none), the
-/// runtime the HTTP calls to providers run on (started only by a caller that
-/// may need it) and this process's count of what it spent.
+/// HTTP client the calls to providers go through ([`http::client`]) and this
+/// process's count of what it spent.
 #[derive(Clone, Copy)]
 pub struct ModelEnv<'a> {
     pub config: &'a Config,
     pub host: Option<&'a dyn HostApi>,
-    pub runtime: Option<&'a Runtime>,
+    pub http: &'a ureq::Agent,
     pub spent: Option<&'a std::sync::Mutex<spend::Spent>>,
 }
 
@@ -369,15 +368,7 @@ impl SelectedModel {
                     Duration::from_millis(env.config.timeout_ms),
                     env.config.max_response_bytes,
                 );
-                let runtime = env.runtime.ok_or_else(|| {
-                    ModelError::Unavailable("no runtime to reach the provider on".into())
-                })?;
-                let body = runtime.block_on(http::execute(
-                    runtime.http(),
-                    &request,
-                    timeout,
-                    max_bytes,
-                ))?;
+                let body = http::execute(env.http, &request, timeout, max_bytes)?;
                 parse(&body, request.prefilled).map_err(|e| {
                     ModelError::Transport(format!(
                         "unexpected response from {}: {e}",

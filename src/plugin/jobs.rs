@@ -13,6 +13,9 @@ use pi_ext_abi::protocol::FlushReport;
 
 type Work = Arc<dyn Fn() + Send + Sync + 'static>;
 
+/// The name of a job's thread (in `top -H`, debuggers and panic messages).
+const JOB_THREAD: &str = "session-index-job";
+
 #[derive(Default)]
 struct State {
     /// key → whether another run was requested while the current one runs.
@@ -37,14 +40,9 @@ pub enum Submitted {
 }
 
 impl Jobs {
-    /// Run `work` on `runtime`'s blocking pool under `key`, coalescing with a
+    /// Run `work` on a thread of its own under `key`, coalescing with a
     /// running job of the same key. Panics inside `work` are caught and logged.
-    pub fn submit<F>(
-        &self,
-        runtime: &crate::plugin::runtime::Runtime,
-        key: &str,
-        work: F,
-    ) -> Submitted
+    pub fn submit<F>(&self, key: &str, work: F) -> Submitted
     where
         F: Fn() + Send + Sync + 'static,
     {
@@ -63,8 +61,15 @@ impl Jobs {
         drop(state);
         let work: Work = Arc::new(work);
         let jobs = self.clone();
-        let key = key.to_string();
-        runtime.spawn_blocking(move || jobs.run_loop(&key, work));
+        let job_key = key.to_string();
+        let started = std::thread::Builder::new()
+            .name(JOB_THREAD.into())
+            .spawn(move || jobs.run_loop(&job_key, work));
+        if let Err(error) = started {
+            tracing::error!(job = key, "cannot start a background job's thread: {error}");
+            self.finished(key);
+            return Submitted::Rejected;
+        }
         Submitted::Started
     }
 
@@ -88,6 +93,15 @@ impl Jobs {
             state.running.remove(key);
             cvar.notify_all();
             return;
+        }
+    }
+
+    /// `key` runs no more (its thread could not start).
+    fn finished(&self, key: &str) {
+        let (lock, cvar) = &*self.inner;
+        if let Ok(mut state) = lock.lock() {
+            state.running.remove(key);
+            cvar.notify_all();
         }
     }
 
@@ -139,7 +153,6 @@ mod tests {
 
     #[test]
     fn triggers_while_running_coalesce_into_one_rerun() {
-        let rt = crate::plugin::runtime::Runtime::new().unwrap();
         let jobs = Jobs::default();
         let runs = Arc::new(AtomicUsize::new(0));
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
@@ -152,10 +165,10 @@ mod tests {
                 open = c.wait(open).unwrap();
             }
         };
-        assert_eq!(jobs.submit(&rt, "s1", work.clone()), Submitted::Started);
+        assert_eq!(jobs.submit("s1", work.clone()), Submitted::Started);
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(jobs.submit(&rt, "s1", work.clone()), Submitted::Coalesced);
-        assert_eq!(jobs.submit(&rt, "s1", work.clone()), Submitted::Coalesced);
+        assert_eq!(jobs.submit("s1", work.clone()), Submitted::Coalesced);
+        assert_eq!(jobs.submit("s1", work.clone()), Submitted::Coalesced);
         assert!(!jobs.flush(Duration::from_millis(50)).idle);
         *gate.0.lock().unwrap() = true;
         gate.1.notify_all();
@@ -169,11 +182,10 @@ mod tests {
 
     #[test]
     fn a_panicking_job_is_contained_and_shutdown_rejects_new_work() {
-        let rt = crate::plugin::runtime::Runtime::new().unwrap();
         let jobs = Jobs::default();
-        jobs.submit(&rt, "boom", || panic!("job failure"));
+        jobs.submit("boom", || panic!("job failure"));
         assert!(jobs.flush(Duration::from_secs(5)).idle);
         assert!(jobs.shutdown(Duration::from_secs(1)).idle);
-        assert_eq!(jobs.submit(&rt, "later", || {}), Submitted::Rejected);
+        assert_eq!(jobs.submit("later", || {}), Submitted::Rejected);
     }
 }

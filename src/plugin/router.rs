@@ -159,7 +159,6 @@ fn refresh_store(services: &Arc<Services>, ctx: &pi_ext_abi::protocol::SessionCo
     }
     let key = format!("store-refresh:{}", services.agent_dir(ctx).display());
     services.jobs.submit(
-        &services.runtime,
         &key,
         services
             .catalog

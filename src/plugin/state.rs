@@ -1,5 +1,5 @@
 //! The plugin's state: [`Services`], what lives as long as the plugin
-//! instance (host handle, config, runtime, background jobs, the session
+//! instance (host handle, config, HTTP client, background jobs, the session
 //! catalog, the status line, money spent), and [`TurnState`], what starts
 //! again with every agent run (the tools' call counters).
 
@@ -12,9 +12,11 @@ use pi_ext_abi::protocol::SessionContext;
 use crate::config::Config;
 use crate::plugin::host::Host;
 use crate::plugin::jobs::Jobs;
-use crate::plugin::runtime::Runtime;
 use crate::plugin::status::StatusLine;
 use crate::resolve::Catalog;
+
+/// The name of the thread that clears an auto-cleared status.
+const STATUS_TIMER_THREAD: &str = "session-index-status";
 
 /// What every feature may use, for as long as the plugin instance lives.
 pub struct Services {
@@ -30,7 +32,8 @@ pub struct Services {
     pub config_unreadable: bool,
     /// Directory of the plugin's `plugin.toml`.
     pub plugin_dir: PathBuf,
-    pub runtime: Runtime,
+    /// The HTTP client of the provider calls ([`crate::model::http::client`]).
+    pub http: ureq::Agent,
     pub jobs: Jobs,
     /// In-memory index of sessions and meta files, shared by `@@` references and query_session.
     pub catalog: Catalog,
@@ -113,7 +116,7 @@ impl Services {
             config_usable,
             config_unreadable,
             plugin_dir,
-            runtime: Runtime::new()?,
+            http: crate::model::http::client(),
             jobs: Jobs::default(),
             catalog,
             status: StatusLine::default(),
@@ -129,7 +132,7 @@ impl Services {
         crate::model::ModelEnv {
             config: &self.config,
             host: Some(&*self.host),
-            runtime: Some(&self.runtime),
+            http: &self.http,
             spent: Some(&self.spent),
         }
     }
@@ -199,17 +202,25 @@ impl Services {
         if !auto_clear || delay == 0 {
             return;
         }
-        // A weak handle: the timer must not keep the Services alive past shutdown.
+        // A sleeping thread per auto-cleared status: they come at the end of an
+        // indexing run or a query, a few a minute at most. A weak handle: the
+        // timer must not keep the Services alive past shutdown.
         let weak = Arc::downgrade(self);
-        self.runtime.handle().spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
-            let Some(services) = weak.upgrade() else {
-                return;
-            };
-            services.status.clear_if_current(generation, || {
-                services.host.set_status(&services.config.status_key, None)
+        let timer = std::thread::Builder::new()
+            .name(STATUS_TIMER_THREAD.into())
+            .spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(delay));
+                let Some(services) = weak.upgrade() else {
+                    return;
+                };
+                services.status.clear_if_current(generation, || {
+                    services.host.set_status(&services.config.status_key, None)
+                });
             });
-        });
+        if let Err(error) = timer {
+            // The status stays until the next one replaces it.
+            tracing::warn!("cannot start the status line's timer: {error}");
+        }
     }
 
     /// Clear the status if `owner` showed the current one (never another feature's).

@@ -279,18 +279,19 @@ fn gemini_happy_path_uses_response_json_schema_and_header_key() {
 
 #[test]
 fn works_from_a_background_job_thread() {
-    // Jobs run on the runtime's blocking pool; complete_json blocks on the same runtime there.
+    // Features call providers from their background jobs (Jobs::submit), each on a thread of its own.
     let mock = MockProvider::start(Wire::OpenAi);
     mock.push(Reply::answer(VALID));
     let services = app_for(&mock, "openai/gpt-4.1-mini", json!({}));
     let job_app = services.clone();
-    let job = services
-        .runtime
-        .spawn_blocking(move || run(&job_app, "from a job").map(|o| o.value));
-    assert_eq!(
-        services.runtime.block_on(job).unwrap().unwrap(),
-        expected_summary()
-    );
+    let (sender, answers) = std::sync::mpsc::channel();
+    services.jobs.submit("provider-call", move || {
+        let _ = sender.send(run(&job_app, "from a job").map(|o| o.value));
+    });
+    let answer = answers
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the job answers");
+    assert_eq!(answer.unwrap(), expected_summary());
 }
 
 // ---------------------------------------------------------------- invalid output

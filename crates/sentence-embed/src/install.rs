@@ -16,6 +16,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -136,6 +137,11 @@ impl Default for DownloadOptions {
     }
 }
 
+/// The download reads the body in pieces of this size …
+const CHUNK_BYTES: usize = 64 * 1024;
+/// … and keeps at most this many read ahead of the disk.
+const CHUNKS_AHEAD: usize = 16;
+
 /// Download progress: `done` of `total` bytes of `file` (called often; throttle in
 /// the caller if it prints).
 #[derive(Debug, Clone, Copy)]
@@ -146,8 +152,8 @@ pub struct Progress<'a> {
 }
 
 /// Downloads `spec` from its pinned revision and installs it. The user's one
-/// explicit step to turn semantic search on.
-pub async fn download(
+/// explicit step to turn semantic search on. Blocking.
+pub fn download(
     models_dir: &Path,
     spec: &ModelSpec,
     options: &DownloadOptions,
@@ -156,15 +162,13 @@ pub async fn download(
     if let Some(installed) = already_installed(models_dir, spec) {
         return Ok(installed);
     }
-    let client = reqwest::Client::builder()
-        .connect_timeout(options.connect_timeout)
-        .read_timeout(options.stall_timeout)
+    let client: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(options.connect_timeout))
+        .timeout_recv_response(Some(options.stall_timeout))
+        .http_status_as_error(false)
         .user_agent(concat!("session-index/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| InstallError::Http {
-            url: options.base_url.clone(),
-            message: e.to_string(),
-        })?;
+        .into();
     let staging = Staging::new(models_dir, spec)?;
     for file in spec.files {
         let url = spec.file_url(&options.base_url, file);
@@ -175,32 +179,27 @@ pub async fn download(
             &staging,
             options.stall_timeout,
             &mut progress,
-        )
-        .await?;
+        )?;
     }
     staging.commit()
 }
 
-async fn fetch<'a>(
-    client: &reqwest::Client,
+fn fetch<'a>(
+    client: &ureq::Agent,
     url: &str,
     file: &'a ModelFile,
     staging: &Staging<'a>,
     stall: Duration,
     progress: &mut impl FnMut(Progress<'_>),
 ) -> Result<(), InstallError> {
-    let http = |e: reqwest::Error| InstallError::Http {
-        url: url.to_string(),
-        message: e.to_string(),
+    let http = |e: ureq::Error| match e {
+        ureq::Error::Timeout(_) => stalled(url, stall),
+        other => InstallError::Http {
+            url: url.to_string(),
+            message: other.to_string(),
+        },
     };
-    let stalled = || InstallError::Stalled {
-        url: url.to_string(),
-        seconds: stall.as_secs().max(1),
-    };
-    let mut response = tokio::time::timeout(stall, client.get(url).send())
-        .await
-        .map_err(|_| stalled())?
-        .map_err(http)?;
+    let response = client.get(url).call().map_err(http)?;
     let status = response.status();
     if !status.is_success() {
         return Err(InstallError::Status {
@@ -208,7 +207,7 @@ async fn fetch<'a>(
             status: status.as_u16(),
         });
     }
-    if let Some(length) = response.content_length() {
+    if let Some(length) = response.body().content_length() {
         if length != file.bytes {
             return Err(InstallError::Size {
                 file: url.to_string(),
@@ -223,11 +222,18 @@ async fn fetch<'a>(
         done: 0,
         total: file.bytes,
     });
-    while let Some(chunk) = tokio::time::timeout(stall, response.chunk())
-        .await
-        .map_err(|_| stalled())?
-        .map_err(http)?
-    {
+    let chunks = body_chunks(response.into_body().into_reader(), file.bytes);
+    loop {
+        let chunk = match chunks.recv_timeout(stall) {
+            Ok(Ok(chunk)) => chunk,
+            Ok(Err(e)) => return Err(http(ureq::Error::from(e))),
+            Err(mpsc::RecvTimeoutError::Timeout) => return Err(stalled(url, stall)),
+            // The reader thread sends every end (data, error, end of body) before it stops.
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        if chunk.is_empty() {
+            break;
+        }
         sink.write(&chunk)?;
         progress(Progress {
             file: file.name,
@@ -236,6 +242,55 @@ async fn fetch<'a>(
         });
     }
     sink.finish()
+}
+
+fn stalled(url: &str, stall: Duration) -> InstallError {
+    InstallError::Stalled {
+        url: url.to_string(),
+        seconds: stall.as_secs().max(1),
+    }
+}
+
+/// The body's bytes read on a thread of their own, in chunks, then an empty
+/// chunk at its end. ureq's timeouts bound a whole phase (all of the body),
+/// not the wait for the next bytes; reading on another thread lets [`fetch`]
+/// give up on a server that stopped sending while a slow one that keeps
+/// sending goes on. Given up on, the thread ends with the connection: when
+/// the server closes it or the process exits (the download is a command of
+/// its own). At most `limit` bytes and one more are read: a longer body is
+/// refused by the size check without reading the rest.
+fn body_chunks(
+    reader: impl Read + Send + 'static,
+    limit: u64,
+) -> mpsc::Receiver<std::io::Result<Vec<u8>>> {
+    let (sender, chunks) = mpsc::sync_channel(CHUNKS_AHEAD);
+    let mut reader = reader.take(limit + 1);
+    let read = move || loop {
+        let mut chunk = vec![0u8; CHUNK_BYTES];
+        match reader.read(&mut chunk) {
+            Ok(n) => {
+                chunk.truncate(n);
+                let end = n == 0;
+                if sender.send(Ok(chunk)).is_err() || end {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let _ = sender.send(Err(e));
+                return;
+            }
+        }
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("model-download".into())
+        .spawn(read)
+    {
+        let (failed, chunks) = mpsc::sync_channel(1);
+        let _ = failed.send(Err(e));
+        return chunks;
+    }
+    chunks
 }
 
 /// Removes the installed `spec` from `models_dir`: under the install lock it

@@ -11,7 +11,6 @@ use clap::Args;
 use serde_json::{json, Value};
 use session_index::features::summarize::{index_parsed, IndexError, IndexOutcome, IndexRequest};
 use session_index::model::{self, ModelEnv, ModelError};
-use session_index::plugin::runtime::Runtime;
 use session_index::session::{self, discovery, Session, SessionError};
 use session_index::store::meta;
 
@@ -80,20 +79,15 @@ pub fn run(args: IndexArgs) -> Result<(), Failure> {
             .collect()
     };
     // No host outside pi: API keys come from the environment. Whether this
-    // run writes offline metas does not depend on the session, and only a
-    // run that may call a provider starts the HTTP runtime.
-    let mut env = ModelEnv {
+    // run writes offline metas does not depend on the session.
+    let http = model::http::client();
+    let env = ModelEnv {
         config: &config,
         host: None,
-        runtime: None,
+        http: &http,
         spent: None,
     };
     let offline = args.offline || model::select_model(&env).is_err();
-    let runtime = match offline {
-        true => None,
-        false => Some(Runtime::new().map_err(Failure::Failed)?),
-    };
-    env.runtime = runtime.as_ref();
     let meta_dir = agent_dir.join("sessions-meta");
     if !offline && !args.yes && !spending_agreed(&env, &files, &meta_dir, args.force)? {
         out("Nothing indexed.\n");

@@ -78,10 +78,6 @@ fn install(args: InstallArgs) -> Result<(), Failure> {
 }
 
 fn download(models: &Path, base_url: &str) -> Result<Installed, Failure> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the download: {e}"))?;
     let options = DownloadOptions {
         base_url: base_url.to_string(),
         ..DownloadOptions::default()
@@ -93,9 +89,7 @@ fn download(models: &Path, base_url: &str) -> Result<Installed, Failure> {
         options.base_url
     );
     let mut printer = ProgressPrinter::new(std::io::stderr().is_terminal());
-    let result = runtime.block_on(sentence_embed::download(models, MODEL, &options, |p| {
-        printer.show(p)
-    }));
+    let result = sentence_embed::download(models, MODEL, &options, |p| printer.show(p));
     printer.end();
     result.map_err(|e| Failure::Failed(download_failed(&e)))
 }

@@ -141,7 +141,7 @@ pub fn run_command(services: &Arc<Services>, call: &CommandCall) -> CommandResul
     let todo = found.todo.clone();
     // A key of its own: a run started while a cancelled one finishes must not be folded into it.
     let key = format!("bulk-index:{:p}", Arc::as_ptr(&cancel));
-    services.jobs.submit(&services.runtime, &key, move || {
+    services.jobs.submit(&key, move || {
         if let Some(services) = weak.upgrade() {
             run(&services, &todo, &meta_dir, &cancel, over_cap_ok, offline);
         }

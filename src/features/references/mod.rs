@@ -78,9 +78,7 @@ pub fn on_session_start(services: &Arc<Services>, _ctx: &SessionContext) {
     if services.config.references.enabled || services.config.query.enabled {
         services
             .jobs
-            .submit(&services.runtime, "redact-prewarm", || {
-                drop(crate::redact::redact(""))
-            });
+            .submit("redact-prewarm", || drop(crate::redact::redact("")));
     }
 }
 

@@ -59,7 +59,7 @@ pub fn on_agent_end(services: &Arc<Services>, ctx: &SessionContext) {
         .unwrap_or_else(|| session_file.clone());
     let weak = Arc::downgrade(services);
     let ctx = ctx.clone();
-    let submitted = services.jobs.submit(&services.runtime, &key, move || {
+    let submitted = services.jobs.submit(&key, move || {
         let Some(services) = weak.upgrade() else {
             return;
         };

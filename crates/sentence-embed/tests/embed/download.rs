@@ -33,7 +33,7 @@ fn options(server: &Server) -> DownloadOptions {
     }
 }
 
-async fn run(
+fn run(
     spec: &'static ModelSpec,
     weights_reply: Reply,
 ) -> (
@@ -44,27 +44,26 @@ async fn run(
         route(spec, 0, Reply::Body(CONFIG.to_vec())),
         route(spec, 1, weights_reply),
     ]);
-    let server = Server::start(routes).await;
+    let server = Server::start(routes);
     let models = tempfile::tempdir().unwrap();
-    let result = download(models.path(), spec, &options(&server), |_| {}).await;
+    let result = download(models.path(), spec, &options(&server), |_| {});
     (models, result)
 }
 
-#[tokio::test]
-async fn a_good_download_installs_once_and_reports_progress() {
+#[test]
+fn a_good_download_installs_once_and_reports_progress() {
     let spec = spec();
     let routes = HashMap::from([
         route(spec, 0, Reply::Body(CONFIG.to_vec())),
         route(spec, 1, Reply::Body(weights())),
     ]);
-    let server = Server::start(routes).await;
+    let server = Server::start(routes);
     let models = tempfile::tempdir().unwrap();
     let mut last = HashMap::new();
     let installed = download(models.path(), spec, &options(&server), |p| {
         assert!(p.done <= p.total);
         last.insert(p.file.to_string(), (p.done, p.total));
     })
-    .await
     .unwrap();
     assert!(installed.fresh);
     assert_eq!(installed.dir, models.path().join("tiny-model"));
@@ -81,9 +80,7 @@ async fn a_good_download_installs_once_and_reports_progress() {
     assert_eq!(last["model.safetensors"], (200_000, 200_000));
     assert_eq!(server.requests(), 2);
 
-    let again = download(models.path(), spec, &options(&server), |_| {})
-        .await
-        .unwrap();
+    let again = download(models.path(), spec, &options(&server), |_| {}).unwrap();
     assert!(!again.fresh);
     assert_eq!(
         server.requests(),
@@ -92,16 +89,15 @@ async fn a_good_download_installs_once_and_reports_progress() {
     );
 }
 
-#[tokio::test]
-async fn a_truncated_body_is_an_error_and_leaves_nothing() {
+#[test]
+fn a_truncated_body_is_an_error_and_leaves_nothing() {
     let (models, result) = run(
         spec(),
         Reply::Truncated {
             body: weights(),
             sent: 150_000,
         },
-    )
-    .await;
+    );
     let error = result.unwrap_err();
     assert!(
         matches!(error, InstallError::Http { .. } | InstallError::Size { .. }),
@@ -110,11 +106,11 @@ async fn a_truncated_body_is_an_error_and_leaves_nothing() {
     assert_nothing_installed(models.path());
 }
 
-#[tokio::test]
-async fn a_wrong_checksum_is_refused() {
+#[test]
+fn a_wrong_checksum_is_refused() {
     let mut wrong = weights();
     wrong[1234] ^= 1;
-    let (models, result) = run(spec(), Reply::Body(wrong)).await;
+    let (models, result) = run(spec(), Reply::Body(wrong));
     let error = result.unwrap_err();
     assert!(matches!(error, InstallError::Checksum { .. }), "{error}");
     assert!(
@@ -124,9 +120,9 @@ async fn a_wrong_checksum_is_refused() {
     assert_nothing_installed(models.path());
 }
 
-#[tokio::test]
-async fn a_wrong_length_is_refused_before_the_body() {
-    let (models, result) = run(spec(), Reply::Body(vec![7u8; 300_000])).await;
+#[test]
+fn a_wrong_length_is_refused_before_the_body() {
+    let (models, result) = run(spec(), Reply::Body(vec![7u8; 300_000]));
     let error = result.unwrap_err();
     assert!(
         matches!(error, InstallError::Size { found: 300_000, .. }),
@@ -135,9 +131,9 @@ async fn a_wrong_length_is_refused_before_the_body() {
     assert_nothing_installed(models.path());
 }
 
-#[tokio::test]
-async fn a_404_names_the_url() {
-    let (models, result) = run(spec(), Reply::Status(404)).await;
+#[test]
+fn a_404_names_the_url() {
+    let (models, result) = run(spec(), Reply::Status(404));
     let error = result.unwrap_err().to_string();
     assert!(
         error.contains(
@@ -148,15 +144,15 @@ async fn a_404_names_the_url() {
     assert_nothing_installed(models.path());
 }
 
-#[tokio::test]
-async fn a_stalled_server_is_given_up_on_in_bounded_time() {
+#[test]
+fn a_stalled_server_is_given_up_on_in_bounded_time() {
     let started = Instant::now();
     let stall = Reply::Stall {
         body: weights(),
         sent: 1000,
         pause: Duration::from_secs(10),
     };
-    let (models, result) = run(spec(), stall).await;
+    let (models, result) = run(spec(), stall);
     let error = result.unwrap_err();
     assert!(
         matches!(
@@ -173,36 +169,34 @@ async fn a_stalled_server_is_given_up_on_in_bounded_time() {
     assert_nothing_installed(models.path());
 }
 
-#[tokio::test]
-async fn a_slow_server_that_keeps_sending_succeeds() {
+#[test]
+fn a_slow_server_that_keeps_sending_succeeds() {
     let spec = spec();
     let trickle = Reply::Trickle {
         body: weights(),
         chunks: 10,
         every: Duration::from_millis(100),
     };
-    let (_models, result) = run(spec, trickle).await;
+    let (_models, result) = run(spec, trickle);
     let installed = result.unwrap();
     assert!(installed.fresh);
     verify(&installed.dir, spec).unwrap();
 }
 
-#[tokio::test]
-async fn a_damaged_install_is_replaced() {
+#[test]
+fn a_damaged_install_is_replaced() {
     let spec = spec();
     let routes = HashMap::from([
         route(spec, 0, Reply::Body(CONFIG.to_vec())),
         route(spec, 1, Reply::Body(weights())),
     ]);
-    let server = Server::start(routes).await;
+    let server = Server::start(routes);
     let models = tempfile::tempdir().unwrap();
     let damaged = models.path().join("tiny-model");
     std::fs::create_dir_all(&damaged).unwrap();
     std::fs::write(damaged.join("config.json"), CONFIG).unwrap();
     std::fs::write(damaged.join("model.safetensors"), b"half a file").unwrap();
-    let installed = download(models.path(), spec, &options(&server), |_| {})
-        .await
-        .unwrap();
+    let installed = download(models.path(), spec, &options(&server), |_| {}).unwrap();
     assert!(installed.fresh);
     verify(&installed.dir, spec).unwrap();
     assert_eq!(entries(models.path()), [".install.lock", "tiny-model"]);
@@ -210,8 +204,8 @@ async fn a_damaged_install_is_replaced() {
 
 /// The real pinned files over loopback at HuggingFace's URL layout: the spec's
 /// sizes, checksums and paths are the ones the model was published with.
-#[tokio::test]
-async fn the_real_model_downloads_from_its_pinned_layout() {
+#[test]
+fn the_real_model_downloads_from_its_pinned_layout() {
     let Some(dir) = model_dir() else { return };
     let spec = &MINILM_L6_V2;
     let routes = spec
@@ -226,11 +220,9 @@ async fn the_real_model_downloads_from_its_pinned_layout() {
             )
         })
         .collect();
-    let server = Server::start(routes).await;
+    let server = Server::start(routes);
     let models = tempfile::tempdir().unwrap();
-    let installed = download(models.path(), spec, &options(&server), |_| {})
-        .await
-        .unwrap();
+    let installed = download(models.path(), spec, &options(&server), |_| {}).unwrap();
     assert!(installed.fresh);
     assert_eq!(installed.dir, models.path().join("all-MiniLM-L6-v2"));
     let encoder = sentence_embed::Encoder::load(&installed.dir, &Default::default()).unwrap();

@@ -4,13 +4,11 @@
 //! are exercised as on the network.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 #[derive(Clone)]
 pub enum Reply {
@@ -37,30 +35,36 @@ pub enum Reply {
 pub struct Server {
     pub base_url: String,
     requests: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
+    stop: Arc<AtomicBool>,
+    address: SocketAddr,
 }
 
 impl Server {
-    /// Serves `routes` (path → reply; anything else is a 404) on 127.0.0.1.
-    pub async fn start(routes: HashMap<String, Reply>) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address: SocketAddr = listener.local_addr().unwrap();
+    /// Serves `routes` (path → reply; anything else is a 404) on 127.0.0.1,
+    /// each connection on a thread of its own.
+    pub fn start(routes: HashMap<String, Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
         let routes = Arc::new(routes);
         let requests = Arc::new(AtomicUsize::new(0));
-        let counter = requests.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (counter, stopped) = (requests.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
                     return;
-                };
+                }
+                let Ok(stream) = stream else { continue };
                 counter.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(serve(stream, routes.clone()));
+                let routes = routes.clone();
+                std::thread::spawn(move || serve(stream, &routes));
             }
         });
         Server {
             base_url: format!("http://{address}"),
             requests,
-            task,
+            stop,
+            address,
         }
     }
 
@@ -72,15 +76,17 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.task.abort();
+        // The accept loop sees the flag on its next connection: this one.
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.address);
     }
 }
 
-async fn serve(mut stream: TcpStream, routes: Arc<HashMap<String, Reply>>) {
+fn serve(mut stream: TcpStream, routes: &HashMap<String, Reply>) {
     let mut request = Vec::new();
     let mut buffer = [0u8; 4096];
     while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut buffer).await {
+        match stream.read(&mut buffer) {
             Ok(0) | Err(_) => return,
             Ok(n) => request.extend_from_slice(&buffer[..n]),
         }
@@ -88,57 +94,47 @@ async fn serve(mut stream: TcpStream, routes: Arc<HashMap<String, Reply>>) {
     let head = String::from_utf8_lossy(&request);
     let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
     let reply = routes.get(&path).cloned().unwrap_or(Reply::Status(404));
-    let _ = respond(&mut stream, reply).await;
+    let _ = respond(&mut stream, reply);
 }
 
-async fn respond(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
+fn respond(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
     let head = |status: &str, length: usize| {
         format!("HTTP/1.1 {status}\r\ncontent-length: {length}\r\ncontent-type: application/octet-stream\r\nconnection: close\r\n\r\n")
     };
     match reply {
         Reply::Body(body) => {
-            stream
-                .write_all(head("200 OK", body.len()).as_bytes())
-                .await?;
-            stream.write_all(&body).await?;
+            stream.write_all(head("200 OK", body.len()).as_bytes())?;
+            stream.write_all(&body)?;
         }
         Reply::Truncated { body, sent } => {
-            stream
-                .write_all(head("200 OK", body.len()).as_bytes())
-                .await?;
-            stream.write_all(&body[..sent]).await?;
+            stream.write_all(head("200 OK", body.len()).as_bytes())?;
+            stream.write_all(&body[..sent])?;
         }
         Reply::Status(status) => {
             let text = b"not here";
-            stream
-                .write_all(head(&format!("{status} Scripted"), text.len()).as_bytes())
-                .await?;
-            stream.write_all(text).await?;
+            stream.write_all(head(&format!("{status} Scripted"), text.len()).as_bytes())?;
+            stream.write_all(text)?;
         }
         Reply::Stall { body, sent, pause } => {
-            stream
-                .write_all(head("200 OK", body.len()).as_bytes())
-                .await?;
-            stream.write_all(&body[..sent]).await?;
-            stream.flush().await?;
-            tokio::time::sleep(pause).await;
-            stream.write_all(&body[sent..]).await?;
+            stream.write_all(head("200 OK", body.len()).as_bytes())?;
+            stream.write_all(&body[..sent])?;
+            stream.flush()?;
+            std::thread::sleep(pause);
+            stream.write_all(&body[sent..])?;
         }
         Reply::Trickle {
             body,
             chunks,
             every,
         } => {
-            stream
-                .write_all(head("200 OK", body.len()).as_bytes())
-                .await?;
+            stream.write_all(head("200 OK", body.len()).as_bytes())?;
             for piece in body.chunks(body.len().div_ceil(chunks).max(1)) {
-                stream.write_all(piece).await?;
-                stream.flush().await?;
-                tokio::time::sleep(every).await;
+                stream.write_all(piece)?;
+                stream.flush()?;
+                std::thread::sleep(every);
             }
         }
     }
-    stream.flush().await?;
-    stream.shutdown().await
+    stream.flush()?;
+    stream.shutdown(std::net::Shutdown::Write)
 }
