@@ -243,7 +243,12 @@ test("/index-session right after the run that reaches the threshold waits for th
 	mock.pluginDelayMs = 1500;
 	try {
 		for (let i = 1; i <= THRESHOLD; i++) await pi.prompt(`TOPIC:delta Step ${i}: picked the canary region.`);
-		// The background index of the last run is now waiting on the (slow) model.
+		// The background index of the last run is now waiting on the (slow) model. The prompt's
+		// answer can reach us before agent_end reaches the plugin: on a loaded machine the command
+		// could then run first, and the background run find nothing left. So the command is sent
+		// once the model has the background run's call.
+		const deltaCalls = () => mock.requests.filter((r) => r.reply.kind === "plugin" && /TOPIC:delta/.test(JSON.stringify(r.body.messages))).length;
+		await eventually(() => deltaCalls() >= 1, `the background index's model call\n${bridgeLog()}`, 60_000);
 		await pi.command({ type: "prompt", message: "/index-session" }, 120_000);
 		await new Promise((resolve) => setTimeout(resolve, 2000));
 	} finally {
