@@ -67,9 +67,11 @@ pub(super) fn execute(
     timeout: Duration,
     max_bytes: usize,
 ) -> Result<Vec<u8>, ModelError> {
+    let body = serde_json::to_vec(&request.body)
+        .map_err(|e| ModelError::Transport(format!("cannot encode the request: {e}")))?;
     let mut retried = false;
     loop {
-        let reply = send_once(client, request, timeout, max_bytes)?;
+        let reply = send_once(client, request, &body, timeout, max_bytes)?;
         if (200..300).contains(&reply.status) {
             return Ok(reply.body);
         }
@@ -98,6 +100,7 @@ pub(super) fn execute(
 fn send_once(
     client: &ureq::Agent,
     request: &WireRequest,
+    body: &[u8],
     timeout: Duration,
     max_bytes: usize,
 ) -> Result<Reply, ModelError> {
@@ -106,8 +109,6 @@ fn send_once(
         ureq::Error::Timeout(_) => ModelError::Timeout(timeout_ms),
         other => transport_error(other),
     };
-    let body = serde_json::to_vec(&request.body)
-        .map_err(|e| ModelError::Transport(format!("cannot encode the request: {e}")))?;
     let mut builder = client
         .post(&request.url)
         .config()
@@ -120,7 +121,7 @@ fn send_once(
         header.set_sensitive(*sensitive);
         builder = builder.header(*name, header);
     }
-    let mut response = builder.send(&body[..]).map_err(transport)?;
+    let mut response = builder.send(body).map_err(transport)?;
     let status = response.status().as_u16();
     let retry_after = response
         .headers()

@@ -50,7 +50,7 @@ extern "C" fn instantiate(
             host,
             PathBuf::from(plugin_dir.as_str()),
             config_json.as_str(),
-        )?;
+        );
         let plugin = FfiPlugin {
             inner: SessionIndexPlugin::new(services),
         };

@@ -90,11 +90,7 @@ impl TurnState {
 }
 
 impl Services {
-    pub fn new(
-        host: Host,
-        plugin_dir: PathBuf,
-        config_json: &str,
-    ) -> Result<Arc<Services>, String> {
+    pub fn new(host: Host, plugin_dir: PathBuf, config_json: &str) -> Arc<Services> {
         let crate::config::Loaded {
             config,
             problems: config_problems,
@@ -109,7 +105,7 @@ impl Services {
             .excluding(&config.privacy)
             .with_search(config.search.enabled)
             .with_semantic(config.search.semantic);
-        Ok(Arc::new(Services {
+        Arc::new(Services {
             host,
             config,
             config_problems,
@@ -124,7 +120,7 @@ impl Services {
             bulk: Mutex::default(),
             cap_noticed: Default::default(),
             turn: TurnState::default(),
-        }))
+        })
     }
 
     /// What the model layer may use of the services.

@@ -73,7 +73,7 @@ mod tests {
     fn app_with_clear_after(ms: u64) -> (Arc<Services>, Arc<RecordingHost>) {
         let host = RecordingHost::new(Default::default());
         let config = format!(r#"{{"notificationAutoClearMs": {ms}}}"#);
-        let services = Services::new(host.clone(), std::env::temp_dir(), &config).unwrap();
+        let services = Services::new(host.clone(), std::env::temp_dir(), &config);
         (services, host)
     }
 

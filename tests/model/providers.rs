@@ -58,7 +58,7 @@ fn recording_host(keys: &[(&str, &str)]) -> Arc<RecordingHost> {
 }
 
 fn make_app(host: Host, config: Value) -> Arc<Services> {
-    let services = Services::new(host, PathBuf::from("."), &config.to_string()).unwrap();
+    let services = Services::new(host, PathBuf::from("."), &config.to_string());
     assert!(services.config_ok(), "{:?}", services.config_problems);
     services
 }

@@ -495,7 +495,7 @@ fn plugin(
         ..a.ctx(cwd)
     };
     let rec = RecordingHost::new(ctx.clone());
-    let services = Services::new(rec.clone(), a.dir.clone(), "{}").expect("services");
+    let services = Services::new(rec.clone(), a.dir.clone(), "{}");
     (SessionIndexPlugin::new(services), ctx, rec)
 }
 

@@ -117,8 +117,7 @@ impl Fixture {
             .lock()
             .unwrap()
             .extend(keys.iter().map(|(p, k)| (p.to_string(), k.to_string())));
-        let services =
-            Services::new(host.clone(), dir.path().to_path_buf(), &config.to_string()).unwrap();
+        let services = Services::new(host.clone(), dir.path().to_path_buf(), &config.to_string());
         Fixture {
             _dir: dir,
             agent_dir,

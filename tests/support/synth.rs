@@ -142,7 +142,7 @@ impl Agent {
     pub fn services(&self, cwd: &str, config: &str) -> (Arc<Services>, Arc<RecordingHost>) {
         let rec = RecordingHost::new(self.ctx(cwd));
         let host: Host = rec.clone();
-        let services = Services::new(host, self.dir.clone(), config).expect("app");
+        let services = Services::new(host, self.dir.clone(), config);
         (services, rec)
     }
 
