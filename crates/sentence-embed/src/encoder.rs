@@ -30,7 +30,7 @@ use candle_nn::{LayerNorm, VarBuilder};
 use safetensors::{Dtype, SafeTensors};
 use tokenizers::Tokenizer;
 
-use crate::bert::Layers;
+use crate::bert::{Add, Layers};
 use crate::model::ModelFiles;
 use crate::vector::Embedding;
 
@@ -302,19 +302,31 @@ impl Encoder {
             .collect();
         let blocked = Tensor::from_vec(blocked, (batch.len(), 1, 1, len), &device)?;
         let hidden = self.weights.layers.forward(&input, &blocked)?;
-        let mask = Tensor::from_vec(mask, shape, &device)?;
-        // Mean over the real pieces: padded positions are zeroed, then the sum is
-        // divided by each text's piece count.
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-        let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-        let counts = mask.sum(1)?;
-        let means = summed.broadcast_div(&counts)?;
-        Ok(means
-            .to_vec2::<f32>()?
-            .into_iter()
-            .map(Embedding::normalized)
+        let hidden = hidden.flatten_all()?.to_vec1::<f32>()?;
+        Ok(batch
+            .iter()
+            .zip(hidden.chunks_exact(len * self.dims))
+            .map(|(pieces, states)| {
+                Embedding::normalized(mean_state(states, self.dims, pieces.ids.len()))
+            })
             .collect())
     }
+}
+
+/// The mean of a text's states over its `real` word pieces: `states` are its
+/// rows of `hidden` values, one per piece, the padding after the real ones.
+fn mean_state(states: &[f32], hidden: usize, real: usize) -> Vec<f32> {
+    let mut sum = vec![0.0f32; hidden];
+    for row in states.chunks_exact(hidden).take(real) {
+        for (total, x) in sum.iter_mut().zip(row) {
+            *total += x;
+        }
+    }
+    let count = real.max(1) as f32;
+    for total in &mut sum {
+        *total /= count;
+    }
+    sum
 }
 
 /// The model's weights, shared by the encoders of one load.
@@ -408,8 +420,8 @@ impl Embeddings {
         let words = Tensor::from_vec(values, (batch, len, self.hidden), &Device::Cpu)?;
         let positions = self.positions.narrow(0, 0, len)?;
         let summed = words
-            .broadcast_add(&positions)?
-            .broadcast_add(&self.token_type)?;
+            .apply_op2_no_bwd(&positions, &Add)?
+            .apply_op2_no_bwd(&self.token_type, &Add)?;
         Ok(self.layer_norm.forward(&summed)?)
     }
 }

@@ -321,3 +321,44 @@ fn an_encoder_sharing_weights_runs_on_its_own_pool_at_the_lowest_priority() {
         );
     }
 }
+
+/// Every thread that encodes is the encoder's (so a background encoder's work
+/// runs at its low priority): none of candle's global barrier pool, which its
+/// own add starts for a tensor of 64k values or more and whose thread runs at
+/// normal priority and spins (see `bert.rs`). The batch here is 16 texts of
+/// 256 word pieces: every addition in it is far above that size.
+#[test]
+fn encoding_starts_no_thread_outside_the_encoders_pool() {
+    let Some(dir) = model_dir() else { return };
+    let (reference, _) = reference();
+    let long: String = reference
+        .sentences
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let texts: Vec<String> = (0..16).map(|i| format!("{i} {long}")).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let encoder = Encoder::load(
+        dir,
+        &EncoderOptions {
+            threads: 2,
+            batch_pieces: 4096,
+            ..EncoderOptions::default()
+        },
+    )
+    .unwrap();
+    let vectors = encoder.embed(&texts).unwrap();
+    assert_eq!(vectors.len(), texts.len());
+    if cfg!(target_os = "linux") {
+        let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+            .map(|name| name.trim().to_string())
+            .collect();
+        assert!(
+            !names.iter().any(|name| name.starts_with("candle-bp")),
+            "threads of this process: {names:?}"
+        );
+    }
+}
