@@ -48,13 +48,14 @@ let pi;
 const state = {};
 
 /**
- * The user's environment: nothing that points at this build, and none of the
- * variables `cargo test` sets for its tests (ring's build script reruns when
- * CARGO_PKG_NAME or CARGO_MANIFEST_DIR differ, which would rebuild the whole
- * release tree instead of reusing it).
+ * The user's environment: nothing that points at this build (nor the clippy
+ * driver CI compiles the workspace with), and none of the variables `cargo
+ * test` sets for its tests (ring's build script reruns when CARGO_PKG_NAME or
+ * CARGO_MANIFEST_DIR differ, which would rebuild the whole release tree
+ * instead of reusing it).
  */
 function userEnv() {
-	const ours = /^(PI_EXT_|PI_E2E_|PI_CODING_AGENT_DIR$|CARGO_TARGET_DIR$)/;
+	const ours = /^(PI_EXT_|PI_E2E_|PI_CODING_AGENT_DIR$|CARGO_TARGET_DIR$|RUSTC_WORKSPACE_WRAPPER$|CLIPPY_ARGS$)/;
 	const cargoTest = /^(CARGO_PKG_|CARGO_MANIFEST_|CARGO_BIN_EXE_|CARGO_CRATE_NAME$|CARGO_TARGET_TMPDIR$|CARGO_PRIMARY_PACKAGE$|OUT_DIR$)/;
 	const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !ours.test(k) && !cargoTest.test(k)));
 	return {
