@@ -1,6 +1,8 @@
 //! Search index bench, in one run: a generated corpus of sessions (realistic
 //! sizes, tool output, some images), then
-//! - the full build (a child process: time, MB/s, its CPU time, sessions/s, peak RSS),
+//! - the full build (a child process: time, MB/s, its CPU time, sessions/s,
+//!   peak RSS, how long its write transactions held the write lock: p50,
+//!   p99, max, from the store's trace events, `support/holds.rs`),
 //! - index size as a fraction of the corpus,
 //! - the update after appending one agent run to one session (that file
 //!   alone, as `agent_end` needs, and a whole pass that stats every file),
@@ -61,6 +63,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use session_index::store::{Query, SessionHit, Store};
 
+#[path = "support/holds.rs"]
+mod holds;
 #[path = "../tests/support/rng.rs"]
 mod rng;
 #[path = "support/words.rs"]
@@ -296,12 +300,14 @@ fn child(args: &[String]) {
     let agent = Path::new(&args[1]);
     let mut index = Store::open(agent).expect("open the index");
     if args[0] == "build" {
+        let holds = holds::collect();
         let (t, cpu) = (Instant::now(), process_cpu_ms());
         let report = update_all(&mut index, agent);
         let cpu_secs = (process_cpu_ms() - cpu) / 1000.0;
+        let held_ms = holds::percentiles(&holds);
         println!(
             "{}",
-            json!({"secs": t.elapsed().as_secs_f64(), "cpuSecs": cpu_secs, "peakRssKb": vm_hwm_kb(), "updated": report.updated})
+            json!({"secs": t.elapsed().as_secs_f64(), "cpuSecs": cpu_secs, "peakRssKb": vm_hwm_kb(), "updated": report.updated, "heldMs": held_ms})
         );
         return;
     }
@@ -430,12 +436,17 @@ fn main() {
         let cpu_secs = build["cpuSecs"].as_f64().unwrap_or(f64::NAN);
         let peak_mb = build["peakRssKb"].as_f64().unwrap_or(f64::NAN) / 1024.0;
         let index_bytes = dir_size(&agent.join("sessions-index"));
+        let held = |i: usize| build["heldMs"][i].as_f64().unwrap_or(f64::NAN);
         println!(
-        "build: {build_secs:.1} s ({:.1} MB/s, CPU {cpu_secs:.1} s on both threads), {:.0} sessions/s, peak RSS {peak_mb:.0} MB (target ≤ 200), index {:.0} MB = {:.3} of the corpus",
+        "build: {build_secs:.1} s ({:.1} MB/s, CPU {cpu_secs:.1} s on both threads), {:.0} sessions/s, peak RSS {peak_mb:.0} MB (target ≤ 200), index {:.0} MB = {:.3} of the corpus; write lock held p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms ({:.0} transactions)",
         corpus as f64 / 1e6 / build_secs,
         n as f64 / build_secs,
         index_bytes as f64 / 1e6,
-        index_bytes as f64 / corpus as f64
+        index_bytes as f64 / corpus as f64,
+        held(0),
+        held(1),
+        held(2),
+        held(3)
     );
     }
     // Lexical (the semantic part, when asked for, installs the model in the kept corpus).

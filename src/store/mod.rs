@@ -13,7 +13,9 @@
 //! Why SQLite: several pi processes and the CLI update and query the same
 //! store at once. WAL lets readers go on while one writer commits; the busy
 //! timeout queues writers; an update ([`update`]) writes in `BEGIN
-//! IMMEDIATE` transactions (a few sessions each, open at most 250 ms) that
+//! IMMEDIATE` transactions (a few sessions each, committing once open 250
+//! ms; the full-text index's merges in transactions of their own, as short:
+//! [`merge`] says what the bound leaves out) that
 //! re-read each session's stored state under the write lock, so two processes never both append the same lines, and a crash
 //! (even SIGKILL) leaves the last committed state. The store is a cache of
 //! the session and meta files, never the source of truth: a schema change
@@ -45,6 +47,7 @@ mod check;
 mod embed;
 mod gate;
 mod kept_counts;
+mod merge;
 pub mod meta;
 mod rank;
 mod record;
@@ -65,6 +68,7 @@ use rusqlite::{Connection, ErrorCode};
 
 pub use embed::{EmbedReport, EmbedStatus, PASSAGE_PIECES};
 pub use gate::{Gate, Refusal};
+pub use merge::HOLD_TARGET;
 pub use rank::{parse_since, Query, SessionHit, Snippet, MARK_END, MARK_START};
 pub use record::SessionRecord;
 pub use scrub::ScrubState;

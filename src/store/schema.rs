@@ -134,7 +134,9 @@ INSERT INTO counters VALUES('vectors', 0), ('dropped', 0);
 /// with [`ADD_TEXT_HASH`], `entries.hash`: the [`text_hash`](super::rows::text_hash) of each
 /// entry's stored text (NULL: stored before it was kept), so a file read
 /// again whole that still holds every stored text needs no scrub (see
-/// `update.rs`, `Plan::forget`).
+/// `update.rs`, `Plan::forget`). And FTS5's `crisismerge` at 64 (a
+/// safety net: `merge.rs` merges in transactions of its own, so that
+/// flushes, in write transactions, do not).
 pub(super) const ADDITIONS: &str = "
 CREATE INDEX IF NOT EXISTS sessions_files
   ON sessions(path, size, mtime_ns, inode, ctime_ns, meta_mtime_ns, id);
@@ -142,7 +144,8 @@ INSERT OR IGNORE INTO counters
   SELECT 'pending', count(*) FROM embeddings WHERE vectors IS NULL;
 INSERT OR IGNORE INTO counters
   SELECT 'embedded', count(*) FROM embeddings WHERE vectors IS NOT NULL;
-INSERT OR IGNORE INTO counters VALUES('writes', 0), ('store_id', random())";
+INSERT OR IGNORE INTO counters VALUES('writes', 0), ('store_id', random());
+INSERT INTO docs(docs, rank) VALUES('crisismerge', 64)";
 /// The one addition that cannot be made twice: run when [`TEXT_HASH_PRESENT`] is 0.
 pub(super) const ADD_TEXT_HASH: &str = "ALTER TABLE entries ADD COLUMN hash INTEGER";
 pub(super) const TEXT_HASH_PRESENT: &str =
@@ -153,8 +156,9 @@ pub(super) const ADDITIONS_PRESENT: &str = "
 SELECT (SELECT count(*) FROM sqlite_schema WHERE name = 'sessions_files')
   + (SELECT count(*) FROM counters
      WHERE name IN ('pending', 'embedded', 'writes', 'store_id'))
-  + (SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'hash')";
-pub(super) const ADDITIONS_COUNT: i64 = 6;
+  + (SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'hash')
+  + (SELECT count(*) FROM docs_config WHERE k = 'crisismerge' AND v = 64)";
+pub(super) const ADDITIONS_COUNT: i64 = 7;
 
 /// The tables to drop before a rebuild, virtual ones first (dropping one
 /// drops its shadow tables).
@@ -297,8 +301,8 @@ pub(super) const DELETE_RANKING_ROWS: &str = "DELETE FROM docs WHERE rowid BETWE
 pub(super) const TEXT_BYTES: &str =
     "SELECT ifnull(sum(bytes), 0) FROM entries WHERE rowid BETWEEN ?1 AND ?2";
 
-/// Merge work done by each write transaction, in pages (enough to keep the
-/// number of segments steady under appends; see `Store::update_file`).
+/// Merge work of up to ?1 leaf pages (`merge.rs`; negative: of every
+/// segment, as `optimize` does, `scrub.rs`).
 pub(super) const MERGE: &str = "INSERT INTO docs(docs, rank) VALUES('merge', ?1)";
 
 /// A row to embed: pending (`vectors` NULL) unless the vectors of the same

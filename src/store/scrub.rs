@@ -144,6 +144,11 @@ fn set_counter(conn: &Connection, name: &str, value: i64) -> rusqlite::Result<()
         .map(|_| ())
 }
 
+/// A scrub is owed or under way (its merge of every segment included).
+pub(super) fn owed(conn: &Connection) -> rusqlite::Result<bool> {
+    Ok(Phase::of(counter(conn, "scrub")?) != Phase::Clean)
+}
+
 fn counter(conn: &Connection, name: &str) -> rusqlite::Result<i64> {
     Ok(conn
         .query_row(schema::COUNTER, [name], |r| r.get(0))
@@ -289,9 +294,10 @@ impl Store {
     }
 }
 
-/// What the scrub reads of FTS5's structure record: its segments by level.
+/// What the scrub (and `merge.rs`) reads of FTS5's structure record: its
+/// segments by level.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Structure {
+pub(super) struct Structure {
     levels: Vec<Level>,
 }
 
@@ -313,7 +319,7 @@ struct Segment {
 
 impl Structure {
     /// The structure record of the `docs` index.
-    fn read(conn: &Connection) -> rusqlite::Result<Structure> {
+    pub(super) fn read(conn: &Connection) -> rusqlite::Result<Structure> {
         let record: Option<Vec<u8>> = conn
             .query_row(schema::FTS_STRUCTURE, [], |r| r.get(0))
             .optional()?;
@@ -371,6 +377,15 @@ impl Structure {
             structure.levels.push(Level { merging, segments });
         }
         Some(structure)
+    }
+
+    /// The most segments one level holds.
+    pub(super) fn fullest_level(&self) -> usize {
+        self.levels
+            .iter()
+            .map(|l| l.segments.len())
+            .max()
+            .unwrap_or(0)
     }
 
     fn segments(&self) -> impl Iterator<Item = &Segment> {

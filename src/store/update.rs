@@ -9,7 +9,8 @@
 //! the first writes, and writes them in transactions of up to [`BATCH`]: the
 //! first build of 3,000 sessions was 3,000 transactions, each flushing the
 //! full-text index's pending terms into a segment of its own and paying for
-//! merging them.
+//! merging them. The merging is not in them: after each, the merges due are
+//! made in transactions of their own, each as short (`merge.rs`).
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -23,7 +24,7 @@ use rusqlite::{
 
 use super::rows::{self, entry_text, passage_source, text_hash, EntryText, TextRow, CHUNK_BYTES};
 use super::schema::{self, rowids, Column};
-use super::{Gate, Store, StoreError};
+use super::{merge, Gate, Store, StoreError};
 use crate::session::discovery::ListedFile;
 use crate::session::{text_joined, AgentMessage, CompactString, Entry, EntryKind};
 use crate::store::meta::SessionMeta;
@@ -37,14 +38,16 @@ pub(crate) use quick::{DirTimes, HOT_FILES};
 const TAIL_BYTES: u64 = 64;
 /// Longest first message kept in the `sessions` table.
 const FIRST_MESSAGE_CHARS: usize = 500;
-/// The longest a write transaction of a pass over many files stays open:
-/// other writers (a pi process after its agent run) wait at most about this.
+/// How long a write transaction of a pass over many files stays open before
+/// it commits (checked after each file), and each of the merge transactions
+/// after it (`merge.rs`, which says what the bound leaves out): other writers
+/// (a pi process after its agent run) wait about this long for one. During
+/// the first build of the 10,000-session bench corpus (load 5-6), write and
+/// merge transactions held the lock p99 295-301 ms, max 297-328 ms; to their
+/// commit's return, which includes the WAL checkpoint a commit past
+/// [`PASS_CHECKPOINT_PAGES`] runs once the lock is free (what the search
+/// bench prints), p99 550-600 ms, max 596-619 ms (load 7-12).
 const BATCH: Duration = Duration::from_millis(250);
-/// Full-text merge work done by each write transaction, in pages: enough to
-/// keep the number of segments steady under appends (FTS5's own automerge,
-/// off in the schema, wrote ~64 pages per level every 64 pages written: one
-/// append in four paid for 17-24 ms of it at 10,000 sessions).
-const MERGE_PAGES: i64 = 64;
 /// Plans the planner thread may have ready ahead of the writer.
 const PLANS_AHEAD: usize = 16;
 /// WAL pages after which a commit of a pass over many files copies the WAL
@@ -529,7 +532,8 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
 
 /// Write planned files in transactions of up to [`BATCH`], each plan checked
 /// against the stored state under the write lock (planned again if another
-/// process moved it), until `deadline`.
+/// process moved it), until `deadline`; after each, the merges its segments
+/// made due, in transactions of their own (`merge.rs`).
 fn write_plans(
     conn: &mut Connection,
     plans: impl IntoIterator<Item = (PathBuf, rusqlite::Result<Plan>)>,
@@ -539,7 +543,6 @@ fn write_plans(
 ) -> rusqlite::Result<Written> {
     let mut written = Written::default();
     let mut plans = plans.into_iter().peekable();
-    let past = |deadline: Option<Instant>| deadline.is_some_and(|d| Instant::now() >= d);
     while plans.peek().is_some() && !past(deadline) {
         // Files with nothing to write take no lock.
         if let Some((_, Ok(plan))) = plans.peek() {
@@ -549,33 +552,54 @@ fn write_plans(
                 continue;
             }
         }
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let began = Instant::now();
-        let mut counters = Counters::read(&tx)?;
-        let mut forgot = false;
-        for (path, planned) in plans.by_ref() {
-            let mut todo = planned?;
-            written.seen += 1;
-            let key = path.to_string_lossy();
-            if stored_file(&tx, &key)? != todo.stored {
-                todo = plan(&tx, &path, meta_dir, gate)?;
-            }
-            forgot |= todo.forget;
-            written.changed += usize::from(apply(&tx, &key, todo, &mut counters)?);
-            if began.elapsed() >= BATCH || past(deadline) {
-                break;
-            }
-        }
-        if forgot {
-            // Recorded with the drop: a process killed before the scrub leaves it owed.
-            super::scrub::owe(&tx)?;
-        }
-        written.forgot |= forgot;
-        written.bumps += i64::from(counters.write(&tx)?);
-        tx.execute(schema::MERGE, [MERGE_PAGES])?;
-        tx.commit()?;
+        write_batch(conn, &mut plans, meta_dir, gate, deadline, &mut written)?;
+        merge::merge_due(conn, BATCH, deadline)?;
     }
     Ok(written)
+}
+
+fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
+/// One write transaction: planned files from `plans` until it has been open
+/// [`BATCH`] (checked after each file) or `deadline` passed. It merges no
+/// segments: its commit writes the terms still pending (at most FTS5's
+/// `hashsize`) as one more.
+fn write_batch(
+    conn: &mut Connection,
+    plans: &mut impl Iterator<Item = (PathBuf, rusqlite::Result<Plan>)>,
+    meta_dir: &Path,
+    gate: &Gate,
+    deadline: Option<Instant>,
+    written: &mut Written,
+) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let began = Instant::now();
+    let mut counters = Counters::read(&tx)?;
+    let mut forgot = false;
+    for (path, planned) in plans.by_ref() {
+        let mut todo = planned?;
+        written.seen += 1;
+        let key = path.to_string_lossy();
+        if stored_file(&tx, &key)? != todo.stored {
+            todo = plan(&tx, &path, meta_dir, gate)?;
+        }
+        forgot |= todo.forget;
+        written.changed += usize::from(apply(&tx, &key, todo, &mut counters)?);
+        if began.elapsed() >= BATCH || past(deadline) {
+            break;
+        }
+    }
+    if forgot {
+        // Recorded with the drop: a process killed before the scrub leaves it owed.
+        super::scrub::owe(&tx)?;
+    }
+    written.forgot |= forgot;
+    written.bumps += i64::from(counters.write(&tx)?);
+    tx.commit()?;
+    merge::held(began);
+    Ok(())
 }
 
 fn file_stat(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<FileStat> {
@@ -1449,4 +1473,86 @@ fn set_meta(
         insert_embedding(tx, first, hash, passage.len() as i64, carried, counters)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::scrub::Structure;
+
+    /// A session of `entries` user messages of ~16 KB each, every one with
+    /// the word `word996`: a ranking row for every one or two.
+    fn long_session(path: &Path, entries: usize) {
+        let mut lines = vec![
+            serde_json::json!({"type": "session", "version": 3, "id": "long",
+            "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/home/dev/proj"})
+            .to_string(),
+        ];
+        for k in 0..entries {
+            let text: String = (0..2_000)
+                .map(|w| format!("word{} ", (k * 7 + w) % 997))
+                .collect();
+            let parent = (k > 0).then(|| format!("e{}", k - 1));
+            lines.push(
+                serde_json::json!({"type": "message", "id": format!("e{k}"), "parentId": parent,
+                    "timestamp": "2026-03-01T10:00:02.000Z",
+                    "message": {"role": "user", "content": text, "timestamp": 1772359201000_i64}})
+                .to_string(),
+            );
+        }
+        std::fs::write(path, lines.join("\n") + "\n").unwrap();
+    }
+
+    /// A write transaction leaves every segment its flushes made where FTS5
+    /// wrote it (level 0): no merge inside it, where FTS5's crisis merge of
+    /// 16 segments was (`merge.rs`); the merges after it leave no level of
+    /// 16. Counted in segments, not time: with `hashsize` 1, FTS5 flushes
+    /// each ranking row as a segment of its own.
+    #[test]
+    fn write_transactions_merge_nothing_and_merges_after_them_do() {
+        let agent = tempfile::tempdir().unwrap();
+        let dir = agent.path().join("sessions").join("--home-dev-proj--");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("2026-03-01T10-00-00-000Z_long.jsonl");
+        long_session(&path, 60);
+        let meta_dir = agent.path().join("sessions-meta");
+        let mut store = Store::open(agent.path()).unwrap();
+        store
+            .conn
+            .execute("INSERT INTO docs(docs, rank) VALUES('hashsize', 1)", [])
+            .unwrap();
+        let gate = store.gate.clone();
+        let planned = plan(&store.conn, &path, &meta_dir, &gate);
+        let mut plans = vec![(path.clone(), planned)].into_iter();
+        let mut written = Written::default();
+        write_batch(
+            &mut store.conn,
+            &mut plans,
+            &meta_dir,
+            &gate,
+            None,
+            &mut written,
+        )
+        .unwrap();
+        assert_eq!(written.changed, 1);
+        let found = |conn: &Connection| -> i64 {
+            let sql = "SELECT count(*) FROM docs WHERE docs MATCH 'word996'";
+            conn.query_row(sql, [], |r| r.get(0)).unwrap()
+        };
+        let rows = found(&store.conn);
+        let level_0 = Structure::read(&store.conn).unwrap().fullest_level();
+        assert!(
+            level_0 > 16,
+            "the write transaction merged: {level_0} segments left"
+        );
+
+        merge::merge_due(&mut store.conn, BATCH, None).unwrap();
+        let fullest = Structure::read(&store.conn).unwrap().fullest_level();
+        assert!(fullest < 16, "a level of {fullest} segments left unmerged");
+        assert_eq!(
+            found(&store.conn),
+            rows,
+            "the same rows found after the merges"
+        );
+    }
 }
