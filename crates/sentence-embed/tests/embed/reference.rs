@@ -46,6 +46,19 @@ fn encoder(dir: &Path) -> Encoder {
     Encoder::load(dir, &EncoderOptions::default()).unwrap()
 }
 
+/// An encoder on 2 threads whose batches hold up to 4096 word pieces.
+fn large_batch_encoder(dir: &Path) -> Encoder {
+    Encoder::load(
+        dir,
+        &EncoderOptions {
+            threads: 2,
+            batch_pieces: 4096,
+            ..EncoderOptions::default()
+        },
+    )
+    .unwrap()
+}
+
 #[test]
 fn word_pieces_match_the_reference_tokenizer() {
     let Some(dir) = model_dir() else { return };
@@ -156,15 +169,7 @@ fn a_text_gets_the_same_vector_alone_or_in_any_batch() {
         .iter()
         .map(|s| s.text.as_str())
         .collect();
-    let large_batches = Encoder::load(
-        dir,
-        &EncoderOptions {
-            threads: 2,
-            batch_pieces: 4096,
-            ..EncoderOptions::default()
-        },
-    )
-    .unwrap();
+    let large_batches = large_batch_encoder(dir);
     let batched = large_batches.embed(&texts).unwrap();
     let small_batches = Encoder::load(
         dir,
@@ -339,15 +344,7 @@ fn encoding_starts_no_thread_outside_the_encoders_pool() {
         .join(" ");
     let texts: Vec<String> = (0..2).map(|i| format!("{i} {long}")).collect();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let encoder = Encoder::load(
-        dir,
-        &EncoderOptions {
-            threads: 2,
-            batch_pieces: 4096,
-            ..EncoderOptions::default()
-        },
-    )
-    .unwrap();
+    let encoder = large_batch_encoder(dir);
     let vectors = encoder.embed(&texts).unwrap();
     assert_eq!(vectors.len(), texts.len());
     if cfg!(target_os = "linux") {
