@@ -76,14 +76,18 @@ pub(super) fn merge_due(
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let began = Instant::now();
         let mut stuck = false;
-        while began.elapsed() < bound && due(&tx)? {
-            let before = Structure::read(&tx)?;
+        // The scrub counter cannot change under this transaction's lock: only
+        // the structure is read again, once per merge command.
+        let mut structure = Structure::read(&tx)?;
+        while began.elapsed() < bound && structure.fullest_level() >= MERGE_AT {
             tx.execute(schema::MERGE, [MERGE_PAGES])?;
+            let after = Structure::read(&tx)?;
             // FTS5 found nothing to merge at its own threshold (`usermerge`).
-            stuck = Structure::read(&tx)? == before;
+            stuck = after == structure;
             if stuck {
                 break;
             }
+            structure = after;
         }
         tx.commit()?;
         held(began);
