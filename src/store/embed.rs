@@ -131,7 +131,7 @@ impl Store {
         let mut report = EmbedReport::default();
         let mut from = 0;
         loop {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if super::past(deadline) {
                 break;
             }
             let batch = self.next_pending(from).map_err(|e| self.sql(e))?;

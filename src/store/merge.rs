@@ -69,7 +69,7 @@ pub(super) fn merge_due(
 ) -> rusqlite::Result<()> {
     let mut first = true;
     while due(conn)? {
-        if !first && deadline.is_some_and(|d| Instant::now() >= d) {
+        if !first && super::past(deadline) {
             break;
         }
         first = false;

@@ -415,6 +415,13 @@ impl Store {
     }
 }
 
+/// Whether a time budget's `deadline` (none: no budget) has passed: every
+/// bounded step of the store (a pass's planning and writing, the merges,
+/// the scrub, the semantic backfill) checks it the same way.
+fn past(deadline: Option<std::time::Instant>) -> bool {
+    deadline.is_some_and(|d| std::time::Instant::now() >= d)
+}
+
 /// Move a damaged store file to `<file>.corrupt` (replacing an older one;
 /// its WAL and shared memory go) so that the next open builds a new one from
 /// the session files, with one warning. Another process may have done it

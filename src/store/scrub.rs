@@ -191,7 +191,7 @@ impl Store {
         let mut merge_steps = 0;
         while phase != Phase::Clean {
             if !first {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
+                if super::past(deadline) {
                     break;
                 }
                 // The write lock free for a while: a waiting writer gets in.

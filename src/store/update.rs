@@ -24,7 +24,7 @@ use rusqlite::{
 
 use super::rows::{self, entry_text, passage_source, text_hash, EntryText, TextRow, CHUNK_BYTES};
 use super::schema::{self, rowids, Column};
-use super::{merge, Gate, Store, StoreError};
+use super::{merge, past, Gate, Store, StoreError};
 use crate::session::discovery::ListedFile;
 use crate::session::{text_joined, AgentMessage, CompactString, Entry, EntryKind};
 use crate::store::meta::SessionMeta;
@@ -468,7 +468,7 @@ impl Store {
                 let gate = &gate;
                 scope.spawn(move || {
                     for path in paths {
-                        if deadline.is_some_and(|d| Instant::now() >= d) {
+                        if past(deadline) {
                             break;
                         }
                         let planned = plan(&reader, path, meta_dir, gate);
@@ -556,10 +556,6 @@ fn write_plans(
         merge::merge_due(conn, BATCH, deadline)?;
     }
     Ok(written)
-}
-
-fn past(deadline: Option<Instant>) -> bool {
-    deadline.is_some_and(|d| Instant::now() >= d)
 }
 
 /// One write transaction: planned files from `plans` until it has been open
