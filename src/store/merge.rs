@@ -3,7 +3,7 @@
 //!
 //! FTS5 keeps the terms a transaction adds in memory and writes them as a
 //! new segment on level 0 when it commits (and whenever they pass its
-//! `hashsize`, 1 MB, mid-transaction). A query reads every segment, so
+//! `hashsize`, 8 MB in the store, mid-transaction). A query reads every segment, so
 //! segments are merged: the segments of one level into one of the next.
 //! FTS5 merges inside those flushes: `automerge` (off in the schema) and
 //! the *crisis merge*: a level 0 that holds `crisismerge` segments (16 by

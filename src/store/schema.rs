@@ -136,7 +136,11 @@ INSERT INTO counters VALUES('vectors', 0), ('dropped', 0);
 /// again whole that still holds every stored text needs no scrub (see
 /// `update.rs`, `Plan::forget`). And FTS5's `crisismerge` at 64 (a
 /// safety net: `merge.rs` merges in transactions of its own, so that
-/// flushes, in write transactions, do not).
+/// flushes, in write transactions, do not), and its `hashsize` at 8 MB
+/// (FTS5's default is 1 MB): the terms a write transaction adds are kept in
+/// memory up to that size before FTS5 writes them as a segment, so a first
+/// build writes fewer, larger segments and merges less (see `update.rs`'
+/// `PASS_CACHE_KIB` for what the two measured together).
 pub(super) const ADDITIONS: &str = "
 CREATE INDEX IF NOT EXISTS sessions_files
   ON sessions(path, size, mtime_ns, inode, ctime_ns, meta_mtime_ns, id);
@@ -145,7 +149,8 @@ INSERT OR IGNORE INTO counters
 INSERT OR IGNORE INTO counters
   SELECT 'embedded', count(*) FROM embeddings WHERE vectors IS NOT NULL;
 INSERT OR IGNORE INTO counters VALUES('writes', 0), ('store_id', random());
-INSERT INTO docs(docs, rank) VALUES('crisismerge', 64)";
+INSERT INTO docs(docs, rank) VALUES('crisismerge', 64);
+INSERT INTO docs(docs, rank) VALUES('hashsize', 8388608)";
 /// The one addition that cannot be made twice: run when [`TEXT_HASH_PRESENT`] is 0.
 pub(super) const ADD_TEXT_HASH: &str = "ALTER TABLE entries ADD COLUMN hash INTEGER";
 pub(super) const TEXT_HASH_PRESENT: &str =
@@ -157,8 +162,9 @@ SELECT (SELECT count(*) FROM sqlite_schema WHERE name = 'sessions_files')
   + (SELECT count(*) FROM counters
      WHERE name IN ('pending', 'embedded', 'writes', 'store_id'))
   + (SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'hash')
-  + (SELECT count(*) FROM docs_config WHERE k = 'crisismerge' AND v = 64)";
-pub(super) const ADDITIONS_COUNT: i64 = 7;
+  + (SELECT count(*) FROM docs_config WHERE k = 'crisismerge' AND v = 64)
+  + (SELECT count(*) FROM docs_config WHERE k = 'hashsize' AND v = 8388608)";
+pub(super) const ADDITIONS_COUNT: i64 = 8;
 
 /// The tables to drop before a rebuild, virtual ones first (dropping one
 /// drops its shadow tables).

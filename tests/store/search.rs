@@ -590,6 +590,38 @@ fn a_corrupt_or_old_index_is_rebuilt_with_one_warning() {
     assert_eq!(index.integrity_check().expect("check"), "ok");
 }
 
+/// The full-text index keeps the terms of a write transaction in memory up
+/// to 8 MB before writing a segment (`hashsize`, FTS5's default 1 MB; see
+/// `schema::ADDITIONS`): set in a new store, and added in place to a store
+/// made before it, which keeps its rows.
+#[test]
+fn the_full_text_index_flushes_at_8_mb_in_new_and_older_stores() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let mut w = Writer::new(agent, "/p", "kept");
+    w.user("okapi stripes");
+    drop(store_updated(agent, None));
+    let path = session_index::store::store_path(agent);
+    let hashsize = || -> Option<i64> {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        let sql = "SELECT v FROM docs_config WHERE k = 'hashsize'";
+        conn.query_row(sql, [], |r| r.get(0)).ok()
+    };
+    assert_eq!(hashsize(), Some(8 << 20), "a new store");
+
+    // A store of the same schema version made before the setting.
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.execute("DELETE FROM docs_config WHERE k = 'hashsize'", [])
+            .expect("make it older");
+    }
+    assert_eq!(hashsize(), None);
+    let index = Store::open(agent).expect("reopen");
+    assert!(index.rebuilt.is_none(), "{:?}", index.rebuilt);
+    assert_eq!(hashsize(), Some(8 << 20), "added in place");
+    assert_eq!(hit_ids(&top5(&index, "okapi")), vec!["kept"]);
+}
+
 #[test]
 fn sessions_privacy_excludes_are_never_stored_or_returned() {
     let dir = tempfile::tempdir().expect("a temporary directory");
