@@ -125,6 +125,21 @@ CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROW
 INSERT INTO counters VALUES('vectors', 0), ('dropped', 0);
 ";
 
+/// FTS5's settings the store keeps in `docs_config` (see [`ADDITIONS`]), as
+/// SQL literals: [`ADDITIONS`] writes them and [`ADDITIONS_PRESENT`] checks
+/// them, so the two cannot disagree (a store that never matched would take
+/// the write lock at every open to add them again).
+macro_rules! fts5_crisismerge {
+    () => {
+        "64"
+    };
+}
+macro_rules! fts5_hashsize {
+    () => {
+        "8388608"
+    };
+}
+
 /// Added to a store of this version in place, once, by the first process
 /// that finds it missing (a rebuild would throw away its vectors: hours of
 /// embedding at 30,000 sessions), and to every new store: `sessions_files`,
@@ -141,7 +156,8 @@ INSERT INTO counters VALUES('vectors', 0), ('dropped', 0);
 /// memory up to that size before FTS5 writes them as a segment, so a first
 /// build writes fewer, larger segments and merges less (see `update.rs`'
 /// `PASS_CACHE_KIB` for what the two measured together).
-pub(super) const ADDITIONS: &str = "
+pub(super) const ADDITIONS: &str = concat!(
+    "
 CREATE INDEX IF NOT EXISTS sessions_files
   ON sessions(path, size, mtime_ns, inode, ctime_ns, meta_mtime_ns, id);
 INSERT OR IGNORE INTO counters
@@ -149,21 +165,32 @@ INSERT OR IGNORE INTO counters
 INSERT OR IGNORE INTO counters
   SELECT 'embedded', count(*) FROM embeddings WHERE vectors IS NOT NULL;
 INSERT OR IGNORE INTO counters VALUES('writes', 0), ('store_id', random());
-INSERT INTO docs(docs, rank) VALUES('crisismerge', 64);
-INSERT INTO docs(docs, rank) VALUES('hashsize', 8388608)";
+INSERT INTO docs(docs, rank) VALUES('crisismerge', ",
+    fts5_crisismerge!(),
+    ");
+INSERT INTO docs(docs, rank) VALUES('hashsize', ",
+    fts5_hashsize!(),
+    ")"
+);
 /// The one addition that cannot be made twice: run when [`TEXT_HASH_PRESENT`] is 0.
 pub(super) const ADD_TEXT_HASH: &str = "ALTER TABLE entries ADD COLUMN hash INTEGER";
 pub(super) const TEXT_HASH_PRESENT: &str =
     "SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'hash'";
 /// How many of [`ADDITIONS`]' objects and [`ADD_TEXT_HASH`]'s column the
 /// store has (all: [`ADDITIONS_COUNT`]).
-pub(super) const ADDITIONS_PRESENT: &str = "
+pub(super) const ADDITIONS_PRESENT: &str = concat!(
+    "
 SELECT (SELECT count(*) FROM sqlite_schema WHERE name = 'sessions_files')
   + (SELECT count(*) FROM counters
      WHERE name IN ('pending', 'embedded', 'writes', 'store_id'))
   + (SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'hash')
-  + (SELECT count(*) FROM docs_config WHERE k = 'crisismerge' AND v = 64)
-  + (SELECT count(*) FROM docs_config WHERE k = 'hashsize' AND v = 8388608)";
+  + (SELECT count(*) FROM docs_config WHERE k = 'crisismerge' AND v = ",
+    fts5_crisismerge!(),
+    ")
+  + (SELECT count(*) FROM docs_config WHERE k = 'hashsize' AND v = ",
+    fts5_hashsize!(),
+    ")"
+);
 pub(super) const ADDITIONS_COUNT: i64 = 8;
 
 /// The tables to drop before a rebuild, virtual ones first (dropping one
@@ -403,6 +430,19 @@ pub(super) const TRUNCATE_WAL: &str = "PRAGMA wal_checkpoint(TRUNCATE)";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Once [`ADDITIONS`] (and [`ADD_TEXT_HASH`]) ran, [`ADDITIONS_PRESENT`]
+    /// finds all [`ADDITIONS_COUNT`] of them: else every open of the store
+    /// would take the write lock to make them again.
+    #[test]
+    fn the_additions_made_are_all_found_present() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(CREATE_TABLES).unwrap();
+        conn.execute_batch(ADDITIONS).unwrap();
+        conn.execute_batch(ADD_TEXT_HASH).unwrap();
+        let present: i64 = conn.query_row(ADDITIONS_PRESENT, [], |r| r.get(0)).unwrap();
+        assert_eq!(present, ADDITIONS_COUNT);
+    }
 
     /// The statements that list every text column spell them in [`COLUMNS`]' order.
     #[test]

@@ -54,11 +54,12 @@ const BATCH: Duration = Duration::from_millis(250);
 /// being read back from the OS. Put back to what it was after the pass,
 /// which gives the memory back (a pi process keeps its store open). With
 /// the store's 8 MB `hashsize` (`schema::ADDITIONS`), the search bench's
-/// first build of 10,000 sessions (998 MB), quiet machine, 3 rounds
-/// alternating with the binary before: 30.1-34.9 s (28.8-33.5 MB/s)
-/// against 37.5-38.5 s (26.1-26.9 MB/s), peak RSS 53 MB against 32 MB;
-/// the write lock held (to the commit's return) p99 525-542 ms against
-/// 455-463 ms, as the commit now writes up to 8 MB of pending terms.
+/// first build of 10,000 sessions (998 MB), quiet machine, 5 rounds
+/// alternating with the binary before: median 33.6 s (30.1-37.7 s,
+/// 26.8-33.5 MB/s) against 38.5 s (37.5-40.0 s, 25.2-26.9 MB/s), peak RSS
+/// 50-54 MB against 32-33 MB; the write lock held (to the commit's return)
+/// p99 525-542 ms against 455-539 ms, as a commit now writes up to 8 MB of
+/// pending terms.
 const PASS_CACHE_KIB: i64 = 16 * 1024;
 /// Plans the planner thread may have ready ahead of the writer.
 const PLANS_AHEAD: usize = 16;
@@ -70,6 +71,13 @@ const PLANS_AHEAD: usize = 16;
 /// pages are zeroed): at the default it checkpointed every ~16 transactions
 /// (803 fsyncs at 10,000 sessions), copying pages that later frames replace.
 const PASS_CHECKPOINT_PAGES: i64 = super::WAL_KEPT_BYTES / 4096;
+
+/// What a pass over many files sets on its writing connection for its
+/// length: [`PASS_CHECKPOINT_PAGES`] and [`PASS_CACHE_KIB`].
+const PASS_PRAGMAS: [(&str, i64); 2] = [
+    ("wal_autocheckpoint", PASS_CHECKPOINT_PAGES),
+    ("cache_size", -PASS_CACHE_KIB),
+];
 
 /// What an update did.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -474,8 +482,7 @@ impl Store {
             write_plans(&mut self.conn, plans, meta_dir, &gate, deadline)
         } else {
             let reader = open_reader(&self.path).map_err(|e| self.sql(e))?;
-            let checkpoint_pages = self.set_pragma("wal_autocheckpoint", PASS_CHECKPOINT_PAGES)?;
-            let cache_size = self.set_pragma("cache_size", -PASS_CACHE_KIB)?;
+            let before_pass = self.set_pragmas(&PASS_PRAGMAS)?;
             let written = std::thread::scope(|scope| {
                 let (send, receive) = mpsc::sync_channel(PLANS_AHEAD);
                 let gate = &gate;
@@ -493,23 +500,28 @@ impl Store {
                 write_plans(&mut self.conn, receive, meta_dir, gate, deadline)
             });
             // The WAL left is copied at the next commit past the bound put back.
-            self.set_pragma("wal_autocheckpoint", checkpoint_pages)?;
-            self.set_pragma("cache_size", cache_size)?;
+            self.set_pragmas(&before_pass)?;
             written
         };
         written.map_err(|e| self.sql(e))
     }
 
-    /// Sets one of this connection's numeric pragmas (`wal_autocheckpoint`,
-    /// `cache_size`) for a pass; returns the value it had, to put back.
-    fn set_pragma(&self, name: &str, value: i64) -> Result<i64, StoreError> {
-        let had: i64 = self
-            .conn
-            .pragma_query_value(None, name, |row| row.get(0))
-            .map_err(|e| self.sql(e))?;
-        self.conn
-            .pragma_update(None, name, value)
-            .map_err(|e| self.sql(e))?;
+    /// Sets this connection's numeric `pragmas` (name, value); returns the
+    /// values they had, to put back with the same call.
+    fn set_pragmas(
+        &self,
+        pragmas: &[(&'static str, i64)],
+    ) -> Result<Vec<(&'static str, i64)>, StoreError> {
+        let sql = |e| self.sql(e);
+        let mut had = Vec::with_capacity(pragmas.len());
+        for &(name, value) in pragmas {
+            let was: i64 = self
+                .conn
+                .pragma_query_value(None, name, |row| row.get(0))
+                .map_err(sql)?;
+            self.conn.pragma_update(None, name, value).map_err(sql)?;
+            had.push((name, was));
+        }
         Ok(had)
     }
 }

@@ -545,14 +545,18 @@ fn secrets_and_image_data_never_reach_the_index_file() {
     assert!(has(b"walrus"));
 }
 
+/// A store of one session `id` saying `text`, built and closed: its file's path.
+fn one_session_stored(agent: &Path, id: &str, text: &str) -> std::path::PathBuf {
+    Writer::new(agent, "/p", id).user(text);
+    drop(store_updated(agent, None));
+    session_index::store::store_path(agent)
+}
+
 #[test]
 fn a_corrupt_or_old_index_is_rebuilt_with_one_warning() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let agent = dir.path();
-    let mut w = Writer::new(agent, "/p", "survivor");
-    w.user("pangolin scales");
-    drop(store_updated(agent, None));
-    let path = session_index::store::store_path(agent);
+    let path = one_session_stored(agent, "survivor", "pangolin scales");
 
     // Old schema: another user_version and other tables.
     {
@@ -598,10 +602,7 @@ fn a_corrupt_or_old_index_is_rebuilt_with_one_warning() {
 fn the_full_text_index_flushes_at_8_mb_in_new_and_older_stores() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let agent = dir.path();
-    let mut w = Writer::new(agent, "/p", "kept");
-    w.user("okapi stripes");
-    drop(store_updated(agent, None));
-    let path = session_index::store::store_path(agent);
+    let path = one_session_stored(agent, "kept", "okapi stripes");
     let hashsize = || -> Option<i64> {
         let conn = rusqlite::Connection::open(&path).expect("open");
         let sql = "SELECT v FROM docs_config WHERE k = 'hashsize'";
