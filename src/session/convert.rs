@@ -9,7 +9,10 @@
 //! Every text an entry keeps is also cleaned here ([`clean`]: `<private>`
 //! spans and secrets, [`crate::redact::session_text`]), before it is cut: the
 //! reader is where session text enters the program, so no view, store row,
-//! model request or printed line can hold text that skipped the pass. What
+//! model request or printed line can hold text that skipped the pass. The
+//! one exception is asked for by name ([`Cleaning::AsWritten`]): a search's
+//! snippets, which use such a text only when it is proven to be the cleaned
+//! text the store kept, and read the entry again cleaned otherwise. What
 //! is kept as is: ids, types, roles, tool names, timestamps, the header's
 //! `cwd` and `parentSession` (paths the privacy and containment checks match;
 //! what prints or sends them redacts them there).
@@ -62,23 +65,48 @@ pub(crate) fn head_of<T: for<'s> From<&'s str>>(s: &str) -> T {
     T::from(&s[..crate::text::floor_char_boundary(s, STRING_HEAD_BYTES)])
 }
 
-/// `text` with its `<private>` spans and secrets replaced: what every text
-/// taken from a session becomes.
-fn clean(text: &str) -> String {
-    crate::redact::session_text(text).into_owned()
+/// What the reader does to the texts an entry keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cleaning {
+    /// `<private>` spans and secrets replaced
+    /// ([`crate::redact::session_text`]): every reader but one.
+    Cleaned,
+    /// Kept as written. Only for a search's snippets (`store::snippets`),
+    /// which use a text read so only when its length and hash are those of
+    /// the cleaned text the store kept, and read the entry again
+    /// [`Cleaned`](Cleaning::Cleaned) otherwise: most entries hold no secret,
+    /// and the rules were a third of a slow search's time.
+    AsWritten,
 }
 
-/// [`head_of`] `s`, cleaned.
-fn clean_head<T: From<String>>(s: &str) -> T {
-    T::from(clean(
-        &s[..crate::text::floor_char_boundary(s, STRING_HEAD_BYTES)],
-    ))
-}
+impl Cleaning {
+    /// `text` as this reader keeps it: what every text taken from a session becomes.
+    fn text(self, text: &str) -> String {
+        match self {
+            Cleaning::Cleaned => crate::redact::session_text(text).into_owned(),
+            Cleaning::AsWritten => text.to_string(),
+        }
+    }
 
-/// [`bounded`] of `text` cleaned first, so a cut never keeps the body of a
-/// secret whose start it dropped.
-fn clean_bounded(text: &str, head: Head) -> BoundedText {
-    bounded(&clean(text), head.units, head.bytes)
+    /// [`head_of`] `s`, cleaned.
+    fn head<T: From<String>>(self, s: &str) -> T {
+        T::from(self.text(&s[..crate::text::floor_char_boundary(s, STRING_HEAD_BYTES)]))
+    }
+
+    /// [`bounded`] of `text` cleaned first, so a cut never keeps the body of a
+    /// secret whose start it dropped.
+    fn bounded(self, text: &str, head: Head) -> BoundedText {
+        bounded(&self.text(text), head.units, head.bytes)
+    }
+
+    /// The JSON value of `json`, each of its strings cleaned.
+    fn value(self, json: &str) -> Value {
+        let mut value = bounded_value(json);
+        if self == Cleaning::Cleaned {
+            crate::redact::strings_in(&mut value, crate::redact::session_text);
+        }
+        value
+    }
 }
 
 /// Keep a head of `text` of at most `max_units` UTF-16 units and `max_bytes`
@@ -132,11 +160,11 @@ fn decode(json: &str) -> String {
 /// beyond 6 bytes per kept byte is not decoded: its head decodes to at least
 /// the kept head (an escape is at most 6 bytes for 1 unit and 1 byte), so the
 /// cut is the one the whole text gives.
-fn bounded_json(json: &str, head: Head) -> BoundedText {
+fn bounded_json(json: &str, head: Head, cleaning: Cleaning) -> BoundedText {
     let head_json_bytes = 6 * head.bytes;
     let body = &json[1..json.len() - 1];
     if body.len() <= head_json_bytes {
-        return clean_bounded(&decode(json), head);
+        return cleaning.bounded(&decode(json), head);
     }
     let b = body.as_bytes();
     let (mut units, mut bytes) = (utf16_len(body), body.len());
@@ -161,15 +189,8 @@ fn bounded_json(json: &str, head: Head) -> BoundedText {
     BoundedText {
         full_utf16_len: units,
         full_bytes: bytes,
-        ..clean_bounded(&decoded, head)
+        ..cleaning.bounded(&decoded, head)
     }
-}
-
-/// [`bounded_value`] with every string cleaned.
-fn clean_value(json: &str) -> Value {
-    let mut value = bounded_value(json);
-    crate::redact::strings_in(&mut value, crate::redact::session_text);
-    value
 }
 
 /// The JSON value `json` (a tool call's arguments, an entry's `details`)
@@ -274,7 +295,7 @@ fn to_u64(n: Option<f64>) -> u64 {
     }
 }
 
-fn block(raw: &RawBlock<'_>, head: Head) -> Option<Block> {
+fn block(raw: &RawBlock<'_>, head: Head, cleaning: Cleaning) -> Option<Block> {
     match raw.ty.as_str()? {
         "text" => {
             let json = raw
@@ -282,14 +303,17 @@ fn block(raw: &RawBlock<'_>, head: Head) -> Option<Block> {
                 .map(|t| t.get())
                 .filter(|t| t.starts_with('"'))
                 .unwrap_or("\"\"");
-            Some(Block::Text(bounded_json(json, head)))
+            Some(Block::Text(bounded_json(json, head, cleaning)))
         }
-        "thinking" => Some(Block::Thinking(clean_head(
-            raw.thinking.as_str().unwrap_or_default(),
-        ))),
+        "thinking" => Some(Block::Thinking(
+            cleaning.head(raw.thinking.as_str().unwrap_or_default()),
+        )),
         "toolCall" => Some(Block::ToolCall {
             name: head_of(raw.name.as_str().unwrap_or_default()),
-            arguments: Box::new(raw.arguments.map_or(Value::Null, |a| clean_value(a.get()))),
+            arguments: Box::new(
+                raw.arguments
+                    .map_or(Value::Null, |a| cleaning.value(a.get())),
+            ),
         }),
         "image" => Some(Block::Image {
             mime_type: head_of(raw.mime_type.as_str().unwrap_or_default()),
@@ -300,12 +324,12 @@ fn block(raw: &RawBlock<'_>, head: Head) -> Option<Block> {
 }
 
 /// A content's blocks, as a [`Blocks`] or a `Box<[Block]>`.
-fn blocks<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>, head: Head) -> B {
+fn blocks<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>, head: Head, cleaning: Cleaning) -> B {
     B::from(match raw {
         Some(RawContent::Blocks(b)) => {
             // Sized up front: collecting a filter would reserve 4 blocks for one.
             let mut blocks = Vec::with_capacity(b.len());
-            blocks.extend(b.iter().filter_map(|b| block(b, head)));
+            blocks.extend(b.iter().filter_map(|b| block(b, head, cleaning)));
             blocks
         }
         _ => Vec::new(),
@@ -314,62 +338,62 @@ fn blocks<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>, head: Head) -> B {
 
 /// A tool result's content: a string where pi expects blocks would make pi
 /// throw; it is kept as text so nothing is silently lost.
-fn tool_result_content(raw: &Option<RawContent<'_>>) -> Box<[Block]> {
+fn tool_result_content(raw: &Option<RawContent<'_>>, cleaning: Cleaning) -> Box<[Block]> {
     match raw {
-        Some(RawContent::Text(t)) => Box::new([Block::Text(clean_bounded(t, TOOL_TEXT))]),
-        _ => blocks(raw, TOOL_TEXT),
+        Some(RawContent::Text(t)) => Box::new([Block::Text(cleaning.bounded(t, TOOL_TEXT))]),
+        _ => blocks(raw, TOOL_TEXT, cleaning),
     }
 }
 
 /// A user's or a custom message's content: a string is kept as the one text
 /// block pi's views read it as.
-pub fn content<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>) -> B {
+pub fn content<B: From<Vec<Block>>>(raw: &Option<RawContent<'_>>, cleaning: Cleaning) -> B {
     match raw {
-        Some(RawContent::Text(t)) => B::from(vec![Block::Text(clean_bounded(t, MESSAGE_TEXT))]),
-        _ => blocks(raw, MESSAGE_TEXT),
+        Some(RawContent::Text(t)) => B::from(vec![Block::Text(cleaning.bounded(t, MESSAGE_TEXT))]),
+        _ => blocks(raw, MESSAGE_TEXT, cleaning),
     }
 }
 
 /// A message of a `message` entry; `None` for a role pi's context code does not know.
-pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
+pub fn message(m: &RawMessage<'_>, version: u32, cleaning: Cleaning) -> Option<AgentMessage> {
     let timestamp = to_i64(m.timestamp.0);
     let role = m.role.as_str()?;
     Some(match role {
         "user" => AgentMessage::User {
-            content: content(&m.content),
+            content: content(&m.content, cleaning),
             timestamp,
         },
         "assistant" => AgentMessage::Assistant {
-            content: blocks(&m.content, MESSAGE_TEXT),
-            error_message: m.error_message.as_str().map(|e| Box::new(clean_head(e))),
+            content: blocks(&m.content, MESSAGE_TEXT, cleaning),
+            error_message: m.error_message.as_str().map(|e| Box::new(cleaning.head(e))),
             timestamp,
         },
         "toolResult" => AgentMessage::ToolResult {
             tool_name: head_of(m.tool_name.as_str().unwrap_or_default()),
-            content: tool_result_content(&m.content),
+            content: tool_result_content(&m.content, cleaning),
             is_error: m.is_error.0,
             timestamp,
         },
         "bashExecution" => AgentMessage::BashExecution(Box::new(BashExecution {
-            command: clean_head(m.command.as_str().unwrap_or_default()),
+            command: cleaning.head(m.command.as_str().unwrap_or_default()),
             // pi stores bash output already cut to 50 KB and sends it whole.
-            output: clean_bounded(m.output.as_str().unwrap_or_default(), MESSAGE_TEXT),
+            output: cleaning.bounded(m.output.as_str().unwrap_or_default(), MESSAGE_TEXT),
             exit_code: m.exit_code.0.filter(|v| v.is_finite()).map(|v| v as i64),
             cancelled: m.cancelled.0,
             truncated: m.truncated.0,
-            full_output_path: m.full_output_path.as_str().map(clean_head),
+            full_output_path: m.full_output_path.as_str().map(|p| cleaning.head(p)),
             exclude_from_context: m.exclude_from_context.0,
             timestamp,
         })),
-        "custom" => custom(m, timestamp),
-        "hookMessage" if version < 3 => custom(m, timestamp),
+        "custom" => custom(m, timestamp, cleaning),
+        "hookMessage" if version < 3 => custom(m, timestamp, cleaning),
         "branchSummary" => AgentMessage::BranchSummary {
-            summary: clean_head(m.summary.as_str().unwrap_or_default()),
+            summary: cleaning.head(m.summary.as_str().unwrap_or_default()),
             from_id: head_of(m.from_id.as_str().unwrap_or_default()),
             timestamp,
         },
         "compactionSummary" => AgentMessage::CompactionSummary {
-            summary: clean_head(m.summary.as_str().unwrap_or_default()),
+            summary: cleaning.head(m.summary.as_str().unwrap_or_default()),
             tokens_before: to_u64(m.tokens_before.0),
             timestamp,
         },
@@ -377,10 +401,10 @@ pub fn message(m: &RawMessage<'_>, version: u32) -> Option<AgentMessage> {
     })
 }
 
-fn custom(m: &RawMessage<'_>, timestamp: i64) -> AgentMessage {
+fn custom(m: &RawMessage<'_>, timestamp: i64, cleaning: Cleaning) -> AgentMessage {
     AgentMessage::Custom {
         custom_type: head_of(m.custom_type.as_str().unwrap_or_default()),
-        content: content(&m.content),
+        content: content(&m.content, cleaning),
         display: m.display.0,
         timestamp,
     }
@@ -393,19 +417,19 @@ pub(crate) fn string<T: for<'s> From<&'s str>>(s: &Str<'_>) -> T {
 
 /// A compaction's or branch summary's `details`, unless an extension wrote
 /// it (`fromHook`): then they are not pi's file lists.
-fn pi_details(l: &RawLine<'_>) -> Option<Box<Value>> {
+fn pi_details(l: &RawLine<'_>, cleaning: Cleaning) -> Option<Box<Value>> {
     let details = l.details.filter(|_| !l.from_hook.0)?;
-    Some(Box::new(clean_value(details.get())))
+    Some(Box::new(cleaning.value(details.get())))
 }
 
 /// The entry kind of a non-header line. `Err(())` for a `message` entry pi's
 /// context code could not use (no message object, or an unknown role): the
 /// caller keeps it as `Unknown` so the tree stays connected.
-pub fn kind(l: &RawLine<'_>, ty: &str, version: u32) -> Result<EntryKind, ()> {
+pub fn kind(l: &RawLine<'_>, ty: &str, version: u32, cleaning: Cleaning) -> Result<EntryKind, ()> {
     Ok(match ty {
         "message" => {
             let m = l.message.as_ref().and_then(|m| m.0.as_ref()).ok_or(())?;
-            EntryKind::Message(message(m, version).ok_or(())?)
+            EntryKind::Message(message(m, version, cleaning).ok_or(())?)
         }
         "thinking_level_change" => EntryKind::ThinkingLevelChange {
             thinking_level: string(&l.thinking_level),
@@ -415,30 +439,30 @@ pub fn kind(l: &RawLine<'_>, ty: &str, version: u32) -> Result<EntryKind, ()> {
             model_id: string(&l.model_id),
         },
         "compaction" => EntryKind::Compaction {
-            summary: clean_head(l.summary.as_str().unwrap_or_default()),
+            summary: cleaning.head(l.summary.as_str().unwrap_or_default()),
             first_kept_entry_id: string(&l.first_kept_entry_id),
             tokens_before: to_u64(l.tokens_before.0),
-            details: pi_details(l),
+            details: pi_details(l, cleaning),
         },
         "branch_summary" => EntryKind::BranchSummary {
             from_id: string(&l.from_id),
-            summary: clean_head(l.summary.as_str().unwrap_or_default()),
-            details: pi_details(l),
+            summary: cleaning.head(l.summary.as_str().unwrap_or_default()),
+            details: pi_details(l, cleaning),
         },
         "custom" => EntryKind::Custom {
             custom_type: string(&l.custom_type),
         },
         "custom_message" => EntryKind::CustomMessage {
             custom_type: string(&l.custom_type),
-            content: content(&l.content),
+            content: content(&l.content, cleaning),
             display: l.display.0,
         },
         "label" => EntryKind::Label {
             target_id: string(&l.target_id),
-            label: l.label.as_str().map(clean_head),
+            label: l.label.as_str().map(|l| cleaning.head(l)),
         },
         "session_info" => EntryKind::SessionInfo {
-            name: l.name.as_str().map(clean_head),
+            name: l.name.as_str().map(|n| cleaning.head(n)),
         },
         other => EntryKind::Unknown {
             entry_type: head_of(other),
@@ -590,14 +614,17 @@ mod tests {
                 let json = format!("\"{body}\"");
                 let text: String = serde_json::from_str(&json).unwrap();
                 assert_eq!(
-                    bounded_json(&json, TOOL_TEXT),
+                    bounded_json(&json, TOOL_TEXT, Cleaning::Cleaned),
                     bounded(&text, TOOL_TEXT_HEAD_UNITS, TOOL_TEXT_HEAD_BYTES),
                     "{target}"
                 );
             }
         }
         // A lone surrogate reads as U+FFFD, as pi writes it.
-        assert_eq!(bounded_json("\"a\\ud83d\"", TOOL_TEXT).head, "a\u{FFFD}");
+        assert_eq!(
+            bounded_json("\"a\\ud83d\"", TOOL_TEXT, Cleaning::Cleaned).head,
+            "a\u{FFFD}"
+        );
     }
 
     #[test]

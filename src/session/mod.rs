@@ -24,7 +24,7 @@ pub mod views;
 use std::path::{Path, PathBuf};
 
 pub use convert::{
-    bounded, cut_note, iso_to_ms, utf16_len, MESSAGE_TEXT_HEAD_BYTES, STRING_HEAD_BYTES,
+    bounded, cut_note, iso_to_ms, utf16_len, Cleaning, MESSAGE_TEXT_HEAD_BYTES, STRING_HEAD_BYTES,
     TOOL_TEXT_HEAD_BYTES, TOOL_TEXT_HEAD_UNITS,
 };
 
@@ -131,20 +131,22 @@ pub fn read_lines(
 /// entry), and stopping where it says: a search's snippets leave out the
 /// entries that cannot hold the query's words, and stop once they have
 /// their snippets, before the rest cost a parse and the redaction of their
-/// text.
+/// text. The texts are cleaned as `cleaning` says ([`Cleaning::AsWritten`]
+/// is for the snippets alone: see its docs).
 pub fn read_lines_where(
     path: &Path,
     file: std::fs::File,
     from: u64,
     until: u64,
     keep: &mut dyn LinePicker,
+    cleaning: Cleaning,
 ) -> Result<Appended, SessionError> {
     let read::Parsed {
         entries,
         lines,
         offset,
         ..
-    } = read::read_where(path, file, from, until, keep)?;
+    } = read::read_where(path, file, from, until, keep, cleaning)?;
     Ok(Appended {
         header: None,
         entries,

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::path::Path;
 
-use super::convert;
+use super::convert::{self, Cleaning};
 use super::entries::*;
 use super::lines::{Cut, Line, LineReader, Skipped};
 use super::raw::{RawBlock, RawContent, RawLine};
@@ -156,7 +156,8 @@ pub(crate) fn read(
     until: Option<u64>,
     complete_only: bool,
 ) -> Result<Parsed, SessionError> {
-    read_at_most(path, file, offset, until, complete_only, MAX_ENTRIES, None)
+    let records = Records::new(path, MAX_ENTRIES, Cleaning::Cleaned);
+    read_into(records, file, offset, until, complete_only, None)
 }
 
 /// What [`read_where`] does with a line after the header.
@@ -188,23 +189,25 @@ pub(crate) fn read_where(
     offset: u64,
     until: u64,
     keep: &mut dyn LinePicker,
+    cleaning: Cleaning,
 ) -> Result<Parsed, SessionError> {
     let keep = (offset > 0).then_some(keep);
-    read_at_most(path, file, offset, Some(until), true, MAX_ENTRIES, keep)
+    let records = Records::new(path, MAX_ENTRIES, cleaning);
+    read_into(records, file, offset, Some(until), true, keep)
 }
 
-/// [`read`], holding at most `max_entries` (the newest), and of the lines
-/// after the header only those `keep` picks, when given.
-fn read_at_most(
-    path: &Path,
+/// [`read`] into `records` (which holds at most so many entries, the
+/// newest, and cleans their texts or not), and of the lines after the
+/// header only those `keep` picks, when given.
+fn read_into(
+    mut records: Records<'_>,
     file: File,
     offset: u64,
     until: Option<u64>,
     complete_only: bool,
-    max_entries: usize,
     mut keep: Option<&mut dyn LinePicker>,
 ) -> Result<Parsed, SessionError> {
-    let mut records = Records::new(path, max_entries);
+    let path = records.path;
     if offset > 0 {
         records.header = Some(SessionHeader {
             version: 3,
@@ -283,12 +286,15 @@ struct Records<'p> {
     v1: V1Ids,
     /// Index of the next parsed record in pi's `entries` array (header = 0).
     record_index: usize,
+    /// What is done to the texts of the entries.
+    cleaning: Cleaning,
 }
 
 impl<'p> Records<'p> {
-    fn new(path: &'p Path, max_entries: usize) -> Self {
+    fn new(path: &'p Path, max_entries: usize, cleaning: Cleaning) -> Self {
         Records {
             path,
+            cleaning,
             warnings: Warnings::default(),
             header: None,
             entries: VecDeque::new(),
@@ -446,7 +452,7 @@ impl<'p> Records<'p> {
         id: &str,
     ) -> EntryKind {
         let ty = raw.ty.as_str().unwrap_or_default();
-        let mut kind = match convert::kind(raw, ty, self.version()) {
+        let mut kind = match convert::kind(raw, ty, self.version(), self.cleaning) {
             Ok(kind @ EntryKind::Unknown { .. }) => {
                 self.warnings.unknown_entry_types += 1;
                 kind
@@ -762,8 +768,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("2026_s.jsonl");
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        let parsed =
-            read_at_most(&path, open_file(&path).unwrap(), 0, None, false, 10, None).unwrap();
+        let records = Records::new(&path, 10, Cleaning::Cleaned);
+        let parsed = read_into(records, open_file(&path).unwrap(), 0, None, false, None).unwrap();
         let ids: Vec<&str> = parsed.entries.iter().map(|e| e.id.as_str()).collect();
         assert_eq!(ids, (15..25).map(|i| format!("e{i}")).collect::<Vec<_>>());
         assert_eq!(parsed.warnings.entries_not_kept, 15);

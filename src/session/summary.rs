@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::convert::{content, iso_to_ms};
+use super::convert::{content, iso_to_ms, Cleaning};
 use super::entries::{text_joined, Blocks};
 use super::raw::{Num, RawContent, RawLine, Str};
 use super::read::{io_err, is_blank, lines_from, not_a_session, open_file, NOT_A_HEADER};
@@ -189,7 +189,7 @@ impl Scanned {
                 return;
             };
             if msg.role.as_str() == Some("user") {
-                let t = text_joined(&content::<Blocks>(&msg.content), " ");
+                let t = text_joined(&content::<Blocks>(&msg.content, Cleaning::Cleaned), " ");
                 if !t.is_empty() {
                     self.first_message = Some(t);
                 }

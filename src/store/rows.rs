@@ -47,7 +47,9 @@ impl EntryText {
 /// of one message are joined here with no further pass: they are one cleaned
 /// text cut in parts (a long user or assistant text) or a single item. (A
 /// search's snippets make these texts again for the sessions they show: each
-/// pass over them was a part of a slow search's time.)
+/// pass over them was a part of a slow search's time. They read the entries
+/// with their texts as written, and use one only when its hash and length
+/// are those the update stored; see `snippets::read_texts`.)
 pub(super) fn entry_text(entry: &Entry) -> EntryText {
     let (role, text) = match &entry.kind {
         // Custom messages are extensions' injections (e.g. `@@` context from other sessions).

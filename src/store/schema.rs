@@ -149,7 +149,8 @@ macro_rules! fts5_hashsize {
 /// with [`ADD_TEXT_HASH`], `entries.hash`: the [`text_hash`](super::rows::text_hash) of each
 /// entry's stored text (NULL: stored before it was kept), so a file read
 /// again whole that still holds every stored text needs no scrub (see
-/// `update.rs`, `Plan::forget`). And FTS5's `crisismerge` at 64 (a
+/// `update.rs`, `Plan::forget`), and a snippet uses an entry's text read
+/// as written only when it is the stored one (`snippets.rs`). And FTS5's `crisismerge` at 64 (a
 /// safety net: `merge.rs` merges in transactions of its own, so that
 /// flushes, in write transactions, do not), and its `hashsize` at 8 MB
 /// (FTS5's default is 1 MB): the terms a write transaction adds are kept in
@@ -305,9 +306,10 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 pub(super) const TEXT_HASHES: &str =
     "SELECT hash FROM entries WHERE rowid BETWEEN ?1 AND ?2 AND bytes > 0";
 pub(super) const DELETE_ENTRIES: &str = "DELETE FROM entries WHERE rowid BETWEEN ?1 AND ?2";
-/// The entries of the rowids ?1..=?2 that have text, in file order.
+/// The entries of the rowids ?1..=?2 that have text, in file order, with
+/// the hash of their stored text (NULL: not known).
 pub(super) const ENTRIES_WITH_TEXT: &str = "
-SELECT rowid, entry_id, role, active, col, line, bytes FROM entries
+SELECT rowid, entry_id, role, active, col, line, bytes, hash FROM entries
 WHERE rowid BETWEEN ?1 AND ?2 AND bytes > 0 ORDER BY rowid";
 /// Every entry of the rowids ?1..=?2: its id, line, branch and column, in file order.
 pub(super) const ENTRY_LINES: &str = "

@@ -3,9 +3,13 @@
 //! index (which cannot give them back), and where each entry's line starts.
 //! The few entries of each shown session's best ranking row are read at
 //! those offsets, checked to be the entries stored there (a file rewritten
-//! since the last update gives no snippet, not a wrong one), redacted by the
-//! reader as the update's were, and put in a scratch full-text table of the
-//! connection, where FTS5's `snippet()` marks the query's words.
+//! since the last update gives no snippet, not a wrong one), redacted as the
+//! update's were, and put in a scratch full-text table of the connection,
+//! where FTS5's `snippet()` marks the query's words. The redaction is proven
+//! rather than redone where it can be: an entry is read with its texts as
+//! written, and its text is used so only when it is the text the update
+//! stored, redacted (its length and hash, kept in `entries`); any other
+//! entry's line is read again redacted ([`read_texts`]).
 //!
 //! The scratch rows of all the shown sessions are written by one statement
 //! inside a savepoint that is always rolled back ([`Scratch`]): FTS5 keeps
@@ -39,11 +43,11 @@ use std::sync::OnceLock;
 use rusqlite::{Connection, OptionalExtension};
 
 use super::rank::Snippet;
-use super::rows::{entry_text, TextRow, CHUNK_BYTES};
+use super::rows::{entry_text, text_hash, TextRow, CHUNK_BYTES};
 use super::schema::{self, rowids, Column, SPAN};
 use super::snippet_filter::EntryFilter;
 use super::snippet_match::{Matcher, Verdict};
-use crate::session::{Entry, LinePicker, Pick};
+use crate::session::{Cleaning, Entry, LinePicker, Pick, SessionError};
 
 /// Characters of a passage shown as a snippet.
 const PASSAGE_SNIPPET_CHARS: usize = 240;
@@ -57,6 +61,20 @@ struct TextEntry {
     active: bool,
     column: i64,
     line: u64,
+    /// The length and [`text_hash`] of its text as the update stored it
+    /// (redacted; no hash: stored before hashes were kept).
+    bytes: usize,
+    hash: Option<i64>,
+}
+
+impl TextEntry {
+    /// Whether `text` is the text the update stored for this entry (FNV-1a
+    /// is no proof against a text made to collide, but only whoever writes
+    /// the session file can make one, and what it would show is what they
+    /// wrote: no secret of the user's goes out that way).
+    fn stored_as(&self, text: &str) -> bool {
+        self.hash == Some(text_hash(text)) && self.bytes == text.len()
+    }
 }
 
 /// A shown session whose snippets are cut: its file and its best ranking row.
@@ -303,7 +321,8 @@ impl Store {
             if bytes >= CHUNK_BYTES {
                 break;
             }
-            bytes += r.get::<_, i64>(6)?;
+            let text_bytes = r.get::<_, i64>(6)?;
+            bytes += text_bytes;
             entries.push(TextEntry {
                 rowid: r.get(0)?,
                 entry_id: r.get(1)?,
@@ -311,6 +330,8 @@ impl Store {
                 active: r.get(3)?,
                 column: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
                 line: r.get::<_, i64>(5)? as u64,
+                bytes: usize::try_from(text_bytes).unwrap_or(usize::MAX),
+                hash: r.get(7)?,
             });
         }
         Ok(entries)
@@ -381,27 +402,75 @@ fn cores() -> usize {
 /// The text (redacted, as the update stored it) of each of `entries` that
 /// `picker` picks, read again from the session file `path`; an entry not
 /// found where the store says it is has none.
+///
+/// The lines are read with their texts as written ([`Cleaning::AsWritten`]),
+/// and an entry's text is used as read only when it is the text the update
+/// stored, cleaned (the same length and [`text_hash`]): most entries hold no
+/// secret, and the rules were a third of a slow search's time (see the
+/// commit). At the first entry whose text is not the stored one (the rules
+/// changed it: a secret, a `<private>` span; or its line was rewritten since
+/// the update, whatever its size and mtime), the reading stops, that entry's
+/// line is read again cleaned, and the reading goes on after it: the picker
+/// sees the texts a cleaned reading gives, in the same order, and no text
+/// that was not cleaned, or proven equal to a cleaned one, leaves this
+/// function.
 fn read_texts<'e>(
     path: &Path,
     entries: &'e [TextEntry],
     mut picker: ChunkPicker<'_>,
 ) -> Vec<(&'e TextEntry, String)> {
-    let (Some(from), Some(to)) = (entries.first(), entries.last()) else {
+    let Some(to) = entries.last() else {
         return Vec::new();
+    };
+    // Entries stored before hashes were kept cannot be proven: all read cleaned.
+    let first_reading = match entries.iter().any(|e| e.hash.is_none()) {
+        true => Cleaning::Cleaned,
+        false => Cleaning::AsWritten,
     };
     let mut read = ChunkRead {
         entries,
         picker: &mut picker,
         texts: Vec::new(),
+        cleaning: first_reading,
+        unstored: None,
     };
-    let done = crate::session::open_file(path).and_then(|file| {
-        crate::session::read_lines_where(path, file, from.line, to.line + 1, &mut read)
-    });
-    if let Err(e) = done {
-        tracing::debug!("search index: no snippet from {e}");
-        return Vec::new();
+    let mut from = 0;
+    while let Some(first) = entries.get(from) {
+        read.cleaning = first_reading;
+        if let Err(e) = read_lines(path, first.line, to.line + 1, &mut read) {
+            return no_snippet(e);
+        }
+        let Some(i) = read.unstored.take() else {
+            break;
+        };
+        // That entry again, cleaned, in its place; then the ones after it.
+        read.cleaning = Cleaning::Cleaned;
+        let line = entries[i].line;
+        if let Err(e) = read_lines(path, line, line + 1, &mut read) {
+            return no_snippet(e);
+        }
+        from = i + 1;
     }
     read.texts
+}
+
+/// The entries of the lines of `path` that start in `from..until`, given to
+/// `read`, their texts cleaned as `read.cleaning` says.
+fn read_lines(
+    path: &Path,
+    from: u64,
+    until: u64,
+    read: &mut ChunkRead<'_, '_, '_>,
+) -> Result<(), SessionError> {
+    let file = crate::session::open_file(path)?;
+    let cleaning = read.cleaning;
+    crate::session::read_lines_where(path, file, from, until, read, cleaning).map(drop)
+}
+
+/// No texts, when the file cannot be read.
+fn no_snippet<'e>(e: SessionError) -> Vec<(&'e TextEntry, String)> {
+    tracing::debug!("search index: no snippet from {e}");
+    Vec::new()
 }
 
 /// Which of a chunk's entries are read for snippets, and which of their
@@ -480,6 +549,12 @@ struct ChunkRead<'e, 'p, 'f> {
     entries: &'e [TextEntry],
     picker: &'p mut ChunkPicker<'f>,
     texts: Vec<(&'e TextEntry, String)>,
+    /// How the lines are read: as written, a text is taken only when it is
+    /// the one stored (see [`read_texts`]).
+    cleaning: Cleaning,
+    /// The entry whose text, read as written, was not the one stored: the
+    /// reading stops after its line.
+    unstored: Option<usize>,
 }
 
 impl ChunkRead<'_, '_, '_> {
@@ -491,6 +566,9 @@ impl ChunkRead<'_, '_, '_> {
 
 impl LinePicker for ChunkRead<'_, '_, '_> {
     fn pick(&mut self, start: u64, line: &[u8]) -> Pick {
+        if self.unstored.is_some() {
+            return Pick::Stop;
+        }
         match self.at(start) {
             Some(_) => self.picker.pick(line),
             None => Pick::Skip,
@@ -498,16 +576,22 @@ impl LinePicker for ChunkRead<'_, '_, '_> {
     }
 
     fn taken(&mut self, start: u64, found: &Entry) {
-        let Some(entry) = self.at(start).map(|i| &self.entries[i]) else {
+        let Some(i) = self.at(start) else {
             return;
         };
+        let entry = &self.entries[i];
         if found.id.as_str() != entry.entry_id {
             return;
         }
-        if let Some(text) = entry_text(found).text {
-            if self.picker.keep(&text) {
-                self.texts.push((entry, text));
+        let cleaned = self.cleaning == Cleaning::Cleaned;
+        match entry_text(found).text {
+            Some(text) if cleaned || entry.stored_as(&text) => {
+                if self.picker.keep(&text) {
+                    self.texts.push((entry, text));
+                }
             }
+            _ if cleaned => {}
+            _ => self.unstored = Some(i),
         }
     }
 }
@@ -536,6 +620,9 @@ mod tests {
                 active: true,
                 column: Column::User as i64,
                 line: file.len() as u64,
+                // As the update stores it: the hash of the redacted text.
+                bytes: crate::redact::session_text(text).len(),
+                hash: Some(text_hash(&crate::redact::session_text(text))),
             });
             file.push_str(&format!("{line}\n"));
         }
@@ -580,5 +667,41 @@ mod tests {
         let counts: Vec<usize> = together.iter().map(Vec::len).collect();
         assert_eq!(counts, [1, 2, 2, 2, 2, 2, 2]);
         assert!(together[3][1].1.contains("session 3 line 1"));
+    }
+
+    /// Entries whose texts the rules change (secrets) are read again with
+    /// them, between entries used as read: every text comes back once, in
+    /// file order, redacted; the same without hashes (a store made before
+    /// they were kept).
+    #[test]
+    fn entries_the_rules_change_are_read_again_in_their_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = "sk-ant-api03-Zq8vLr2Xw9Tb4Nc7Md1Pe6Hf3Jg5Ks0";
+        let texts = [
+            "first about the cron job".to_string(),
+            format!("second my key is {key} keep it"),
+            format!("third my key is {key} again"),
+            "fourth about the cron job".to_string(),
+            format!("fifth my key is {key} at the end"),
+        ];
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (path, mut entries) = session(dir.path(), "s", &texts);
+        let read = |entries: &[TextEntry]| -> Vec<String> {
+            let every = ChunkPicker::new(&EntryFilter::All, None);
+            read_texts(&path, entries, every)
+                .into_iter()
+                .map(|(_, text)| text)
+                .collect()
+        };
+        let shown = read(&entries);
+        let redacted: Vec<String> = texts
+            .iter()
+            .map(|t| t.replace(key, crate::redact::REDACTED))
+            .collect();
+        assert_eq!(shown, redacted);
+        for entry in &mut entries {
+            entry.hash = None;
+        }
+        assert_eq!(read(&entries), redacted);
     }
 }

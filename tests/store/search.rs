@@ -756,6 +756,56 @@ fn snippets_read_again_from_the_file_show_no_secret_of_any_entry() {
     }
 }
 
+/// Snippets use an entry's text read with redaction held back only when it
+/// is the text the update stored (redacted): a line rewritten behind the
+/// store's back with a secret in place of clean text of the same length
+/// (same entry id, same offsets, same file size) is redacted when it is
+/// shown, not shown as read.
+#[test]
+fn a_line_rewritten_with_a_secret_since_the_update_shows_it_redacted() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let agent = dir.path();
+    let key = "sk-ant-api03-Zq8vLr2Xw9Tb4Nc7Md1Pe6Hf3Jg5Ks0";
+    let clean = "x".repeat(key.len());
+    let mut w = Writer::new(agent, "/p", "rewritten");
+    w.user("the capybara ledger is open");
+    w.user(&format!("wombatseven my key is {clean} keep it"));
+    w.assistant("wombatseven noted, the capybara ledger is closed");
+    let index = store_updated(agent, None);
+    let shown = |query: &str| -> Vec<String> {
+        let hits = top5(&index, query);
+        assert_eq!(hit_ids(&hits), vec!["rewritten"], "{query}");
+        hits[0]
+            .snippets
+            .iter()
+            .map(|s| s.marked("[", "]"))
+            .collect()
+    };
+    // Before: the clean text is shown as the update stored it.
+    assert!(
+        shown("wombatseven").iter().any(|s| s.contains(&clean)),
+        "{:?}",
+        shown("wombatseven")
+    );
+    let text = std::fs::read_to_string(&w.path).expect("read");
+    let rewritten = text.replace(&clean, key);
+    assert_eq!(rewritten.len(), text.len());
+    std::fs::write(&w.path, rewritten).expect("rewrite in place");
+    // No update since: the store still holds the clean text's hash.
+    let after = shown("wombatseven");
+    assert!(
+        after.iter().any(|s| s.contains("[wombatseven] my key is")),
+        "the rewritten entry is shown: {after:?}"
+    );
+    assert!(
+        after
+            .iter()
+            .all(|s| !s.contains(&key[..16]) && !s.contains(&key[key.len() - 16..])),
+        "a secret in a snippet: {after:?}"
+    );
+    assert!(after.iter().any(|s| s.contains("[REDACTED]")), "{after:?}");
+}
+
 /// A pass that finds nothing to write remembers the files' states (one
 /// digest), and the next pass over the same files reads no stored state;
 /// whatever changes a session file, a meta file or the rules still reaches
