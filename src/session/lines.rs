@@ -79,6 +79,8 @@ pub(crate) struct LineReader<R> {
     offset: u64,
     squeeze: Option<Squeeze>,
     cuts: Vec<Cut>,
+    /// Bytes asked of `inner` per read.
+    read_size: usize,
 }
 
 const READ_CHUNK: usize = 256 << 10;
@@ -99,6 +101,7 @@ impl<R: Read + Seek> LineReader<R> {
             offset,
             squeeze: None,
             cuts: Vec::new(),
+            read_size: READ_CHUNK,
         };
         if offset == 0 {
             reader.fill()?;
@@ -118,6 +121,43 @@ impl<R: Read + Seek> LineReader<R> {
     /// read resumes (an unterminated last line is read again then).
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// Read `bytes` at a time (256 KiB unless told): a reader that picks a
+    /// few lines out of a file ([`skip_to`](Self::skip_to)) reads less past
+    /// the last one with smaller reads.
+    pub fn with_read_size(mut self, bytes: usize) -> Self {
+        self.read_size = bytes.max(1);
+        self
+    }
+
+    /// Go on at byte `offset`, a line start at or after
+    /// [`offset`](Self::offset): the lines between are not returned, and
+    /// not read unless they are in the buffer already. Only between lines
+    /// (after a complete line, not inside a long one being cut).
+    pub fn skip_to(&mut self, offset: u64) -> io::Result<()> {
+        let Some(ahead) = offset.checked_sub(self.offset) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("cannot skip back from byte {} to {offset}", self.offset),
+            ));
+        };
+        if ahead == 0 {
+            return Ok(());
+        }
+        let buffered = self.buf.len() - self.start;
+        match usize::try_from(ahead) {
+            Ok(ahead) if ahead <= buffered => self.start += ahead,
+            _ => {
+                self.inner.seek(SeekFrom::Start(offset))?;
+                self.buf.clear();
+                self.start = 0;
+                self.eof = false;
+            }
+        }
+        self.scanned = self.start;
+        self.offset = offset;
+        Ok(())
     }
 
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
@@ -261,17 +301,17 @@ impl<R: Read + Seek> LineReader<R> {
         // Move the unconsumed bytes to the front only once they are at most
         // half the buffer: a long line is then moved O(1) times, not once a read.
         if self.start > 0
-            && self.buf.capacity() - self.buf.len() < READ_CHUNK
+            && self.buf.capacity() - self.buf.len() < self.read_size
             && self.start >= self.buf.len() / 2
         {
             self.buf.drain(..self.start);
             self.scanned -= self.start;
             self.start = 0;
         }
-        self.buf.reserve(READ_CHUNK);
+        self.buf.reserve(self.read_size);
         let n = loop {
             match (&mut self.inner)
-                .take(READ_CHUNK as u64)
+                .take(self.read_size as u64)
                 .read_to_end(&mut self.buf)
             {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -357,6 +397,42 @@ mod tests {
             out.push((l.text.to_vec(), l.terminated));
         }
         (out, r.offset())
+    }
+
+    /// Skipping to a line start reads from there, inside the buffer or past
+    /// it (then the bytes between are never read); skipping back is refused.
+    #[test]
+    fn skips_read_from_the_line_skipped_to() {
+        let mut data = Vec::new();
+        let mut starts = Vec::new();
+        for i in 0..40 {
+            starts.push(data.len() as u64);
+            data.extend_from_slice(format!("line {i} {}\n", "y".repeat(i * 7)).as_bytes());
+        }
+        let read = |size: usize, picks: &[usize]| -> Vec<(u64, String)> {
+            let mut r = LineReader::from_offset(Cursor::new(&data), starts[1])
+                .unwrap()
+                .with_read_size(size);
+            let mut got = Vec::new();
+            for &i in picks {
+                r.skip_to(starts[i]).unwrap();
+                let start = r.offset();
+                let line = r.next_line().unwrap().unwrap();
+                assert!(line.terminated);
+                got.push((start, String::from_utf8(line.text.to_vec()).unwrap()));
+            }
+            assert!(r.skip_to(starts[1]).is_err());
+            got
+        };
+        let picks = [1, 2, 5, 6, 20, 39];
+        let want: Vec<(u64, String)> = picks
+            .iter()
+            .map(|&i| (starts[i], format!("line {i} {}", "y".repeat(i * 7))))
+            .collect();
+        // Reads smaller than a line, of a few lines, and of the whole file.
+        for size in [5, 64, 1 << 20] {
+            assert_eq!(read(size, &picks), want, "read size {size}");
+        }
     }
 
     #[test]

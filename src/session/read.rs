@@ -170,19 +170,30 @@ pub enum Pick {
     Stop,
 }
 
-/// Which lines [`read_where`] parses, told from each line's start and JSON
-/// text (as the line reader holds it: long strings cut), and what is made
-/// of them: a search's snippets decide what to read next from what they
-/// have read.
+/// Which lines [`read_where`] reads and parses, told from each line's start
+/// and JSON text (as the line reader holds it: long strings cut), and what
+/// is made of them: a search's snippets decide what to read next from what
+/// they have read.
 pub trait LinePicker {
+    /// Where the next line worth reading starts, at or after `offset` (where
+    /// the last line read ended); `None`: no more. The lines before it are
+    /// passed over unread.
+    fn next_start(&mut self, offset: u64) -> Option<u64>;
     fn pick(&mut self, start: u64, line: &[u8]) -> Pick;
     /// The entry that the line starting at `start` gave.
     fn taken(&mut self, start: u64, entry: &Entry);
 }
 
+/// Bytes read at a time by [`read_where`]: it reads a few lines picked out
+/// of a file (a search's snippets: the texts of a shown session's ~16 KB
+/// chunk, amid tool output), so a smaller read passes over less of what lies
+/// past the last one than the full tier's 256 KiB.
+const PICKED_READ_SIZE: usize = 32 << 10;
+
 /// [`read`] from `offset` > 0 (a line after the header) up to `until`,
-/// complete lines only, parsing only the lines `keep` picks: the others give
-/// no entry and cost no parse.
+/// complete lines only, reading only from where `keep` says the next line
+/// worth it starts, parsing only the lines it picks: the others give no
+/// entry and cost no parse.
 pub(crate) fn read_where(
     path: &Path,
     file: File,
@@ -218,9 +229,22 @@ fn read_into(
         });
     }
     let mut lines = lines_from(path, file, offset)?;
+    if keep.is_some() {
+        lines = lines.with_read_size(PICKED_READ_SIZE);
+    }
     let mut starts = VecDeque::new();
     while until.is_none_or(|until| lines.offset() < until) {
-        // Lines are read one after the other: this one starts where the last ended.
+        if let Some(keep) = keep.as_mut() {
+            let Some(next) = keep.next_start(lines.offset()) else {
+                break;
+            };
+            let next = next.max(lines.offset());
+            if until.is_some_and(|until| next >= until) {
+                break;
+            }
+            lines.skip_to(next).map_err(|e| io_err(path, e))?;
+        }
+        // This line starts where the last ended, or where `keep` skipped to.
         let start = lines.offset();
         let Some(line) = lines.next_line().map_err(|e| io_err(path, e))? else {
             break;

@@ -565,6 +565,18 @@ impl ChunkRead<'_, '_, '_> {
 }
 
 impl LinePicker for ChunkRead<'_, '_, '_> {
+    /// The line of the chunk's next entry: the lines between (tool output,
+    /// entries without text) are not read.
+    fn next_start(&mut self, offset: u64) -> Option<u64> {
+        if self.unstored.is_some() {
+            return None;
+        }
+        self.entries
+            .iter()
+            .map(|e| e.line)
+            .find(|&line| line >= offset)
+    }
+
     fn pick(&mut self, start: u64, line: &[u8]) -> Pick {
         if self.unstored.is_some() {
             return Pick::Stop;
