@@ -507,22 +507,34 @@ impl Store {
     }
 
     /// Sets this connection's numeric `pragmas` (name, value); returns the
-    /// values they had, to put back with the same call.
+    /// values they had, to put back with the same call. When one cannot be
+    /// set, those set before it are put back: a failed call changes nothing.
     fn set_pragmas(
         &self,
         pragmas: &[(&'static str, i64)],
     ) -> Result<Vec<(&'static str, i64)>, StoreError> {
-        let sql = |e| self.sql(e);
         let mut had = Vec::with_capacity(pragmas.len());
         for &(name, value) in pragmas {
-            let was: i64 = self
-                .conn
-                .pragma_query_value(None, name, |row| row.get(0))
-                .map_err(sql)?;
-            self.conn.pragma_update(None, name, value).map_err(sql)?;
-            had.push((name, was));
+            match self.swap_pragma(name, value) {
+                Ok(was) => had.push((name, was)),
+                Err(e) => {
+                    for &(name, was) in had.iter().rev() {
+                        if let Err(back) = self.conn.pragma_update(None, name, was) {
+                            tracing::debug!("search index: {name} not put back: {back}");
+                        }
+                    }
+                    return Err(self.sql(e));
+                }
+            }
         }
         Ok(had)
+    }
+
+    /// Sets the numeric pragma `name` to `value`; returns the value it had.
+    fn swap_pragma(&self, name: &str, value: i64) -> rusqlite::Result<i64> {
+        let was = self.conn.pragma_query_value(None, name, |row| row.get(0))?;
+        self.conn.pragma_update(None, name, value)?;
+        Ok(was)
     }
 }
 
@@ -1554,6 +1566,28 @@ mod tests {
             .unwrap();
         assert_eq!(report.updated, 3);
         assert_eq!(cache(&store), before);
+    }
+
+    /// Pragmas set for a pass are set all or none: one that cannot be set
+    /// (here, one SQLite does not have) puts back those set before it.
+    #[test]
+    fn pragmas_a_pass_cannot_all_set_are_all_put_back() {
+        let agent = tempfile::tempdir().unwrap();
+        let store = Store::open(agent.path()).unwrap();
+        let cache = || -> i64 {
+            store
+                .conn
+                .pragma_query_value(None, "cache_size", |r| r.get(0))
+                .unwrap()
+        };
+        let before = cache();
+        let pragmas = [("cache_size", before - 1234), ("no_such_pragma", 1)];
+        assert!(store.set_pragmas(&pragmas).is_err());
+        assert_eq!(cache(), before);
+        let had = store.set_pragmas(&pragmas[..1]).unwrap();
+        assert_eq!(cache(), before - 1234);
+        store.set_pragmas(&had).unwrap();
+        assert_eq!(cache(), before);
     }
 
     /// A write transaction leaves every segment its flushes made where FTS5
