@@ -154,21 +154,22 @@ impl Layer {
             .matmul(&value)?
             .transpose(1, 2)?
             .reshape((batch * len, hidden))?;
-        let attended = self.attention_norm.forward(
-            &self
-                .attention_out
-                .forward(&context)?
-                .apply_op2_no_bwd(&input, &Add)?,
-        )?;
+        let attended = add_and_norm(&self.attention_out, &context, &input, &self.attention_norm)?;
         let inner = self.up.forward(&attended)?.apply_op1_no_bwd(&Gelu)?;
-        let output = self.output_norm.forward(
-            &self
-                .down
-                .forward(&inner)?
-                .apply_op2_no_bwd(&attended, &Add)?,
-        )?;
+        let output = add_and_norm(&self.down, &inner, &attended, &self.output_norm)?;
         output.reshape((batch, len, hidden))
     }
+}
+
+/// BERT's sublayer output: `dense(x)` plus the sublayer's input
+/// (`residual`), layer-normalized.
+fn add_and_norm(
+    dense: &Dense,
+    x: &Tensor,
+    residual: &Tensor,
+    norm: &LayerNorm,
+) -> candle_core::Result<Tensor> {
+    norm.forward(&dense.forward(x)?.apply_op2_no_bwd(residual, &Add)?)
 }
 
 /// A dense layer, `x · Wᵀ + b` on `(rows, inputs)`: in bfloat16 where the
