@@ -423,9 +423,10 @@ fn read_texts<'e>(
         return Vec::new();
     };
     // Entries stored before hashes were kept cannot be proven: all read cleaned.
-    let first_reading = match entries.iter().any(|e| e.hash.is_none()) {
-        true => Cleaning::Cleaned,
-        false => Cleaning::AsWritten,
+    let first_reading = if entries.iter().any(|e| e.hash.is_none()) {
+        Cleaning::Cleaned
+    } else {
+        Cleaning::AsWritten
     };
     let mut read = ChunkRead {
         entries,
