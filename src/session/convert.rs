@@ -6,7 +6,7 @@
 //! most [`STRING_HEAD_BYTES`]. So an entry costs what its heads cost, however
 //! long the line it was read from.
 //!
-//! Every text an entry keeps is also cleaned here ([`clean`]: `<private>`
+//! Every text an entry keeps is also cleaned here ([`Cleaning::text`]: `<private>`
 //! spans and secrets, [`crate::redact::session_text`]), before it is cut: the
 //! reader is where session text enters the program, so no view, store row,
 //! model request or printed line can hold text that skipped the pass. The
@@ -88,18 +88,19 @@ impl Cleaning {
         }
     }
 
-    /// [`head_of`] `s`, cleaned.
+    /// [`head_of`] `s`, as this reader keeps it.
     fn head<T: From<String>>(self, s: &str) -> T {
         T::from(self.text(&s[..crate::text::floor_char_boundary(s, STRING_HEAD_BYTES)]))
     }
 
-    /// [`bounded`] of `text` cleaned first, so a cut never keeps the body of a
-    /// secret whose start it dropped.
+    /// [`bounded`] of `text` as this reader keeps it: cleaned first, so a cut
+    /// never keeps the body of a secret whose start it dropped.
     fn bounded(self, text: &str, head: Head) -> BoundedText {
         bounded(&self.text(text), head.units, head.bytes)
     }
 
-    /// The JSON value of `json`, each of its strings cleaned.
+    /// The JSON value of `json` ([`bounded_value`]), each of its strings as
+    /// this reader keeps it.
     fn value(self, json: &str) -> Value {
         let mut value = bounded_value(json);
         if self == Cleaning::Cleaned {

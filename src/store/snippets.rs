@@ -567,7 +567,8 @@ impl ChunkRead<'_, '_, '_> {
 
 impl LinePicker for ChunkRead<'_, '_, '_> {
     /// The line of the chunk's next entry: the lines between (tool output,
-    /// entries without text) are not read.
+    /// entries without text) are not read. None once an entry read as
+    /// written was not the stored one (it is read again, cleaned, next).
     fn next_start(&mut self, offset: u64) -> Option<u64> {
         if self.unstored.is_some() {
             return None;
@@ -579,9 +580,6 @@ impl LinePicker for ChunkRead<'_, '_, '_> {
     }
 
     fn pick(&mut self, start: u64, line: &[u8]) -> Pick {
-        if self.unstored.is_some() {
-            return Pick::Stop;
-        }
         match self.at(start) {
             Some(_) => self.picker.pick(line),
             None => Pick::Skip,

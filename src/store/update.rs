@@ -1537,6 +1537,14 @@ mod tests {
         std::fs::write(path, lines.join("\n") + "\n").unwrap();
     }
 
+    /// The page cache of `store`'s connection (`PRAGMA cache_size`).
+    fn cache_size(store: &Store) -> i64 {
+        store
+            .conn
+            .pragma_query_value(None, "cache_size", |r| r.get(0))
+            .unwrap()
+    }
+
     /// A pass over many files raises its connection's page cache
     /// ([`PASS_CACHE_KIB`]) and puts it back after, which gives the pages
     /// back: a pi process keeps its store open between passes.
@@ -1552,20 +1560,14 @@ mod tests {
             );
         }
         let mut store = Store::open(agent.path()).unwrap();
-        let cache = |store: &Store| -> i64 {
-            store
-                .conn
-                .pragma_query_value(None, "cache_size", |r| r.get(0))
-                .unwrap()
-        };
-        let before = cache(&store);
+        let before = cache_size(&store);
         assert_ne!(before, -PASS_CACHE_KIB);
         let sessions = agent.path().join("sessions");
         let report = store
             .update(&sessions, &agent.path().join("sessions-meta"), None)
             .unwrap();
         assert_eq!(report.updated, 3);
-        assert_eq!(cache(&store), before);
+        assert_eq!(cache_size(&store), before);
     }
 
     /// Pragmas set for a pass are set all or none: one that cannot be set
@@ -1574,12 +1576,7 @@ mod tests {
     fn pragmas_a_pass_cannot_all_set_are_all_put_back() {
         let agent = tempfile::tempdir().unwrap();
         let store = Store::open(agent.path()).unwrap();
-        let cache = || -> i64 {
-            store
-                .conn
-                .pragma_query_value(None, "cache_size", |r| r.get(0))
-                .unwrap()
-        };
+        let cache = || cache_size(&store);
         let before = cache();
         let pragmas = [("cache_size", before - 1234), ("no_such_pragma", 1)];
         assert!(store.set_pragmas(&pragmas).is_err());

@@ -756,8 +756,8 @@ fn snippets_read_again_from_the_file_show_no_secret_of_any_entry() {
     }
 }
 
-/// Snippets use an entry's text read with redaction held back only when it
-/// is the text the update stored (redacted): a line rewritten behind the
+/// Snippets use an entry's text read as written only when it is the text
+/// the update stored (redacted): a line rewritten behind the
 /// store's back with a secret in place of clean text of the same length
 /// (same entry id, same offsets, same file size) is redacted when it is
 /// shown, not shown as read.
